@@ -1,0 +1,5 @@
+import sys
+
+from gclsampler.cli import main
+
+sys.exit(main())

@@ -1,0 +1,68 @@
+"""The ``gclsampler`` console command: one-shot tools around the Hydra pipeline.
+
+Each command group lives in its own module under ``gclsampler.cli`` and exposes
+``register(subparsers)``; the module is imported only when its group is listed
+here, so a broken optional dependency of one group cannot break the others'
+``--help``. Errors derived from ``GclError`` become one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gclsampler.errors import GclError
+
+# group name -> (module, one-line help). Keep in the order users meet them.
+GROUPS: dict[str, tuple[str, str]] = {
+    "synth": ("gclsampler.cli.synth", "write a SYNTHETIC workload directory (traces, kernelslist.g, profile.csv)"),
+    "trace": ("gclsampler.cli.trace", "inspect and convert NVBit/Accel-Sim kernel traces"),
+    "profile": ("gclsampler.cli.profile", "import Nsight Compute / Nsight Systems / torch.profiler exports into profile.csv"),
+    "graph": ("gclsampler.cli.graph", "inspect the heterogeneous relational graphs built from traces"),
+    "stem": ("gclsampler.cli.stem", "STEM+ROOT error-bounded sampling plan from profile.csv alone"),
+    "plan": ("gclsampler.cli.plan", "show, export to Accel-Sim, and reconstruct estimates from sampling plans"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gclsampler",
+        description=(
+            "Tools for sampled GPU simulation. The full pipeline (graphs, RGCN training, "
+            "clustering, plan) runs with `python train.py workload=<name>`; these commands "
+            "are the single steps around it."
+        ),
+    )
+    sub = parser.add_subparsers(dest="group", metavar="COMMAND")
+    sub.required = True
+    for name, (module, help_text) in GROUPS.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue  # group not built yet
+        group = sub.add_parser(name, help=help_text, description=help_text)
+        mod.register(group)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.parse_args([args.group, "--help"])
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except GclError as exc:
+        print(f"gclsampler: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `gclsampler trace info ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

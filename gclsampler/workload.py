@@ -1,0 +1,73 @@
+"""A workload directory and what samplers are fitted on.
+
+Layout (DESIGN.md; written by a GPU host's tracer or by ``gclsampler.synth``)::
+
+    <dir>/kernelslist.g            trace file names in launch order (+ Memcpy lines)
+    <dir>/kernel-<id>.traceg[.zst] one trace per invocation (Accel-Sim layout + value extension)
+    <dir>/profile.csv              one row per invocation, on the arch the traces came from
+    <dir>/profiles/<arch>.csv      optional ground truth on other archs (cross-arch evaluation)
+    <dir>/workload.json            metadata: {"workload", "arch", "synthetic", "seed", ...}
+
+``synthetic`` is true for everything ``gclsampler.synth`` writes; reports copy it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # pandas is imported lazily by the profile stage
+    import pandas as pd
+
+
+@dataclass
+class Workload:
+    """Everything a sampler may look at. Traces stay on disk and are read on demand.
+
+    ``profile`` is the table of ``gclsampler.profile.read_profile`` (row i = invocation i).
+    ``embeddings`` (N, 256) float32 is present only after training.
+    """
+
+    name: str
+    profile: "pd.DataFrame"
+    root: Path | None = None
+    arch: str | None = None
+    synthetic: bool = False
+    embeddings: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def n_invocations(self) -> int:
+        return int(len(self.profile))
+
+    def ground_truth(self, arch: str | None = None) -> "pd.DataFrame":
+        """Profile of ``arch`` (default: the workload's own) for evaluation."""
+        if arch is None or arch == self.arch:
+            return self.profile
+        from gclsampler.profile import read_profile
+
+        if self.root is None:
+            raise FileNotFoundError(f"workload {self.name!r} has no directory to find arch {arch!r} in")
+        return read_profile(self.root / "profiles" / f"{arch}.csv")
+
+    @classmethod
+    def load(cls, root: str | Path, embeddings: np.ndarray | None = None) -> "Workload":
+        from gclsampler.profile import read_profile
+
+        root = Path(root)
+        meta_path = root / "workload.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        profile = read_profile(root / "profile.csv")
+        return cls(
+            name=str(meta.get("workload", root.name)),
+            profile=profile,
+            root=root,
+            arch=meta.get("arch"),
+            synthetic=bool(meta.get("synthetic", False)),
+            embeddings=embeddings,
+            meta=meta,
+        )
