@@ -1,0 +1,131 @@
+"""profile.csv contract: round trip, validation errors name path:line and field."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.errors import GclError
+from gclsampler.profile import (
+    OPTIONAL_COLUMNS,
+    PKA_METRICS,
+    REQUIRED_COLUMNS,
+    ProfileFormatError,
+    dim3_array,
+    parse_dim3,
+    read_profile,
+    write_profile,
+)
+
+
+def _table(n: int = 4) -> pd.DataFrame:
+    return pd.DataFrame({
+        "invocation": np.arange(n),
+        "kernel_name": [f"k{i % 2}" for i in range(n)],
+        "grid": ["(128,1,1)"] * n,
+        "block": ["(256,1,1)"] * n,
+        "time_ns": np.linspace(1000.5, 2000.0, n),
+        "cycles": np.arange(n) * 10 + 100,
+    })
+
+
+def test_pka_metrics_are_the_twelve_table2_names():
+    assert len(PKA_METRICS) == 12 and len(set(PKA_METRICS)) == 12
+    assert all(m.startswith("pka_") and m in OPTIONAL_COLUMNS for m in PKA_METRICS)
+    assert not set(REQUIRED_COLUMNS) & set(OPTIONAL_COLUMNS)
+
+
+def test_round_trip_is_byte_identical(tmp_path):
+    df = _table()
+    df["ipc"] = [0.5, 1.25, np.nan, 2.0]
+    df["l2_hit_rate"] = [10.0, 20.0, 30.0, 40.0]
+    a = write_profile(df, tmp_path / "a.csv")
+    back = read_profile(a)
+    assert list(back.columns[:6]) == REQUIRED_COLUMNS
+    np.testing.assert_allclose(back["time_ns"], df["time_ns"])
+    assert np.isnan(back["ipc"][2])
+    b = write_profile(back, tmp_path / "b.csv")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_grid_block_normalised(tmp_path):
+    df = _table(2)
+    df["grid"] = ["(4, 2, 1)", "[8,1,1]"]
+    back = read_profile(write_profile(df, tmp_path / "p.csv"))
+    assert list(back["grid"]) == ["(4,2,1)", "(8,1,1)"]
+    assert dim3_array(back["grid"]).tolist() == [[4, 2, 1], [8, 1, 1]]
+
+
+@given(st.tuples(*[st.integers(1, 2**31 - 1)] * 3))
+@settings(max_examples=50, deadline=None)
+def test_dim3_round_trip(dims):
+    assert parse_dim3(f"({dims[0]},{dims[1]},{dims[2]})") == dims
+    assert parse_dim3(f"({dims[0]}, {dims[1]}, {dims[2]})") == dims
+
+
+def _write_text(tmp_path, text: str):
+    p = tmp_path / "profile.csv"
+    p.write_text(text)
+    return p
+
+
+HEADER = "invocation,kernel_name,grid,block,time_ns,cycles\n"
+
+
+@pytest.mark.parametrize(
+    "body, where, field",
+    [
+        ("0,k,\"(1,1,1)\",\"(32,1,1)\",abc,1\n", ":2", "time_ns"),
+        ("0,k,\"(1,1,1)\",\"(32,1,1)\",1,1\n1,k,\"(1,1,1)\",\"(32,1,1)\",,1\n", ":3", "time_ns"),
+        ("0,k,\"(1,1,1)\",\"(32,1,1)\",1,1\n2,k,\"(1,1,1)\",\"(32,1,1)\",1,1\n", ":3", "invocation"),
+        ("0,k,\"(1,1)\",\"(32,1,1)\",1,1\n", ":2", "grid"),
+        ("0,k,\"(1,1,1)\",\"(0,1,1)\",1,1\n", ":2", "block"),
+        ("0,,\"(1,1,1)\",\"(32,1,1)\",1,1\n", ":2", "kernel_name"),
+        ("0,k,\"(1,1,1)\",\"(32,1,1)\",1,-5\n", ":2", "cycles"),
+        ("0,k,\"(1,1,1)\",\"(32,1,1)\",inf,1\n", ":2", "time_ns"),
+    ],
+)
+def test_bad_rows_name_line_and_field(tmp_path, body, where, field):
+    p = _write_text(tmp_path, HEADER + body)
+    with pytest.raises(ProfileFormatError) as err:
+        read_profile(p)
+    msg = str(err.value)
+    assert f"{p}{where}: {field}:" in msg
+    assert isinstance(err.value, GclError)
+
+
+def test_missing_required_column_lists_found(tmp_path):
+    p = _write_text(tmp_path, "invocation,kernel_name,grid,block,time_ns\n0,k,\"(1,1,1)\",\"(1,1,1)\",1\n")
+    with pytest.raises(ProfileFormatError, match=r"cycles.*found columns: invocation, kernel_name, grid, block, time_ns"):
+        read_profile(p)
+
+
+def test_bad_optional_metric_named(tmp_path):
+    p = _write_text(tmp_path, HEADER.strip() + ",ipc\n0,k,\"(1,1,1)\",\"(1,1,1)\",1,1,fast\n")
+    with pytest.raises(ProfileFormatError, match=r":2: ipc: not a number"):
+        read_profile(p)
+
+
+def test_empty_and_missing_file(tmp_path):
+    with pytest.raises(ProfileFormatError, match="empty file"):
+        read_profile(_write_text(tmp_path, ""))
+    with pytest.raises(ProfileFormatError, match="no such file"):
+        read_profile(tmp_path / "nope.csv")
+
+
+def test_ragged_row_is_located(tmp_path):
+    p = _write_text(tmp_path, HEADER + "0,k,\"(1,1,1)\",\"(1,1,1)\",1,1,7,8\n")
+    with pytest.raises(ProfileFormatError, match=r"profile.csv:2: malformed CSV"):
+        read_profile(p)
+
+
+def test_write_rejects_bad_table(tmp_path):
+    df = _table()
+    df.loc[1, "time_ns"] = np.nan
+    with pytest.raises(ProfileFormatError, match="time_ns"):
+        write_profile(df, tmp_path / "p.csv")
+    assert not (tmp_path / "p.csv").exists()
+    assert not list(tmp_path.iterdir())
