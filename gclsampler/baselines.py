@@ -1,0 +1,516 @@
+"""Baseline kernel-sampling methods that GCL-Sampler is compared against.
+
+Each is a ``gclsampler.plan.Sampler``: ``Cls(params..., random_state).fit(workload)``
+returns a ``SamplingPlan`` built from the workload's ``profile.csv`` alone (no traces).
+The methods are re-implemented from their papers, not from released code:
+
+* ``PkaSampler``   Principal Kernel Selection (Baddouh et al., MICRO'21, Sec. 3.1): the
+  12 Table-2 metrics, standardised, PCA, k-means for k = 1..20, the smallest k whose
+  projected cycle error is under the target, first-chronological representative.
+* ``SieveSampler`` Sieve (Naderan-Tahan et al., ISPASS'23, as summarised in the STEM+ROOT
+  talk and the GCL-Sampler paper): strata by exact kernel name, tiers by the CoV of
+  instruction counts, tier 3 split at the minima of a kernel density estimate,
+  representative = first invocation with the dominant CTA count.
+* ``RandomSampler`` uniform random sampling (the STEM+ROOT paper's "Random" row).
+* ``AllegroSampler`` Allegro (Chung et al., Algorithm 1): name+grid+block groups,
+  CLT sample size m_min, recursive 1-D 2-means while m_min > m_Th, random draws.
+
+STEM+ROOT lives in ``gclsampler.stem``; the GCL methods in ``gclsampler.samplers``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gclsampler.errors import GclError
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, plan_from_labels
+
+__all__ = [
+    "BaselineError",
+    "PkaSampler",
+    "SieveSampler",
+    "RandomSampler",
+    "AllegroSampler",
+    "BASELINES",
+    "silverman_bandwidth",
+    "kde_split",
+    "sieve_tiers",
+    "allegro_m_min",
+    "allegro_partition",
+]
+
+# Same names as gclsampler.profile.PKA_METRICS (PKA paper Table 2); repeated here so the
+# baselines import without the profile stage (tests build profiles in memory).
+_PKA_METRICS: list[str] = [
+    "pka_coalesced_global_loads",
+    "pka_coalesced_global_stores",
+    "pka_coalesced_local_loads",
+    "pka_thread_global_loads",
+    "pka_thread_global_stores",
+    "pka_thread_local_loads",
+    "pka_thread_shared_loads",
+    "pka_thread_shared_stores",
+    "pka_thread_global_atomics",
+    "pka_instructions",
+    "pka_divergence_efficiency",
+    "pka_thread_blocks",
+]
+
+
+class BaselineError(GclError):
+    """A baseline cannot run on this profile or with these parameters (names the column/key)."""
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+def _where(workload) -> str:
+    root = getattr(workload, "root", None)
+    return f"{root}/profile.csv" if root is not None else f"workload {workload.name!r}"
+
+
+def _column(workload, name: str, method: str) -> np.ndarray:
+    df = workload.profile
+    if name not in df.columns:
+        raise BaselineError(f"{_where(workload)}: {name}: column required by {method} is missing")
+    values = df[name].to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise BaselineError(
+            f"{_where(workload)}:{int(bad[0]) + 2}: {name}: {method} needs a finite value in every row"
+        )
+    return values
+
+
+def _dim3_product(column) -> np.ndarray:
+    """CTA (or thread) count x*y*z from a ``"(x,y,z)"`` column."""
+    parts = column.astype(str).str.strip("()[] ").str.split(",", expand=True)
+    return parts.astype(np.int64).to_numpy().prod(axis=1)
+
+
+def _check_positive(value: float, key: str, method: str) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise BaselineError(f"{method}: {key}: must be a positive number, found {value!r}")
+
+
+def _first_per_label(labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """First (lowest-index) member of each label 0..n_labels-1."""
+    first = np.full(n_labels, -1, dtype=np.int64)
+    present, idx = np.unique(labels, return_index=True)
+    first[present] = idx
+    return first
+
+
+def _relabel(keys: np.ndarray) -> np.ndarray:
+    """Dense labels 0..K-1 numbered by first appearance (deterministic cluster ids)."""
+    _, first_idx, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(first_idx.size, dtype=np.int64)
+    rank[np.argsort(first_idx, kind="stable")] = np.arange(first_idx.size)
+    return rank[inverse.ravel()]
+
+
+def _plan_from_draws(workload, method: str, labels: np.ndarray, draws: list[np.ndarray],
+                     config: dict[str, Any], error_bounds: list[float | None] | None = None) -> SamplingPlan:
+    """Plan where cluster c's draws (invocation ids, distinct) share the cluster's size equally."""
+    names = workload.profile["kernel_name"].to_numpy()
+    sizes = np.bincount(labels, minlength=len(draws))
+    samples: list[Sample] = []
+    clusters: list[ClusterInfo] = []
+    for c, inv in enumerate(draws):
+        if sizes[c] == 0:
+            continue
+        w = float(sizes[c]) / inv.size
+        samples.extend(Sample(int(i), str(names[i]), c, w) for i in np.sort(inv))
+        bound = None if error_bounds is None else error_bounds[c]
+        clusters.append(ClusterInfo(c, int(sizes[c]), bound))
+    return SamplingPlan(workload.name, method, int(labels.size), samples, clusters, config,
+                        bool(getattr(workload, "synthetic", False))).validate(f"{method} plan")
+
+
+# ---------------------------------------------------------------------------------------
+# PKA
+# ---------------------------------------------------------------------------------------
+class PkaSampler(Sampler):
+    """Principal Kernel Selection (PKA paper Sec. 3.1).
+
+    PCA keeps the components explaining ``pca_variance`` of the standardised metrics'
+    variance (the paper does not state a count). For each k in ``k_min..k_max`` k-means
+    groups the projected invocations; the first-chronological member of each group,
+    scaled by the group size, projects the total cycles. The *smallest* k whose
+    projection is within ``target_error`` of the profiled total is chosen, as the paper
+    defines it. If no k reaches the target, the k with the smallest projected error is
+    used and ``config["target_met"]`` is false.
+
+    Learned: ``k_``, ``labels_``, ``errors_`` (k -> projected error), ``n_components_``.
+    """
+
+    name = "pka"
+    stochastic = False
+
+    def __init__(self, target_error: float = 0.05, k_min: int = 1, k_max: int = 20,
+                 pca_variance: float = 0.95, n_init: int = 10, random_state: int = 0):
+        self.target_error = target_error
+        self.k_min = k_min
+        self.k_max = k_max
+        self.pca_variance = pca_variance
+        self.n_init = n_init
+        self.random_state = random_state
+
+    def fit(self, workload) -> SamplingPlan:
+        from sklearn.cluster import KMeans
+        from sklearn.decomposition import PCA
+
+        _check_positive(self.target_error, "target_error", "pka")
+        if not (1 <= int(self.k_min) <= int(self.k_max)):
+            raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
+        if not (0 < self.pca_variance <= 1):
+            raise BaselineError(f"pka: pca_variance: must be in (0, 1], found {self.pca_variance!r}")
+        x = np.column_stack([_column(workload, m, "pka") for m in _PKA_METRICS])
+        cycles = _column(workload, "cycles", "pka")
+        n = x.shape[0]
+        std = x.std(axis=0)
+        keep = std > 0
+        z = (x[:, keep] - x[:, keep].mean(axis=0)) / std[keep] if keep.any() else np.zeros((n, 1))
+        if z.shape[1] > 1 and n > 1:
+            pca = PCA(n_components=float(self.pca_variance) if self.pca_variance < 1 else None,
+                      svd_solver="full", random_state=0)
+            proj = pca.fit_transform(z)
+        else:
+            proj = z
+        self.n_components_ = int(proj.shape[1])
+        n_distinct = int(np.unique(np.round(proj, 12), axis=0).shape[0])
+        total = float(cycles.sum())
+        self.errors_: dict[int, float] = {}
+        all_labels: dict[int, np.ndarray] = {}
+        chosen = None
+        for k in range(int(self.k_min), int(self.k_max) + 1):
+            if k > n_distinct:
+                break
+            if k == 1:
+                labels = np.zeros(n, dtype=np.int64)
+            else:
+                km = KMeans(n_clusters=k, n_init=int(self.n_init), random_state=self.random_state)
+                labels = _relabel(km.fit_predict(proj))
+            kk = int(labels.max()) + 1
+            reps = _first_per_label(labels, kk)
+            projected = float(np.dot(np.bincount(labels, minlength=kk), cycles[reps]))
+            err = abs(projected - total) / total if total > 0 else 0.0
+            self.errors_[k] = err
+            all_labels[k] = labels
+            if err < self.target_error:
+                chosen = k
+                break
+        target_met = chosen is not None
+        if chosen is None:
+            chosen = min(self.errors_, key=lambda k: (self.errors_[k], k))
+        self.k_ = chosen
+        self.labels_ = all_labels[chosen]
+        reps = _first_per_label(self.labels_, int(self.labels_.max()) + 1)
+        config = {**self.get_params(), "k": int(chosen), "target_met": target_met,
+                  "n_components": self.n_components_,
+                  "projected_error": {str(k): float(e) for k, e in self.errors_.items()}}
+        self.plan_ = plan_from_labels(workload.name, self.name, self.labels_, reps,
+                                      workload.profile["kernel_name"].to_numpy(), config,
+                                      bool(getattr(workload, "synthetic", False))).validate("pka plan")
+        return self.plan_
+
+
+# ---------------------------------------------------------------------------------------
+# Sieve
+# ---------------------------------------------------------------------------------------
+def silverman_bandwidth(x: np.ndarray) -> float:
+    """Silverman's rule of thumb h = 0.9 min(sd, IQR/1.34) n^(-1/5).
+
+    The IQR term keeps h small when a stratum is multimodal (sd inflated by the gaps
+    between modes), which is exactly the case Sieve's tier 3 must split; a fixed h = 1
+    would be meaningless for instruction counts in the millions.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n < 2:
+        return 0.0
+    sd = float(x.std(ddof=1))
+    q75, q25 = np.percentile(x, [75, 25])
+    iqr = float(q75 - q25) / 1.34
+    spread = min(sd, iqr) if iqr > 0 else sd
+    return 0.9 * spread * n ** (-0.2)
+
+
+def kde_split(x: np.ndarray, bandwidth: float | None = None, grid: int = 512) -> np.ndarray:
+    """Sub-stratum id (0..S-1, ascending in x) from the minima of a Gaussian KDE of x.
+
+    Density is evaluated on a regular grid over [min - 3h, max + 3h]; every strict
+    local minimum between two modes becomes a cut point.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 2 or np.ptp(x) == 0:
+        return np.zeros(x.size, dtype=np.int64)
+    h = silverman_bandwidth(x) if bandwidth is None else float(bandwidth)
+    if not h > 0:
+        return np.zeros(x.size, dtype=np.int64)
+    values, counts = np.unique(x, return_counts=True)
+    g = np.linspace(values[0] - 3 * h, values[-1] + 3 * h, grid)
+    dens = np.zeros(grid)
+    for lo in range(0, values.size, 4096):  # bounded memory: grid x chunk
+        v, c = values[lo:lo + 4096], counts[lo:lo + 4096]
+        dens += (c[None, :] * np.exp(-0.5 * ((g[:, None] - v[None, :]) / h) ** 2)).sum(axis=1)
+    # strict local minima, treating plateaus of equal density as one point
+    d = np.diff(dens)
+    sign = np.sign(d)
+    nz = np.flatnonzero(sign != 0)
+    cuts = []
+    for a, b in zip(nz[:-1], nz[1:]):
+        if sign[a] < 0 and sign[b] > 0:
+            cuts.append(0.5 * (g[a + 1] + g[b]))
+    return np.searchsorted(np.asarray(cuts), x, side="right").astype(np.int64)
+
+
+def sieve_tiers(inst: np.ndarray, names: np.ndarray, cov_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """(group id per invocation, tier per group) with tiers 1/2/3 by instruction-count CoV.
+
+    Tier 1: no variation (CoV == 0, includes single invocations); tier 2: CoV <=
+    ``cov_threshold``; tier 3: larger variation.
+    """
+    group = _relabel(np.asarray(names).astype(str))
+    n_groups = int(group.max()) + 1 if group.size else 0
+    cnt = np.bincount(group, minlength=n_groups).astype(np.float64)
+    s1 = np.bincount(group, weights=inst, minlength=n_groups)
+    mean = s1 / cnt
+    var = np.bincount(group, weights=(inst - mean[group]) ** 2, minlength=n_groups) / cnt
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cov = np.where(mean != 0, np.sqrt(var) / np.abs(mean), 0.0)
+    tier = np.where(cov == 0, 1, np.where(cov <= cov_threshold, 2, 3)).astype(np.int64)
+    # exact zero for constant groups regardless of float rounding
+    const = np.array([np.ptp(inst[group == g]) == 0 for g in range(n_groups)], dtype=bool)
+    tier[const] = 1
+    return group, tier
+
+
+class SieveSampler(Sampler):
+    """Sieve: name strata, instruction-count tiers, KDE split of tier 3.
+
+    ``cov_threshold`` separates "little" (tier 2) from "large" (tier 3) variation; the
+    slides do not give the value, 0.1 is our assumption (configurable). ``bandwidth``
+    is ``"silverman"`` (default, robust rule above), ``"scott"`` (1.06 sd n^-1/5) or a
+    number in instruction units. ``representative``: ``"dominant_cta"`` (first invocation
+    whose CTA count is the stratum's most frequent one; ties to the larger count),
+    ``"max_cta"`` (first with the largest CTA count, as the GCL paper words it) or
+    ``"first"``. ``inst_column`` defaults to ``inst_executed`` (warp-level SASS count).
+
+    Learned: ``labels_``, ``tiers_`` (tier per name group), ``group_of_``.
+    """
+
+    name = "sieve"
+    stochastic = False
+
+    def __init__(self, cov_threshold: float = 0.1, bandwidth: str | float = "silverman",
+                 representative: str = "dominant_cta", kde: bool = True,
+                 inst_column: str = "inst_executed", random_state: int = 0):
+        self.cov_threshold = cov_threshold
+        self.bandwidth = bandwidth
+        self.representative = representative
+        self.kde = kde
+        self.inst_column = inst_column
+        self.random_state = random_state
+
+    def _bandwidth(self, x: np.ndarray) -> float:
+        bw = self.bandwidth
+        if isinstance(bw, str):
+            if bw == "silverman":
+                return silverman_bandwidth(x)
+            if bw == "scott":
+                return 1.06 * float(np.std(x, ddof=1)) * x.size ** (-0.2) if x.size > 1 else 0.0
+            raise BaselineError(f"sieve: bandwidth: expected 'silverman', 'scott' or a number, found {bw!r}")
+        return float(bw)
+
+    def fit(self, workload) -> SamplingPlan:
+        if self.representative not in ("dominant_cta", "max_cta", "first"):
+            raise BaselineError(
+                f"sieve: representative: expected dominant_cta, max_cta or first, found {self.representative!r}")
+        _check_positive(self.cov_threshold, "cov_threshold", "sieve")
+        if not isinstance(self.bandwidth, str):
+            _check_positive(self.bandwidth, "bandwidth", "sieve")
+        inst = _column(workload, self.inst_column, "sieve")
+        names = workload.profile["kernel_name"].to_numpy().astype(str)
+        ctas = _dim3_product(workload.profile["grid"])
+        group, tiers = sieve_tiers(inst, names, self.cov_threshold)
+        sub = np.zeros(inst.size, dtype=np.int64)
+        if self.kde:
+            for g in np.flatnonzero(tiers == 3):
+                idx = np.flatnonzero(group == g)
+                sub[idx] = kde_split(inst[idx], self._bandwidth(inst[idx]))
+        keys = group.astype(np.int64) * (int(sub.max()) + 1) + sub
+        labels = _relabel(keys)
+        k = int(labels.max()) + 1
+        reps = np.empty(k, dtype=np.int64)
+        for c in range(k):
+            idx = np.flatnonzero(labels == c)
+            reps[c] = self._pick(idx, ctas[idx])
+        self.labels_, self.tiers_, self.group_of_ = labels, tiers, group
+        config = {**self.get_params(), "n_strata": k,
+                  "tier_counts": {str(t): int((tiers == t).sum()) for t in (1, 2, 3)}}
+        self.plan_ = plan_from_labels(workload.name, self.name, labels, reps, names, config,
+                                      bool(getattr(workload, "synthetic", False))).validate("sieve plan")
+        return self.plan_
+
+    def _pick(self, idx: np.ndarray, cta: np.ndarray) -> int:
+        if self.representative == "first":
+            return int(idx[0])
+        if self.representative == "max_cta":
+            return int(idx[np.flatnonzero(cta == cta.max())[0]])
+        values, counts = np.unique(cta, return_counts=True)
+        dominant = values[counts == counts.max()].max()
+        return int(idx[np.flatnonzero(cta == dominant)[0]])
+
+
+# ---------------------------------------------------------------------------------------
+# Random
+# ---------------------------------------------------------------------------------------
+class RandomSampler(Sampler):
+    """Uniform random sampling: m = max(1, round(fraction N)) invocations without replacement.
+
+    Each sampled invocation carries weight N/m (the Horvitz-Thompson weight of a simple
+    random sample), so the weights sum to N and the total-time estimate is unbiased.
+    """
+
+    name = "random"
+    stochastic = True
+
+    def __init__(self, fraction: float = 0.1, random_state: int = 0):
+        self.fraction = fraction
+        self.random_state = random_state
+
+    def fit(self, workload) -> SamplingPlan:
+        if not (isinstance(self.fraction, (int, float)) and 0 < self.fraction <= 1):
+            raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
+        n = workload.n_invocations
+        m = max(1, min(n, int(round(self.fraction * n))))
+        rng = np.random.default_rng(self.random_state)
+        draws = rng.choice(n, size=m, replace=False)
+        self.labels_ = np.zeros(n, dtype=np.int64)
+        self.plan_ = _plan_from_draws(workload, self.name, self.labels_, [draws],
+                                      {**self.get_params(), "n_samples": int(m)})
+        return self.plan_
+
+
+# ---------------------------------------------------------------------------------------
+# Allegro
+# ---------------------------------------------------------------------------------------
+def allegro_m_min(times: np.ndarray, epsilon: float, z: float = 1.96, floor: int = 30) -> int:
+    """m_min = max(ceil((z/eps * sigma/mu)^2), floor) (Allegro Theorem 2), not capped."""
+    t = np.asarray(times, dtype=np.float64)
+    mu = float(t.mean())
+    sigma = float(t.std(ddof=1)) if t.size > 1 else 0.0
+    cov = sigma / mu if mu > 0 else 0.0
+    # round before ceil so (z/eps*cov)^2 == 30.000000000004 does not become 31
+    return max(int(math.ceil(round((z / epsilon * cov) ** 2, 9))), int(floor))
+
+
+def _best_2means_1d(t: np.ndarray) -> np.ndarray:
+    """Optimal 1-D 2-means: the split of the sorted values with the least within-SSE."""
+    order = np.argsort(t, kind="stable")
+    s = t[order]
+    n = s.size
+    c1 = np.cumsum(s)
+    c2 = np.cumsum(s * s)
+    k = np.arange(1, n)  # left part = s[:k]
+    left_sse = c2[k - 1] - c1[k - 1] ** 2 / k
+    rt1 = c1[-1] - c1[k - 1]
+    rt2 = c2[-1] - c2[k - 1]
+    right_sse = rt2 - rt1 ** 2 / (n - k)
+    # only cut between distinct values
+    valid = s[k] > s[k - 1]
+    cost = np.where(valid, left_sse + right_sse, np.inf)
+    cut = int(k[np.argmin(cost)])
+    side = np.zeros(n, dtype=bool)
+    side[order[cut:]] = True
+    return side
+
+
+def allegro_partition(times: np.ndarray, keys: np.ndarray, epsilon: float, z: float = 1.96,
+                      floor: int = 30, m_th: int = 50, max_depth: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Allegro Algorithm 1: leaves (label per invocation, 0..L-1) and m_min per leaf.
+
+    Groups by ``keys``; a group is split with 1-D 2-means on execution time while its
+    m_min exceeds ``m_th`` (and it still has two distinct times). m_min is returned
+    uncapped; callers cap it at the leaf size.
+    """
+    times = np.asarray(times, dtype=np.float64)
+    groups = _relabel(np.asarray(keys))
+    leaves: list[np.ndarray] = []
+    m_mins: list[int] = []
+    stack = [(np.flatnonzero(groups == g), 0) for g in range(int(groups.max()) + 1)][::-1]
+    while stack:
+        idx, depth = stack.pop()
+        m = allegro_m_min(times[idx], epsilon, z, floor)
+        if m <= m_th or depth >= max_depth or np.ptp(times[idx]) == 0:
+            leaves.append(idx)
+            m_mins.append(m)
+            continue
+        side = _best_2means_1d(times[idx])
+        stack.append((idx[side], depth + 1))
+        stack.append((idx[~side], depth + 1))
+    labels = np.empty(times.size, dtype=np.int64)
+    first = np.array([leaf.min() for leaf in leaves])
+    order = np.argsort(first, kind="stable")  # leaf ids by first invocation
+    for new, old in enumerate(order):
+        labels[leaves[old]] = new
+    return labels, np.asarray(m_mins, dtype=np.int64)[order]
+
+
+class AllegroSampler(Sampler):
+    """Allegro (Algorithm 1): key = (kernel name, grid, block), recursive 2-means on time.
+
+    Each leaf draws min(m_min, leaf size) invocations uniformly without replacement,
+    each weighted leaf size / draws. ``m_th`` is the paper's split threshold (50),
+    ``floor`` the CLT minimum of 30 samples. ``time_column``: ``time_ns`` (profiled
+    execution time, as in the paper) or ``cycles``.
+
+    Learned: ``labels_`` (leaf per invocation), ``m_min_`` (uncapped, per leaf),
+    ``sample_sizes_`` (capped).
+    """
+
+    name = "allegro"
+    stochastic = True
+
+    def __init__(self, epsilon: float = 0.05, z: float = 1.96, floor: int = 30, m_th: int = 50,
+                 time_column: str = "time_ns", random_state: int = 0):
+        self.epsilon = epsilon
+        self.z = z
+        self.floor = floor
+        self.m_th = m_th
+        self.time_column = time_column
+        self.random_state = random_state
+
+    def fit(self, workload) -> SamplingPlan:
+        _check_positive(self.epsilon, "epsilon", "allegro")
+        _check_positive(self.z, "z", "allegro")
+        if int(self.floor) < 1 or int(self.m_th) < 1:
+            raise BaselineError(f"allegro: floor/m_th: must be >= 1, found {self.floor}, {self.m_th}")
+        times = _column(workload, self.time_column, "allegro")
+        df = workload.profile
+        keys = (df["kernel_name"].astype(str) + "|" + df["grid"].astype(str) + "|"
+                + df["block"].astype(str)).to_numpy()
+        labels, m_min = allegro_partition(times, keys, float(self.epsilon), float(self.z),
+                                          int(self.floor), int(self.m_th))
+        sizes = np.bincount(labels, minlength=m_min.size)
+        take = np.minimum(m_min, sizes)
+        rng = np.random.default_rng(self.random_state)
+        draws = [rng.choice(np.flatnonzero(labels == c), size=int(take[c]), replace=False)
+                 for c in range(m_min.size)]
+        self.labels_, self.m_min_, self.sample_sizes_ = labels, m_min, take
+        config = {**self.get_params(), "n_leaves": int(m_min.size)}
+        self.plan_ = _plan_from_draws(workload, self.name, labels, draws, config,
+                                      [float(self.epsilon)] * m_min.size)
+        return self.plan_
+
+
+BASELINES: dict[str, type[Sampler]] = {
+    "pka": PkaSampler,
+    "sieve": SieveSampler,
+    "random": RandomSampler,
+    "allegro": AllegroSampler,
+}

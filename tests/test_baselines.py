@@ -1,0 +1,262 @@
+"""Baselines (PKA, Sieve, Random, Allegro) on in-memory profiles built here."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.baselines import (
+    BASELINES,
+    AllegroSampler,
+    BaselineError,
+    PkaSampler,
+    RandomSampler,
+    SieveSampler,
+    allegro_m_min,
+    allegro_partition,
+    kde_split,
+    sieve_tiers,
+    silverman_bandwidth,
+)
+from gclsampler.workload import Workload
+
+PKA_METRICS = [
+    "pka_coalesced_global_loads", "pka_coalesced_global_stores", "pka_coalesced_local_loads",
+    "pka_thread_global_loads", "pka_thread_global_stores", "pka_thread_local_loads",
+    "pka_thread_shared_loads", "pka_thread_shared_stores", "pka_thread_global_atomics",
+    "pka_instructions", "pka_divergence_efficiency", "pka_thread_blocks",
+]
+
+
+def make_profile(n: int = 200, seed: int = 0, n_names: int = 4) -> pd.DataFrame:
+    """A profile with every column: a few kernel names, each with 1-3 behaviour modes."""
+    rng = np.random.default_rng(seed)
+    name_id = rng.integers(0, n_names, n)
+    mode = rng.integers(0, 3, n) * (name_id % 2)  # odd names are multi-modal
+    base = (name_id + 1) * 1e5 * (1 + 2.0 * mode)
+    inst = np.round(base * (1 + 0.01 * rng.standard_normal(n)))
+    time_ns = inst / 50 * (1 + 0.02 * rng.standard_normal(n))
+    grid_x = np.where(mode == 0, 64, 128) * (name_id + 1)
+    df = pd.DataFrame({
+        "invocation": np.arange(n),
+        "kernel_name": [f"kern_{k}" for k in name_id],
+        "grid": [f"({g},1,1)" for g in grid_x],
+        "block": ["(256,1,1)"] * n,
+        "time_ns": time_ns,
+        "cycles": time_ns * 1.4,
+        "ipc": rng.uniform(0.5, 3.0, n),
+        "l1_hit_rate": rng.uniform(0.1, 0.9, n),
+        "l2_hit_rate": rng.uniform(0.3, 0.95, n),
+        "achieved_occupancy": rng.uniform(0.2, 1.0, n),
+        "inst_executed": inst,
+    })
+    for j, m in enumerate(PKA_METRICS):
+        df[m] = inst * (0.05 + 0.01 * j) * (1 + 0.001 * rng.standard_normal(n))
+    df["pka_thread_blocks"] = grid_x.astype(float)
+    return df
+
+
+def wl(df: pd.DataFrame, name: str = "toy") -> Workload:
+    return Workload(name=name, profile=df, arch="turing", synthetic=True)
+
+
+@pytest.mark.parametrize("method", sorted(BASELINES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_baseline_accounts_for_every_invocation(method, seed):
+    df = make_profile(150, seed)
+    plan = BASELINES[method](random_state=seed).fit(wl(df))
+    plan.validate()
+    assert plan.n_invocations == len(df)
+    assert math.isclose(plan.weights.sum(), len(df), rel_tol=1e-9)
+    assert len(set(plan.invocations.tolist())) == len(plan.samples)
+    assert plan.method == method and plan.synthetic
+    # a plan is a set of real invocations with their own kernel names
+    names = df["kernel_name"].to_numpy()
+    assert all(s.kernel_name == names[s.invocation] for s in plan.samples)
+
+
+@pytest.mark.parametrize("method", sorted(BASELINES))
+def test_deterministic_under_seed(method):
+    df = make_profile(120, 3)
+    a = BASELINES[method](random_state=5).fit(wl(df)).to_json()
+    b = BASELINES[method](random_state=5).fit(wl(df)).to_json()
+    assert a == b
+
+
+def test_stochastic_methods_change_with_seed():
+    df = make_profile(300, 4)
+    for cls in (RandomSampler, AllegroSampler):
+        assert cls.stochastic
+        plans = {tuple(cls(random_state=s).fit(wl(df)).invocations) for s in range(4)}
+        assert len(plans) > 1
+
+
+# ---------------------------------------------------------------------------------------- PKA
+def _pka_profile(cycles: np.ndarray, feature: np.ndarray) -> pd.DataFrame:
+    n = cycles.size
+    df = pd.DataFrame({
+        "invocation": np.arange(n), "kernel_name": ["k"] * n, "grid": ["(1,1,1)"] * n,
+        "block": ["(32,1,1)"] * n, "time_ns": cycles.astype(float), "cycles": cycles.astype(float),
+    })
+    for m in PKA_METRICS:
+        df[m] = feature.astype(float)
+    return df
+
+
+def test_pka_picks_smallest_k_under_target():
+    # Three well-separated feature groups whose cycles differ; k=1 and k=2 project badly, k=3 exactly.
+    feature = np.repeat([1.0, 100.0, 10000.0], 10)
+    cycles = np.repeat([10.0, 1000.0, 50.0], 10)
+    s = PkaSampler(target_error=0.05, random_state=0)
+    plan = s.fit(wl(_pka_profile(cycles, feature)))
+    assert s.k_ == 3
+    assert all(s.errors_[k] >= 0.05 for k in (1, 2))
+    assert s.errors_[3] < 0.05
+    assert plan.config["target_met"] is True
+    # first-chronological representatives
+    assert sorted(plan.invocations.tolist()) == [0, 10, 20]
+
+
+def test_pka_stops_at_first_k_even_if_larger_k_is_better():
+    # cycles constant within groups except one outlier; k=1 already under a loose target
+    feature = np.repeat([1.0, 50.0], 20)
+    cycles = np.concatenate([np.full(20, 100.0), np.full(20, 104.0)])
+    s = PkaSampler(target_error=0.05, random_state=0)
+    s.fit(wl(_pka_profile(cycles, feature)))
+    assert s.k_ == 1  # error 2% < 5%: smallest k, not the k=2 "oracle" with 0% error
+    assert list(s.errors_) == [1]
+
+
+def test_pka_fallback_when_target_unreachable():
+    feature = np.arange(6, dtype=float)
+    cycles = np.array([1000, 1, 1, 1, 1, 1], dtype=float)
+    s = PkaSampler(target_error=1e-9, k_max=3, random_state=0)
+    plan = s.fit(wl(_pka_profile(cycles, feature)))
+    assert plan.config["target_met"] is False
+    assert s.errors_[s.k_] == min(s.errors_.values())
+
+
+def test_pka_missing_metric_names_column():
+    df = make_profile(30).drop(columns=["pka_thread_local_loads"])
+    with pytest.raises(BaselineError, match="pka_thread_local_loads"):
+        PkaSampler().fit(wl(df))
+
+
+# -------------------------------------------------------------------------------------- Sieve
+def test_sieve_tiers_by_cov():
+    inst = np.array([5, 5, 5, 100, 101, 99, 100, 10, 1000, 10, 1000], dtype=float)
+    names = np.array(["a"] * 3 + ["b"] * 4 + ["c"] * 4)
+    group, tier = sieve_tiers(inst, names, cov_threshold=0.1)
+    assert group.tolist() == [0] * 3 + [1] * 4 + [2] * 4
+    assert tier.tolist() == [1, 2, 3]
+
+
+def test_kde_split_separates_modes_and_keeps_unimodal():
+    rng = np.random.default_rng(0)
+    a = rng.normal(1e6, 1e4, 60)
+    b = rng.normal(5e6, 1e4, 40)
+    x = np.concatenate([a, b])
+    sub = kde_split(x)
+    assert len(np.unique(sub)) == 2
+    assert np.all(sub[:60] == 0) and np.all(sub[60:] == 1)
+    assert len(np.unique(kde_split(rng.normal(1e6, 1e4, 200)))) == 1
+
+
+def test_silverman_bandwidth_matches_rule():
+    x = np.array([1.0, 2, 3, 4, 10])
+    sd = x.std(ddof=1)
+    iqr = (np.percentile(x, 75) - np.percentile(x, 25)) / 1.34
+    assert math.isclose(silverman_bandwidth(x), 0.9 * min(sd, iqr) * 5 ** -0.2)
+
+
+def test_sieve_plan_on_crafted_strata():
+    # name a: tier 1 (one stratum); name b: tier 3 with two instruction-count modes -> 2 strata.
+    inst = np.array([7] * 5 + [1000] * 6 + [9000] * 6, dtype=float)
+    inst[5:] += np.tile([0, 1, 2], 4)  # small jitter inside each mode
+    n = inst.size
+    grids = ["(4,1,1)"] * 5 + ["(8,1,1)", "(16,1,1)", "(16,1,1)", "(16,1,1)", "(8,1,1)", "(16,1,1)"] + ["(2,1,1)"] * 6
+    df = pd.DataFrame({"invocation": np.arange(n), "kernel_name": ["a"] * 5 + ["b"] * 12, "grid": grids,
+                       "block": ["(32,1,1)"] * n, "time_ns": inst, "cycles": inst, "inst_executed": inst})
+    s = SieveSampler(cov_threshold=0.1)
+    plan = s.fit(wl(df))
+    assert s.tiers_.tolist() == [1, 3]
+    assert len(plan.clusters) == 3
+    # dominant CTA count of the 1000-mode is 16 -> first such invocation is 6, not 5
+    assert sorted(plan.invocations.tolist()) == [0, 6, 11]
+    assert sorted(SieveSampler(representative="first").fit(wl(df)).invocations.tolist()) == [0, 5, 11]
+    # without KDE tier 3 stays one stratum
+    assert len(SieveSampler(kde=False).fit(wl(df)).clusters) == 2
+
+
+# ------------------------------------------------------------------------------------- Random
+@given(n=st.integers(1, 400), frac=st.floats(0.001, 1.0), seed=st.integers(0, 2**16))
+@settings(max_examples=40, deadline=None)
+def test_random_weights_sum_to_n(n, frac, seed):
+    df = make_profile(n, 0)
+    plan = RandomSampler(fraction=frac, random_state=seed).fit(wl(df))
+    m = max(1, min(n, round(frac * n)))
+    assert len(plan.samples) == m
+    assert np.allclose(plan.weights, n / m)
+    assert math.isclose(plan.weights.sum(), n, rel_tol=1e-9)
+
+
+def test_random_rejects_bad_fraction():
+    with pytest.raises(BaselineError, match="fraction"):
+        RandomSampler(fraction=0).fit(wl(make_profile(10)))
+
+
+# ------------------------------------------------------------------------------------ Allegro
+@given(cov=st.floats(0.0, 2.0), eps=st.sampled_from([0.03, 0.05, 0.1, 0.25]))
+@settings(max_examples=60, deadline=None)
+def test_allegro_m_min_formula_and_floor(cov, eps):
+    # two-point sample with a given sample CoV: values mu(1 +- cov/sqrt(2)) have sd = mu*cov (ddof=1)
+    t = np.array([1 - cov / math.sqrt(2), 1 + cov / math.sqrt(2)]) * 100.0
+    m = allegro_m_min(t, eps)
+    expected = math.ceil(round((1.96 / eps * cov) ** 2, 9))
+    assert m == max(expected, 30)
+    assert m >= 30
+
+
+def test_allegro_floor_and_cap_at_group_size():
+    # constant times: m_min = 30 (floor); a group of 12 is sampled entirely, one of 100 gets 30 draws
+    n1, n2 = 12, 100
+    df = make_profile(n1 + n2, 0)
+    df["kernel_name"] = ["small"] * n1 + ["big"] * n2
+    df["grid"] = "(1,1,1)"
+    df["time_ns"] = 1000.0
+    s = AllegroSampler(epsilon=0.05, random_state=0)
+    plan = s.fit(wl(df))
+    assert s.m_min_.tolist() == [30, 30]
+    assert s.sample_sizes_.tolist() == [12, 30]
+    assert len(plan.samples) == 42
+    w = {c.id: c.size for c in plan.clusters}
+    assert w == {0: 12, 1: 100}
+
+
+def test_allegro_recursion_stops_when_m_min_under_threshold():
+    # two tight modes in one key: whole group m_min >> 50, each mode's m_min = 30 -> exactly 2 leaves
+    rng = np.random.default_rng(1)
+    t = np.concatenate([rng.normal(100, 0.5, 80), rng.normal(1000, 5, 80)])
+    labels, m_min = allegro_partition(t, np.zeros(t.size, dtype=int), epsilon=0.05)
+    assert allegro_m_min(t, 0.05) > 50
+    assert len(m_min) == 2 and np.all(m_min <= 50)
+    assert np.all(labels[:80] == labels[0]) and np.all(labels[80:] == labels[80]) and labels[0] != labels[80]
+    # a threshold above the whole group's m_min means no split at all
+    labels2, m2 = allegro_partition(t, np.zeros(t.size, dtype=int), epsilon=0.05, m_th=10**9)
+    assert len(m2) == 1
+
+
+def test_allegro_keys_separate_grid_and_block():
+    df = make_profile(60, 0)
+    df["kernel_name"] = "k"
+    df["time_ns"] = 5.0
+    df["grid"] = ["(1,1,1)"] * 30 + ["(2,1,1)"] * 30
+    df["block"] = ["(32,1,1)"] * 15 + ["(64,1,1)"] * 45
+    s = AllegroSampler(random_state=0)
+    s.fit(wl(df))
+    assert len(s.m_min_) == 3
