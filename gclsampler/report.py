@@ -1,0 +1,380 @@
+"""``report.md`` and PNG plots from evaluation results (``results.csv`` rows).
+
+Tables mirror the papers so numbers can be read side by side: the per-workload
+error/speedup comparison of GCL-Sampler Fig. 4-5 and STEM+ROOT Table 3, the
+cross-architecture Table 3 of GCL-Sampler, the micro-architectural metric errors of
+GCL-Sampler Fig. 6 and the error-bound sweep of STEM+ROOT Fig. 11. A report built from
+synthetic workloads says so in its first lines.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from gclsampler.evaluate import RATE_METRICS, method_sort_key, summarize, suite_averages
+
+__all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
+           "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER"]
+
+SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthetic workloads written by "
+                    "`gclsampler.synth`, not from hardware measurements.")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _savefig(fig, path: Path) -> Path:
+    """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _fmt_err(x: float) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return "<0.01" if x < 0.01 else f"{x:.2f}"
+
+
+def _fmt_su(x: float) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x:.2f}×"
+
+
+def _methods(df) -> list[str]:
+    return sorted(df["method"].unique(), key=method_sort_key)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# plots
+# ---------------------------------------------------------------------------------------
+_COLORS = {"gcl": "tab:red", "gcl_stem": "tab:orange", "stem_root": "tab:green", "pka": "tab:blue",
+           "sieve": "tab:purple", "allegro": "tab:brown", "random": "tab:gray", "photon": "tab:olive"}
+
+
+def plot_speedup_vs_error(summary, path: Path, arch: str) -> Path:
+    """STEM+ROOT Fig. 9 style: one point per workload, speedup (log x) vs cycle error."""
+    plt = _plt()
+    df = summary[summary["arch"] == arch]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for m in _methods(df):
+        d = df[df["method"] == m]
+        ax.scatter(d["speedup_mean"], d["error_cycles"], label=m, color=_COLORS.get(m), alpha=0.8,
+                   edgecolors="k", linewidths=0.4, s=36)
+    ax.set_xscale("log")
+    ax.set_xlabel("speedup (×, log scale; arithmetic mean over seeds)")
+    ax.set_ylabel("cycle error (%)")
+    ax.set_title(f"speedup vs error per workload ({arch})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    out = _savefig(fig, path)
+    plt.close(fig)
+    return out
+
+
+def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: str) -> tuple[Path, Path]:
+    """GCL-Sampler Fig. 4 and 5: per-workload grouped bars of error and speedup (log)."""
+    plt = _plt()
+    df = summary[summary["arch"] == arch]
+    workloads = list(dict.fromkeys(df["workload"]))
+    methods = _methods(df)
+    x = np.arange(len(workloads))
+    width = 0.8 / max(1, len(methods))
+    outs = []
+    for col, ylabel, path, log in (("error_cycles", "cycle error (%)", path_error, False),
+                                   ("speedup_mean", "speedup (×, log scale)", path_speedup, True)):
+        fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(workloads) + 2), 4.2))
+        for j, m in enumerate(methods):
+            d = df[df["method"] == m].set_index("workload")
+            vals = np.array([float(d.loc[w, col]) if w in d.index else np.nan for w in workloads])
+            if log:
+                vals = np.where(vals > 0, vals, np.nan)
+            ax.bar(x + (j - (len(methods) - 1) / 2) * width, vals, width, label=m, color=_COLORS.get(m))
+        ax.set_xticks(x, workloads, rotation=30, ha="right")
+        ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(f"{ylabel.split(' (')[0]} per workload ({arch})")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=min(4, len(methods)))
+        outs.append(_savefig(fig, path))
+        plt.close(fig)
+    return outs[0], outs[1]
+
+
+def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path, title: str,
+                            representatives: Iterable[int] = (), max_clusters: int = 12) -> Path:
+    """Execution-time histogram of each cluster (largest first), representatives marked."""
+    plt = _plt()
+    times = np.asarray(times_ns, dtype=np.float64) / 1e3
+    labels = np.asarray(labels)
+    ids, sizes = np.unique(labels, return_counts=True)
+    order = ids[np.argsort(-sizes, kind="stable")][:max_clusters]
+    reps = set(int(r) for r in representatives)
+    n = len(order)
+    cols = min(4, n)
+    rows = int(math.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.4 * rows), squeeze=False)
+    for ax, c in zip(axes.ravel(), order):
+        idx = np.flatnonzero(labels == c)
+        t = times[idx]
+        ax.hist(t, bins=min(40, max(5, idx.size // 3)), color="tab:blue", alpha=0.8)
+        for r in idx[np.isin(idx, list(reps))]:
+            ax.axvline(times[r], color="tab:red", lw=1)
+        cov = float(t.std() / t.mean()) if t.mean() > 0 else 0.0
+        ax.set_title(f"cluster {int(c)}: n={idx.size}, CoV={cov:.3f}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("time (µs)", fontsize=7)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    fig.suptitle(title + " (red: sampled invocations)", fontsize=9)
+    fig.tight_layout()
+    out = _savefig(fig, path)
+    plt.close(fig)
+    return out
+
+
+def plot_silhouette(curves: dict[str, Any], path: Path) -> Path | None:
+    """Silhouette score vs k, one line per workload (from ``silhouette.csv`` files: k,score)."""
+    import pandas as pd
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    drawn = 0
+    for name, src in curves.items():
+        df = pd.read_csv(src) if not isinstance(src, pd.DataFrame) else src
+        if not {"k", "score"} <= set(df.columns) or df.empty:
+            continue
+        df = df.sort_values("k")
+        ax.plot(df["k"], df["score"], marker="o", ms=3, label=name)
+        best = df.loc[df["score"].idxmax()]
+        ax.scatter([best["k"]], [best["score"]], marker="*", s=80, color="k", zorder=3)
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("k (clusters)")
+    ax.set_ylabel("silhouette score")
+    ax.set_title("silhouette curve (★ = max)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    out = _savefig(fig, path)
+    plt.close(fig)
+    return out
+
+
+def plot_epsilon_sweep(sweep_avg, path: Path, arch: str) -> Path | None:
+    """STEM+ROOT Fig. 11: error and (harmonic-mean) speedup against the error bound ε."""
+    plt = _plt()
+    df = sweep_avg[(sweep_avg["arch"] == arch)].dropna(subset=["epsilon"])
+    if df.empty:
+        return None
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for m in _methods(df):
+        d = df[df["method"] == m].sort_values("epsilon")
+        a1.plot(d["epsilon"], d["speedup_hmean"], marker="o", label=m, color=_COLORS.get(m))
+        a2.plot(d["epsilon"], d["error_cycles"], marker="o", label=m, color=_COLORS.get(m))
+    a1.set_yscale("log")
+    a1.set_xlabel("error bound ε")
+    a1.set_ylabel("speedup (×, harmonic mean over workloads)")
+    a2.set_xlabel("error bound ε")
+    a2.set_ylabel("cycle error (%, arithmetic mean)")
+    for a in (a1, a2):
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=8)
+    fig.suptitle(f"error-bound sweep ({arch})", fontsize=10)
+    fig.tight_layout()
+    out = _savefig(fig, path)
+    plt.close(fig)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# report.md
+# ---------------------------------------------------------------------------------------
+def _comparison_table(summary, avg, arch: str) -> str:
+    df = summary[summary["arch"] == arch]
+    methods = _methods(df)
+    workloads = list(dict.fromkeys(df["workload"]))
+    header = ["workload", "N"] + [f"{m} E(%) / SU / sim" for m in methods]
+    rows = []
+    for w in workloads:
+        d = df[df["workload"] == w].set_index("method")
+        n = int(d["n_invocations"].iloc[0])
+        cells = [w, str(n)]
+        for m in methods:
+            if m in d.index:
+                r = d.loc[m]
+                cells.append(f"{_fmt_err(r['error_cycles'])} / {_fmt_su(r['speedup_mean'])} / {r['n_simulated']:.0f}")
+            else:
+                cells.append("—")
+        rows.append(cells)
+    a = avg[avg["arch"] == arch].set_index("method")
+    rows.append(["**AVG (arith.)**", ""] + [
+        f"{_fmt_err(a.loc[m, 'error_cycles'])} / {_fmt_su(a.loc[m, 'speedup_mean'])} / {a.loc[m, 'n_simulated']:.0f}"
+        if m in a.index else "—" for m in methods])
+    rows.append(["**speedup h-mean**", ""] + [
+        f"{_fmt_su(a.loc[m, 'speedup_hmean'])}" if m in a.index else "—" for m in methods])
+    return _md_table(header, rows)
+
+
+def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
+    df = summary[summary["method"] == method]
+    workloads = list(dict.fromkeys(df["workload"]))
+    header = ["program"] + [f"{a} E(%) | {a} SU" for a in archs]
+    header = ["program"]
+    for a in archs:
+        header += [f"{a} E(%)", f"{a} SU"]
+    rows = []
+    for w in workloads:
+        d = df[df["workload"] == w].set_index("arch")
+        cells = [w]
+        for a in archs:
+            if a in d.index:
+                cells += [_fmt_err(d.loc[a, "error_cycles"]), _fmt_su(d.loc[a, "speedup_mean"])]
+            else:
+                cells += ["—", "—"]
+        rows.append(cells)
+    cells = ["**AVG**"]
+    for a in archs:
+        d = df[df["arch"] == a]
+        cells += [_fmt_err(d["error_cycles"].mean()), _fmt_su(d["speedup_mean"].mean())]
+    rows.append(cells)
+    return _md_table(header, rows)
+
+
+def _metric_table(avg, arch: str) -> str:
+    df = avg[avg["arch"] == arch]
+    header = ["method", "cycles"] + RATE_METRICS
+    rows = []
+    for m in _methods(df):
+        r = df[df["method"] == m].iloc[0]
+        rows.append([m] + [_fmt_err(r[f"error_{c}"]) for c in ["cycles", *RATE_METRICS]])
+    return _md_table(header, rows)
+
+
+def _sweep_table(sweep_avg, arch: str) -> str:
+    df = sweep_avg[sweep_avg["arch"] == arch].dropna(subset=["epsilon"])
+    header = ["method", "ε", "cycle E(%) (arith.)", "SU arith.", "SU harmonic", "simulated (mean)"]
+    rows = []
+    for m in _methods(df):
+        for _, r in df[df["method"] == m].sort_values("epsilon").iterrows():
+            rows.append([m, f"{r['epsilon']:g}", _fmt_err(r["error_cycles"]), _fmt_su(r["speedup_mean"]),
+                         _fmt_su(r["speedup_hmean"]), f"{r['n_simulated']:.1f}"])
+    return _md_table(header, rows)
+
+
+def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evaluation",
+                 synthetic: bool | None = None, wall_time_s: float | None = None,
+                 plan_arch: str | None = None, notes: Iterable[str] = (),
+                 histograms: Iterable[dict[str, Any]] = (), silhouette: dict[str, Any] | None = None,
+                 config_text: str | None = None) -> Path:
+    """Write ``report.md`` and its PNGs into ``out_dir`` from a results DataFrame.
+
+    ``histograms``: dicts with ``workload, method, times_ns, labels, representatives``.
+    ``silhouette``: workload -> silhouette.csv path (or DataFrame with k, score).
+    """
+    out = Path(out_dir)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    if synthetic is None:
+        synthetic = bool(results["synthetic"].any())
+    summary = summarize(results, sweep=False)
+    avg = suite_averages(summary)
+    if plan_arch is None:
+        plan_arch = str(results["plan_arch"].iloc[0])
+    archs = list(dict.fromkeys([plan_arch, *results["arch"].unique()]))
+    lines: list[str] = [f"# {title}", ""]
+    if synthetic:
+        lines += [SYNTHETIC_BANNER, ""]
+    workloads = list(dict.fromkeys(results["workload"]))
+    lines += [
+        f"Workloads: {', '.join(workloads)}. Plans are fitted on the **{plan_arch}** profile and scored on "
+        f"{', '.join(archs)} ground truth. Methods: {', '.join(_methods(results))}.",
+        "",
+        "Definitions: error = |C_full − Σ w·C| / C_full (GCL-Sampler eq. 5) on `cycles`; rate metrics compare the "
+        "weighted mean Σ w·M / N with the true per-invocation mean; speedup = Σ time_ns(all) / Σ time_ns(sampled) "
+        "(eq. 6) on the evaluated arch; *sim* = simulated invocations. Stochastic methods: mean over "
+        f"{int(results.loc[results['stochastic'], 'seed'].nunique()) if results['stochastic'].any() else 0} seeds. "
+        "Errors are arithmetic means. `SU` and *AVG (arith.)* are arithmetic means (GCL-Sampler's averaging); "
+        "*speedup h-mean* is the harmonic mean over workloads of per-workload harmonic means over seeds "
+        "(STEM+ROOT's averaging).",
+        "",
+    ]
+    if wall_time_s is not None:
+        lines += [f"Wall time of this run: {wall_time_s:.1f} s.", ""]
+    for note in notes:
+        lines += [f"- {note}"]
+    if notes:
+        lines.append("")
+    lines += [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
+              _comparison_table(summary, avg, plan_arch), ""]
+    plots: list[tuple[str, Path | None]] = []
+    plots.append(("Speedup vs error", plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch)))
+    pe, ps = plot_per_workload_bars(summary, out / "plots" / "error_per_workload.png",
+                                    out / "plots" / "speedup_per_workload.png", plan_arch)
+    plots += [("Cycle error per workload", pe), ("Speedup per workload", ps)]
+    if len(archs) > 1:
+        lines += ["## Cross-architecture (GCL-Sampler Table 3): plans from " + plan_arch, ""]
+        for m in _methods(summary):
+            lines += [f"### {m}", "", _cross_arch_table(summary, m, archs), ""]
+    lines += [f"## Micro-architectural metric errors (%), mean over workloads, {plan_arch} (GCL-Sampler Fig. 6)", "",
+              _metric_table(avg, plan_arch), ""]
+    if results["sweep"].any():
+        sweep_sum = summarize(results, sweep=True)
+        sweep_avg = suite_averages(sweep_sum)
+        lines += [f"## Error-bound sweep (STEM+ROOT Fig. 11), {plan_arch}", "", _sweep_table(sweep_avg, plan_arch), ""]
+        plots.append(("Error-bound sweep", plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch)))
+    for h in histograms:
+        p = plot_cluster_histograms(h["times_ns"], h["labels"], out / "plots" / f"clusters_{h['workload']}_{h['method']}.png",
+                                    f"{h['workload']} / {h['method']}: execution time per cluster",
+                                    h.get("representatives", ()))
+        plots.append((f"Execution time per cluster: {h['workload']} / {h['method']}", p))
+    if silhouette:
+        plots.append(("Silhouette curve", plot_silhouette(silhouette, out / "plots" / "silhouette.png")))
+    lines += ["## Plots", ""]
+    for caption, p in plots:
+        if p is not None:
+            lines += [f"![{caption}](plots/{Path(p).name})", ""]
+    if config_text:
+        lines += ["## Configuration", "", "```yaml", config_text.rstrip(), "```", ""]
+    return write_text_atomic(out / "report.md", "\n".join(lines))
