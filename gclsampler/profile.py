@@ -268,3 +268,489 @@ def write_profile(df: pd.DataFrame, path: str | Path) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# ---------------------------------------------------------------------------------------
+# importers: Nsight Compute, Nsight Systems, torch.profiler
+# ---------------------------------------------------------------------------------------
+FORMATS = ("ncu", "nsys", "torch", "profile")
+
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "nsec": 1.0, "us": 1e3, "usecond": 1e3, "usec": 1e3,
+            "\u00b5s": 1e3, "ms": 1e6, "msecond": 1e6, "msec": 1e6, "s": 1e9, "second": 1e9, "sec": 1e9}
+_SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_COUNT_UNITS = ("inst", "sector", "cycle", "block", "warp", "thread", "request", "byte", "instruction", "register")
+_COUNT_UNIT_RE = re.compile(r"^(|K|M|G|T)(?:(?:" + "|".join(_COUNT_UNITS) + r")s?(?:/(?:thread|block|warp|SM))?)?$")
+
+
+def _unit_scale(unit: str, kind: str) -> float | None:
+    """Multiplier that turns a value in ``unit`` into gclsampler's unit for ``kind``.
+
+    kind ``time`` -> ns, ``count`` -> plain count (bytes for sizes), ``pct`` ->
+    fraction in [0, 1], ``ratio`` -> unchanged. ``None`` when the unit is unknown, so
+    the caller can name the field instead of importing a value off by 1000x.
+    """
+    unit = unit.strip()
+    if kind == "time":
+        return _TIME_NS.get(unit)
+    if kind == "pct":
+        return 0.01 if unit in ("%", "") else None
+    if kind == "ratio":
+        return 1.0
+    m = _COUNT_UNIT_RE.match(unit)
+    return _SI[m.group(1)] if m else None
+
+
+class _Lines:
+    """Iterate text lines while remembering the 1-based number of the last one read."""
+
+    def __init__(self, text: str):
+        self._it = iter(text.splitlines())
+        self.line = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        s = next(self._it)
+        self.line += 1
+        return s
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.suffix == ".gz":
+            import gzip
+
+            with gzip.open(path, "rt", encoding="utf-8", errors="strict") as fh:
+                return fh.read()
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ProfileFormatError(located(path, None, None, "no such file")) from None
+    except (UnicodeDecodeError, OSError, EOFError) as exc:
+        raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
+
+
+def _csv_rows(path: Path, text: str):
+    """Yield ``(line, row)`` for every CSV record (line = where the record starts)."""
+    lines = _Lines(text)
+    reader = csv.reader(lines)
+    start = 1
+    try:
+        for row in reader:
+            yield start, row
+            start = lines.line + 1
+    except csv.Error as exc:
+        raise ProfileFormatError(located(path, lines.line, None, f"malformed CSV: {exc}")) from None
+
+
+def _number(text: str) -> float:
+    """Parse a profiler number: ``1,234.5`` (thousands separators), ``n/a`` -> NaN."""
+    s = text.strip().replace(",", "")
+    if s == "" or s.lower() in ("n/a", "na", "nan", "-"):
+        return math.nan
+    return float(s)
+
+
+def detect_format(path: str | Path, text: str | None = None) -> str:
+    """Guess the export format from content, not from the file name."""
+    path = Path(path)
+    if text is None:
+        text = _read_text(path)
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        return "torch"
+    for line in text.splitlines()[:200]:
+        s = line.strip()
+        if s.startswith('"ID"') or s.startswith("ID,"):
+            if "Kernel Name" in s:
+                return "ncu"
+        if ("GrdX" in s and "Duration" in s) or "Kernel Dur" in s:
+            return "nsys"
+        if s.startswith("invocation,"):
+            return "profile"
+    raise ProfileFormatError(
+        located(path, 1, None, "unrecognised export: expected an Nsight Compute --csv --page raw file, "
+                "an nsys stats cuda_gpu_trace/cuda_kern_exec_trace CSV, a torch.profiler chrome trace "
+                "(JSON), or a profile.csv")
+    )
+
+
+def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | None = None) -> pd.DataFrame:
+    """Read any supported export into a validated profile table (row i = invocation i)."""
+    path = Path(path)
+    if fmt not in ("auto", *FORMATS):
+        raise ProfileFormatError(located(path, None, "format", f"unknown format {fmt!r}; choose auto, {', '.join(FORMATS)}"))
+    text = _read_text(path)
+    if fmt == "auto":
+        fmt = detect_format(path, text)
+    if fmt == "profile":
+        df = read_profile(path)
+    elif fmt == "ncu":
+        df = _import_ncu_text(path, text)
+    elif fmt == "nsys":
+        df = _import_nsys_text(path, text)
+    else:
+        df = _import_torch_text(path, text)
+    if clock_mhz is not None:
+        if not (clock_mhz > 0):
+            raise ProfileFormatError(located(path, None, "clock_mhz", f"must be > 0, found {clock_mhz}"))
+        missing = df["cycles"].isna()
+        df.loc[missing, "cycles"] = df.loc[missing, "time_ns"] * (clock_mhz / 1000.0)
+    return df
+
+
+def import_ncu(path: str | Path) -> pd.DataFrame:
+    """Nsight Compute ``ncu --csv --page raw`` export (one row per profiled launch)."""
+    path = Path(path)
+    return _import_ncu_text(path, _read_text(path))
+
+
+def import_nsys(path: str | Path) -> pd.DataFrame:
+    """``nsys stats --report cuda_gpu_trace|cuda_kern_exec_trace --format csv`` export."""
+    path = Path(path)
+    return _import_nsys_text(path, _read_text(path))
+
+
+def import_torch(path: str | Path) -> pd.DataFrame:
+    """torch.profiler chrome trace (``export_chrome_trace``), kernel events only."""
+    path = Path(path)
+    return _import_torch_text(path, _read_text(path))
+
+
+# ---- Nsight Compute ----------------------------------------------------------------------
+# profile column -> (ncu metric names in order of preference, kind)
+_NCU_METRICS: list[tuple[str, tuple[str, ...], str]] = [
+    ("time_ns", ("gpu__time_duration.sum", "gpu__time_duration.max"), "time"),
+    ("cycles", ("sm__cycles_elapsed.max", "sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max"), "count"),
+    ("l1_hit_rate", ("l1tex__t_sector_hit_rate.pct",), "pct"),
+    ("l2_hit_rate", ("lts__t_sector_hit_rate.pct",), "pct"),
+    ("achieved_occupancy", ("sm__warps_active.avg.pct_of_peak_sustained_active",), "pct"),
+    ("inst_executed", ("smsp__inst_executed.sum", "sm__inst_executed.sum"), "count"),
+    ("nregs", ("launch__registers_per_thread",), "count"),
+    ("pka_coalesced_global_loads", ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",), "count"),
+    ("pka_coalesced_global_stores", ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",), "count"),
+    ("pka_coalesced_local_loads", ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",), "count"),
+    ("pka_thread_global_loads", ("smsp__inst_executed_op_global_ld.sum",), "count"),
+    ("pka_thread_global_stores", ("smsp__inst_executed_op_global_st.sum",), "count"),
+    ("pka_thread_local_loads", ("smsp__inst_executed_op_local_ld.sum",), "count"),
+    ("pka_thread_shared_loads", ("smsp__inst_executed_op_shared_ld.sum",), "count"),
+    ("pka_thread_shared_stores", ("smsp__inst_executed_op_shared_st.sum",), "count"),
+    ("pka_thread_global_atomics", ("smsp__sass_inst_executed_op_global_atom.sum",), "count"),
+    ("pka_instructions", ("smsp__inst_executed.sum",), "count"),
+    ("pka_divergence_efficiency", ("smsp__thread_inst_executed_per_inst_executed.ratio",), "ratio"),
+    ("pka_thread_blocks", ("launch__grid_size",), "count"),
+]
+_NCU_AUX: list[tuple[str, str]] = [
+    ("ipc_direct", "sm__inst_executed.sum.per_cycle_elapsed"),
+    ("warps_launched", "smsp__warps_launched.sum"),
+    ("grid_size", "launch__grid_size"),
+    ("block_size", "launch__block_size"),
+    ("shmem_static", "launch__shared_mem_per_block_static"),
+    ("shmem_dynamic", "launch__shared_mem_per_block_dynamic"),
+    ("shmem_total", "launch__shared_mem_per_block"),
+]
+
+
+def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
+    rows = _csv_rows(path, text)
+    header: list[str] | None = None
+    header_line = 0
+    for line, row in rows:
+        if row and row[0].strip() == "ID":
+            header, header_line = [c.strip() for c in row], line
+            break
+    if header is None:
+        raise ProfileFormatError(located(path, None, "ID", "no Nsight Compute header line (\"ID\",...,\"Kernel Name\",...) found"))
+    col = {name: i for i, name in enumerate(header)}
+    has_dims = ("Grid Size" in col and "Block Size" in col) or ("launch__grid_size" in col and "launch__block_size" in col)
+    need = ["Kernel Name", "gpu__time_duration.sum"]
+    missing = [c for c in need if c not in col] + ([] if has_dims else ["Grid Size", "Block Size"])
+    if missing:
+        raise ProfileFormatError(located(path, header_line, ",".join(missing),
+                                         f"required Nsight Compute column(s) missing (profile with --page raw and "
+                                         f"--metrics including them); found columns: {', '.join(header)}"))
+
+    units = [""] * len(header)
+    units_line = header_line
+    records: list[tuple[int, list[str]]] = []
+    for line, row in rows:
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("=="):
+            continue  # blank lines and ==PROF==/==WARNING== chatter from the profiler
+        if len(row) != len(header):
+            raise ProfileFormatError(located(path, line, None, f"expected {len(header)} fields like the header, found {len(row)}"))
+        if row[0].strip() == "" and not records:
+            units = [u.strip() for u in row]  # the units row ncu writes second
+            units_line = line
+            continue
+        records.append((line, row))
+    if not records:
+        raise ProfileFormatError(located(path, header_line, None, "no kernel rows after the header"))
+
+    lines = [ln for ln, _ in records]
+    ids = []
+    for line, row in records:
+        try:
+            ids.append(int(_number(row[col["ID"]])))
+        except (ValueError, OverflowError):
+            raise ProfileFormatError(located(path, line, "ID", f"not an integer: {row[col['ID']]!r}")) from None
+    for k in range(1, len(ids)):
+        if ids[k] != ids[k - 1] + 1:
+            raise ProfileFormatError(located(
+                path, lines[k], "ID",
+                f"launch IDs jump from {ids[k - 1]} to {ids[k]}: every launch must be profiled in order "
+                "(no --kernel-name/--launch-skip/--launch-count filters), one row per invocation"))
+
+    def metric(name: str, kind: str) -> np.ndarray | None:
+        if name not in col:
+            return None
+        j = col[name]
+        scale = _unit_scale(units[j], kind)
+        if scale is None:
+            raise ProfileFormatError(located(path, units_line, name, f"unknown unit {units[j]!r} for a {kind} metric"))
+        out = np.empty(len(records))
+        for k, (line, row) in enumerate(records):
+            try:
+                out[k] = _number(row[j]) * scale
+            except ValueError:
+                raise ProfileFormatError(located(path, line, name, f"not a number: {row[j]!r}")) from None
+        return out
+
+    df: dict[str, Any] = {"invocation": np.arange(len(records))}
+    df["kernel_name"] = [row[col["Kernel Name"]].strip() for _, row in records]
+    for out_name, dim_col, metric_names in (("grid", "Grid Size", ("launch__grid_size",)),
+                                            ("block", "Block Size", ("launch__block_size",))):
+        vals = []
+        for line, row in records:
+            if dim_col in col:
+                raw = row[col[dim_col]]
+                try:
+                    vals.append(format_dim3(parse_dim3(raw)))
+                except ValueError as exc:
+                    raise ProfileFormatError(located(path, line, dim_col, str(exc))) from None
+            else:  # only the total is known: record it as a 1-D launch
+                raw = row[col[metric_names[0]]]
+                try:
+                    vals.append(format_dim3((int(_number(raw)), 1, 1)))
+                except ValueError:
+                    raise ProfileFormatError(located(path, line, metric_names[0], f"not a number: {raw!r}")) from None
+        df[out_name] = vals
+    for out_name, names, kind in _NCU_METRICS:
+        for name in names:
+            v = metric(name, kind)
+            if v is not None:
+                df[out_name] = v
+                break
+    if "cycles" not in df:
+        df["cycles"] = np.full(len(records), np.nan)
+    aux = {key: metric(name, "count") for key, name in _NCU_AUX}
+    if "inst_executed" in df and not np.all(np.isnan(df["cycles"])):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df["ipc"] = np.where(df["cycles"] > 0, df["inst_executed"] / df["cycles"], np.nan)
+    elif aux["ipc_direct"] is not None:
+        df["ipc"] = aux["ipc_direct"]
+    if "inst_executed" in df:
+        warps = aux["warps_launched"]
+        if warps is None and aux["grid_size"] is not None and aux["block_size"] is not None:
+            warps = aux["grid_size"] * np.ceil(aux["block_size"] / 32.0)
+        if warps is None:
+            g, b = dim3_array(pd.Series(df["grid"])), dim3_array(pd.Series(df["block"]))
+            warps = g.prod(axis=1) * np.ceil(b.prod(axis=1) / 32.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df["warp_inst_executed_mean"] = np.where(warps > 0, df["inst_executed"] / warps, np.nan)
+    if aux["shmem_static"] is not None or aux["shmem_dynamic"] is not None:
+        zero = np.zeros(len(records))
+        df["shmem"] = np.nan_to_num(aux["shmem_static"] if aux["shmem_static"] is not None else zero) + \
+            np.nan_to_num(aux["shmem_dynamic"] if aux["shmem_dynamic"] is not None else zero)
+    elif aux["shmem_total"] is not None:
+        df["shmem"] = aux["shmem_total"]
+    table = pd.DataFrame(df)
+    return validate_profile(table, path, line_of=lambda r: lines[r])
+
+
+# ---- Nsight Systems ----------------------------------------------------------------------
+_UNIT_SUFFIX = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
+
+
+def _split_unit(name: str) -> tuple[str, str | None]:
+    m = _UNIT_SUFFIX.match(name)
+    return (m.group(1), m.group(2)) if m else (name, None)
+
+
+def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
+    rows = _csv_rows(path, text)
+    header: list[str] | None = None
+    header_line = 0
+    for line, row in rows:
+        names = [_split_unit(c.strip())[0] for c in row]
+        if ("Name" in names and "GrdX" in names) or ("Kernel Name" in names and "GridXYZ" in names):
+            header, header_line = [c.strip() for c in row], line
+            break
+    if header is None:
+        raise ProfileFormatError(located(
+            path, None, None,
+            "no Nsight Systems header found: expected `nsys stats --report cuda_gpu_trace` (Start, Duration, "
+            "CorrId, GrdX..BlkZ, Name) or `cuda_kern_exec_trace` (API Start, Kernel Dur, GridXYZ, BlockXYZ, "
+            "Kernel Name) with --format csv"))
+    base = {}
+    unit_of = {}
+    for i, c in enumerate(header):
+        b, u = _split_unit(c)
+        base[b] = i
+        unit_of[b] = u or "ns"
+    exec_trace = "GridXYZ" in base
+    if exec_trace:
+        need = ["Kernel Dur", "GridXYZ", "BlockXYZ", "Kernel Name"]
+        order_col, dur_col, name_col = "API Start", "Kernel Dur", "Kernel Name"
+    else:
+        need = ["Start", "Duration", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Name"]
+        order_col, dur_col, name_col = "CorrId", "Duration", "Name"
+    missing = [c for c in need if c not in base]
+    if missing:
+        raise ProfileFormatError(located(path, header_line, ",".join(missing),
+                                         f"required Nsight Systems column(s) missing; found columns: {', '.join(header)}"))
+    scale = _TIME_NS.get(unit_of[dur_col])
+    if scale is None:
+        raise ProfileFormatError(located(path, header_line, header[base[dur_col]],
+                                         f"unknown time unit {unit_of[dur_col]!r} (expected ns, us, ms or s)"))
+    lines: list[int] = []
+    names: list[str] = []
+    grids: list[str] = []
+    blocks: list[str] = []
+    times: list[float] = []
+    order: list[float] = []
+    nregs: list[float] = []
+    for line, row in rows:
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != len(header):
+            raise ProfileFormatError(located(path, line, None, f"expected {len(header)} fields like the header, found {len(row)}"))
+        if exec_trace:
+            g_raw, b_raw = row[base["GridXYZ"]], row[base["BlockXYZ"]]
+            field_g, field_b = "GridXYZ", "BlockXYZ"
+        else:
+            if row[base["GrdX"]].strip() == "":
+                continue  # memcpy / memset: not a kernel invocation
+            g_raw = " ".join(row[base[k]] for k in ("GrdX", "GrdY", "GrdZ"))
+            b_raw = " ".join(row[base[k]] for k in ("BlkX", "BlkY", "BlkZ"))
+            field_g, field_b = "GrdX", "BlkX"
+        try:
+            g = format_dim3(parse_dim3(g_raw.replace(",", " ")))
+        except ValueError as exc:
+            raise ProfileFormatError(located(path, line, field_g, str(exc))) from None
+        try:
+            b = format_dim3(parse_dim3(b_raw.replace(",", " ")))
+        except ValueError as exc:
+            raise ProfileFormatError(located(path, line, field_b, str(exc))) from None
+        try:
+            t = _number(row[base[dur_col]]) * scale
+        except ValueError:
+            raise ProfileFormatError(located(path, line, header[base[dur_col]], f"not a number: {row[base[dur_col]]!r}")) from None
+        o = math.nan
+        if order_col in base:
+            try:
+                o = _number(row[base[order_col]])
+            except ValueError:
+                raise ProfileFormatError(located(path, line, header[base[order_col]],
+                                                 f"not a number: {row[base[order_col]]!r}")) from None
+        if not exec_trace:
+            # Shared memory is left out on purpose: nsys prints it in MB with three
+            # decimals, which cannot tell 16000 from 16384 bytes.
+            nregs.append(_safe(row, base.get("Reg/Trd")))
+        lines.append(line)
+        names.append(row[base[name_col]].strip())
+        grids.append(g)
+        blocks.append(b)
+        times.append(t)
+        order.append(o)
+    if not lines:
+        raise ProfileFormatError(located(path, header_line, None, "no kernel rows after the header"))
+    # Launch order: correlation ids (cuda_gpu_trace) / API start (cuda_kern_exec_trace)
+    # follow the host's launch calls, which is how NVBit numbers the traced kernels;
+    # GPU start times do not when several streams overlap.
+    o = np.asarray(order)
+    perm = np.argsort(o, kind="stable") if not np.isnan(o).any() else np.arange(len(o))
+    df: dict[str, Any] = {
+        "invocation": np.arange(len(lines)),
+        "kernel_name": np.asarray(names, dtype=object)[perm],
+        "grid": np.asarray(grids, dtype=object)[perm],
+        "block": np.asarray(blocks, dtype=object)[perm],
+        "time_ns": np.asarray(times)[perm],
+        "cycles": np.full(len(lines), np.nan),
+    }
+    if nregs and not np.isnan(nregs).all():
+        df["nregs"] = np.asarray(nregs, dtype=np.float64)[perm]
+    src_lines = np.asarray(lines)[perm]
+    return validate_profile(pd.DataFrame(df), path, line_of=lambda r: int(src_lines[r]))
+
+
+def _safe(row: list[str], j: int | None) -> float:
+    if j is None:
+        return math.nan
+    try:
+        return _number(row[j])
+    except ValueError:
+        return math.nan
+
+
+# ---- torch.profiler -------------------------------------------------------------------------
+def _import_torch_text(path: Path, text: str) -> pd.DataFrame:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileFormatError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise ProfileFormatError(located(path, None, "traceEvents", "expected a chrome trace with a traceEvents list"))
+    kernels = [(k, e) for k, e in enumerate(events)
+               if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph", "X") == "X"]
+    if not kernels:
+        cats = sorted({str(e.get("cat")) for e in events if isinstance(e, dict)})
+        raise ProfileFormatError(located(path, None, "traceEvents",
+                                         f"no kernel events (cat == \"kernel\"); categories found: {', '.join(cats) or '(none)'}"))
+    n = len(kernels)
+    names, grids, blocks = [], [], []
+    times, order, ts = np.empty(n), np.empty(n), np.empty(n)
+    nregs, shmem, occ = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    for k, (idx, e) in enumerate(kernels):
+        where = f"traceEvents[{idx}]"
+        args = e.get("args") or {}
+        name = e.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ProfileFormatError(located(path, None, f"{where}.name", "missing kernel name"))
+        try:
+            dur = float(e["dur"])
+            start = float(e.get("ts", math.nan))
+        except (KeyError, TypeError, ValueError):
+            raise ProfileFormatError(located(path, None, f"{where}.dur", f"missing or not a number: {e.get('dur')!r}")) from None
+        for key, out in (("grid", grids), ("block", blocks)):
+            v = args.get(key)
+            try:
+                out.append(format_dim3(parse_dim3(",".join(str(int(x)) for x in v))))
+            except (TypeError, ValueError):
+                raise ProfileFormatError(located(path, None, f"{where}.args.{key}", f"expected [x, y, z], found {v!r}")) from None
+        names.append(name.strip())
+        times[k] = dur * 1e3  # chrome traces count microseconds
+        ts[k] = start
+        corr = args.get("correlation")
+        order[k] = float(corr) if isinstance(corr, (int, float)) else math.nan
+        for key, arr, mult in (("registers per thread", nregs, 1.0), ("shared memory", shmem, 1.0),
+                               ("est. achieved occupancy %", occ, 0.01)):
+            v = args.get(key)
+            if isinstance(v, (int, float)):
+                arr[k] = float(v) * mult
+    # launch order: the CUDA correlation id follows the host's launch calls
+    key = order if not np.isnan(order).any() else ts
+    perm = np.argsort(key, kind="stable")
+    df: dict[str, Any] = {
+        "invocation": np.arange(n),
+        "kernel_name": np.asarray(names, dtype=object)[perm],
+        "grid": np.asarray(grids, dtype=object)[perm],
+        "block": np.asarray(blocks, dtype=object)[perm],
+        "time_ns": times[perm],
+        "cycles": np.full(n, np.nan),
+    }
+    for name, arr in (("achieved_occupancy", occ), ("nregs", nregs), ("shmem", shmem)):
+        if not np.isnan(arr).all():
+            df[name] = arr[perm]
+    event_ids = np.asarray([idx for idx, _ in kernels])[perm]
+    return validate_profile(pd.DataFrame(df), f"{path} (traceEvents index)", line_of=lambda r: int(event_ids[r]))

@@ -1,0 +1,276 @@
+"""Importers: Nsight Compute raw CSV, Nsight Systems traces, torch.profiler chrome traces.
+
+Fixtures in tests/data/profiles/ are hand-written in each tool's layout (SYNTHETIC numbers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.cli import main
+from gclsampler.profile import (
+    PKA_METRICS,
+    ProfileFormatError,
+    detect_format,
+    import_ncu,
+    import_profile,
+    import_torch,
+    read_profile,
+)
+
+DATA = Path(__file__).parent / "data" / "profiles"
+FIXTURES = {
+    "ncu": DATA / "ncu_raw.csv",
+    "nsys": DATA / "nsys_cuda_gpu_trace.csv",
+    "nsys_exec": DATA / "nsys_cuda_kern_exec_trace.csv",
+    "torch": DATA / "torch_trace.json",
+}
+# The same four launches in every fixture, in host launch order.
+NAMES = ["ampere_sgemm_128x64_nn", "void reduce_kernel<512, 1>(float*, float const*, int)",
+         "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(...)",
+         "ampere_sgemm_128x64_nn"]
+GRIDS = ["(64,8,1)", "(80,1,1)", "(1024,1,1)", "(64,8,1)"]
+BLOCKS = ["(128,1,1)", "(512,1,1)", "(128,1,1)", "(128,1,1)"]
+TIMES_NS = [117344.0, 1020.0, 8512.0, 118020.0]
+
+
+@pytest.mark.parametrize("key", list(FIXTURES))
+def test_every_format_gives_the_same_launches(key):
+    df = import_profile(FIXTURES[key])
+    assert list(df["invocation"]) == [0, 1, 2, 3]
+    assert list(df["kernel_name"]) == NAMES
+    assert list(df["grid"]) == GRIDS
+    assert list(df["block"]) == BLOCKS
+    np.testing.assert_allclose(df["time_ns"], TIMES_NS, rtol=0, atol=0.5)
+
+
+@pytest.mark.parametrize("key, fmt", [("ncu", "ncu"), ("nsys", "nsys"), ("nsys_exec", "nsys"), ("torch", "torch")])
+def test_detect_format(key, fmt):
+    assert detect_format(FIXTURES[key]) == fmt
+
+
+def test_ncu_metrics_scaled_and_named():
+    df = import_ncu(FIXTURES["ncu"])
+    assert all(c in df.columns for c in PKA_METRICS)
+    # values read straight off the fixture's first row (thousands separators removed)
+    assert df["cycles"][0] == 164281
+    assert df["inst_executed"][0] == 2359296
+    assert df["l1_hit_rate"][0] == pytest.approx(0.125)  # 12.5 % -> fraction
+    assert df["achieved_occupancy"][2] == pytest.approx(0.819)
+    assert df["pka_thread_blocks"][0] == 512
+    assert df["pka_divergence_efficiency"][1] == pytest.approx(29.5)
+    assert df["shmem"][0] == pytest.approx(16380)  # 16.38 Kbyte/block
+    assert df["shmem"][1] == 2048  # byte/block dynamic
+    assert df["ipc"][0] == pytest.approx(2359296 / 164281)
+    assert df["warp_inst_executed_mean"][0] == pytest.approx(2359296 / (512 * 4))
+    assert df["nregs"].tolist() == [122, 32, 16, 122]
+
+
+def _ncu_text(unit: str, values: list[str], extra_header: str = "", extra_unit: str = "", extra_vals=None) -> str:
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"'
+    units = '"","","","","","","","","","","","' + unit + '"'
+    if extra_header:
+        head += f',"{extra_header}"'
+        units += f',"{extra_unit}"'
+    lines = [head, units]
+    for i, v in enumerate(values):
+        row = f'"{i}","1","app","host","k{i % 2}","1","7","(256, 1, 1)","(4, 1, 1)","0","8.6","{v}"'
+        if extra_header:
+            row += f',"{extra_vals[i]}"'
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+@given(
+    unit=st.sampled_from([("nsecond", 1.0), ("usecond", 1e3), ("msecond", 1e6), ("second", 1e9)]),
+    values=st.lists(st.integers(0, 10**7), min_size=1, max_size=8),
+)
+@settings(max_examples=40, deadline=None)
+def test_ncu_time_units_property(tmp_path_factory, unit, values):
+    name, scale = unit
+    p = tmp_path_factory.mktemp("ncu") / "raw.csv"
+    # values written with ncu's thousands separators and two decimals
+    p.write_text(_ncu_text(name, [f"{v / 100:,.2f}" for v in values]))
+    df = import_ncu(p)
+    np.testing.assert_allclose(df["time_ns"], np.array(values) / 100 * scale, rtol=1e-12)
+    assert df["cycles"].isna().all()
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_ncu_missing_time_column_lists_found(tmp_path):
+    text = FIXTURES["ncu"].read_text().replace('"gpu__time_duration.sum"', '"gpu__time_duration.avg"')
+    p = _write(tmp_path, "raw.csv", text)
+    with pytest.raises(ProfileFormatError) as err:
+        import_ncu(p)
+    msg = str(err.value)
+    assert f"{p}:3: gpu__time_duration.sum:" in msg and "found columns: ID, Process ID" in msg
+    assert "gpu__time_duration.avg" in msg
+
+
+def test_ncu_unknown_unit_names_units_line(tmp_path):
+    p = _write(tmp_path, "raw.csv", _ncu_text("furlong", ["1"]))
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:2: gpu__time_duration.sum: unknown unit 'furlong'"):
+        import_ncu(p)
+
+
+def test_ncu_bad_value_names_line(tmp_path):
+    p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1.0", "2.0", "fast"]))
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:5: gpu__time_duration.sum: not a number: 'fast'"):
+        import_ncu(p)
+
+
+def test_ncu_na_metric_becomes_missing(tmp_path):
+    p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1", "2"], "sm__cycles_elapsed.max", "cycle", ["n/a", "1,000"]))
+    df = import_ncu(p)
+    assert np.isnan(df["cycles"][0]) and df["cycles"][1] == 1000
+
+
+def test_ncu_id_gap_is_rejected(tmp_path):
+    text = _ncu_text("usecond", ["1", "2", "3"]).replace('"2","1","app"', '"5","1","app"')
+    p = _write(tmp_path, "raw.csv", text)
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:5: ID: launch IDs jump from 1 to 5"):
+        import_ncu(p)
+
+
+def test_ncu_ragged_row(tmp_path):
+    text = _ncu_text("usecond", ["1", "2"]).rstrip("\n") + ',"extra"\n'
+    p = _write(tmp_path, "raw.csv", text)
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:4: expected 12 fields"):
+        import_ncu(p)
+
+
+def test_ncu_bad_grid(tmp_path):
+    p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1"]).replace('"(4, 1, 1)"', '"(4, 1)"'))
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:3: Grid Size: expected \(x,y,z\)"):
+        import_ncu(p)
+
+
+def test_ncu_without_header(tmp_path):
+    p = _write(tmp_path, "raw.csv", "==PROF== nothing profiled\n")
+    with pytest.raises(ProfileFormatError, match=r"raw.csv: ID: no Nsight Compute header"):
+        import_profile(p, "ncu")
+
+
+def test_nsys_skips_memcpy_and_orders_by_correlation():
+    df = import_profile(FIXTURES["nsys"], "nsys")
+    assert len(df) == 4  # two memcpy rows dropped
+    assert "memcpy" not in " ".join(df["kernel_name"]).lower()
+    assert df["nregs"].tolist() == [122, 32, 16, 122]
+    assert df["cycles"].isna().all()
+
+
+def test_nsys_time_unit_from_header(tmp_path):
+    text = FIXTURES["nsys"].read_text().replace('"Duration (ns)"', '"Duration (us)"')
+    df = import_profile(_write(tmp_path, "t.csv", text), "nsys")
+    np.testing.assert_allclose(df["time_ns"], np.array(TIMES_NS) * 1e3)
+
+
+def test_nsys_missing_column_lists_found(tmp_path):
+    text = FIXTURES["nsys"].read_text().replace('"BlkY",', '"BlockY",')
+    p = _write(tmp_path, "t.csv", text)
+    with pytest.raises(ProfileFormatError, match=r"t.csv:4: BlkY: required Nsight Systems column\(s\) missing; found columns: Start \(ns\)"):
+        import_profile(p, "nsys")
+
+
+def test_nsys_bad_duration_names_line(tmp_path):
+    text = FIXTURES["nsys"].read_text().replace("1100480,117344,", "1100480,slow,")
+    p = _write(tmp_path, "t.csv", text)
+    with pytest.raises(ProfileFormatError, match=r"t.csv:6: Duration \(ns\): not a number: 'slow'"):
+        import_profile(p, "nsys")
+
+
+def test_nsys_exec_trace_bad_grid(tmp_path):
+    text = FIXTURES["nsys_exec"].read_text().replace('"  80    1    1"', '"  80    x    1"')
+    p = _write(tmp_path, "t.csv", text)
+    with pytest.raises(ProfileFormatError, match=r"t.csv:5: GridXYZ:"):
+        import_profile(p, "nsys")
+
+
+def test_nsys_no_header(tmp_path):
+    p = _write(tmp_path, "t.csv", "Processing [x.sqlite] with [cuda_gpu_trace.py]...\n\nSKIPPED: x.sqlite does not contain CUDA trace data.\n")
+    with pytest.raises(ProfileFormatError, match="no Nsight Systems header"):
+        import_profile(p, "nsys")
+
+
+def test_torch_fields():
+    df = import_torch(FIXTURES["torch"])
+    assert df["achieved_occupancy"].tolist() == pytest.approx([0.25, 0.19, 1.0, 0.25])
+    assert df["shmem"].tolist() == [16384, 2048, 0, 16384]
+
+
+def test_torch_missing_grid_names_event(tmp_path):
+    doc = json.loads(FIXTURES["torch"].read_text())
+    del doc["traceEvents"][2]["args"]["grid"]
+    p = _write(tmp_path, "t.json", json.dumps(doc))
+    with pytest.raises(ProfileFormatError, match=r"t.json: traceEvents\[2\].args.grid: expected \[x, y, z\]"):
+        import_torch(p)
+
+
+def test_torch_no_kernels_lists_categories(tmp_path):
+    doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}
+    p = _write(tmp_path, "t.json", json.dumps(doc))
+    with pytest.raises(ProfileFormatError, match=r"no kernel events.*categories found: cpu_op"):
+        import_torch(p)
+
+
+def test_torch_bad_json_names_line(tmp_path):
+    p = _write(tmp_path, "t.json", '{"traceEvents": [\n{"cat": "kernel",,}\n]}')
+    with pytest.raises(ProfileFormatError, match=r"t.json:2: not JSON"):
+        import_torch(p)
+
+
+def test_torch_gzip(tmp_path):
+    import gzip
+
+    p = tmp_path / "t.json.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write(FIXTURES["torch"].read_text())
+    assert list(import_profile(p)["kernel_name"]) == NAMES
+
+
+def test_clock_fills_only_missing_cycles():
+    df = import_profile(FIXTURES["torch"], clock_mhz=1410.0)
+    np.testing.assert_allclose(df["cycles"], np.array(TIMES_NS) * 1.41)
+    ncu = import_profile(FIXTURES["ncu"], clock_mhz=1.0)
+    assert ncu["cycles"][0] == 164281  # measured cycles are kept
+
+
+def test_unrecognised_and_unknown_format(tmp_path):
+    p = _write(tmp_path, "x.txt", "hello\n")
+    with pytest.raises(ProfileFormatError, match="unrecognised export"):
+        import_profile(p)
+    with pytest.raises(ProfileFormatError, match="format: unknown format 'xls'"):
+        import_profile(p, "xls")
+
+
+def test_cli_import_and_info(tmp_path, capsys):
+    out = tmp_path / "profile.csv"
+    assert main(["profile", "import", str(FIXTURES["ncu"]), "--out", str(out)]) == 0
+    first = out.read_bytes()
+    assert main(["profile", "import", str(FIXTURES["ncu"]), "--out", str(out)]) == 0
+    assert out.read_bytes() == first  # same input, same bytes
+    back = read_profile(out)
+    assert list(back["kernel_name"]) == NAMES
+    assert main(["profile", "info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "invocations  4" in text and "PKA metrics  12/12" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["profile.csv"]  # no temp files left
+
+
+def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
+    bad = _write(tmp_path, "raw.csv", _ncu_text("furlong", ["1"]))
+    assert main(["profile", "import", str(bad), "--out", str(tmp_path / "p.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "gpu__time_duration.sum" in err
+    assert not (tmp_path / "p.csv").exists()
