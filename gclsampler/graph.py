@@ -1,0 +1,641 @@
+"""Heterogeneous relational graph (HRG) of one kernel invocation (GCL-Sampler, sections 3.2, 3.3.1).
+
+Every traced warp becomes its own graph; the kernel graph is their disjoint union and
+each node keeps the index of its warp so the encoder can pool per warp, then per kernel.
+See docs/graph.md for the drawn example and the reasoning behind each choice.
+
+Nodes (``node_type``):
+
+- 0 instruction: one per executed (traced) SASS instruction; ``token`` = base opcode id
+  (``LDG.E.128`` -> ``LDG``), ``pc`` = PC / max PC of the kernel's trace.
+- 1 pseudo: one ``MEMREF`` per memory instruction, the address calculation that happens
+  inside the instruction; ``token`` encodes load/store/atomic, memory space and footprint.
+- 2 variable: a *version* of a register (per warp) or of a memory unit (per warp, per
+  128-byte line by default). Every write creates a new version, reads attach to the latest
+  one (SSA-like). A version nobody in the warp wrote (live-in) carries statistics of the
+  values the trace recorded; versions produced inside the graph carry zeros and are
+  "computed" by message passing.
+
+Edges (``edge_type``), always from the source of information to its consumer:
+
+- 0 control flow: instruction -> next executed instruction of the same warp (a path).
+- 1 read: variable version -> instruction reading it as a data operand (registers, and the
+  memory unit a load/atomic reads).
+- 2 write: instruction -> the variable version it produces (destination registers, the
+  memory unit a store/atomic writes).
+- 3 address: address register version -> MEMREF pseudo node, and MEMREF -> its instruction.
+
+The build is vectorised over the whole (capped) trace: versioning is one lexsort of
+(variable key, instruction, read-before-write) plus a running maximum, no Python loop per
+instruction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from gclsampler.errors import GclError, located
+from gclsampler.trace.types import NO_REG, KernelTrace
+
+__all__ = [
+    "NUM_NODE_TYPES",
+    "NUM_EDGE_TYPES",
+    "NODE_INSTRUCTION",
+    "NODE_PSEUDO",
+    "NODE_VARIABLE",
+    "EDGE_CONTROL",
+    "EDGE_READ",
+    "EDGE_WRITE",
+    "EDGE_ADDRESS",
+    "GraphConfig",
+    "GraphConfigError",
+    "GraphBuildError",
+    "build_graph",
+    "vocab_sizes",
+    "OPCODE_VOCAB",
+    "PSEUDO_VOCAB",
+    "VARIABLE_VOCAB",
+    "opcode_token",
+    "graph_summary",
+]
+
+NUM_NODE_TYPES = 3
+NUM_EDGE_TYPES = 4
+NODE_INSTRUCTION, NODE_PSEUDO, NODE_VARIABLE = 0, 1, 2
+EDGE_CONTROL, EDGE_READ, EDGE_WRITE, EDGE_ADDRESS = 0, 1, 2, 3
+NODE_TYPE_NAMES = ("instruction", "pseudo", "variable")
+EDGE_TYPE_NAMES = ("control", "read", "write", "address")
+
+# --------------------------------------------------------------------------------------
+# Vocabularies. Ids are positions in these tuples; id 0 is UNK in every vocabulary so that
+# a token never seen when the list was written still embeds (as "unknown of this type").
+# Appending is backward compatible for cached graphs only if FORMAT_VERSION is bumped.
+# --------------------------------------------------------------------------------------
+
+UNK = "<UNK>"
+
+# Base SASS opcodes of Volta (sm_70), Turing (sm_75), Ampere (sm_80/86) and Ada (sm_89),
+# from the CUDA Binary Utilities instruction set tables. Grouped as there.
+_SASS_OPCODES = (
+    # floating point
+    "FADD", "FADD32I", "FCHK", "FFMA", "FFMA32I", "FHADD", "FHFMA", "FMNMX", "FMUL", "FMUL32I",
+    "FSEL", "FSET", "FSETP", "FSWZADD", "MUFU",
+    "HADD2", "HADD2_32I", "HFMA2", "HFMA2_32I", "HMMA", "HMNMX2", "HMUL2", "HMUL2_32I",
+    "HSET2", "HSETP2",
+    "DADD", "DFMA", "DMMA", "DMUL", "DSETP",
+    # integer
+    "BMMA", "BMSK", "BREV", "FLO", "IABS", "IADD", "IADD3", "IADD32I", "IDP", "IDP4A",
+    "IMAD", "IMMA", "IMNMX", "IMUL", "IMUL32I", "ISCADD", "ISCADD32I", "ISETP", "LEA",
+    "LOP", "LOP3", "LOP32I", "POPC", "SHF", "SHL", "SHR", "VABSDIFF", "VABSDIFF4",
+    # conversion
+    "F2F", "F2FP", "F2I", "F2IP", "FRND", "I2F", "I2FP", "I2I", "I2IP",
+    # movement
+    "MOV", "MOV32I", "MOVM", "PRMT", "SEL", "SGXT", "SHFL",
+    # predicate
+    "PLOP3", "PSETP", "P2R", "R2P",
+    # load / store
+    "LD", "LDC", "LDG", "LDGDEPBAR", "LDGSTS", "LDL", "LDS", "LDSM",
+    "ST", "STG", "STL", "STS", "MATCH", "QSPC",
+    "ATOM", "ATOMG", "ATOMS", "RED", "CCTL", "CCTLL", "CCTLT", "ERRBAR", "MEMBAR",
+    # uniform datapath
+    "R2UR", "S2UR", "UBMSK", "UBREV", "UCLEA", "UF2FP", "UFLO", "UIADD3", "UIMAD", "UISETP",
+    "ULDC", "ULEA", "ULOP", "ULOP3", "ULOP32I", "UMOV", "UP2UR", "UPLOP3", "UPOPC",
+    "UPRMT", "UPSETP", "UR2UP", "USEL", "USGXT", "USHF", "USHL", "USHR", "VOTEU",
+    # texture / surface
+    "TEX", "TLD", "TLD4", "TMML", "TXD", "TXQ", "SUATOM", "SULD", "SURED", "SUST",
+    # control
+    "BMOV", "BPT", "BRA", "BREAK", "BRX", "BRXU", "BSSY", "BSYNC", "CALL", "EXIT", "JMP",
+    "JMX", "JMXU", "KILL", "NANOSLEEP", "RET", "RPCMOV", "RTT", "WARPSYNC", "YIELD",
+    # miscellaneous
+    "B2R", "BAR", "CS2R", "CSMTEST", "DEPBAR", "GETLMEMBASE", "LEPC", "NOP", "PMTRIG",
+    "R2B", "S2R", "SETCTAID", "SETLMEMBASE", "VOTE",
+)
+OPCODE_VOCAB: tuple[str, ...] = (UNK,) + _SASS_OPCODES
+_OPCODE_ID = {name: i for i, name in enumerate(OPCODE_VOCAB)}
+
+# Memory spaces (variable vocabulary and pseudo tokens).
+_SPACES = ("GLOBAL", "SHARED", "LOCAL", "GENERIC", "CONST", "TEXTURE")
+_SP = {name: i for i, name in enumerate(_SPACES)}
+# Memory access kinds: what the instruction does to the memory unit.
+_KINDS = ("LD", "ST", "ATOM")
+_MEM_NONE, _MEM_LD, _MEM_ST, _MEM_ATOM = -1, 0, 1, 2
+_FOOTPRINT_BUCKETS = 6  # distinct memory units touched: 1, 2, 3-4, 5-8, 9-16, 17+
+
+_MEM_OPS = {
+    # opcode: (kind, space)
+    "LDG": (_MEM_LD, "GLOBAL"), "LDGSTS": (_MEM_LD, "GLOBAL"), "STG": (_MEM_ST, "GLOBAL"),
+    "ATOMG": (_MEM_ATOM, "GLOBAL"), "RED": (_MEM_ATOM, "GLOBAL"),
+    "LDS": (_MEM_LD, "SHARED"), "LDSM": (_MEM_LD, "SHARED"), "STS": (_MEM_ST, "SHARED"),
+    "ATOMS": (_MEM_ATOM, "SHARED"),
+    "LDL": (_MEM_LD, "LOCAL"), "STL": (_MEM_ST, "LOCAL"),
+    "LD": (_MEM_LD, "GENERIC"), "ST": (_MEM_ST, "GENERIC"), "ATOM": (_MEM_ATOM, "GENERIC"),
+    "LDC": (_MEM_LD, "CONST"), "ULDC": (_MEM_LD, "CONST"),
+    "TEX": (_MEM_LD, "TEXTURE"), "TLD": (_MEM_LD, "TEXTURE"), "TLD4": (_MEM_LD, "TEXTURE"),
+    "TXD": (_MEM_LD, "TEXTURE"), "SULD": (_MEM_LD, "TEXTURE"), "SUST": (_MEM_ST, "TEXTURE"),
+    "SUATOM": (_MEM_ATOM, "TEXTURE"), "SURED": (_MEM_ATOM, "TEXTURE"),
+}
+
+PSEUDO_VOCAB: tuple[str, ...] = (UNK,) + tuple(
+    f"MEMREF.{k}.{s}.F{b}" for k in _KINDS for s in _SPACES for b in range(_FOOTPRINT_BUCKETS)
+)
+
+_REG_CLASSES = ("R", "UR", "P", "UP")
+VARIABLE_VOCAB: tuple[str, ...] = (UNK,) + tuple(f"REG.{c}" for c in _REG_CLASSES) + tuple(
+    f"MEM.{s}" for s in _SPACES
+)
+_VAR_REG_BASE = 1
+_VAR_MEM_BASE = 1 + len(_REG_CLASSES)
+
+# How raw uint32 register bits are read before statistics: 0 = int32, 1 = float32,
+# 2 = float16 in the low half (the first lane of a half2 pair). Sources and destinations
+# separately, because conversions change the type (F2I: float in, int out).
+_INT, _F32, _F16 = 0, 1, 2
+_FLOAT_IO = {"FADD", "FADD32I", "FFMA", "FFMA32I", "FHADD", "FHFMA", "FMNMX", "FMUL", "FMUL32I",
+             "FSEL", "FSWZADD", "MUFU", "FRND", "F2F"}
+_FLOAT_IN = {"FSET", "FSETP", "FCHK", "F2I", "F2IP"}
+_FLOAT_OUT = {"I2F", "I2FP"}
+_HALF_IO = {"HADD2", "HADD2_32I", "HFMA2", "HFMA2_32I", "HMNMX2", "HMUL2", "HMUL2_32I"}
+_HALF_IN = {"HSET2", "HSETP2"}
+
+# Constant registers: reading them reads no variable, writing them discards the result.
+_CONST_REGS = np.array([255, 256 + 63, 512 + 7, 640 + 7], dtype=np.int64)  # RZ URZ PT UPT
+_REG_KEY_SPAN = 1024  # reg codes are < 648
+
+_GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
+
+FORMAT_VERSION = 1
+"""Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
+
+
+def _opcode_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-opcode-id lookup arrays: memory kind, memory space, source/destination value class."""
+    n = len(OPCODE_VOCAB)
+    kind = np.full(n, _MEM_NONE, dtype=np.int64)
+    space = np.full(n, _SP["GENERIC"], dtype=np.int64)
+    src_cls = np.zeros(n, dtype=np.int64)
+    dst_cls = np.zeros(n, dtype=np.int64)
+    for name, (k, s) in _MEM_OPS.items():
+        kind[_OPCODE_ID[name]] = k
+        space[_OPCODE_ID[name]] = _SP[s]
+    for names, s_cls, d_cls in ((_FLOAT_IO, _F32, _F32), (_FLOAT_IN, _F32, _INT),
+                                (_FLOAT_OUT, _INT, _F32), (_HALF_IO, _F16, _F16),
+                                (_HALF_IN, _F16, _INT)):
+        for name in names:
+            src_cls[_OPCODE_ID[name]] = s_cls
+            dst_cls[_OPCODE_ID[name]] = d_cls
+    return kind, space, src_cls, dst_cls
+
+
+_OP_KIND, _OP_SPACE, _OP_SRC_CLS, _OP_DST_CLS = _opcode_tables()
+
+
+def opcode_token(opcode: str) -> int:
+    """Vocabulary id of a full SASS token: modifiers after the first '.' are dropped.
+
+    Modifiers (``.E``, ``.128``, ``.SYS``, ``.FTZ``) multiply the vocabulary without
+    changing what the unit does; the width they encode is in the trace's ``mem_width`` and
+    in the pseudo node's footprint. Unknown base opcodes map to id 0 (``<UNK>``).
+    """
+    base = opcode.split(".", 1)[0].strip().upper()
+    return _OPCODE_ID.get(base, 0)
+
+
+def vocab_sizes() -> dict[str, int]:
+    """Embedding table sizes per node type (UNK included)."""
+    return {"instruction": len(OPCODE_VOCAB), "pseudo": len(PSEUDO_VOCAB),
+            "variable": len(VARIABLE_VOCAB)}
+
+
+class GraphConfigError(GclError):
+    """A ``graph.*`` config key has a value the builder cannot use."""
+
+
+class GraphBuildError(GclError):
+    """The trace is internally inconsistent in a way that prevents building its graph."""
+
+
+@dataclass
+class GraphConfig:
+    """How a trace becomes a graph (Hydra group ``graph``; YAML in conf/graph/default.yaml).
+
+    The caps bound a graph's size independently of the kernel's: training cost grows with
+    nodes, and a kernel's behaviour is already visible in a prefix of a few warps.
+    """
+
+    max_warps: int = 16
+    """Warps kept per kernel graph (0 = all). Chosen evenly spread over the trace's warps
+    (``warp_selection: spread``) so that several CTAs are represented."""
+    max_insts_per_warp: int = 512
+    """Instructions kept per warp (0 = all): the first ones, so data flow stays intact."""
+    warp_selection: str = "spread"
+    """``spread`` (evenly spaced over all traced warps) or ``first``."""
+    mem_granularity: str = "line"
+    """Memory variable unit: ``line`` (128 B), ``sector`` (32 B) or ``address`` (byte address)."""
+    max_units_per_access: int = 4
+    """Memory units one access connects to (the lowest addresses); the full footprint is
+    still encoded in the MEMREF token."""
+
+    def validate(self) -> None:
+        def bad(key: str, msg: str) -> GraphConfigError:
+            return GraphConfigError(located("graph config", None, f"graph.{key}", msg))
+
+        for key in ("max_warps", "max_insts_per_warp"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise bad(key, f"must be an integer >= 0 (0 = no cap), got {v!r}")
+        if not isinstance(self.max_units_per_access, int) or self.max_units_per_access < 1:
+            raise bad("max_units_per_access", f"must be an integer >= 1, got {self.max_units_per_access!r}")
+        if self.warp_selection not in ("spread", "first"):
+            raise bad("warp_selection", f"must be 'spread' or 'first', got {self.warp_selection!r}")
+        if self.mem_granularity not in _GRANULARITY_SHIFT:
+            raise bad("mem_granularity",
+                      f"must be one of {sorted(_GRANULARITY_SHIFT)}, got {self.mem_granularity!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------
+# Vectorised helpers
+# --------------------------------------------------------------------------------------
+
+
+def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices of the concatenated ranges [starts[g], starts[g]+lengths[g]) and owner g."""
+    lengths = lengths.astype(np.int64)
+    total = int(lengths.sum())
+    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), owner
+    first = np.cumsum(lengths) - lengths
+    idx = np.arange(total, dtype=np.int64) - first[owner] + starts.astype(np.int64)[owner]
+    return idx, owner
+
+
+def _versions(key: np.ndarray, inst: np.ndarray, is_write: np.ndarray) -> np.ndarray:
+    """For each event, the index of the latest write event to the same key strictly before it.
+
+    Reads of an instruction come before its own writes (``R4 = R4 + 1`` reads the old R4),
+    so ties at the same instruction are ordered read-first. -1 means no earlier write
+    (live-in). One lexsort and a running maximum: O(E log E) over all warps at once.
+    """
+    n = len(key)
+    out = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return out
+    order = np.lexsort((is_write.astype(np.int8), inst, key))
+    k = key[order]
+    pos = np.arange(n, dtype=np.int64)
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = k[1:] != k[:-1]
+    group_start = np.maximum.accumulate(np.where(new_group, pos, 0))
+    w = is_write[order]
+    # latest write strictly before position p: running max over positions < p
+    last_write = np.maximum.accumulate(np.where(w, pos, -1))
+    prev = np.empty(n, dtype=np.int64)
+    prev[0] = -1
+    prev[1:] = last_write[:-1]
+    ok = prev >= group_start
+    out[order[ok]] = order[prev[ok]]
+    return out
+
+
+def _interpret(bits: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """Raw uint32 register bits -> float64 by value class, then signed log1p.
+
+    Signed log1p keeps sign and order, maps int32 to [-21.5, 21.5] and float32 to
+    [-88.8, 88.8], so statistics are bounded whatever the scale of the program's data.
+    NaN becomes 0 and infinities the float32 extremes.
+    """
+    bits = bits.astype(np.uint32, copy=False)
+    out = bits.view(np.int32).astype(np.float64)
+    f = cls == _F32
+    if f.any():
+        out[f] = bits[f].view(np.float32).astype(np.float64)
+    h = cls == _F16
+    if h.any():
+        out[h] = (bits[h] & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16).astype(np.float64)
+    big = float(np.finfo(np.float32).max)
+    out = np.nan_to_num(out, nan=0.0, posinf=big, neginf=-big)
+    return np.sign(out) * np.log1p(np.abs(out))
+
+
+def _ragged_stats(values: np.ndarray, owner: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_groups, 8) mean, std, median, min, max, p25, p75, skewness of ragged groups.
+
+    ``owner`` must be sorted ascending (values grouped). Groups are padded into a dense
+    matrix (at most 32 lanes each in practice) and sorted once per row, so quantiles are
+    linear-interpolated reads of the sorted rows (same rule as ``numpy.percentile``).
+    Empty groups get zeros; std is the population std, skewness is 0 when std is 0.
+    """
+    out = np.zeros((n_groups, 8), dtype=np.float64)
+    if n_groups == 0 or len(values) == 0:
+        return out.astype(np.float32)
+    counts = np.bincount(owner, minlength=n_groups)
+    width = int(counts.max())
+    first = np.cumsum(counts) - counts
+    col = np.arange(len(values), dtype=np.int64) - first[owner]
+    mat = np.full((n_groups, width), np.inf)
+    mat[owner, col] = values
+    mat.sort(axis=1)
+    has = counts > 0
+    c = np.maximum(counts, 1).astype(np.float64)
+    finite = np.isfinite(mat)
+    vals0 = np.where(finite, mat, 0.0)
+    mean = vals0.sum(axis=1) / c
+    dev = np.where(finite, mat - mean[:, None], 0.0)
+    var = (dev ** 2).sum(axis=1) / c
+    std = np.sqrt(var)
+    m3 = (dev ** 3).sum(axis=1) / c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        skew = np.where(std > 1e-12, m3 / np.where(std > 1e-12, std, 1.0) ** 3, 0.0)
+    rows = np.arange(n_groups)
+
+    def quant(q: float) -> np.ndarray:
+        p = q * (c - 1)
+        lo = np.floor(p).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(counts - 1, 0))
+        frac = p - lo
+        a = vals0[rows, lo]
+        b = vals0[rows, hi]
+        return a + (b - a) * frac
+
+    out[:, 0] = mean
+    out[:, 1] = std
+    out[:, 2] = quant(0.5)
+    out[:, 3] = vals0[:, 0]
+    out[:, 4] = vals0[rows, np.maximum(counts - 1, 0)]
+    out[:, 5] = quant(0.25)
+    out[:, 6] = quant(0.75)
+    out[:, 7] = skew
+    out[~has] = 0.0
+    return out.astype(np.float32)
+
+
+def _select_instructions(trace: KernelTrace, cfg: GraphConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """Global instruction indices kept (warp-major, temporal order) and their local warp."""
+    n_w = trace.n_warps
+    if cfg.max_warps and n_w > cfg.max_warps:
+        if cfg.warp_selection == "first":
+            warps = np.arange(cfg.max_warps, dtype=np.int64)
+        else:
+            warps = np.unique(np.round(np.linspace(0, n_w - 1, cfg.max_warps)).astype(np.int64))
+    else:
+        warps = np.arange(n_w, dtype=np.int64)
+    ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
+    starts = ptr[warps]
+    lengths = ptr[warps + 1] - starts
+    if cfg.max_insts_per_warp:
+        lengths = np.minimum(lengths, cfg.max_insts_per_warp)
+    idx, owner = _ragged_index(starts, lengths)
+    return idx, owner, len(warps)
+
+
+# --------------------------------------------------------------------------------------
+# The builder
+# --------------------------------------------------------------------------------------
+
+
+def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
+    """Build the HRG of one kernel invocation (see module docstring for the rules).
+
+    Node order: instruction nodes (warp-major, temporal), then pseudo nodes, then register
+    versions (writes, then live-ins), then memory versions (writes, then live-ins).
+    """
+    cfg = cfg or GraphConfig()
+    cfg.validate()
+    src_name = trace.source or f"kernel-{trace.header.kernel_id}"
+    idx, iw, n_warps = _select_instructions(trace, cfg)
+    n = len(idx)
+
+    # ---- instruction nodes
+    tok_of_table = np.array([opcode_token(s) for s in trace.opcode_table] or [0], dtype=np.int64)
+    op_raw = np.asarray(trace.opcode)
+    if len(op_raw) and (op_raw.min() < 0 or op_raw.max() >= len(trace.opcode_table)):
+        raise GraphBuildError(located(src_name, None, "opcode", "index outside opcode_table"))
+    tok = tok_of_table[op_raw[idx]] if n else np.zeros(0, dtype=np.int64)
+    pc_all = np.asarray(trace.pc, dtype=np.int64)
+    pc_max = float(pc_all.max()) if len(pc_all) else 0.0
+    pc = (pc_all[idx].astype(np.float64) / pc_max) if pc_max > 0 else np.zeros(n)
+
+    # ---- control flow: consecutive instructions of the same warp
+    same = iw[1:] == iw[:-1]
+    cf = np.flatnonzero(same)
+    e_src = [cf]
+    e_dst = [cf + 1]
+    e_typ = [np.full(len(cf), EDGE_CONTROL, dtype=np.int64)]
+
+    kind = _OP_KIND[tok]
+    space = _OP_SPACE[tok]
+    mem_width = np.asarray(trace.mem_width)[idx]
+    addr_ptr = np.asarray(trace.addr_ptr, dtype=np.int64)
+    n_addr = addr_ptr[idx + 1] - addr_ptr[idx] if n else np.zeros(0, dtype=np.int64)
+    is_mem = (mem_width > 0) | (n_addr > 0)
+    kind = np.where(is_mem & (kind == _MEM_NONE), _MEM_LD, kind)
+    kind = np.where(is_mem, kind, _MEM_NONE)
+
+    # ---- pseudo nodes: one MEMREF per memory instruction
+    mem_inst = np.flatnonzero(is_mem)  # local instruction index
+    n_pseudo = len(mem_inst)
+    pseudo_id = np.full(n, -1, dtype=np.int64)
+    pseudo_id[mem_inst] = n + np.arange(n_pseudo)
+
+    # memory units touched by each memory instruction
+    shift = _GRANULARITY_SHIFT[cfg.mem_granularity]
+    a_idx, a_own = _ragged_index(addr_ptr[idx[mem_inst]], n_addr[mem_inst])
+    addrs = np.asarray(trace.addrs, dtype=np.uint64)[a_idx]
+    a_inst = mem_inst[a_own]  # local instruction of each address
+    unit = (addrs >> np.uint64(shift)).astype(np.uint64)
+    # dense unit ids so that (instruction, unit) packs into one int64 key
+    uniq_units, unit_id = np.unique(unit, return_inverse=True)
+    n_units = max(len(uniq_units), 1)
+    a_pair = a_inst * n_units + unit_id.reshape(-1)
+    pairs = np.unique(a_pair)  # sorted by instruction, then unit
+    u_inst = pairs // n_units
+    u_uid = pairs % n_units
+    per_inst = np.bincount(u_inst, minlength=n)
+    fp = per_inst[mem_inst]
+    bucket = np.minimum(np.ceil(np.log2(np.maximum(fp, 1))).astype(np.int64), _FOOTPRINT_BUCKETS - 1)
+    p_tok = 1 + (kind[mem_inst] * len(_SPACES) + space[mem_inst]) * _FOOTPRINT_BUCKETS + bucket
+    # MEMREF -> instruction
+    e_src.append(pseudo_id[mem_inst])
+    e_dst.append(mem_inst)
+    e_typ.append(np.full(n_pseudo, EDGE_ADDRESS, dtype=np.int64))
+
+    # ---- register events
+    dst = np.asarray(trace.dst)[idx].astype(np.int64) if n else np.zeros((0, 0), dtype=np.int64)
+    srcr = np.asarray(trace.src)[idx].astype(np.int64) if n else np.zeros((0, 0), dtype=np.int64)
+    if dst.ndim == 1:
+        dst = dst[:, None]
+    if srcr.ndim == 1:
+        srcr = srcr[:, None]
+    nd = (dst != NO_REG).sum(axis=1) if dst.size else np.zeros(n, dtype=np.int64)
+    ns = (srcr != NO_REG).sum(axis=1) if srcr.size else np.zeros(n, dtype=np.int64)
+    r_inst, r_col = np.nonzero((srcr != NO_REG) & ~np.isin(srcr, _CONST_REGS))
+    w_inst, w_col = np.nonzero((dst != NO_REG) & ~np.isin(dst, _CONST_REGS))
+    r_reg = srcr[r_inst, r_col]
+    w_reg = dst[w_inst, w_col]
+    # address operands: all sources of a load, the first source of a store/atomic
+    r_kind = kind[r_inst]
+    r_is_addr = (r_kind == _MEM_LD) | ((r_kind >= _MEM_ST) & (r_col == 0))
+    ev_inst = np.concatenate([r_inst, w_inst]).astype(np.int64)
+    ev_reg = np.concatenate([r_reg, w_reg])
+    ev_w = np.concatenate([np.zeros(len(r_inst), bool), np.ones(len(w_inst), bool)])
+    ev_key = iw[ev_inst] * _REG_KEY_SPAN + ev_reg
+    prev = _versions(ev_key, ev_inst, ev_w)
+    n_r = len(r_inst)
+    node_base = n + n_pseudo
+    # write versions: one node per write event
+    n_wver = len(w_inst)
+    wnode = node_base + np.arange(n_wver)
+    # live-ins: one node per (warp, reg) read before any write
+    live = np.flatnonzero(prev[:n_r] < 0)
+    live_keys, live_first, live_inv = np.unique(ev_key[live], return_index=True, return_inverse=True)
+    n_live = len(live_keys)
+    live_base = node_base + n_wver
+    read_var = np.empty(n_r, dtype=np.int64)
+    has_prev = prev[:n_r] >= 0
+    read_var[has_prev] = node_base + (prev[:n_r][has_prev] - n_r)
+    read_var[live] = live_base + live_inv.reshape(-1)
+    read_target = np.where(r_is_addr, pseudo_id[r_inst], r_inst)
+    e_src += [read_var, w_inst.astype(np.int64)]
+    e_dst += [read_target, wnode]
+    e_typ += [np.where(r_is_addr, EDGE_ADDRESS, EDGE_READ).astype(np.int64),
+              np.full(n_wver, EDGE_WRITE, dtype=np.int64)]
+
+    reg_cls_of = lambda code: np.select(  # noqa: E731
+        [code < 256, code < 512, code < 640], [0, 1, 2], 3)
+    var_tok_reg = np.concatenate([_VAR_REG_BASE + reg_cls_of(w_reg),
+                                  _VAR_REG_BASE + reg_cls_of(live_keys % _REG_KEY_SPAN)])
+    var_warp_reg = np.concatenate([iw[w_inst], live_keys // _REG_KEY_SPAN])
+
+    # live-in register statistics from the first read's per-lane source values
+    live_ev = live[live_first]  # read event indices (first read of each live-in)
+    reg_stats = np.zeros((n_wver + n_live, 8), dtype=np.float32)
+    lanes = None
+    vals_ok = None
+    if trace.values is not None and trace.value_ptr is not None and n:
+        vptr = np.asarray(trace.value_ptr, dtype=np.int64)
+        lanes = trace.active_lanes()[idx].astype(np.int64)
+        vstart = vptr[idx]
+        vlen = vptr[idx + 1] - vstart
+        vals_ok = (vlen == (nd + ns) * lanes) & (lanes > 0)
+        li = r_inst[live_ev]
+        lc = r_col[live_ev]
+        ok = vals_ok[li]
+        starts = vstart[li] + (nd[li] + lc) * lanes[li]
+        v_idx, v_own = _ragged_index(starts[ok], lanes[li][ok])
+        cls = _OP_SRC_CLS[tok[li][ok]][v_own]
+        vv = _interpret(np.asarray(trace.values)[v_idx], cls)
+        st = _ragged_stats(vv, v_own, int(ok.sum()))
+        reg_stats[n_wver + np.flatnonzero(ok)] = st
+
+    # ---- memory events: (instruction, unit) pairs, capped per access
+    grp_first = np.ones(len(u_inst), dtype=bool)
+    grp_first[1:] = u_inst[1:] != u_inst[:-1]
+    pos = np.arange(len(u_inst))
+    rank = pos - np.maximum.accumulate(np.where(grp_first, pos, 0)) if len(pos) else pos
+    keep = rank < cfg.max_units_per_access
+    m_inst, m_uid = u_inst[keep], u_uid[keep]
+    m_kind = kind[m_inst]
+    # dense variable key over (warp, space, unit)
+    m_key = np.unique(np.stack([iw[m_inst], space[m_inst], m_uid]), axis=1,
+                      return_inverse=True)[1].reshape(-1) if len(m_inst) else m_inst
+    reads = (m_kind == _MEM_LD) | (m_kind == _MEM_ATOM)
+    writes = (m_kind == _MEM_ST) | (m_kind == _MEM_ATOM)
+    mr = np.flatnonzero(reads)
+    mw = np.flatnonzero(writes)
+    mev_inst = np.concatenate([m_inst[mr], m_inst[mw]])
+    mev_key = np.concatenate([m_key[mr], m_key[mw]])
+    mev_w = np.concatenate([np.zeros(len(mr), bool), np.ones(len(mw), bool)])
+    mprev = _versions(mev_key, mev_inst, mev_w)
+    n_mr = len(mr)
+    mem_base = node_base + n_wver + n_live
+    n_mw = len(mw)
+    mlive = np.flatnonzero(mprev[:n_mr] < 0)
+    mlive_keys, mlive_first, mlive_inv = np.unique(mev_key[mlive], return_index=True, return_inverse=True)
+    n_mlive = len(mlive_keys)
+    mread_var = np.empty(n_mr, dtype=np.int64)
+    mhas = mprev[:n_mr] >= 0
+    mread_var[mhas] = mem_base + (mprev[:n_mr][mhas] - n_mr)
+    mread_var[mlive] = mem_base + n_mw + mlive_inv.reshape(-1)
+    e_src += [mread_var, m_inst[mw].astype(np.int64)]
+    e_dst += [m_inst[mr].astype(np.int64), mem_base + np.arange(n_mw)]
+    e_typ += [np.full(n_mr, EDGE_READ, dtype=np.int64), np.full(n_mw, EDGE_WRITE, dtype=np.int64)]
+    mlive_ev = mr[mlive[mlive_first]]  # index into m_* of the first read of each live-in unit
+    var_tok_mem = _VAR_MEM_BASE + np.concatenate([space[m_inst[mw]], space[m_inst[mlive_ev]]])
+    var_warp_mem = np.concatenate([iw[m_inst[mw]], iw[m_inst[mlive_ev]]])
+    mem_stats = np.zeros((n_mw + n_mlive, 8), dtype=np.float32)
+    if n_mlive:
+        # the lanes of that first reading access whose address falls in the unit
+        live_pair = m_inst[mlive_ev] * n_units + m_uid[mlive_ev]
+        lp_order = np.argsort(live_pair)
+        lp_sorted = live_pair[lp_order]
+        p = np.minimum(np.searchsorted(lp_sorted, a_pair), len(lp_sorted) - 1)
+        hit = lp_sorted[p] == a_pair
+        sel = np.flatnonzero(hit)
+        owner = lp_order[p[sel]]
+        o = np.argsort(owner, kind="stable")
+        sel, owner = sel[o], owner[o]
+        col_of_addr = np.arange(len(a_inst)) - (np.cumsum(n_addr[mem_inst]) - n_addr[mem_inst])[a_own]
+        if vals_ok is not None:
+            ins = a_inst[sel]
+            okv = vals_ok[ins] & (nd[ins] > 0) & (n_addr[ins] == lanes[ins])
+            sel, owner, ins = sel[okv], owner[okv], ins[okv]
+            vptr = np.asarray(trace.value_ptr, dtype=np.int64)
+            v_at = vptr[idx[ins]] + col_of_addr[sel]  # destination row 0 (value loaded), this lane
+            vv = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])
+        else:
+            off_in_unit = (addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64)
+            vv = np.log1p(off_in_unit)
+        mem_stats[n_mw:] = _ragged_stats(vv, owner, n_mlive)
+
+    # ---- assemble
+    n_var = n_wver + n_live + n_mw + n_mlive
+    n_nodes = n + n_pseudo + n_var
+    node_type = np.concatenate([np.full(n, NODE_INSTRUCTION), np.full(n_pseudo, NODE_PSEUDO),
+                                np.full(n_var, NODE_VARIABLE)]).astype(np.int64)
+    token = np.concatenate([tok, p_tok, var_tok_reg, var_tok_mem]).astype(np.int64)
+    pcs = np.zeros(n_nodes, dtype=np.float32)
+    pcs[:n] = pc
+    stats = np.zeros((n_nodes, 8), dtype=np.float32)
+    stats[node_base:mem_base] = reg_stats
+    stats[mem_base:] = mem_stats
+    warp = np.concatenate([iw, iw[mem_inst], var_warp_reg, var_warp_mem]).astype(np.int64)
+    edge_index = np.stack([np.concatenate(e_src), np.concatenate(e_dst)]).astype(np.int64)
+    edge_type = np.concatenate(e_typ).astype(np.int64)
+    return Data(
+        node_type=torch.from_numpy(node_type),
+        token=torch.from_numpy(token),
+        pc=torch.from_numpy(pcs),
+        stats=torch.from_numpy(stats),
+        edge_index=torch.from_numpy(edge_index),
+        edge_type=torch.from_numpy(edge_type),
+        warp=torch.from_numpy(warp),
+        n_warps=torch.tensor([n_warps], dtype=torch.long),
+        num_nodes=n_nodes,
+    )
+
+
+def graph_summary(g: Data) -> dict:
+    """Node and edge counts per type plus tensor bytes, for ``gclsampler graph info``."""
+    nt = torch.bincount(g.node_type, minlength=NUM_NODE_TYPES).tolist()
+    et = torch.bincount(g.edge_type, minlength=NUM_EDGE_TYPES).tolist()
+    nbytes = sum(v.element_size() * v.numel() for _, v in g.items() if torch.is_tensor(v))
+    return {
+        "nodes": int(g.num_nodes),
+        "edges": int(g.edge_index.shape[1]),
+        "warps": int(g.n_warps[0]),
+        "nodes_by_type": dict(zip(NODE_TYPE_NAMES, nt)),
+        "edges_by_type": dict(zip(EDGE_TYPE_NAMES, et)),
+        "bytes": int(nbytes),
+    }
+
+
+def _log2_bucket(x: int) -> int:  # documentation helper, mirrors the vectorised rule
+    return min(math.ceil(math.log2(max(x, 1))), _FOOTPRINT_BUCKETS - 1)

@@ -1,0 +1,207 @@
+"""HRG construction: a hand-written trace with its exact graph, plus invariants on random traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.graph import (
+    EDGE_ADDRESS, EDGE_CONTROL, EDGE_READ, EDGE_WRITE, NODE_INSTRUCTION, NODE_PSEUDO,
+    NODE_VARIABLE, NUM_EDGE_TYPES, NUM_NODE_TYPES, OPCODE_VOCAB, PSEUDO_VOCAB, VARIABLE_VOCAB,
+    GraphConfig, GraphConfigError, build_graph, opcode_token, vocab_sizes,
+)
+from gclsampler.trace.types import NO_REG, reg_code
+
+from _trace_fixtures import Inst, make_trace, random_trace
+
+C, R, W, A = EDGE_CONTROL, EDGE_READ, EDGE_WRITE, EDGE_ADDRESS
+
+
+def _slog(x):
+    x = np.asarray(x, dtype=np.float64)
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
+def _stats8(x):
+    """Independent reference: numpy/scipy definitions of the 8 statistics."""
+    x = np.asarray(x, dtype=np.float64)
+    s = float(np.mean((x - x.mean()) ** 3) / x.std() ** 3) if x.std() > 0 else 0.0
+    return np.array([x.mean(), x.std(), np.median(x), x.min(), x.max(),
+                     np.percentile(x, 25), np.percentile(x, 75), s])
+
+
+def _edges(g):
+    return sorted(zip(g.edge_index[0].tolist(), g.edge_index[1].tolist(), g.edge_type.tolist()))
+
+
+def _hand_trace():
+    f = lambda v: int(np.float32(v).view(np.uint32))  # noqa: E731
+    warp = [
+        Inst("S2R", ("R0",), (), values=[[0, 1]]),                                       # 0
+        Inst("IADD3", ("R2",), ("R0", "R1", "RZ"), values=[[7, 8], [0, 1], [-5, 1000], [0, 0]]),  # 1
+        Inst("STG.E", (), ("R2", "R0"), mem_width=4, addrs=(0x1000, 0x1004)),             # 2
+        Inst("LDG.E", ("R4",), ("R2",), mem_width=4, addrs=(0x1000, 0x1004)),             # 3
+        Inst("IADD3", ("R4",), ("R4", "R0")),                                             # 4
+        Inst("FADD", ("R5",), ("R4", "R6"), values=[[0, 0], [0, 0], [f(1.5), f(-3.0e6)]]),  # 5
+        Inst("EXIT"),                                                                     # 6
+    ]
+    for i in warp:
+        i.mask = 0x3
+    return make_trace([warp])
+
+
+def test_hand_written_trace_exact_graph():
+    g = build_graph(_hand_trace(), GraphConfig())
+    # nodes: 7 instructions, 2 MEMREFs (STG at 7, LDG at 8), register writes R0@0 R2@1 R4@3
+    # R4@4 R5@5 (9..13), live-ins R1 R6 (14, 15), the written global line (16).
+    assert g.num_nodes == 17
+    assert g.node_type.tolist() == [0] * 7 + [1] * 2 + [2] * 8
+    ops = ["S2R", "IADD3", "STG", "LDG", "IADD3", "FADD", "EXIT"]
+    assert g.token[:7].tolist() == [OPCODE_VOCAB.index(o) for o in ops]
+    assert [PSEUDO_VOCAB[t] for t in g.token[7:9].tolist()] == ["MEMREF.ST.GLOBAL.F0", "MEMREF.LD.GLOBAL.F0"]
+    assert [VARIABLE_VOCAB[t] for t in g.token[9:].tolist()] == ["REG.R"] * 7 + ["MEM.GLOBAL"]
+    assert torch.allclose(g.pc[:7], torch.arange(7, dtype=torch.float32) / 6)
+    assert (g.pc[7:] == 0).all()
+    assert g.warp.tolist() == [0] * 17 and g.n_warps.tolist() == [1]
+    expected = [
+        # control flow path
+        (0, 1, C), (1, 2, C), (2, 3, C), (3, 4, C), (4, 5, C), (5, 6, C),
+        # writes: instruction -> new version
+        (0, 9, W), (1, 10, W), (3, 11, W), (4, 12, W), (5, 13, W), (2, 16, W),
+        # reads of the latest version; live-ins R1 (14) and R6 (15)
+        (9, 1, R), (14, 1, R), (9, 2, R), (11, 4, R), (9, 4, R), (12, 5, R), (15, 5, R),
+        # memory: the LDG reads the line version the STG wrote
+        (16, 3, R),
+        # addressing: address register -> MEMREF -> instruction
+        (10, 7, A), (10, 8, A), (7, 2, A), (8, 3, A),
+    ]
+    assert _edges(g) == sorted(expected)
+    # statistics only on live-ins: R1 read by IADD3 as int32, R6 read by FADD as float32
+    np.testing.assert_allclose(g.stats[14].numpy(), _stats8(_slog([-5, 1000])), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.stats[15].numpy(), _stats8(_slog([1.5, -3.0e6])), rtol=1e-5, atol=1e-5)
+    other = torch.ones(17, dtype=torch.bool)
+    other[[14, 15]] = False
+    assert (g.stats[other] == 0).all()
+
+
+def test_memory_live_in_gets_loaded_value_stats_and_warps_are_separate():
+    w0 = [Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0xF,
+               addrs=(0x2000, 0x2004, 0x2080, 0x2084), values=[[1, 2, 30, 40], [0, 0, 0, 0]]),
+          Inst("STG.E", (), ("R2", "R1"), mem_width=4, mask=0x1, addrs=(0x2000,))]
+    w1 = [Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0x1, addrs=(0x2000,), values=[[9], [0]])]
+    g = build_graph(make_trace([w0, w1]), GraphConfig(mem_granularity="line"))
+    mem = (g.node_type == NODE_VARIABLE) & (g.token >= VARIABLE_VOCAB.index("MEM.GLOBAL"))
+    # warp 0: lines 0x2000 and 0x2080 read (live-in) + 0x2000 written; warp 1: its own live-in
+    assert int(mem.sum()) == 4
+    assert sorted(g.warp[mem].tolist()) == [0, 0, 0, 1]
+    live_stats = sorted(tuple(np.round(r, 4)) for r in g.stats[mem].numpy() if np.any(r))
+    want = sorted(tuple(np.round(_stats8(_slog(v)), 4)) for v in ([1, 2], [30, 40], [9]))
+    np.testing.assert_allclose(np.array(live_stats), np.array(want), atol=1e-3)
+    # the LDG's MEMREF footprint bucket: 2 lines -> F1
+    p = (g.node_type == NODE_PSEUDO).nonzero().view(-1)
+    assert PSEUDO_VOCAB[int(g.token[p[0]])] == "MEMREF.LD.GLOBAL.F1"
+    ei = g.edge_index
+    assert (g.warp[ei[0]] == g.warp[ei[1]]).all()
+
+
+def test_sector_granularity_splits_a_line():
+    w = [Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0x3, addrs=(0x0, 0x40))]
+    assert int(((build_graph(make_trace([w]), GraphConfig(mem_granularity="sector")).token
+                 == VARIABLE_VOCAB.index("MEM.GLOBAL"))).sum()) >= 2
+    g_line = build_graph(make_trace([w]), GraphConfig(mem_granularity="line"))
+    g_sec = build_graph(make_trace([w]), GraphConfig(mem_granularity="sector"))
+    n_mem = lambda g: int(((g.node_type == 2) & (g.token == VARIABLE_VOCAB.index("MEM.GLOBAL"))).sum())  # noqa: E731
+    assert (n_mem(g_line), n_mem(g_sec)) == (1, 2)
+
+
+def test_opcode_tokens_drop_modifiers_and_unknown_maps_to_unk():
+    assert opcode_token("LDG.E.128.SYS") == OPCODE_VOCAB.index("LDG")
+    assert opcode_token("NOT_AN_OPCODE.X") == 0 and OPCODE_VOCAB[0] == "<UNK>"
+    assert vocab_sizes() == {"instruction": len(OPCODE_VOCAB), "pseudo": len(PSEUDO_VOCAB),
+                             "variable": len(VARIABLE_VOCAB)}
+    assert NUM_NODE_TYPES == 3 and NUM_EDGE_TYPES == 4
+
+
+@pytest.mark.parametrize("key,value", [("max_warps", -1), ("mem_granularity", "page"),
+                                       ("warp_selection", "random"), ("max_units_per_access", 0)])
+def test_bad_config_names_the_key(key, value):
+    with pytest.raises(GraphConfigError, match=f"graph.{key}"):
+        build_graph(_hand_trace(), GraphConfig(**{key: value}))
+
+
+def test_caps_bound_warps_and_instructions():
+    t = random_trace(np.random.default_rng(3), n_warps=9, max_len=30)
+    g = build_graph(t, GraphConfig(max_warps=4, max_insts_per_warp=5))
+    ins = g.node_type == NODE_INSTRUCTION
+    assert int(g.n_warps[0]) == 4
+    counts = torch.bincount(g.warp[ins], minlength=4)
+    lens = np.diff(t.warp_ptr)[np.round(np.linspace(0, 8, 4)).astype(int)]
+    assert counts.tolist() == np.minimum(lens, 5).tolist()
+
+
+def _reference_reads(t, cfg):
+    """Naive per-instruction loop: (reader, writer or -1) for every register read."""
+    out = []
+    const = {reg_code(x) for x in ("RZ", "URZ", "PT", "UPT")}
+    base = 0
+    for w in range(t.n_warps):
+        last = {}
+        for k in range(int(t.warp_ptr[w]), int(t.warp_ptr[w + 1])):
+            for r in t.src[k]:
+                if r != NO_REG and int(r) not in const:
+                    out.append((base + k - int(t.warp_ptr[w]), last.get(int(r), -1)))
+            for r in t.dst[k]:
+                if r != NO_REG and int(r) not in const:
+                    last[int(r)] = base + k - int(t.warp_ptr[w])
+        base += int(t.warp_ptr[w + 1] - t.warp_ptr[w])
+    return sorted(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), values=st.booleans())
+def test_random_trace_invariants(seed, values):
+    t = random_trace(np.random.default_rng(seed), with_values=values)
+    cfg = GraphConfig(max_warps=0, max_insts_per_warp=0)
+    g = build_graph(t, cfg)
+    nt, ei, et = g.node_type, g.edge_index, g.edge_type
+    ins = (nt == NODE_INSTRUCTION).nonzero().view(-1)
+    # exactly one instruction node per traced instruction, in trace order
+    assert len(ins) == t.n_insts and ins.tolist() == list(range(t.n_insts))
+    assert torch.isfinite(g.stats).all() and torch.isfinite(g.pc).all()
+    assert ((g.pc >= 0) & (g.pc <= 1)).all()
+    # edges never cross warps
+    assert (g.warp[ei[0]] == g.warp[ei[1]]).all()
+    # control flow: a path through each warp's instructions in temporal order
+    cf = ei[:, et == C]
+    sizes = np.diff(t.warp_ptr)
+    assert cf.shape[1] == int((sizes - 1).sum())
+    assert (cf[1] == cf[0] + 1).all() and (g.warp[cf[0]] == g.warp[cf[1]]).all()
+    assert (nt[cf] == NODE_INSTRUCTION).all()
+    # typing: writes go instruction -> variable; every variable has at most one incoming edge
+    wr = ei[:, et == W]
+    assert (nt[wr[0]] == NODE_INSTRUCTION).all() and (nt[wr[1]] == NODE_VARIABLE).all()
+    var_in = torch.bincount(ei[1][nt[ei[1]] == NODE_VARIABLE], minlength=g.num_nodes)
+    assert var_in.numel() == 0 or int(var_in.max()) <= 1
+    # variables with an incoming edge start at zero
+    assert (g.stats[var_in > 0] == 0).all()
+    # register reads attach to the latest earlier write of the same warp
+    reg_var = (nt == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    writer = torch.full((g.num_nodes,), -1, dtype=torch.long)
+    writer[wr[1]] = wr[0]
+    pseudo_inst = torch.full((g.num_nodes,), -1, dtype=torch.long)
+    pa = ei[:, (et == A) & (nt[ei[0]] == NODE_PSEUDO)]
+    pseudo_inst[pa[0]] = pa[1]
+    rd = ei[:, ((et == R) | (et == A)) & reg_var[ei[0]]]
+    reader = torch.where(nt[rd[1]] == NODE_PSEUDO, pseudo_inst[rd[1]], rd[1])
+    got = sorted(zip(reader.tolist(), writer[rd[0]].tolist()))
+    assert got == _reference_reads(t, cfg)
+
+
+def test_build_is_deterministic():
+    t = random_trace(np.random.default_rng(11), n_warps=3)
+    a, b = build_graph(t), build_graph(t)
+    for k in ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps"):
+        assert torch.equal(a[k], b[k])
