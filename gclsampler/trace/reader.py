@@ -1,0 +1,795 @@
+"""Read one Accel-Sim / NVBit kernel trace into a columnar ``KernelTrace``.
+
+Both layouts the NVBit tracer produces are accepted:
+
+- grouped ``kernel-N.traceg`` (after Accel-Sim's post-processing: ``#BEGIN_TB``,
+  ``thread block = x,y,z``, ``warp = w``, ``insts = n`` sections), and
+- raw ``kernel-N.trace`` (one line per dynamic warp instruction, each prefixed
+  with ``cta_x cta_y cta_z warp``, interleaved across warps); raw records are
+  grouped by CTA then warp, keeping each warp's temporal order, as the paper's
+  (and Accel-Sim's) post-processing does.
+
+The whole decompressed file is held as one ``uint8`` array and parsed column by
+column with numpy (see ``_text``); no Python object is created per instruction.
+Tracer versions 3-5 differ only in which columns exist: ``line_num`` exists when
+``-enable lineinfo = 1``, ``immediate`` when the ``#traces format`` line names it
+(v4+), and gclsampler's per-lane register values when it names ``reg_values``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import lzma
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gclsampler.errors import GclError, located
+from gclsampler.trace import _text as T
+from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
+
+VALUE_MARKER = b"|"
+"""Token that separates the Accel-Sim fields from gclsampler's per-lane register values."""
+
+COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst")
+
+
+class TraceFormatError(GclError):
+    """A trace file, kernelslist or workload directory that does not follow the trace grammar."""
+
+    def __init__(self, path: object, line: int | None, field: str | None, message: str):
+        super().__init__(located(path, line, field, message))
+        self.path = str(path)
+        self.line = line
+        self.field = field
+
+
+# ----------------------------------------------------------------------------- files
+
+def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
+    """Decompressed content of ``path`` (compression from the suffix).
+
+    ``limit`` stops after roughly that many decompressed bytes (header peeks).
+    """
+    p = str(path)
+    try:
+        if p.endswith(".gz"):
+            f: io.BufferedIOBase = gzip.open(p, "rb")
+        elif p.endswith(".xz"):
+            f = lzma.open(p, "rb")
+        elif p.endswith(".zst"):
+            import zstandard
+
+            f = zstandard.ZstdDecompressor().stream_reader(open(p, "rb"), closefd=True)
+        else:
+            f = open(p, "rb")
+        with f:
+            if limit is None:
+                if p.endswith(".zst"):
+                    chunks = []
+                    while True:
+                        c = f.read(1 << 24)
+                        if not c:
+                            break
+                        chunks.append(c)
+                    return b"".join(chunks)
+                return f.read()
+            return f.read(limit)
+    except FileNotFoundError:
+        raise TraceFormatError(p, None, None, "no such file") from None
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+        kind = p.rsplit(".", 1)[-1]
+        raise TraceFormatError(p, None, "compression", f"cannot decompress ({kind}): {exc}") from None
+    except Exception as exc:  # zstandard.ZstdError and friends
+        if type(exc).__module__.startswith("zstandard") or "Zstd" in type(exc).__name__:
+            raise TraceFormatError(p, None, "compression", f"cannot decompress (zst): {exc}") from None
+        raise
+
+
+def strip_compression(name: str) -> str:
+    for s in COMPRESSED_SUFFIXES:
+        if name.endswith(s):
+            return name[: -len(s)]
+    return name
+
+
+# ----------------------------------------------------------------------------- header
+
+_KEYS = {
+    "kernel name": "name",
+    "kernel id": "kernel_id",
+    "grid dim": "grid",
+    "block dim": "block",
+    "shmem": "shmem",
+    "nregs": "nregs",
+    "binary version": "binary_version",
+    "cuda stream id": "cuda_stream_id",
+    "shmem base_addr": "shmem_base_addr",
+    "local mem base_addr": "local_mem_base_addr",
+    "nvbit version": "nvbit_version",
+    "accelsim tracer version": "tracer_version",
+    "enable lineinfo": "enable_lineinfo",
+}
+_REQUIRED = ("kernel name", "kernel id", "grid dim", "block dim")
+_DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+
+@dataclass(frozen=True)
+class TraceLayout:
+    """Which optional columns the instruction lines carry (from the header)."""
+
+    line_num: bool
+    imm: bool
+    values: bool
+    raw: bool
+
+
+def _header_value(path, lineno, key, text):
+    attr = _KEYS[key]
+    try:
+        if attr == "name":
+            if not text:
+                raise ValueError("empty")
+            return text
+        if attr in ("grid", "block"):
+            m = _DIM.match(text)
+            if not m:
+                raise ValueError("expected (x,y,z)")
+            dims = tuple(int(v) for v in m.groups())
+            if min(dims) < 1:
+                raise ValueError("dimensions must be >= 1")
+            return dims
+        if attr in ("shmem_base_addr", "local_mem_base_addr"):
+            return int(text, 16)
+        if attr == "nvbit_version":
+            return text
+        if attr == "enable_lineinfo":
+            v = int(text)
+            if v not in (0, 1):
+                raise ValueError("expected 0 or 1")
+            return bool(v)
+        v = int(text)
+        if v < 0:
+            raise ValueError("negative")
+        return v
+    except ValueError as exc:
+        raise TraceFormatError(path, lineno, f"-{key}", f"bad value {text!r} ({exc})") from None
+
+
+def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int, int]:
+    """Header fields, column layout, byte offset and 0-based line index where the body starts."""
+    fields: dict = {}
+    fmt: str | None = None
+    pos = 0
+    lineno = 0
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            nl = n
+        raw_line = data[pos:nl]
+        line = raw_line.decode("utf-8", "replace").strip()
+        if line.startswith("-"):
+            body = line[1:]
+            if "=" not in body:
+                raise TraceFormatError(path, lineno + 1, "header", f"expected '-key = value', got {line!r}")
+            key, _, value = body.partition("=")
+            key = " ".join(key.split())
+            if key not in _KEYS:
+                raise TraceFormatError(path, lineno + 1, f"-{key}", "unknown header key")
+            fields[key] = _header_value(path, lineno + 1, key, value.strip())
+        elif line.startswith("#traces format"):
+            fmt = line
+        elif line == "":
+            pass
+        else:
+            break  # first body line
+        pos = nl + 1
+        lineno += 1
+    for key in _REQUIRED:
+        if key not in fields:
+            if not fields and pos >= n:
+                raise TraceFormatError(path, None, "header", "empty trace file")
+            raise TraceFormatError(path, lineno + 1 if pos < n else None, f"-{key}",
+                                   "missing required header line")
+    kw = {_KEYS[k]: v for k, v in fields.items()}
+    header = KernelHeader(**kw)
+    if fmt is None:
+        has_imm = header.tracer_version >= 4
+        has_values = False
+    else:
+        words = fmt.split()
+        has_imm = "immediate" in words
+        has_values = "reg_values" in words
+    body = data[pos:]
+    first = body.lstrip()[:1]
+    raw = bool(first) and first != b"#"
+    layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw)
+    return header, layout, pos, lineno
+
+
+# ----------------------------------------------------------------------------- body
+
+
+class _Body:
+    """Token view of the body; helpers raise errors naming file:line and field."""
+
+    def __init__(self, path: str, buf: np.ndarray, line0: int):
+        self.path = path
+        self.buf = buf
+        self.line0 = line0
+        self.ts, self.te = T.tokenize(buf)
+        self.nl = np.flatnonzero(buf == 10)
+        if buf.size and buf[-1] != 10:
+            self.nl = np.append(self.nl, buf.size)
+        self.n_lines = self.nl.shape[0]
+        tline = np.searchsorted(self.nl, self.ts)
+        self.line_ntok = np.bincount(tline, minlength=self.n_lines).astype(np.int64)
+        self.line_tok0 = np.zeros(self.n_lines, dtype=np.int64)
+        if self.n_lines > 1:
+            np.cumsum(self.line_ntok[:-1], out=self.line_tok0[1:])
+
+    def fail(self, line_idx: int, field: str, message: str):
+        raise TraceFormatError(self.path, self.line0 + int(line_idx) + 1, field, message)
+
+    def text_of_line(self, li: int) -> str:
+        t0 = self.line_tok0[li]
+        t1 = t0 + self.line_ntok[li]
+        if t1 == t0:
+            return ""
+        return bytes(self.buf[self.ts[t0]:self.te[t1 - 1]]).decode("utf-8", "replace")
+
+    # --- column readers; ``lines`` are line indices, ``tok`` token indices
+    def check(self, ok: np.ndarray, lines: np.ndarray, field: str, message: str):
+        if ok.size and not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            self.fail(lines[bad], field, message)
+
+    def tok_text(self, t: int) -> str:
+        return bytes(self.buf[self.ts[t]:self.te[t]]).decode("utf-8", "replace")
+
+    def uint(self, tok, lines, field, base, allow_0x=False, max_value=None):
+        v, ok = T.parse_uint(self.buf, self.ts[tok], self.te[tok], base, allow_0x=allow_0x)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            kind = "hex" if base == 16 else "decimal"
+            self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not {kind}")
+        if max_value is not None and v.size and int(v.max()) > max_value:
+            bad = int(np.flatnonzero(v > np.uint64(max_value))[0])
+            self.fail(lines[bad], field, f"value {self.tok_text(tok[bad])!r} out of range (max {max_value})")
+        return v
+
+    def sint(self, tok, lines, field):
+        v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok])
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not a decimal integer")
+        return v
+
+    def regs(self, tok, lines, field) -> np.ndarray:
+        """Register tokens (R12, RZ, UR4, URZ, P0, PT, UP1, UPT) to ``reg_code`` int16."""
+        buf, last = self.buf, self.buf.size - 1
+        s, e = self.ts[tok], self.te[tok]
+        c0 = buf[s]
+        c1 = buf[np.minimum(s + 1, last)] * (e - s > 1)
+        c2 = buf[np.minimum(s + 2, last)] * (e - s > 2)
+        R, U, P, Z, Tt = ord("R"), ord("U"), ord("P"), ord("Z"), ord("T")
+        base = np.full(s.shape, -1, dtype=np.int64)
+        plen = np.zeros(s.shape, dtype=np.int64)
+        limit = np.zeros(s.shape, dtype=np.int64)
+        isR, isP = c0 == R, c0 == P
+        isUR, isUP = (c0 == U) & (c1 == R), (c0 == U) & (c1 == P)
+        for m, b, pl, lim in ((isR, 0, 1, 256), (isP, 512, 1, 8), (isUR, 256, 2, 64), (isUP, 640, 2, 8)):
+            base[m], plen[m], limit[m] = b, pl, lim
+        special = np.zeros(s.shape, dtype=np.int64) - 1
+        length = e - s
+        special[isR & (c1 == Z) & (length == 2)] = 255
+        special[isP & (c1 == Tt) & (length == 2)] = 512 + 7
+        special[isUR & (c2 == Z) & (length == 3)] = 256 + 63
+        special[isUP & (c2 == Tt) & (length == 3)] = 640 + 7
+        num, ok = T.parse_uint(buf, s + plen, e, 10, max_digits=3)
+        num = num.astype(np.int64)
+        ok &= (base >= 0) & (num < limit)
+        code = np.where(special >= 0, special, base + num)
+        ok |= special >= 0
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not a register")
+        return code.astype(np.int16)
+
+
+def _need(body: _Body, cur, end, count, lines, field):
+    bad = cur + count > end
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        body.fail(lines[i], field, "line ends before this field (missing tokens: "
+                  "mask/address/operand count does not match the tokens present)")
+
+
+class _OpcodeTable:
+    """Interns opcode spans into ids in order of first appearance across chunks."""
+
+    def __init__(self):
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def intern(self, body: _Body, tok: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        if tok.size == 0:
+            return np.zeros(0, dtype=np.int32)
+        s, e = body.ts[tok], body.te[tok]
+        h = T.span_hash(body.buf, s, e)
+        uh, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        same = T.spans_equal(body.buf, s, e, s[first[inv]], e[first[inv]])
+        if not same.all():  # 64-bit hash collision: exact (slow) path
+            texts = [bytes(body.buf[a:b]).decode() for a, b in zip(s.tolist(), e.tolist())]
+            return np.array([self._id(t) for t in texts], dtype=np.int32)
+        order = np.argsort(first, kind="stable")
+        gid = np.empty(uh.shape[0], dtype=np.int32)
+        for u in order.tolist():
+            text = bytes(body.buf[s[first[u]]:e[first[u]]]).decode("utf-8", "replace")
+            if not text[:1].isalpha() and not text[:1] == "_":
+                body.fail(lines[first[u]], "opcode", f"token {text!r} is not a SASS opcode")
+            gid[u] = self._id(text)
+        return gid[inv]
+
+    def _id(self, text: str) -> int:
+        i = self.ids.get(text)
+        if i is None:
+            i = self.ids[text] = len(self.names)
+            self.names.append(text)
+        return i
+
+
+def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _OpcodeTable,
+                 prefix: int) -> dict:
+    """Parse instruction lines ``lines`` (line indices) into column arrays.
+
+    ``prefix`` leading decimal tokens (raw traces: cta x/y/z and warp) are returned
+    as ``prefix`` (M, prefix) int64.
+    """
+    M = lines.shape[0]
+    cur = body.line_tok0[lines].copy()
+    end = cur + body.line_ntok[lines]
+    out: dict = {}
+    if prefix:
+        _need(body, cur, end, prefix, lines, "thread block/warp")
+        pre = np.empty((M, prefix), dtype=np.int64)
+        for j in range(prefix):
+            pre[:, j] = body.uint(cur + j, lines, "thread block/warp", 10).astype(np.int64)
+        cur += prefix
+        out["prefix"] = pre
+    if layout.line_num:
+        _need(body, cur, end, 1, lines, "line_num")
+        out["line_num"] = body.uint(cur, lines, "line_num", 10, max_value=2**31 - 1).astype(np.int32)
+        cur += 1
+    _need(body, cur, end, 3, lines, "PC")
+    out["pc"] = body.uint(cur, lines, "PC", 16, allow_0x=True, max_value=2**63 - 1).astype(np.int64)
+    mask = body.uint(cur + 1, lines, "mask", 16, allow_0x=True, max_value=0xFFFFFFFF).astype(np.uint32)
+    out["mask"] = mask
+    ndst = body.uint(cur + 2, lines, "dest_num", 10, max_value=255).astype(np.int64)
+    cur += 3
+    _need(body, cur, end, ndst + 2, lines, "reg_dests")
+    dmax = int(ndst.max(initial=0))
+    dst = np.full((M, dmax), NO_REG, dtype=np.int16)
+    for j in range(dmax):
+        sel = np.flatnonzero(ndst > j)
+        dst[sel, j] = body.regs(cur[sel] + j, lines[sel], "reg_dests")
+    cur += ndst
+    out["dst"] = dst
+    out["opcode"] = opcodes.intern(body, cur, lines)
+    nsrc = body.uint(cur + 1, lines, "src_num", 10, max_value=255).astype(np.int64)
+    cur += 2
+    _need(body, cur, end, nsrc + 1, lines, "reg_srcs")
+    smax = int(nsrc.max(initial=0))
+    src = np.full((M, smax), NO_REG, dtype=np.int16)
+    for j in range(smax):
+        sel = np.flatnonzero(nsrc > j)
+        src[sel, j] = body.regs(cur[sel] + j, lines[sel], "reg_srcs")
+    cur += nsrc
+    out["src"] = src
+    mw = body.uint(cur, lines, "mem_width", 10, max_value=2**31 - 1).astype(np.int32)
+    cur += 1
+    out["mem_width"] = mw
+
+    # --- memory addresses, expanded to one per active lane
+    k = T.popcount32(mask)
+    is_mem = mw > 0
+    n_addr = np.where(is_mem, k, 0)
+    addr_ptr = np.zeros(M + 1, dtype=np.int64)
+    np.cumsum(n_addr, out=addr_ptr[1:])
+    addrs = np.zeros(int(addr_ptr[-1]), dtype=np.uint64)
+    mi = np.flatnonzero(is_mem)
+    if mi.size:
+        _need(body, cur[mi], end[mi], 1, lines[mi], "address mode")
+        mode = body.uint(cur[mi], lines[mi], "address mode", 10, max_value=9).astype(np.int64)
+        cur[mi] += 1
+        bad = (mode > 2)
+        if bad.any():
+            body.fail(lines[mi[np.flatnonzero(bad)[0]]], "address mode", "must be 0, 1 or 2")
+        # mode 0: k hex addresses
+        s0 = mi[mode == 0]
+        if s0.size:
+            _need(body, cur[s0], end[s0], k[s0], lines[s0], "mem_addresses")
+            r = T.ragged_arange(k[s0])
+            tok = np.repeat(cur[s0], k[s0]) + r
+            ln = np.repeat(lines[s0], k[s0])
+            dest = np.repeat(addr_ptr[s0], k[s0]) + r
+            addrs[dest] = body.uint(tok, ln, "mem_addresses", 16, allow_0x=True)
+            cur[s0] += k[s0]
+        # mode 1: base stride
+        s1 = mi[mode == 1]
+        if s1.size:
+            _need(body, cur[s1], end[s1], 2, lines[s1], "mem_addresses")
+            base = body.uint(cur[s1], lines[s1], "mem_addresses", 16, allow_0x=True)
+            stride = body.sint(cur[s1] + 1, lines[s1], "address stride")
+            r = T.ragged_arange(k[s1])
+            dest = np.repeat(addr_ptr[s1], k[s1]) + r
+            addrs[dest] = np.repeat(base, k[s1]) + (np.repeat(stride, k[s1]) * r).astype(np.uint64)
+            cur[s1] += 2
+        # mode 2: base d1..d(k-1)
+        s2 = mi[mode == 2]
+        if s2.size:
+            nd = np.maximum(k[s2] - 1, 0)
+            _need(body, cur[s2], end[s2], 1 + nd, lines[s2], "mem_addresses")
+            base = body.uint(cur[s2], lines[s2], "mem_addresses", 16, allow_0x=True)
+            r = T.ragged_arange(nd)
+            tok = np.repeat(cur[s2] + 1, nd) + r
+            deltas = body.sint(tok, np.repeat(lines[s2], nd), "address delta")
+            has = k[s2] > 0
+            addrs[addr_ptr[s2][has]] = base[has]
+            if deltas.size:
+                cs = np.cumsum(deltas)
+                seg0 = np.cumsum(nd) - nd
+                within = cs - np.repeat(cs[seg0[nd > 0]] - deltas[seg0[nd > 0]], nd[nd > 0])
+                dest = np.repeat(addr_ptr[s2] + 1, nd) + r
+                addrs[dest] = np.repeat(base, nd) + within.astype(np.uint64)
+            cur[s2] += 1 + nd
+    out["addr_ptr"], out["addrs"] = addr_ptr, addrs
+
+    if layout.imm:
+        _need(body, cur, end, 1, lines, "immediate")
+        out["imm"] = body.sint(cur, lines, "immediate")
+        cur += 1
+
+    # --- gclsampler value extension
+    has_marker = np.zeros(M, dtype=bool)
+    more = cur < end
+    if more.any():
+        mi2 = np.flatnonzero(more)
+        t = cur[mi2]
+        is_m = (body.te[t] - body.ts[t] == 1) & (body.buf[body.ts[t]] == VALUE_MARKER[0])
+        has_marker[mi2[is_m]] = True
+    rows = ndst + nsrc
+    if has_marker.any() and not layout.values:
+        i = int(np.flatnonzero(has_marker)[0])
+        body.fail(lines[i], "reg_values", "value marker '|' in a trace whose #traces format line "
+                  "does not list reg_values")
+    if layout.values:
+        nval = np.where(has_marker, rows * k, 0)
+        value_ptr = np.zeros(M + 1, dtype=np.int64)
+        np.cumsum(nval, out=value_ptr[1:])
+        values = np.zeros(int(value_ptr[-1]), dtype=np.uint32)
+        cur[has_marker] += 1
+        for r_ in range(int(rows[has_marker].max(initial=0))):
+            sel = np.flatnonzero(has_marker & (rows > r_) & (k > 0))
+            if sel.size == 0:
+                continue
+            _need(body, cur[sel], end[sel], 1, lines[sel], "reg_values")
+            head = cur[sel]
+            hc = body.buf[body.ts[head]]
+            row0 = value_ptr[sel] + r_ * k[sel]
+            ks = k[sel]
+            v0, ok = T.parse_uint(body.buf, body.ts[head] + 1, body.te[head], 16, max_digits=8)
+            if not ok.all():
+                b = int(np.flatnonzero(~ok)[0])
+                body.fail(lines[sel[b]], "reg_values", f"token {body.tok_text(head[b])!r} is not "
+                          "'=hex', '+hex', '~hex' or ':hex'")
+            v0 = v0.astype(np.int64)
+            adv = np.zeros(sel.shape[0], dtype=np.int64)
+            # '=' uniform
+            m = hc == ord("=")
+            if m.any():
+                dest = np.repeat(row0[m], ks[m]) + T.ragged_arange(ks[m])
+                values[dest] = np.repeat(v0[m], ks[m]).astype(np.uint32)
+                adv[m] = 1
+            # '+' base stride
+            m = hc == ord("+")
+            if m.any():
+                _need(body, head[m] + 1, end[sel][m], 1, lines[sel][m], "reg_values")
+                st = body.sint(head[m] + 1, lines[sel][m], "value stride")
+                r = T.ragged_arange(ks[m])
+                dest = np.repeat(row0[m], ks[m]) + r
+                values[dest] = ((np.repeat(v0[m], ks[m]) + np.repeat(st, ks[m]) * r) & 0xFFFFFFFF).astype(np.uint32)
+                adv[m] = 2
+            # '~' base deltas, ':' list
+            for ch, kind in ((ord("~"), "delta"), (ord(":"), "list")):
+                m = hc == ch
+                if not m.any():
+                    continue
+                km = ks[m]
+                nd = km - 1
+                _need(body, head[m], end[sel][m], km, lines[sel][m], "reg_values")
+                r = T.ragged_arange(nd)
+                tok = np.repeat(head[m] + 1, nd) + r
+                ln = np.repeat(lines[sel][m], nd)
+                values[row0[m]] = v0[m].astype(np.uint32)
+                if kind == "list":
+                    vv, ok = T.parse_uint(body.buf, body.ts[tok], body.te[tok], 16, max_digits=8)
+                    if not ok.all():
+                        b = int(np.flatnonzero(~ok)[0])
+                        body.fail(ln[b], "reg_values", f"token {body.tok_text(tok[b])!r} is not hex")
+                    values[np.repeat(row0[m] + 1, nd) + r] = vv.astype(np.uint32)
+                else:
+                    d = body.sint(tok, ln, "value delta")
+                    if d.size:
+                        cs = np.cumsum(d)
+                        pos = nd > 0
+                        seg0 = (np.cumsum(nd) - nd)[pos]
+                        within = cs - np.repeat(cs[seg0] - d[seg0], nd[pos])
+                        vals = (np.repeat(v0[m], nd) + within) & 0xFFFFFFFF
+                        values[np.repeat(row0[m] + 1, nd) + r] = vals.astype(np.uint32)
+                adv[m] = km
+            bad = adv == 0
+            if bad.any():
+                b = int(np.flatnonzero(bad)[0])
+                body.fail(lines[sel[b]], "reg_values", f"token {body.tok_text(head[b])!r} does not "
+                          "start with '=', '+', '~' or ':'")
+            cur[sel] += adv
+        out["value_ptr"], out["values"] = value_ptr, values
+    extra = cur != end
+    if extra.any():
+        i = int(np.flatnonzero(extra)[0])
+        body.fail(lines[i], "line", f"unexpected token {body.tok_text(int(cur[i]))!r} after the "
+                  "last field (address/value count does not match the mask?)")
+    return out
+
+
+_CHUNK_LINES = 1 << 20
+
+
+def _parse_all(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
+    """Parse in chunks of lines so that temporaries stay a fraction of the file size."""
+    opcodes = _OpcodeTable()
+    parts = [
+        _parse_lines(body, inst_lines[i:i + _CHUNK_LINES], layout, opcodes, prefix)
+        for i in range(0, max(inst_lines.shape[0], 1), _CHUNK_LINES)
+    ]
+    return _concat(parts), opcodes.names
+
+
+def _concat(parts: list[dict]) -> dict:
+    if len(parts) == 1:
+        return parts[0]
+    out = {}
+    for key in parts[0]:
+        arrs = [p[key] for p in parts]
+        if key in ("dst", "src"):
+            w = max(a.shape[1] for a in arrs)
+            arrs = [np.pad(a, ((0, 0), (0, w - a.shape[1])), constant_values=NO_REG) for a in arrs]
+            out[key] = np.concatenate(arrs)
+        elif key in ("addr_ptr", "value_ptr"):
+            data_key = "addrs" if key == "addr_ptr" else "values"
+            offs = np.cumsum([0] + [p[data_key].shape[0] for p in parts[:-1]])
+            out[key] = np.concatenate([arrs[0][:1]] + [a[1:] + o for a, o in zip(arrs, offs)])
+        else:
+            out[key] = np.concatenate(arrs)
+    return out
+
+
+def _grouped_structure(body: _Body, header: KernelHeader):
+    """Walk the structural lines; returns instruction line indices and per-warp arrays."""
+    buf = body.buf
+    nonblank = body.line_ntok > 0
+    first_tok = body.line_tok0
+    c0 = np.zeros(body.n_lines, dtype=np.uint8)
+    c1 = np.zeros(body.n_lines, dtype=np.uint8)
+    nb = np.flatnonzero(nonblank)
+    c0[nb] = buf[body.ts[first_tok[nb]]]
+    c1[nb] = buf[np.minimum(body.ts[first_tok[nb]] + 1, buf.size - 1)]
+    struct = nonblank & (np.isin(c0, np.frombuffer(b"#twi", np.uint8)) | ((c0 == ord("c")) & (c1 == ord("l"))))
+    is_inst = nonblank & ~struct
+    inst_cum = np.concatenate([[0], np.cumsum(is_inst)])
+    s_lines = np.flatnonzero(struct)
+    s_next = np.append(s_lines[1:], body.n_lines)
+    wpc = (header.threads_per_cta + 31) // 32
+    warp_cta, warp_id, counts = [], [], []
+    in_tb = False
+    cta = None
+    pending_warp = None
+    seen_inst_ok = np.zeros(s_lines.shape[0], dtype=bool)
+    for p, li in enumerate(s_lines.tolist()):
+        text = body.text_of_line(li)
+        words = text.split()
+        n_after = int(inst_cum[s_next[p]] - inst_cum[li + 1])
+        key = words[0]
+        if key == "#BEGIN_TB":
+            if in_tb:
+                body.fail(li, "#BEGIN_TB", "thread block starts before the previous one ends")
+            in_tb, cta, pending_warp = True, None, None
+        elif key == "#END_TB":
+            if not in_tb:
+                body.fail(li, "#END_TB", "without #BEGIN_TB")
+            if pending_warp is not None:
+                body.fail(li, "insts", f"warp {pending_warp} has no 'insts =' line")
+            in_tb = False
+        elif not in_tb:
+            body.fail(li, key, f"{text!r} outside a #BEGIN_TB/#END_TB section")
+        elif key == "thread" and text.startswith("thread block"):
+            m = re.match(r"^thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)$", text)
+            if not m:
+                body.fail(li, "thread block", f"expected 'thread block = x,y,z', got {text!r}")
+            cta = tuple(int(v) for v in m.groups())
+            if any(c >= g for c, g in zip(cta, header.grid)):
+                body.fail(li, "thread block", f"{cta} outside grid {header.grid}")
+        elif key == "cluster":
+            pass  # Hopper thread-block-cluster lines (newer post-processing); not modelled
+        elif key == "warp":
+            m = re.match(r"^warp\s*=\s*(\d+)$", text)
+            if not m:
+                body.fail(li, "warp", f"expected 'warp = w', got {text!r}")
+            if cta is None:
+                body.fail(li, "warp", "warp before 'thread block =' line")
+            pending_warp = int(m.group(1))
+            if pending_warp >= wpc:
+                body.fail(li, "warp", f"warp {pending_warp} >= {wpc} warps per CTA of block {header.block}")
+        elif key == "insts":
+            m = re.match(r"^insts\s*=\s*(\d+)$", text)
+            if not m:
+                body.fail(li, "insts", f"expected 'insts = n', got {text!r}")
+            if pending_warp is None:
+                body.fail(li, "insts", "'insts =' without a preceding 'warp =' line")
+            n = int(m.group(1))
+            if n != n_after:
+                truncated = p == len(s_lines) - 1
+                body.fail(li, "insts", f"declares {n} instructions but {n_after} follow"
+                          + (" (file truncated?)" if truncated else ""))
+            seen_inst_ok[p] = True
+            warp_cta.append(cta)
+            warp_id.append(pending_warp)
+            counts.append(n)
+            pending_warp = None
+        else:
+            body.fail(li, key, f"unknown line {text!r}")
+        if n_after and not seen_inst_ok[p]:
+            body.fail(int(np.flatnonzero(is_inst[li + 1:])[0]) + li + 1, "line",
+                      "instruction line outside a warp's 'insts =' block")
+    if in_tb:
+        body.fail(body.n_lines - 1, "#END_TB", "file ends inside a thread block (truncated)")
+    first_inst = np.flatnonzero(is_inst)
+    if first_inst.size and (s_lines.size == 0 or first_inst[0] < s_lines[0]):
+        body.fail(first_inst[0], "line", "instruction line before the first #BEGIN_TB")
+    W = len(warp_id)
+    wc = np.array(warp_cta, dtype=np.int32).reshape(W, 3)
+    wi = np.array(warp_id, dtype=np.int32)
+    wp = np.zeros(W + 1, dtype=np.int64)
+    np.cumsum(np.array(counts, dtype=np.int64), out=wp[1:])
+    return first_inst, wc, wi, wp
+
+
+def _dedup_ldgsts(opcode_names: list[str], opcode: np.ndarray, warp_key: np.ndarray) -> np.ndarray:
+    """Keep the second of each pair of LDGSTS records per warp (Accel-Sim post-processing).
+
+    The NVBit tracer emits one record per memory reference and LDGSTS has two
+    (global source, shared destination); Accel-Sim keeps one of them.
+    Rows must already be sorted by warp. Returns a keep mask.
+    """
+    ld = np.array(["LDGSTS" in n for n in opcode_names], dtype=bool)
+    keep = np.ones(opcode.shape[0], dtype=bool)
+    if not ld.any():
+        return keep
+    is_ld = ld[opcode]
+    idx = np.flatnonzero(is_ld)
+    wk = warp_key[idx]
+    start = np.r_[True, wk[1:] != wk[:-1]]
+    grp = np.cumsum(start) - 1
+    first = np.flatnonzero(start)
+    rank = np.arange(idx.size) - first[grp]
+    keep[idx[rank % 2 == 0]] = False
+    return keep
+
+
+def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> KernelTrace:
+    """Parse one kernel trace (grouped or raw, plain or .gz/.xz/.zst).
+
+    Raises ``TraceFormatError`` naming ``path:line`` and the field for anything
+    that does not follow the grammar in docs/trace-format.md.
+    """
+    path = str(path)
+    data = open_bytes(path)
+    if not data.strip():
+        raise TraceFormatError(path, None, "header", "empty trace file")
+    header, layout, off, line0 = parse_header(data, path)
+    buf = np.frombuffer(data, dtype=np.uint8)[off:]
+    body = _Body(path, buf, line0)
+    if layout.raw:
+        inst_lines = np.flatnonzero(body.line_ntok > 0)
+        cols, names = _parse_all(body, inst_lines, layout, prefix=4)
+        pre = cols.pop("prefix")
+        gx, gy, gz = header.grid
+        wpc = (header.threads_per_cta + 31) // 32
+        for j, (lim, f) in enumerate(((gx, "thread block x"), (gy, "thread block y"), (gz, "thread block z"),
+                                      (wpc, "warp"))):
+            bad = pre[:, j] >= lim
+            if bad.any():
+                body.fail(inst_lines[np.flatnonzero(bad)[0]], f, f"{int(pre[np.flatnonzero(bad)[0], j])} "
+                          f"outside grid {header.grid} / {wpc} warps per CTA")
+        cta_lin = (pre[:, 2] * gy + pre[:, 1]) * gx + pre[:, 0]
+        key = cta_lin * wpc + pre[:, 3]
+        order = np.argsort(key, kind="stable")
+        key_s = key[order]
+        if dedup_ldgsts:
+            keep = _dedup_ldgsts(names, cols["opcode"][order], key_s)
+            order, key_s = order[keep], key_s[keep]
+        cols = _take(cols, order)
+        starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]]) if key_s.size else np.zeros(0, np.int64)
+        wkey = key_s[starts]
+        warp_ptr = np.append(starts, key_s.size).astype(np.int64)
+        warp_id = (wkey % wpc).astype(np.int32)
+        lin = wkey // wpc
+        warp_cta = np.stack([lin % gx, (lin // gx) % gy, lin // (gx * gy)], axis=1).astype(np.int32)
+        # opcode ids must follow first appearance in the grouped order
+        cols["opcode"], names = _renumber(cols["opcode"], names)
+    else:
+        inst_lines, warp_cta, warp_id, warp_ptr = _grouped_structure(body, header)
+        cols, names = _parse_all(body, inst_lines, layout, prefix=0)
+    return KernelTrace(
+        header=header, warp_cta=warp_cta, warp_id=warp_id, warp_ptr=warp_ptr,
+        pc=cols["pc"], mask=cols["mask"], opcode=cols["opcode"].astype(np.int32),
+        opcode_table=tuple(names), dst=cols["dst"], src=cols["src"], mem_width=cols["mem_width"],
+        addr_ptr=cols["addr_ptr"], addrs=cols["addrs"], line_num=cols.get("line_num"),
+        imm=cols.get("imm"), value_ptr=cols.get("value_ptr"), values=cols.get("values"), source=path,
+    )
+
+
+def _renumber(opcode: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]:
+    if opcode.size == 0:
+        return opcode.astype(np.int32), []
+    u, first = np.unique(opcode, return_index=True)
+    order = u[np.argsort(first, kind="stable")]
+    remap = np.full(len(names), -1, dtype=np.int32)
+    remap[order] = np.arange(order.size, dtype=np.int32)
+    return remap[opcode], [names[i] for i in order.tolist()]
+
+
+def _take(cols: dict, order: np.ndarray) -> dict:
+    out = {}
+    for key, a in cols.items():
+        if key in ("addrs", "values"):
+            continue
+        if key == "addr_ptr":
+            out["addr_ptr"], out["addrs"] = T.ragged_take(a, cols["addrs"], order)
+        elif key == "value_ptr":
+            out["value_ptr"], out["values"] = T.ragged_take(a, cols["values"], order)
+        else:
+            out[key] = a[order]
+    for key in ("dst", "src"):  # dropping rows (LDGSTS pairs) may leave all-padding columns
+        a = out[key]
+        w = int((a != NO_REG).sum(axis=1).max(initial=0))
+        out[key] = np.ascontiguousarray(a[:, :w])
+    return out
+
+
+def read_header(path: str | os.PathLike) -> tuple[KernelHeader, TraceLayout]:
+    """Header only: decompress just enough bytes to reach the first body line."""
+    path = str(path)
+    limit = 1 << 14
+    while True:
+        data = open_bytes(path, limit=limit)
+        if len(data) < limit or b"\n#" in data or b"\n0" in data:
+            # ensure we saw at least one body line after the header
+            try:
+                header, layout, off, _ = parse_header(data, path)
+            except TraceFormatError:
+                if len(data) < limit:
+                    raise
+            else:
+                if off < len(data) or len(data) < limit:
+                    return header, layout
+        limit *= 4
+        if limit > 1 << 26:
+            header, layout, _, _ = parse_header(data, path)
+            return header, layout

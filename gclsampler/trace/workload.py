@@ -1,0 +1,251 @@
+"""Workload-directory level trace operations: listing, iteration, grouping, export.
+
+A workload directory lists its trace files in launch order in ``kernelslist.g``
+(Accel-Sim's name; ``Memcpy...`` lines are kept but are not invocations). The
+invocation index is the trace's ``-kernel id`` minus one, so a directory holding
+only some invocations (an exported sample) keeps the original ids.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from gclsampler.trace.reader import (TraceFormatError, open_bytes, read_header, read_kernel,
+                                     strip_compression)
+from gclsampler.trace.types import NO_REG, InvocationInfo, KernelTrace
+from gclsampler.trace.writer import render, write_bytes_atomic
+
+KERNELSLIST = "kernelslist.g"
+ACCELSIM_MAX_DST = 1
+ACCELSIM_MAX_SRC = 4
+_TRACE_RE = re.compile(r"^kernel-(\d+)\.traceg?(\.gz|\.xz|\.zst)?$")
+
+
+def _progress(it, total: int, desc: str):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return it
+    disable = bool(os.environ.get("CI")) or not os.isatty(2)
+    return tqdm(it, total=total, desc=desc, disable=disable, file=None)
+
+
+def read_kernelslist(root: str | os.PathLike) -> list[str]:
+    """Lines of ``kernelslist.g`` (or the raw tracer's ``kernelslist``), blank lines dropped."""
+    root = Path(root)
+    for name in (KERNELSLIST, "kernelslist"):
+        p = root / name
+        if p.exists():
+            out = []
+            for i, line in enumerate(p.read_text().splitlines(), 1):
+                s = line.strip()
+                if not s:
+                    continue
+                if not (s.startswith("Memcpy") or s.startswith("kernel")):
+                    raise TraceFormatError(p, i, "kernelslist", f"neither a trace file name nor a Memcpy line: {s!r}")
+                out.append(s)
+            return out
+    raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
+
+
+def trace_files(root: str | os.PathLike) -> list[str]:
+    """Trace file names (relative) of a workload directory in launch order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise TraceFormatError(root, None, None, "not a directory")
+    if (root / KERNELSLIST).exists() or (root / "kernelslist").exists():
+        names = [s for s in read_kernelslist(root) if not s.startswith("Memcpy")]
+        kl = root / (KERNELSLIST if (root / KERNELSLIST).exists() else "kernelslist")
+        for s in names:
+            if not (root / s).exists():
+                raise TraceFormatError(kl, None, "kernelslist", f"lists {s!r}, which does not exist")
+    else:
+        found = [(int(m.group(1)), p.name) for p in root.iterdir() if (m := _TRACE_RE.match(p.name))]
+        names = [n for _, n in sorted(found)]
+    if not names:
+        raise TraceFormatError(root, None, "kernelslist", "empty workload: no kernel traces")
+    return names
+
+
+def list_invocations(root: str | os.PathLike) -> list[InvocationInfo]:
+    """Invocations in launch order with header metadata; bodies are not parsed."""
+    root = Path(root)
+    out = []
+    for name in trace_files(root):
+        p = root / name
+        header, _ = read_header(p)
+        out.append(InvocationInfo(invocation=header.invocation, path=name, header=header,
+                                  n_bytes=p.stat().st_size))
+    return out
+
+
+def iter_kernels(root: str | os.PathLike, invocations: Sequence[int] | None = None) -> Iterator[KernelTrace]:
+    """Parse kernels one at a time (memory bounded by one kernel), in launch order."""
+    infos = list_invocations(root)
+    if invocations is not None:
+        want = set(int(i) for i in invocations)
+        infos = [i for i in infos if i.invocation in want]
+    for info in _progress(infos, len(infos), "traces"):
+        yield read_kernel(Path(root) / info.path)
+
+
+def write_kernelslist(root: str | os.PathLike, file_names: Sequence[str]) -> Path:
+    """``kernelslist.g`` with one trace name (or ``Memcpy...`` line) per line, atomically."""
+    p = Path(root) / KERNELSLIST
+    write_bytes_atomic(p, "".join(f"{n}\n" for n in file_names).encode())
+    return p
+
+
+def _strip_for_accelsim(t: KernelTrace) -> KernelTrace:
+    """Drop non-GPR operands (Accel-Sim's parser reads only ``R<n>``) and check operand limits."""
+    import dataclasses
+
+    def keep_r(a):
+        r = np.where((a >= 0) & (a < 256), a, NO_REG).astype(np.int16)
+        # compact left, keep order
+        order = np.argsort(r == NO_REG, axis=1, kind="stable")
+        r = np.take_along_axis(r, order, axis=1)
+        w = int((r != NO_REG).sum(axis=1).max(initial=0))
+        return np.ascontiguousarray(r[:, :w])
+
+    dst, src = keep_r(t.dst), keep_r(t.src)
+    return dataclasses.replace(t, dst=dst, src=src, value_ptr=None, values=None)
+
+
+def _check_limits(t: KernelTrace, path: str) -> None:
+    for arr, lim, what in ((t.dst, ACCELSIM_MAX_DST, "destination"), (t.src, ACCELSIM_MAX_SRC, "source")):
+        n = (arr != NO_REG).sum(axis=1)
+        bad = np.flatnonzero(n > lim)
+        if bad.size:
+            i = int(bad[0])
+            w = int(np.searchsorted(t.warp_ptr, i, side="right") - 1)
+            raise TraceFormatError(
+                path, None, "reg_dests" if what == "destination" else "reg_srcs",
+                f"instruction {i - int(t.warp_ptr[w])} of warp {int(t.warp_id[w])} in CTA "
+                f"{tuple(int(x) for x in t.warp_cta[w])} (PC {int(t.pc[i]):04x} "
+                f"{t.opcode_table[int(t.opcode[i])]}) has {int(n[i])} {what} registers; Accel-Sim "
+                f"accepts at most {lim}")
+
+
+def accelsim_text(t: KernelTrace) -> str:
+    """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid."""
+    import dataclasses
+
+    t = _strip_for_accelsim(t)
+    _check_limits(t, t.source or t.header.name)
+    cta = t.warp_cta
+    if cta.shape[0]:
+        new = np.r_[True, np.any(cta[1:] != cta[:-1], axis=1)]
+        n_tb = int(new.sum())
+    else:
+        new = np.zeros(0, bool)
+        n_tb = 0
+    header = t.header
+    coords = None
+    if n_tb != header.n_ctas:
+        # Accel-Sim launches grid-many CTAs and reads one #BEGIN_TB section per CTA.
+        header = dataclasses.replace(header, grid=(max(n_tb, 1), 1, 1))
+        lin = np.cumsum(new) - 1
+        coords = np.stack([lin, np.zeros_like(lin), np.zeros_like(lin)], axis=1)
+    return render(t, values=False, header=header, cta_coords=coords)
+
+
+def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
+                    invocations: Sequence[int] | None = None) -> list[Path]:
+    """Write plain Accel-Sim traces (+ kernelslist.g) for some or all invocations.
+
+    File names stay ``kernel-<id>.traceg`` (uncompressed: Accel-Sim reads
+    ``.traceg`` and ``.xz`` only) so results map back to invocation ids.
+    """
+    src_dir, dst_dir = Path(src_dir), Path(dst_dir)
+    infos = list_invocations(src_dir)
+    if invocations is not None:
+        want = sorted(set(int(i) for i in invocations))
+        have = {i.invocation for i in infos}
+        missing = [i for i in want if i not in have]
+        if missing:
+            raise TraceFormatError(src_dir, None, "invocations",
+                                   f"not in this workload: {missing[:10]}")
+        ws = set(want)
+        infos = [i for i in infos if i.invocation in ws]
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    names, written = [], []
+    for info in _progress(infos, len(infos), "export"):
+        t = read_kernel(src_dir / info.path)
+        name = f"kernel-{info.header.kernel_id}.traceg"
+        write_bytes_atomic(dst_dir / name, accelsim_text(t).encode())
+        names.append(name)
+        written.append(dst_dir / name)
+    write_kernelslist(dst_dir, names)
+    return written
+
+
+def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, values: bool = True,
+                  compress: str = "", dedup_ldgsts: bool = True) -> list[Path]:
+    """Raw tracer output (``kernel-N.trace[.xz]`` + ``kernelslist``) -> grouped ``.traceg`` dir.
+
+    Memcpy lines of the kernelslist are kept; ``compress`` is '', '.gz', '.xz' or '.zst'.
+    """
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    try:
+        entries = read_kernelslist(raw_dir)
+    except TraceFormatError:
+        entries = trace_files(raw_dir)
+    if not any(not e.startswith("Memcpy") for e in entries):
+        raise TraceFormatError(raw_dir, None, "kernelslist", "empty workload: no kernel traces")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines, written = [], []
+    for e in _progress(entries, len(entries), "group"):
+        if e.startswith("Memcpy"):
+            lines.append(e)
+            continue
+        t = read_kernel(raw_dir / e, dedup_ldgsts=dedup_ldgsts)
+        base = strip_compression(e)
+        if base.endswith(".trace"):
+            base += "g"
+        name = base + compress
+        write_bytes_atomic(out_dir / name, render(t, values=values).encode())
+        lines.append(name)
+        written.append(out_dir / name)
+    write_kernelslist(out_dir, lines)
+    return written
+
+
+def trace_info(root: str | os.PathLike, top: int = 10) -> dict:
+    """Summary of a workload's traces (parses every kernel, one at a time)."""
+    infos = list_invocations(root)
+    hist: Counter = Counter()
+    names: Counter = Counter()
+    tot = {"instructions": 0, "warps": 0, "ctas": 0, "bytes": 0, "addresses": 0, "values": 0}
+    per = []
+    for info in _progress(infos, len(infos), "info"):
+        t = read_kernel(Path(root) / info.path)
+        counts = np.bincount(t.opcode, minlength=len(t.opcode_table))
+        for name, c in zip(t.opcode_table, counts.tolist()):
+            hist[name.split(".")[0]] += c
+        n_cta = int(np.unique(t.warp_cta, axis=0).shape[0]) if t.n_warps else 0
+        names[info.header.name] += 1
+        tot["instructions"] += t.n_insts
+        tot["warps"] += t.n_warps
+        tot["ctas"] += n_cta
+        tot["bytes"] += info.n_bytes
+        tot["addresses"] += int(t.addrs.shape[0])
+        tot["values"] += int(t.values.shape[0]) if t.values is not None else 0
+        per.append({"invocation": info.invocation, "path": info.path, "kernel_name": info.header.name,
+                    "grid": list(info.header.grid), "block": list(info.header.block),
+                    "instructions": t.n_insts, "warps": t.n_warps, "ctas": n_cta,
+                    "bytes": info.n_bytes, "has_values": t.has_values})
+    return {
+        "invocations": len(infos),
+        "unique_kernel_names": len(names),
+        **tot,
+        "opcode_top": [{"opcode": k, "count": v} for k, v in
+                       sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))[:top]],
+        "per_invocation": per,
+    }

@@ -1,0 +1,319 @@
+"""Trace reader/writer: round trip, layouts (raw/grouped, v3-v5, compression), bad input."""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gclsampler.trace import (TraceFormatError, export_accelsim, group_raw_dir, iter_kernels,
+                              list_invocations, read_kernel, write_kernel, write_kernelslist)
+from gclsampler.trace.testing import random_kernel_trace
+from gclsampler.trace.types import NO_REG, reg_code
+
+HEADER_V5 = """-kernel name = _Z6vecAddPfS_S_i
+-kernel id = {kid}
+-grid dim = ({gx},1,1)
+-block dim = (64,1,1)
+-shmem = 0
+-nregs = 16
+-binary version = 86
+-cuda stream id = 0
+-shmem base_addr = 0x00007f0000000000
+-local mem base_addr = 0x00007e0000000000
+-nvbit version = 1.7
+-accelsim tracer version = 5
+-enable lineinfo = {li}
+
+#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
+
+"""
+
+HEADER_V3 = """-kernel name = k3
+-kernel id = 1
+-grid dim = (2,1,1)
+-block dim = (64,1,1)
+-shmem = 0
+-nregs = 16
+-binary version = 70
+-cuda stream id = 0
+-shmem base_addr = 0x00007f0000000000
+-local mem base_addr = 0x00007e0000000000
+-nvbit version = 1.5
+-accelsim tracer version = 3
+
+#traces format = threadblock_x threadblock_y threadblock_z warpid_tb PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]
+
+"""
+
+GROUPED_BODY = """#BEGIN_TB
+
+thread block = 0,0,0
+
+warp = 0
+insts = 3
+0000 ffffffff 1 R1 MOV 0 0 0
+0010 ffffffff 1 R4 LDG.E 2 R2 R3 4 1 0x7f0000001000 4 0
+0020 0000000f 0 STG.E 2 R4 R2 4 2 0x7f0000002000 4 -8 100 0
+
+warp = 1
+insts = 1
+0000 ffffffff 0 EXIT 0 0 0
+
+#END_TB
+
+#BEGIN_TB
+
+thread block = 1,0,0
+
+warp = 0
+insts = 1
+0000 00000003 0 STG.E 1 R4 8 0 0x10 0x20 0
+
+#END_TB
+"""
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_grouped_v5_fields(tmp_path):
+    t = read_kernel(_write(tmp_path / "kernel-1.traceg", HEADER_V5.format(kid=1, gx=2, li=0) + GROUPED_BODY))
+    assert t.header.grid == (2, 1, 1) and t.header.tracer_version == 5
+    assert t.n_warps == 3 and t.warp_ptr.tolist() == [0, 3, 4, 5]
+    assert t.warp_cta.tolist() == [[0, 0, 0], [0, 0, 0], [1, 0, 0]] and t.warp_id.tolist() == [0, 1, 0]
+    assert [t.opcode_table[i] for i in t.opcode] == ["MOV", "LDG.E", "STG.E", "EXIT", "STG.E"]
+    assert t.mask.tolist() == [0xFFFFFFFF, 0xFFFFFFFF, 0xF, 0xFFFFFFFF, 3]
+    assert t.dst[:, 0].tolist() == [reg_code("R1"), reg_code("R4"), NO_REG, NO_REG, NO_REG]
+    # mode 1: 32 lanes base+stride, mode 2: 4 lanes deltas, mode 0: list
+    a = t.addrs
+    lo, hi = t.addr_ptr[1], t.addr_ptr[2]
+    assert (a[lo:hi] == 0x7F0000001000 + 4 * np.arange(32, dtype=np.uint64)).all()
+    s = t.addr_ptr[2]
+    assert a[s:s + 4].tolist() == [0x7F0000002000, 0x7F0000002004, 0x7F0000001FFC, 0x7F0000002060]
+    assert a[t.addr_ptr[4]:].tolist() == [0x10, 0x20]
+    assert t.imm.tolist() == [0, 0, 0, 0, 0] and t.line_num is None and t.values is None
+
+
+def test_raw_v3_is_grouped_by_cta_and_warp_keeping_order(tmp_path):
+    raw = HEADER_V3 + "\n".join([
+        "1 0 0 0 0000 ffffffff 0 MOV 0 0",
+        "0 0 0 1 0000 ffffffff 0 MOV 0 0",
+        "0 0 0 0 0000 ffffffff 1 R1 IADD3 1 R2 0",
+        "1 0 0 0 0010 ffffffff 0 EXIT 0 0",
+        "0 0 0 0 0010 00000001 0 LDG.E 1 R2 4 2 0x100",
+        "0 0 0 1 0010 ffffffff 0 EXIT 0 0",
+    ]) + "\n"
+    t = read_kernel(_write(tmp_path / "kernel-1.trace", raw))
+    assert t.imm is None and t.header.tracer_version == 3
+    assert t.warp_cta.tolist() == [[0, 0, 0], [0, 0, 0], [1, 0, 0]]
+    assert t.warp_id.tolist() == [0, 1, 0]
+    names = [t.opcode_table[i] for i in t.opcode]
+    assert names == ["IADD3", "LDG.E", "MOV", "EXIT", "MOV", "EXIT"]
+    assert t.pc.tolist() == [0, 0x10, 0, 0x10, 0, 0x10]
+    assert t.addrs.tolist() == [0x100]
+
+
+def test_raw_ldgsts_pairs_keep_second(tmp_path):
+    raw = HEADER_V5.format(kid=1, gx=1, li=0) + "\n".join([
+        "0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x5000 0",
+        "0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x7f0000 0",
+        "0 0 0 0 0010 ffffffff 0 EXIT 0 0 0",
+    ]) + "\n"
+    t = read_kernel(_write(tmp_path / "kernel-1.trace", raw))
+    assert t.n_insts == 2 and t.addrs.tolist() == [0x7F0000]
+    t2 = read_kernel(tmp_path / "kernel-1.trace", dedup_ldgsts=False)
+    assert t2.n_insts == 3
+
+
+def test_lineinfo_and_values_extension(tmp_path):
+    body = """#BEGIN_TB
+thread block = 0,0,0
+warp = 0
+insts = 2
+12 0000 0000000f 1 R1 IADD3 2 R2 R3 0 0 | =5 +10 4 ~ffffffff 1 1 -3
+13 0010 00000003 1 R1 LDG.E 1 R2 4 1 0x100 4 0 | :1 2 =0
+#END_TB
+"""
+    text = HEADER_V5.format(kid=1, gx=1, li=1).replace("immediate", "immediate | reg_values") + body
+    t = read_kernel(_write(tmp_path / "kernel-1.traceg", text))
+    assert t.line_num.tolist() == [12, 13]
+    blk0 = t.values[t.value_ptr[0]:t.value_ptr[1]].reshape(3, 4)
+    assert blk0.tolist() == [[5] * 4, [0x10, 0x14, 0x18, 0x1C], [0xFFFFFFFF, 0, 1, 0xFFFFFFFE]]
+    blk1 = t.values[t.value_ptr[1]:t.value_ptr[2]].reshape(2, 2)
+    assert blk1.tolist() == [[1, 2], [0, 0]]
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".xz", ".zst"])
+def test_compressed_round_trip(tmp_path, suffix):
+    t = random_kernel_trace(np.random.default_rng(3), line_num=True)
+    p = tmp_path / f"kernel-1.traceg{suffix}"
+    write_kernel(t, p)
+    assert read_kernel(p).equals(t)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), line_num=st.booleans(), imm=st.booleans(), values=st.booleans(),
+       n_warps=st.integers(1, 6), max_dst=st.integers(0, 3), max_src=st.integers(0, 5))
+def test_round_trip_property(tmp_path, seed, line_num, imm, values, n_warps, max_dst, max_src):
+    t = random_kernel_trace(np.random.default_rng(seed), n_warps=n_warps, line_num=line_num, imm=imm,
+                            values=values, max_dst=max_dst, max_src=max_src)
+    p = tmp_path / "kernel-1.traceg"
+    write_kernel(t, p)
+    back = read_kernel(p)
+    assert back.equals(t)
+    write_kernel(back, p, values=False)
+    plain = read_kernel(p)
+    assert plain.values is None and np.array_equal(plain.addrs, t.addrs) and np.array_equal(plain.pc, t.pc)
+
+
+def _workload(tmp_path, n=3):
+    d = tmp_path / "wl"
+    d.mkdir()
+    names = ["MemcpyHtoD,0x00007f0000000000,4096"]
+    for i in range(n):
+        t = random_kernel_trace(np.random.default_rng(i), kernel_id=i + 1, max_dst=1, max_src=4)
+        name = f"kernel-{i + 1}.traceg" + (".zst" if i % 2 else "")
+        write_kernel(t, d / name)
+        names.append(name)
+    write_kernelslist(d, names)
+    return d
+
+
+def test_list_and_iter(tmp_path):
+    d = _workload(tmp_path)
+    infos = list_invocations(d)
+    assert [i.invocation for i in infos] == [0, 1, 2]
+    assert infos[1].path.endswith(".zst") and infos[1].n_bytes == (d / infos[1].path).stat().st_size
+    ks = list(iter_kernels(d))
+    assert [k.header.kernel_id for k in ks] == [1, 2, 3]
+    assert all(k.header == i.header for k, i in zip(ks, infos))
+
+
+def test_export_accelsim_subset_rewrites_grid(tmp_path):
+    d = _workload(tmp_path)
+    out = tmp_path / "as"
+    export_accelsim(d, out, invocations=[2, 0])
+    assert (out / "kernelslist.g").read_text().split() == ["kernel-1.traceg", "kernel-3.traceg"]
+    for name in ("kernel-1.traceg", "kernel-3.traceg"):
+        text = (out / name).read_text()
+        assert "|" not in text.split("#BEGIN_TB", 1)[1]
+        t = read_kernel(out / name)
+        assert text.count("#BEGIN_TB") == t.header.n_ctas
+        assert t.values is None
+        orig = read_kernel(d / [i.path for i in list_invocations(d) if i.header.kernel_id == t.header.kernel_id][0])
+        assert np.array_equal(orig.addrs, t.addrs) and np.array_equal(orig.pc, t.pc)
+        assert (t.dst != NO_REG).sum(axis=1).max(initial=0) <= 1
+        assert ((t.src == NO_REG) | (t.src < 256)).all()
+
+
+def test_export_rejects_too_many_operands(tmp_path):
+    d = tmp_path / "wl"
+    d.mkdir()
+    body = GROUPED_BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", "0000 ffffffff 2 R1 R2 HMMA.16816.F32 0 0 0")
+    _write(d / "kernel-1.traceg", HEADER_V5.format(kid=1, gx=2, li=0) + body)
+    write_kernelslist(d, ["kernel-1.traceg"])
+    with pytest.raises(TraceFormatError, match=r"HMMA.16816.F32.*2 destination"):
+        export_accelsim(d, tmp_path / "out")
+
+
+def test_group_raw_dir(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    text = HEADER_V5.format(kid=1, gx=2, li=0) + "\n".join([
+        "1 0 0 0 0000 ffffffff 0 MOV 0 0 0",
+        "0 0 0 0 0000 ffffffff 1 R1 IADD3 1 R2 0 7",
+    ]) + "\n"
+    (raw / "kernel-1.trace.xz").write_bytes(lzma.compress(text.encode()))
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x0000000000001000,16\nkernel-1.trace.xz\n")
+    group_raw_dir(raw, tmp_path / "g")
+    assert (tmp_path / "g" / "kernelslist.g").read_text().split() == [
+        "MemcpyHtoD,0x0000000000001000,16", "kernel-1.traceg"]
+    t = read_kernel(tmp_path / "g" / "kernel-1.traceg")
+    assert t.warp_cta.tolist() == [[0, 0, 0], [1, 0, 0]] and t.imm.tolist() == [7, 0]
+    assert read_kernel(raw / "kernel-1.trace.xz").equals(t)
+
+
+# ------------------------------------------------------------------ bad input
+
+def _bad(tmp_path, text, name="kernel-1.traceg"):
+    p = tmp_path / name
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text)
+    with pytest.raises(TraceFormatError) as ei:
+        read_kernel(p)
+    return str(ei.value)
+
+
+def _good():
+    return HEADER_V5.format(kid=1, gx=2, li=0) + GROUPED_BODY
+
+
+def test_bad_truncated(tmp_path):
+    text = _good()
+    msg = _bad(tmp_path, text[: text.index("0000 00000003")])
+    assert "kernel-1.traceg:" in msg and ("insts" in msg or "#END_TB" in msg)
+
+
+def test_bad_truncated_midline(tmp_path):
+    text = _good()
+    cut = text.index("4 -8 100 0")
+    msg = _bad(tmp_path, text[:cut])
+    assert "kernel-1.traceg:" in msg
+
+
+def test_bad_unknown_header(tmp_path):
+    msg = _bad(tmp_path, "-kernel colour = blue\n" + _good())
+    assert msg.startswith(str(tmp_path / "kernel-1.traceg") + ":1: -kernel colour: unknown header key")
+
+
+def test_bad_insts_count(tmp_path):
+    msg = _bad(tmp_path, _good().replace("insts = 3", "insts = 2"))
+    line = _good().splitlines().index("insts = 3") + 1
+    assert f":{line}: insts:" in msg
+
+
+def test_bad_hex_token(tmp_path):
+    msg = _bad(tmp_path, _good().replace("0010 ffffffff 1 R4", "0010 fffffgff 1 R4"))
+    line = [i for i, s in enumerate(_good().splitlines(), 1) if s.startswith("0010 ffffffff 1 R4")][0]
+    assert f":{line}: mask:" in msg and "fffffgff" in msg
+
+
+def test_bad_address_count(tmp_path):
+    msg = _bad(tmp_path, _good().replace("0x10 0x20 0", "0x10 0"))
+    assert "mem_addresses" in msg or "immediate" in msg
+    msg2 = _bad(tmp_path, _good().replace("4 -8 100 0", "4 -8 100 55 0"))
+    assert "unexpected token" in msg2
+
+
+def test_bad_empty_workload(tmp_path):
+    d = tmp_path / "empty"
+    d.mkdir()
+    with pytest.raises(TraceFormatError, match="empty workload"):
+        list_invocations(d)
+    write_kernelslist(d, ["MemcpyHtoD,0x0,4"])
+    with pytest.raises(TraceFormatError, match="empty workload"):
+        list_invocations(d)
+
+
+def test_bad_compression(tmp_path):
+    msg = _bad(tmp_path, b"this is not gzip", name="kernel-1.traceg.gz")
+    assert "compression" in msg
+    msg = _bad(tmp_path, b"this is not zstd", name="kernel-1.traceg.zst")
+    assert "compression" in msg
+    msg = _bad(tmp_path, gzip.compress(_good().encode())[:200], name="kernel-1.traceg.gz")
+    assert "compression" in msg
+
+
+def test_bad_register_and_mode(tmp_path):
+    assert "reg_srcs" in _bad(tmp_path, _good().replace("2 R2 R3 4 1", "2 R2 Q3 4 1"))
+    assert "address mode" in _bad(tmp_path, _good().replace("4 1 0x7f0000001000", "4 7 0x7f0000001000"))
