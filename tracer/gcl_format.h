@@ -1,0 +1,220 @@
+/*
+ * gcl_format.h -- record-to-text formatting for gclsampler's NVBit tool.
+ *
+ * Header-only, plain C++17 (no CUDA, no NVBit), so CI builds a test program from
+ * it with g++ and checks that `gclsampler.trace` parses the output back to the
+ * same values (tests/test_tracer_format.py). The grammar it writes is the raw
+ * (ungrouped) Accel-Sim layout plus gclsampler's value extension, documented in
+ * docs/trace-format.md:
+ *
+ *   cta_x cta_y cta_z warp [line] PC mask ndst [Rd] OPCODE nsrc [Rs..] width [mode addrs] imm [| rows]
+ *
+ * address modes: 0 = one hex address per active lane, 1 = base stride (active
+ * lanes contiguous, constant stride), 2 = base then signed deltas from the
+ * previous active lane. Value rows (one per register operand, destinations
+ * first): `=v` all lanes equal, `+v s` base and stride, `~v d..` base and
+ * deltas, `:v v..` one hex value per active lane.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gcl_record.h"
+
+namespace gcl {
+
+struct KernelHeaderInfo {
+  std::string name;
+  uint64_t kernel_id = 1;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  int shmem = 0;
+  int nregs = 0;
+  int binary_version = 0;
+  uint64_t cuda_stream_id = 0;
+  uint64_t shmem_base_addr = 0;
+  uint64_t local_mem_base_addr = 0;
+  std::string nvbit_version = "1.7";
+  bool lineinfo = false;
+  bool values = true;
+};
+
+/* How addresses are written. kAuto does what NVBit's Accel-Sim tracer does
+ * (stride when it can, deltas otherwise); the others exist so the format test
+ * can cover every mode. */
+enum class AddrPolicy { kAuto, kList, kDelta };
+
+inline void append_fmt(std::string &out, const char *fmt, unsigned long long v) {
+  char buf[96];
+  int n = snprintf(buf, sizeof buf, fmt, v);
+  out.append(buf, n);
+}
+inline void append_i64(std::string &out, long long v) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%lld", v);
+  out.append(buf, n);
+}
+
+/* Register numbers from NVBit: 0..254 general registers, 255 = RZ (written R255,
+ * which the reader maps back to RZ's code). */
+inline void append_reg(std::string &out, int num) {
+  out += 'R';
+  append_i64(out, num);
+}
+
+inline void format_raw_header(const KernelHeaderInfo &h, std::string &out) {
+  char buf[512];
+  out += "-kernel name = " + h.name + "\n";
+  append_fmt(out, "-kernel id = %llu\n", (unsigned long long)h.kernel_id);
+  snprintf(buf, sizeof buf, "-grid dim = (%u,%u,%u)\n-block dim = (%u,%u,%u)\n", h.grid[0], h.grid[1],
+           h.grid[2], h.block[0], h.block[1], h.block[2]);
+  out += buf;
+  snprintf(buf, sizeof buf, "-shmem = %d\n-nregs = %d\n-binary version = %d\n", h.shmem, h.nregs,
+           h.binary_version);
+  out += buf;
+  append_fmt(out, "-cuda stream id = %llu\n", (unsigned long long)h.cuda_stream_id);
+  append_fmt(out, "-shmem base_addr = 0x%016llx\n", (unsigned long long)h.shmem_base_addr);
+  append_fmt(out, "-local mem base_addr = 0x%016llx\n", (unsigned long long)h.local_mem_base_addr);
+  out += "-nvbit version = " + h.nvbit_version + "\n";
+  out += "-accelsim tracer version = 5\n";
+  out += h.lineinfo ? "-enable lineinfo = 1\n" : "-enable lineinfo = 0\n";
+  out += "\n#traces format = threadblock_x threadblock_y threadblock_z warpid_tb ";
+  out += h.lineinfo ? "[line_num] " : "";
+  out += "PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] "
+         "[mem_addresses] immediate";
+  out += h.values ? " | reg_values\n\n" : "\n\n";
+}
+
+inline void format_addresses(const Record &r, AddrPolicy policy, std::string &out) {
+  uint64_t a[kWarpSize];
+  int k = 0;
+  for (int lane = 0; lane < kWarpSize; lane++)
+    if ((r.active_mask >> lane) & 1u) a[k++] = r.addrs[lane];
+  /* stride mode needs contiguous active lanes: the simulator expands base+j*stride */
+  const uint32_t m = r.active_mask, low = m & (~m + 1u);
+  const bool contiguous = ((m + low) & m) == 0 || (m == 0xffffffffu);
+  bool constant = k >= 2;
+  const int64_t stride = k >= 2 ? (int64_t)(a[1] - a[0]) : 0;
+  for (int j = 2; j < k && constant; j++) constant = (int64_t)(a[j] - a[j - 1]) == stride;
+  constant = constant && stride >= INT32_MIN && stride <= INT32_MAX;
+  if (policy == AddrPolicy::kAuto && contiguous && constant) {
+    out += " 1";
+    append_fmt(out, " 0x%llx", (unsigned long long)a[0]);
+    out += ' ';
+    append_i64(out, (long long)stride);
+  } else if (policy == AddrPolicy::kList) {
+    out += " 0";
+    for (int j = 0; j < k; j++) append_fmt(out, " 0x%llx", (unsigned long long)a[j]);
+  } else {
+    out += " 2";
+    append_fmt(out, " 0x%llx", (unsigned long long)a[0]);
+    for (int j = 1; j < k; j++) {
+      out += ' ';
+      append_i64(out, (long long)(int64_t)(a[j] - a[j - 1]));
+    }
+  }
+}
+
+/* One register operand's values over the active lanes, in the most compact row form. */
+inline void format_value_row(const uint32_t *lanes, uint32_t mask, std::string &out) {
+  uint32_t v[kWarpSize];
+  int k = 0;
+  for (int lane = 0; lane < kWarpSize; lane++)
+    if ((mask >> lane) & 1u) v[k++] = lanes[lane];
+  bool constant = true;
+  const int32_t stride = k >= 2 ? (int32_t)(v[1] - v[0]) : 0;
+  for (int j = 1; j < k && constant; j++) constant = (int32_t)(v[j] - v[j - 1]) == stride;
+  if (constant && stride == 0) {
+    append_fmt(out, " =%llx", v[0]);
+  } else if (constant) {
+    append_fmt(out, " +%llx", v[0]);
+    out += ' ';
+    append_i64(out, stride);
+  } else {
+    append_fmt(out, " :%llx", v[0]);
+    for (int j = 1; j < k; j++) append_fmt(out, " %llx", v[j]);
+  }
+}
+
+/* One raw trace line (with newline). `opcodes[r.opcode_id]` is the full SASS opcode. */
+inline void format_raw_record(const Record &r, const std::vector<std::string> &opcodes, bool lineinfo,
+                              std::string &out, AddrPolicy policy = AddrPolicy::kAuto) {
+  out.clear();
+  char buf[64];
+  snprintf(buf, sizeof buf, "%d %d %d %d ", r.cta_x, r.cta_y, r.cta_z, r.warp_id);
+  out += buf;
+  if (lineinfo) {
+    append_i64(out, r.line_num);
+    out += ' ';
+  }
+  snprintf(buf, sizeof buf, "%04x %08x %d", r.pc, r.active_mask, r.ndst);
+  out += buf;
+  for (int d = 0; d < r.ndst; d++) {
+    out += ' ';
+    append_reg(out, r.dst[d]);
+  }
+  out += ' ';
+  out += r.opcode_id < opcodes.size() ? opcodes[r.opcode_id] : std::string("UNKNOWN");
+  out += ' ';
+  append_i64(out, r.nsrc);
+  for (int s = 0; s < r.nsrc; s++) {
+    out += ' ';
+    append_reg(out, r.src[s]);
+  }
+  out += ' ';
+  append_i64(out, r.mem_width);
+  if (r.mem_width > 0) format_addresses(r, policy, out);
+  out += ' ';
+  append_fmt(out, "%llu", (unsigned long long)r.imm);
+  if (r.has_values && r.ndst + r.nsrc > 0) {
+    out += " |";
+    for (int op = 0; op < r.ndst + r.nsrc; op++) format_value_row(r.values[op], r.active_mask, out);
+  }
+  out += '\n';
+}
+
+/* Joins each BEFORE record with the AFTER record that brings its destination
+ * values. A warp's records arrive in its program order (its first active lane
+ * pushes them), so at most one record per warp is ever pending. Records of
+ * different warps may interleave arbitrarily. */
+class WarpMerger {
+ public:
+  template <class Emit>
+  void push(const Record &r, Emit &&emit) {
+    const auto key = std::make_tuple(r.cta_x, r.cta_y, r.cta_z, r.warp_id);
+    auto it = pending_.find(key);
+    if (r.kind == kBefore) {
+      if (it != pending_.end()) { /* its AFTER never came (e.g. the warp exited): keep it */
+        emit(it->second);
+        pending_.erase(it);
+      }
+      if (r.expects_after)
+        pending_[key] = r;
+      else
+        emit(r);
+    } else if (r.kind == kAfter && it != pending_.end() && it->second.pc == r.pc) {
+      for (int d = 0; d < it->second.ndst && d < kMaxDst; d++)
+        for (int lane = 0; lane < kWarpSize; lane++) it->second.values[d][lane] = r.values[d][lane];
+      emit(it->second);
+      pending_.erase(it);
+    }
+  }
+
+  /* End of the launch: write what is still waiting, in warp order for determinism. */
+  template <class Emit>
+  void flush(Emit &&emit) {
+    for (auto &kv : pending_) emit(kv.second);
+    pending_.clear();
+  }
+
+ private:
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, Record> pending_;
+};
+
+}  // namespace gcl

@@ -1,0 +1,383 @@
+/*
+ * gcl_tracer.cu -- NVBit tool that writes gclsampler traces (Accel-Sim raw layout
+ * plus gclsampler's per-lane register-value extension) and per-kernel wall times.
+ *
+ *   LD_PRELOAD=/path/to/gcl_tracer.so ./app
+ *   gclsampler trace group traces/ workload/   # raw kernel-N.trace -> grouped .traceg
+ *
+ * Environment (read once at start, see README.md):
+ *   GCL_TRACE_DIR            output directory                       (./traces)
+ *   GCL_TRACE_SM             keep only CTAs resident on this SM id  (-1 = all SMs)
+ *   GCL_KERNEL_BEGIN/END     invocation id range to trace, 1-based  (1 .. unlimited)
+ *   GCL_KERNEL_FILTER        ECMAScript regex on the mangled or demangled kernel name
+ *   GCL_MAX_INSTS_PER_WARP   cap on records written per warp        (0 = no cap)
+ *   GCL_VALUES               1: record register values (extension)  (1)
+ *   GCL_COMPRESS             none | zstd | xz | gz                  (zstd)
+ *   GCL_TIME_ONLY            1: no instrumentation, only wall times -> profile.csv
+ *   GCL_LINEINFO             1: prefix line numbers (binary built with -lineinfo)
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "nvbit.h"
+#include "nvbit_tool.h"
+#include "utils/channel.hpp"
+
+#include "gcl_format.h"
+#include "gcl_record.h"
+
+#define GCL_CHANNEL_BYTES (1 << 22)
+
+static __managed__ ChannelDev channel_dev;
+static ChannelHost channel_host;
+
+/* ---- configuration ----------------------------------------------------------- */
+struct Options {
+  std::string dir = "traces";
+  int64_t trace_sm = -1;
+  uint64_t kernel_begin = 1, kernel_end = UINT64_MAX;
+  std::string filter;
+  uint64_t max_insts_per_warp = 0;
+  int values = 1;
+  std::string compress = "zstd";
+  int time_only = 0;
+  int lineinfo = 0;
+};
+static Options opt;
+static std::regex filter_re;
+
+static std::string env_str(const char *name, const std::string &dflt) {
+  const char *v = getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+static int64_t env_int(const char *name, int64_t dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end = nullptr;
+  long long x = strtoll(v, &end, 10);
+  if (*end) {
+    fprintf(stderr, "gcl_tracer: %s=%s is not an integer\n", name, v);
+    exit(2);
+  }
+  return x;
+}
+
+/* ---- per-launch state (the receiving thread writes, the launch callback waits) --- */
+struct Launch {
+  FILE *out = nullptr;
+  bool piped = false;
+  gcl::WarpMerger merger;                               /* BEFORE + AFTER halves per warp */
+  std::unordered_map<uint64_t, uint64_t> written;       /* warp key -> records written */
+  uint64_t records = 0, dropped_by_cap = 0;
+};
+static Launch cur;
+static pthread_mutex_t launch_mu = PTHREAD_MUTEX_INITIALIZER;
+static volatile bool kernel_done = false;
+static volatile bool recv_running = false;
+
+static std::vector<std::string> opcode_table;
+static std::map<std::string, uint32_t> opcode_ids;
+static std::unordered_set<CUfunction> instrumented;
+static uint64_t invocation_id = 0; /* 1-based, every launch counts, traced or not */
+static bool skip_callbacks = false;
+static FILE *profile_csv = nullptr;
+static FILE *kernelslist = nullptr;
+static int clock_khz = 0;
+
+static uint64_t warp_key(const gcl::Record &r) {
+  return ((uint64_t)(uint32_t)r.cta_x << 40) ^ ((uint64_t)(uint32_t)r.cta_y << 24) ^
+         ((uint64_t)(uint32_t)r.cta_z << 12) ^ (uint64_t)(uint32_t)r.warp_id;
+}
+
+static void emit(const gcl::Record &r) {
+  uint64_t &n = cur.written[warp_key(r)];
+  if (opt.max_insts_per_warp && n >= opt.max_insts_per_warp) {
+    cur.dropped_by_cap++;
+    return;
+  }
+  n++;
+  cur.records++;
+  std::string line;
+  gcl::format_raw_record(r, opcode_table, opt.lineinfo != 0, line);
+  fwrite(line.data(), 1, line.size(), cur.out);
+}
+
+/* Host thread: merge BEFORE/AFTER halves per warp and format in arrival order. A
+ * warp's records arrive in its program order, so grouping by warp later (gclsampler
+ * trace group) recovers each warp's temporal order. */
+static void *recv_loop(void *) {
+  char *buf = (char *)malloc(GCL_CHANNEL_BYTES);
+  while (recv_running) {
+    uint32_t n = channel_host.recv(buf, GCL_CHANNEL_BYTES);
+    uint32_t off = 0;
+    while (off + sizeof(gcl::Record) <= n) {
+      gcl::Record *r = (gcl::Record *)(buf + off);
+      off += sizeof(gcl::Record);
+      pthread_mutex_lock(&launch_mu);
+      if (r->kind == gcl::kKernelEnd) {
+        cur.merger.flush(emit);
+        kernel_done = true;
+      } else if (cur.out) {
+        cur.merger.push(*r, emit);
+      }
+      pthread_mutex_unlock(&launch_mu);
+    }
+  }
+  free(buf);
+  return nullptr;
+}
+
+__global__ void gcl_flush_channel() {
+  gcl::Record r;
+  r.kind = gcl::kKernelEnd;
+  channel_dev.push(&r, sizeof(r));
+  channel_dev.flush();
+}
+
+/* ---- NVBit callbacks ----------------------------------------------------------- */
+void nvbit_at_init() {
+  setenv("CUDA_MANAGED_FORCE_DEVICE_ALLOC", "1", 1);
+  opt.dir = env_str("GCL_TRACE_DIR", opt.dir);
+  opt.trace_sm = env_int("GCL_TRACE_SM", -1);
+  opt.kernel_begin = (uint64_t)env_int("GCL_KERNEL_BEGIN", 1);
+  int64_t end = env_int("GCL_KERNEL_END", 0);
+  opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
+  opt.filter = env_str("GCL_KERNEL_FILTER", "");
+  opt.max_insts_per_warp = (uint64_t)env_int("GCL_MAX_INSTS_PER_WARP", 0);
+  opt.values = (int)env_int("GCL_VALUES", 1);
+  opt.compress = env_str("GCL_COMPRESS", "zstd");
+  opt.time_only = (int)env_int("GCL_TIME_ONLY", 0);
+  opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
+  if (!opt.filter.empty()) {
+    try {
+      filter_re = std::regex(opt.filter, std::regex::ECMAScript);
+    } catch (const std::regex_error &e) {
+      fprintf(stderr, "gcl_tracer: GCL_KERNEL_FILTER=%s is not a valid regex: %s\n", opt.filter.c_str(), e.what());
+      exit(2);
+    }
+  }
+  if (opt.compress != "none" && opt.compress != "zstd" && opt.compress != "xz" && opt.compress != "gz") {
+    fprintf(stderr, "gcl_tracer: GCL_COMPRESS must be none, zstd, xz or gz, not %s\n", opt.compress.c_str());
+    exit(2);
+  }
+  mkdir(opt.dir.c_str(), 0755);
+}
+
+void nvbit_at_ctx_init(CUcontext ctx) {
+  recv_running = true;
+  channel_host.init(0, GCL_CHANNEL_BYTES, &channel_dev, recv_loop, nullptr);
+  nvbit_set_tool_pthread(channel_host.get_thread());
+  CUdevice dev;
+  cuCtxGetDevice(&dev);
+  cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  /* Times of instrumented launches are inflated by the tracing itself, so they go
+   * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
+  std::string p = opt.dir + (opt.time_only ? "/profile.csv" : "/instrumented_times.csv");
+  profile_csv = fopen(p.c_str(), "w");
+  fprintf(profile_csv, "invocation,kernel_name,grid,block,time_ns,cycles,nregs,shmem\n");
+  kernelslist = fopen((opt.dir + "/kernelslist").c_str(), "w");
+}
+
+static bool control_flow(const char *op_short) {
+  static const char *cf[] = {"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BREAK", "BSYNC",
+                             "WARPSYNC", "KILL", "BPT", "SYNC", "BMOV", "RTT", "YIELD", nullptr};
+  for (int i = 0; cf[i]; i++)
+    if (!strcmp(op_short, cf[i])) return true;
+  return false;
+}
+
+static void instrument(CUcontext ctx, CUfunction kernel) {
+  std::vector<CUfunction> fns = nvbit_get_related_functions(ctx, kernel);
+  fns.push_back(kernel);
+  for (CUfunction f : fns) {
+    if (!instrumented.insert(f).second) continue;
+    for (Instr *in : nvbit_get_instrs(ctx, f)) {
+      std::string op = in->getOpcode();
+      if (!opcode_ids.count(op)) {
+        opcode_ids[op] = (uint32_t)opcode_table.size();
+        opcode_table.push_back(op);
+      }
+      uint32_t line = 0;
+      if (opt.lineinfo) {
+        char *file = nullptr, *dir = nullptr;
+        nvbit_get_line_info(ctx, f, in->getOffset(), &file, &dir, &line);
+      }
+      /* operand 0 is the destination when it is a register; memory references
+       * contribute their base register as a source, as Accel-Sim's tracer does */
+      int dst[gcl::kMaxDst] = {-1, -1}, src[gcl::kMaxSrc] = {-1, -1, -1, -1, -1};
+      int ndst = 0, nsrc = 0, mref = -1;
+      uint64_t imm = 0;
+      for (int i = 0; i < in->getNumOperands(); i++) {
+        const InstrType::operand_t *o = in->getOperand(i);
+        if (o->type == InstrType::OperandType::REG) {
+          if (i == 0 && ndst < gcl::kMaxDst) dst[ndst++] = o->u.reg.num;
+          else if (nsrc < gcl::kMaxSrc) src[nsrc++] = o->u.reg.num;
+        } else if (o->type == InstrType::OperandType::MREF) {
+          if (nsrc < gcl::kMaxSrc) src[nsrc++] = o->u.mref.ra_num;
+          if (mref < 0) mref = i;
+        } else if (o->type == InstrType::OperandType::IMM_UINT64) {
+          imm = o->u.imm_uint64.value;
+        }
+      }
+      const bool after = ndst > 0 && opt.values && !control_flow(in->getOpcodeShort());
+      const int mem_width = mref >= 0 ? in->getSize() : 0;
+
+      nvbit_insert_call(in, "gcl_before", IPOINT_BEFORE);
+      nvbit_add_call_arg_guard_pred_val(in);
+      nvbit_add_call_arg_launch_val32(in, 0); /* GCL_TRACE_SM, set per launch */
+      nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
+      nvbit_add_call_arg_const_val32(in, in->getOffset());
+      nvbit_add_call_arg_const_val32(in, line);
+      if (mref >= 0) nvbit_add_call_arg_mref_addr64(in, 0);
+      else nvbit_add_call_arg_const_val64(in, 0);
+      nvbit_add_call_arg_const_val32(in, mem_width);
+      nvbit_add_call_arg_const_val32(in, ndst);
+      nvbit_add_call_arg_const_val32(in, dst[0]);
+      nvbit_add_call_arg_const_val32(in, dst[1]);
+      nvbit_add_call_arg_const_val32(in, nsrc);
+      for (int s = 0; s < gcl::kMaxSrc; s++) nvbit_add_call_arg_const_val32(in, src[s]);
+      nvbit_add_call_arg_const_val64(in, imm);
+      nvbit_add_call_arg_const_val32(in, after ? 1 : 0);
+      nvbit_add_call_arg_const_val32(in, opt.values);
+      nvbit_add_call_arg_const_val64(in, (uint64_t)&channel_dev);
+      if (opt.values)
+        for (int s = 0; s < nsrc; s++) nvbit_add_call_arg_reg_val(in, src[s], true);
+
+      if (after) {
+        nvbit_insert_call(in, "gcl_after", IPOINT_AFTER);
+        nvbit_add_call_arg_guard_pred_val(in);
+        nvbit_add_call_arg_launch_val32(in, 0);
+        nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
+        nvbit_add_call_arg_const_val32(in, in->getOffset());
+        nvbit_add_call_arg_const_val32(in, ndst);
+        nvbit_add_call_arg_const_val64(in, (uint64_t)&channel_dev);
+        for (int d = 0; d < ndst; d++) nvbit_add_call_arg_reg_val(in, dst[d], true);
+      }
+    }
+  }
+}
+
+static bool wanted(uint64_t id, const char *mangled, const char *demangled) {
+  if (id < opt.kernel_begin || id > opt.kernel_end) return false;
+  if (opt.filter.empty()) return true;
+  return std::regex_search(mangled, filter_re) || std::regex_search(demangled, filter_re);
+}
+
+static FILE *open_trace(const std::string &path, bool *piped) {
+  *piped = opt.compress != "none";
+  if (!*piped) return fopen(path.c_str(), "w");
+  std::string cmd = opt.compress == "zstd" ? "zstd -q -1 -o '" + path + ".zst'"
+                  : opt.compress == "xz"   ? "xz -1 -T0 > '" + path + ".xz'"
+                                           : "gzip -1 > '" + path + ".gz'";
+  return popen(cmd.c_str(), "w");
+}
+
+void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, const char *name,
+                         void *params, CUresult *status) {
+  if (skip_callbacks) return;
+  if (cbid == API_CUDA_cuMemcpyHtoD_v2 && !is_exit) {
+    cuMemcpyHtoD_v2_params *p = (cuMemcpyHtoD_v2_params *)params;
+    fprintf(kernelslist, "MemcpyHtoD,0x%016llx,%llu\n", (unsigned long long)p->dstDevice,
+            (unsigned long long)p->ByteCount);
+    return;
+  }
+  if (cbid != API_CUDA_cuLaunchKernel && cbid != API_CUDA_cuLaunchKernel_ptsz) return;
+  cuLaunchKernel_params *p = (cuLaunchKernel_params *)params;
+  static CUevent ev_start, ev_stop;
+  static bool traced = false;
+  static std::string mangled;
+  static int nregs = 0, shmem = 0;
+  if (!is_exit) {
+    invocation_id++;
+    mangled = nvbit_get_func_name(ctx, p->f, true);
+    const char *demangled = nvbit_get_func_name(ctx, p->f, false);
+    traced = !opt.time_only && wanted(invocation_id, mangled.c_str(), demangled);
+    if (traced) {
+      instrument(ctx, p->f);
+      uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
+      nvbit_set_at_launch(ctx, p->f, &sm, sizeof(sm));
+    }
+    nvbit_enable_instrumented(ctx, p->f, traced);
+    int v = 0;
+    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p->f);
+    shmem = v + (int)p->sharedMemBytes;
+    cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->f);
+    if (traced) {
+      gcl::KernelHeaderInfo h;
+      h.name = mangled;
+      h.kernel_id = invocation_id;
+      h.grid[0] = p->gridDimX, h.grid[1] = p->gridDimY, h.grid[2] = p->gridDimZ;
+      h.block[0] = p->blockDimX, h.block[1] = p->blockDimY, h.block[2] = p->blockDimZ;
+      h.shmem = shmem;
+      h.nregs = nregs;
+      cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, p->f);
+      h.binary_version = v;
+      h.cuda_stream_id = (uint64_t)p->hStream;
+      h.shmem_base_addr = nvbit_get_shmem_base_addr(ctx);
+      h.local_mem_base_addr = nvbit_get_local_mem_base_addr(ctx);
+      h.nvbit_version = NVBIT_VERSION;
+      h.lineinfo = opt.lineinfo != 0;
+      std::string file = "kernel-" + std::to_string(invocation_id) + ".trace";
+      pthread_mutex_lock(&launch_mu);
+      cur = Launch();
+      cur.out = open_trace(opt.dir + "/" + file, &cur.piped);
+      std::string text;
+      gcl::format_raw_header(h, text);
+      fwrite(text.data(), 1, text.size(), cur.out);
+      kernel_done = false;
+      pthread_mutex_unlock(&launch_mu);
+      fprintf(kernelslist, "%s\n", file.c_str());
+    }
+    cuEventCreate(&ev_start, CU_EVENT_DEFAULT);
+    cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
+    cuEventRecord(ev_start, p->hStream);
+    return;
+  }
+  /* exit: the launch is queued; time it and, when traced, drain the channel */
+  skip_callbacks = true;
+  cuEventRecord(ev_stop, p->hStream);
+  cuEventSynchronize(ev_stop);
+  float ms = 0.f;
+  cuEventElapsedTime(&ms, ev_start, ev_stop);
+  cuEventDestroy(ev_start);
+  cuEventDestroy(ev_stop);
+  if (traced) {
+    gcl_flush_channel<<<1, 1>>>();
+    cudaDeviceSynchronize();
+    while (!kernel_done) sched_yield();
+    pthread_mutex_lock(&launch_mu);
+    if (cur.piped) pclose(cur.out); else fclose(cur.out);
+    if (cur.dropped_by_cap)
+      fprintf(stderr, "gcl_tracer: kernel %llu: %llu records over GCL_MAX_INSTS_PER_WARP not written\n",
+              (unsigned long long)invocation_id, (unsigned long long)cur.dropped_by_cap);
+    cur = Launch();
+    pthread_mutex_unlock(&launch_mu);
+  }
+  double ns = (double)ms * 1e6;
+  /* cycles from the SM clock: an estimate (boost clocks vary); prefer Nsight Compute's
+   * sm__cycles_elapsed.max via `gclsampler profile import` where it matters */
+  fprintf(profile_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%.0f,%.0f,%d,%d\n",
+          (unsigned long long)(invocation_id - 1), mangled.c_str(), p->gridDimX, p->gridDimY, p->gridDimZ,
+          p->blockDimX, p->blockDimY, p->blockDimZ, ns, ns * clock_khz / 1e6, nregs, shmem);
+  fflush(profile_csv);
+  fflush(kernelslist);
+  skip_callbacks = false;
+}
+
+void nvbit_at_ctx_term(CUcontext ctx) {
+  recv_running = false;
+  if (profile_csv) fclose(profile_csv);
+  if (kernelslist) fclose(kernelslist);
+  profile_csv = kernelslist = nullptr;
+}

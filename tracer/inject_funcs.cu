@@ -1,0 +1,133 @@
+/*
+ * inject_funcs.cu -- device functions NVBit inserts around every SASS instruction.
+ *
+ * One thread per warp (the first active lane) pushes the record, after the warp
+ * has gathered its lanes' addresses and register values with shuffles, so the
+ * channel carries one record per warp-level dynamic instruction, as the
+ * Accel-Sim trace layout expects.
+ *
+ * Compiled by nvcc with -maxrregcount=24 -Xptxas -astoolspatch
+ * --keep-device-functions (NVBit's rules for injected code; see the Makefile).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "utils/channel.hpp"
+#include "gcl_record.h"
+
+__device__ __forceinline__ uint32_t gcl_smid() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ __forceinline__ uint32_t gcl_laneid() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  return id;
+}
+
+/* Linear thread index in the CTA divided by the warp size: the warp id Accel-Sim uses. */
+__device__ __forceinline__ int gcl_warp_in_cta() {
+  int tid = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+  return tid / gcl::kWarpSize;
+}
+
+/* Fill the fields every record kind shares; returns false when this warp is out of scope. */
+__device__ __forceinline__ bool gcl_fill_common(gcl::Record &r, int pred, uint32_t launch_sm,
+                                                uint32_t pc, uint32_t opcode_id,
+                                                uint32_t *active, uint32_t *leader) {
+  /* GCL_TRACE_SM: the host passes the SM to keep as a launch-time value, so changing
+   * it needs no re-instrumentation. 0xffffffff keeps every SM. A CTA never moves
+   * between SMs, so all warps of a kept CTA are kept whole. */
+  if (launch_sm != 0xffffffffu && gcl_smid() != launch_sm) return false;
+  const uint32_t exec = __activemask();
+  *active = __ballot_sync(exec, pred);
+  if (*active == 0) return false; /* predicated off for the whole warp */
+  *leader = __ffs(*active) - 1;
+  r.cta_x = blockIdx.x;
+  r.cta_y = blockIdx.y;
+  r.cta_z = blockIdx.z;
+  r.warp_id = gcl_warp_in_cta();
+  r.pc = pc;
+  r.active_mask = *active;
+  r.opcode_id = opcode_id;
+  return true;
+}
+
+/* Gather one 32-bit value per lane into out[32]; inactive lanes read as 0. */
+__device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, uint32_t v, uint32_t *out) {
+  for (int lane = 0; lane < gcl::kWarpSize; lane++) {
+    uint32_t x = __shfl_sync(exec, v, lane);
+    out[lane] = (active >> lane) & 1u ? x : 0u;
+  }
+}
+
+/*
+ * BEFORE the instruction: addresses, source values, everything static.
+ * Variadic tail: nsrc 32-bit source register values (only when with_values).
+ */
+extern "C" __device__ __noinline__ void gcl_before(
+    int pred, uint32_t launch_sm, uint32_t opcode_id, uint32_t pc, int32_t line_num,
+    uint64_t addr, int32_t mem_width, int32_t ndst, int32_t dst0, int32_t dst1,
+    int32_t nsrc, int32_t src0, int32_t src1, int32_t src2, int32_t src3, int32_t src4,
+    uint64_t imm, int32_t expects_after, int32_t with_values, uint64_t pchannel, ...) {
+  gcl::Record r;
+  uint32_t active, leader;
+  if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
+  const uint32_t exec = __activemask();
+  r.kind = gcl::kBefore;
+  r.line_num = line_num;
+  r.mem_width = mem_width;
+  r.ndst = ndst;
+  r.nsrc = nsrc;
+  r.dst[0] = dst0;
+  r.dst[1] = dst1;
+  r.src[0] = src0;
+  r.src[1] = src1;
+  r.src[2] = src2;
+  r.src[3] = src3;
+  r.src[4] = src4;
+  r.imm = imm;
+  r.expects_after = expects_after;
+  r.has_values = with_values;
+  if (mem_width > 0) {
+    for (int lane = 0; lane < gcl::kWarpSize; lane++) {
+      uint64_t a = __shfl_sync(exec, addr, lane);
+      r.addrs[lane] = (active >> lane) & 1u ? a : 0ull;
+    }
+  }
+  if (with_values) {
+    va_list vl;
+    va_start(vl, pchannel);
+    for (int s = 0; s < nsrc; s++) {
+      uint32_t v = va_arg(vl, uint32_t);
+      gcl_gather32(exec, active, v, r.values[ndst + s]);
+    }
+    va_end(vl);
+  }
+  if (gcl_laneid() == leader) ((ChannelDev *)pchannel)->push(&r, sizeof(r));
+}
+
+/*
+ * AFTER the instruction: the destination values it produced (NVBit cannot insert
+ * after control-flow instructions; those have no destination worth reading).
+ * Variadic tail: ndst 32-bit destination register values.
+ */
+extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, uint32_t opcode_id,
+                                                  uint32_t pc, int32_t ndst, uint64_t pchannel, ...) {
+  gcl::Record r;
+  uint32_t active, leader;
+  if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
+  const uint32_t exec = __activemask();
+  r.kind = gcl::kAfter;
+  r.ndst = ndst;
+  va_list vl;
+  va_start(vl, pchannel);
+  for (int d = 0; d < ndst; d++) {
+    uint32_t v = va_arg(vl, uint32_t);
+    gcl_gather32(exec, active, v, r.values[d]);
+  }
+  va_end(vl);
+  if (gcl_laneid() == leader) ((ChannelDev *)pchannel)->push(&r, sizeof(r));
+}
