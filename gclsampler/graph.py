@@ -277,32 +277,33 @@ def _ragged_index(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, 
     return idx, owner
 
 
-def _versions(key: np.ndarray, inst: np.ndarray, is_write: np.ndarray) -> np.ndarray:
-    """For each event, the index of the latest write event to the same key strictly before it.
+def _versions(order: np.ndarray, new_group: np.ndarray, is_write: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Link every event to the latest earlier write of the same variable.
 
-    Reads of an instruction come before its own writes (``R4 = R4 + 1`` reads the old R4),
-    so ties at the same instruction are ordered read-first. -1 means no earlier write
-    (live-in). One lexsort and a running maximum: O(E log E) over all warps at once.
+    ``order`` sorts the events by (variable, instruction, reads before writes) and
+    ``new_group[p]`` marks sorted positions where a new variable starts. Reads of an
+    instruction come before its own writes (``R4 = R4 + 1`` reads the old R4). A running
+    maximum over write positions replaces the per-instruction dictionary walk.
+
+    Returns ``prev`` (event index of that write, -1 for a live-in read), ``gid`` (dense
+    variable id per event) and ``first`` (the earliest event of each variable).
     """
-    n = len(key)
-    out = np.full(n, -1, dtype=np.int64)
+    n = len(order)
+    prev = np.full(n, -1, dtype=np.int64)
+    gid = np.empty(n, dtype=np.int64)
     if n == 0:
-        return out
-    order = np.lexsort((is_write.astype(np.int8), inst, key))
-    k = key[order]
+        return prev, gid, np.zeros(0, dtype=np.int64)
     pos = np.arange(n, dtype=np.int64)
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = k[1:] != k[:-1]
     group_start = np.maximum.accumulate(np.where(new_group, pos, 0))
-    w = is_write[order]
-    # latest write strictly before position p: running max over positions < p
-    last_write = np.maximum.accumulate(np.where(w, pos, -1))
-    prev = np.empty(n, dtype=np.int64)
-    prev[0] = -1
-    prev[1:] = last_write[:-1]
-    ok = prev >= group_start
-    out[order[ok]] = order[prev[ok]]
-    return out
+    last_write = np.maximum.accumulate(np.where(is_write[order], pos, -1))
+    before = np.empty(n, dtype=np.int64)
+    before[0] = -1
+    before[1:] = last_write[:-1]
+    ok = before >= group_start
+    prev[order[ok]] = order[before[ok]]
+    gid[order] = np.cumsum(new_group) - 1
+    return prev, gid, order[new_group]
 
 
 def _interpret(bits: np.ndarray, cls: np.ndarray) -> np.ndarray:
@@ -445,19 +446,26 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     pseudo_id = np.full(n, -1, dtype=np.int64)
     pseudo_id[mem_inst] = n + np.arange(n_pseudo)
 
-    # memory units touched by each memory instruction
+    # memory units touched by each memory instruction: unique (instruction, unit) pairs
     shift = _GRANULARITY_SHIFT[cfg.mem_granularity]
     a_idx, a_own = _ragged_index(addr_ptr[idx[mem_inst]], n_addr[mem_inst])
     addrs = np.asarray(trace.addrs, dtype=np.uint64)[a_idx]
-    a_inst = mem_inst[a_own]  # local instruction of each address
-    unit = (addrs >> np.uint64(shift)).astype(np.uint64)
-    # dense unit ids so that (instruction, unit) packs into one int64 key
-    uniq_units, unit_id = np.unique(unit, return_inverse=True)
-    n_units = max(len(uniq_units), 1)
-    a_pair = a_inst * n_units + unit_id.reshape(-1)
-    pairs = np.unique(a_pair)  # sorted by instruction, then unit
-    u_inst = pairs // n_units
-    u_uid = pairs % n_units
+    a_inst = mem_inst[a_own]  # local instruction of each address (non-decreasing)
+    unit = addrs >> np.uint64(shift)
+    n_a = len(unit)
+    new_inst = np.ones(n_a, dtype=bool)
+    new_inst[1:] = a_inst[1:] != a_inst[:-1]
+    # lanes usually walk addresses upwards: sort only when some warp access does not
+    if n_a and not bool(np.all(new_inst[1:] | (unit[1:] >= unit[:-1]))):
+        ao = np.lexsort((unit, a_inst))
+    else:
+        ao = np.arange(n_a, dtype=np.int64)
+    s_inst, s_unit = a_inst[ao], unit[ao]
+    new_pair = np.ones(n_a, dtype=bool)
+    new_pair[1:] = (s_inst[1:] != s_inst[:-1]) | (s_unit[1:] != s_unit[:-1])
+    pair_of_addr = np.empty(n_a, dtype=np.int64)
+    pair_of_addr[ao] = np.cumsum(new_pair) - 1
+    u_inst, u_unit = s_inst[new_pair], s_unit[new_pair]
     per_inst = np.bincount(u_inst, minlength=n)
     fp = per_inst[mem_inst]
     bucket = np.minimum(np.ceil(np.log2(np.maximum(fp, 1))).astype(np.int64), _FOOTPRINT_BUCKETS - 1)
@@ -468,54 +476,48 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     e_typ.append(np.full(n_pseudo, EDGE_ADDRESS, dtype=np.int64))
 
     # ---- register events
-    dst = np.asarray(trace.dst)[idx].astype(np.int64) if n else np.zeros((0, 0), dtype=np.int64)
-    srcr = np.asarray(trace.src)[idx].astype(np.int64) if n else np.zeros((0, 0), dtype=np.int64)
-    if dst.ndim == 1:
-        dst = dst[:, None]
-    if srcr.ndim == 1:
-        srcr = srcr[:, None]
-    nd = (dst != NO_REG).sum(axis=1) if dst.size else np.zeros(n, dtype=np.int64)
-    ns = (srcr != NO_REG).sum(axis=1) if srcr.size else np.zeros(n, dtype=np.int64)
+    dst = np.asarray(trace.dst)
+    srcr = np.asarray(trace.src)
+    dst = (dst[:, None] if dst.ndim == 1 else dst)[idx]
+    srcr = (srcr[:, None] if srcr.ndim == 1 else srcr)[idx]
+    nd = (dst != NO_REG).sum(axis=1)
+    ns = (srcr != NO_REG).sum(axis=1)
     r_inst, r_col = np.nonzero((srcr != NO_REG) & ~np.isin(srcr, _CONST_REGS))
     w_inst, w_col = np.nonzero((dst != NO_REG) & ~np.isin(dst, _CONST_REGS))
-    r_reg = srcr[r_inst, r_col]
-    w_reg = dst[w_inst, w_col]
+    r_reg = srcr[r_inst, r_col].astype(np.int64)
+    w_reg = dst[w_inst, w_col].astype(np.int64)
     # address operands: all sources of a load, the first source of a store/atomic
     r_kind = kind[r_inst]
     r_is_addr = (r_kind == _MEM_LD) | ((r_kind >= _MEM_ST) & (r_col == 0))
+    n_r, n_wver = len(r_inst), len(w_inst)
     ev_inst = np.concatenate([r_inst, w_inst]).astype(np.int64)
-    ev_reg = np.concatenate([r_reg, w_reg])
-    ev_w = np.concatenate([np.zeros(len(r_inst), bool), np.ones(len(w_inst), bool)])
-    ev_key = iw[ev_inst] * _REG_KEY_SPAN + ev_reg
-    prev = _versions(ev_key, ev_inst, ev_w)
-    n_r = len(r_inst)
+    ev_w = np.concatenate([np.zeros(n_r, bool), np.ones(n_wver, bool)])
+    ev_key = iw[ev_inst] * _REG_KEY_SPAN + np.concatenate([r_reg, w_reg])
+    order = np.argsort((ev_key * (n + 1) + ev_inst) * 2 + ev_w, kind="stable")
+    k_sorted = ev_key[order]
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = k_sorted[1:] != k_sorted[:-1]
+    prev, gid, first = _versions(order, new_group, ev_w)
     node_base = n + n_pseudo
-    # write versions: one node per write event
-    n_wver = len(w_inst)
-    wnode = node_base + np.arange(n_wver)
-    # live-ins: one node per (warp, reg) read before any write
-    live = np.flatnonzero(prev[:n_r] < 0)
-    live_keys, live_first, live_inv = np.unique(ev_key[live], return_index=True, return_inverse=True)
-    n_live = len(live_keys)
+    live_groups = np.flatnonzero(~ev_w[first])  # variables read before any write: live-in
+    live_num = np.full(len(first), -1, dtype=np.int64)
+    live_num[live_groups] = np.arange(len(live_groups))
+    live_ev = first[live_groups]  # first read of each live-in (a read event index)
+    n_live = len(live_groups)
     live_base = node_base + n_wver
-    read_var = np.empty(n_r, dtype=np.int64)
-    has_prev = prev[:n_r] >= 0
-    read_var[has_prev] = node_base + (prev[:n_r][has_prev] - n_r)
-    read_var[live] = live_base + live_inv.reshape(-1)
+    rp = prev[:n_r]
+    read_var = np.where(rp >= 0, node_base + rp - n_r, live_base + live_num[gid[:n_r]])
     read_target = np.where(r_is_addr, pseudo_id[r_inst], r_inst)
     e_src += [read_var, w_inst.astype(np.int64)]
-    e_dst += [read_target, wnode]
+    e_dst += [read_target, node_base + np.arange(n_wver)]
     e_typ += [np.where(r_is_addr, EDGE_ADDRESS, EDGE_READ).astype(np.int64),
               np.full(n_wver, EDGE_WRITE, dtype=np.int64)]
-
-    reg_cls_of = lambda code: np.select(  # noqa: E731
-        [code < 256, code < 512, code < 640], [0, 1, 2], 3)
-    var_tok_reg = np.concatenate([_VAR_REG_BASE + reg_cls_of(w_reg),
-                                  _VAR_REG_BASE + reg_cls_of(live_keys % _REG_KEY_SPAN)])
-    var_warp_reg = np.concatenate([iw[w_inst], live_keys // _REG_KEY_SPAN])
+    live_reg = r_reg[live_ev]
+    reg_cls = lambda code: np.select([code < 256, code < 512, code < 640], [0, 1, 2], 3)  # noqa: E731
+    var_tok_reg = _VAR_REG_BASE + np.concatenate([reg_cls(w_reg), reg_cls(live_reg)])
+    var_warp_reg = np.concatenate([iw[w_inst], iw[r_inst[live_ev]]])
 
     # live-in register statistics from the first read's per-lane source values
-    live_ev = live[live_first]  # read event indices (first read of each live-in)
     reg_stats = np.zeros((n_wver + n_live, 8), dtype=np.float32)
     lanes = None
     vals_ok = None
@@ -532,67 +534,63 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         v_idx, v_own = _ragged_index(starts[ok], lanes[li][ok])
         cls = _OP_SRC_CLS[tok[li][ok]][v_own]
         vv = _interpret(np.asarray(trace.values)[v_idx], cls)
-        st = _ragged_stats(vv, v_own, int(ok.sum()))
-        reg_stats[n_wver + np.flatnonzero(ok)] = st
+        reg_stats[n_wver + np.flatnonzero(ok)] = _ragged_stats(vv, v_own, int(ok.sum()))
 
     # ---- memory events: (instruction, unit) pairs, capped per access
     grp_first = np.ones(len(u_inst), dtype=bool)
     grp_first[1:] = u_inst[1:] != u_inst[:-1]
     pos = np.arange(len(u_inst))
     rank = pos - np.maximum.accumulate(np.where(grp_first, pos, 0)) if len(pos) else pos
-    keep = rank < cfg.max_units_per_access
-    m_inst, m_uid = u_inst[keep], u_uid[keep]
+    kp = np.flatnonzero(rank < cfg.max_units_per_access)  # kept pair indices
+    m_inst, m_unit = u_inst[kp], u_unit[kp]
     m_kind = kind[m_inst]
-    # dense variable key over (warp, space, unit)
-    m_key = np.unique(np.stack([iw[m_inst], space[m_inst], m_uid]), axis=1,
-                      return_inverse=True)[1].reshape(-1) if len(m_inst) else m_inst
-    reads = (m_kind == _MEM_LD) | (m_kind == _MEM_ATOM)
-    writes = (m_kind == _MEM_ST) | (m_kind == _MEM_ATOM)
-    mr = np.flatnonzero(reads)
-    mw = np.flatnonzero(writes)
-    mev_inst = np.concatenate([m_inst[mr], m_inst[mw]])
-    mev_key = np.concatenate([m_key[mr], m_key[mw]])
-    mev_w = np.concatenate([np.zeros(len(mr), bool), np.ones(len(mw), bool)])
-    mprev = _versions(mev_key, mev_inst, mev_w)
-    n_mr = len(mr)
+    mr = np.flatnonzero((m_kind == _MEM_LD) | (m_kind == _MEM_ATOM))
+    mw = np.flatnonzero((m_kind == _MEM_ST) | (m_kind == _MEM_ATOM))
+    n_mr, n_mw = len(mr), len(mw)
+    mev = np.concatenate([mr, mw])
+    mev_inst = m_inst[mev].astype(np.int64)
+    mev_unit = m_unit[mev]
+    mev_sp = space[mev_inst]
+    mev_wp = iw[mev_inst]
+    mev_w = np.concatenate([np.zeros(n_mr, bool), np.ones(n_mw, bool)])
+    morder = np.lexsort((mev_w, mev_inst, mev_unit, mev_sp, mev_wp))
+    mnew = np.ones(len(morder), dtype=bool)
+    if len(morder):
+        a1, b1, c1 = mev_wp[morder], mev_sp[morder], mev_unit[morder]
+        mnew[1:] = (a1[1:] != a1[:-1]) | (b1[1:] != b1[:-1]) | (c1[1:] != c1[:-1])
+    mprev, mgid, mfirst = _versions(morder, mnew, mev_w)
     mem_base = node_base + n_wver + n_live
-    n_mw = len(mw)
-    mlive = np.flatnonzero(mprev[:n_mr] < 0)
-    mlive_keys, mlive_first, mlive_inv = np.unique(mev_key[mlive], return_index=True, return_inverse=True)
-    n_mlive = len(mlive_keys)
-    mread_var = np.empty(n_mr, dtype=np.int64)
-    mhas = mprev[:n_mr] >= 0
-    mread_var[mhas] = mem_base + (mprev[:n_mr][mhas] - n_mr)
-    mread_var[mlive] = mem_base + n_mw + mlive_inv.reshape(-1)
-    e_src += [mread_var, m_inst[mw].astype(np.int64)]
-    e_dst += [m_inst[mr].astype(np.int64), mem_base + np.arange(n_mw)]
+    mlive_groups = np.flatnonzero(~mev_w[mfirst])
+    mlive_num = np.full(len(mfirst), -1, dtype=np.int64)
+    mlive_num[mlive_groups] = np.arange(len(mlive_groups))
+    mlive_ev = mfirst[mlive_groups]  # read event index of each live-in unit's first read
+    n_mlive = len(mlive_groups)
+    mp = mprev[:n_mr]
+    mread_var = np.where(mp >= 0, mem_base + mp - n_mr, mem_base + n_mw + mlive_num[mgid[:n_mr]])
+    e_src += [mread_var, mev_inst[n_mr:]]
+    e_dst += [mev_inst[:n_mr], mem_base + np.arange(n_mw)]
     e_typ += [np.full(n_mr, EDGE_READ, dtype=np.int64), np.full(n_mw, EDGE_WRITE, dtype=np.int64)]
-    mlive_ev = mr[mlive[mlive_first]]  # index into m_* of the first read of each live-in unit
-    var_tok_mem = _VAR_MEM_BASE + np.concatenate([space[m_inst[mw]], space[m_inst[mlive_ev]]])
-    var_warp_mem = np.concatenate([iw[m_inst[mw]], iw[m_inst[mlive_ev]]])
+    var_tok_mem = _VAR_MEM_BASE + np.concatenate([mev_sp[n_mr:], mev_sp[mlive_ev]])
+    var_warp_mem = np.concatenate([mev_wp[n_mr:], mev_wp[mlive_ev]])
     mem_stats = np.zeros((n_mw + n_mlive, 8), dtype=np.float32)
     if n_mlive:
         # the lanes of that first reading access whose address falls in the unit
-        live_pair = m_inst[mlive_ev] * n_units + m_uid[mlive_ev]
-        lp_order = np.argsort(live_pair)
-        lp_sorted = live_pair[lp_order]
-        p = np.minimum(np.searchsorted(lp_sorted, a_pair), len(lp_sorted) - 1)
-        hit = lp_sorted[p] == a_pair
-        sel = np.flatnonzero(hit)
-        owner = lp_order[p[sel]]
-        o = np.argsort(owner, kind="stable")
-        sel, owner = sel[o], owner[o]
-        col_of_addr = np.arange(len(a_inst)) - (np.cumsum(n_addr[mem_inst]) - n_addr[mem_inst])[a_own]
+        live_of_pair = np.full(len(u_inst), -1, dtype=np.int64)
+        live_of_pair[kp[mev[mlive_ev]]] = np.arange(n_mlive)
+        owner_all = live_of_pair[pair_of_addr]
+        sel = np.flatnonzero(owner_all >= 0)
+        sel = sel[np.argsort(owner_all[sel], kind="stable")]
+        owner = owner_all[sel]
         if vals_ok is not None:
+            first_addr = np.cumsum(n_addr[mem_inst]) - n_addr[mem_inst]
+            col_of_addr = np.arange(n_a, dtype=np.int64) - first_addr[a_own]
             ins = a_inst[sel]
             okv = vals_ok[ins] & (nd[ins] > 0) & (n_addr[ins] == lanes[ins])
             sel, owner, ins = sel[okv], owner[okv], ins[okv]
-            vptr = np.asarray(trace.value_ptr, dtype=np.int64)
-            v_at = vptr[idx[ins]] + col_of_addr[sel]  # destination row 0 (value loaded), this lane
-            vv = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])
+            v_at = np.asarray(trace.value_ptr, dtype=np.int64)[idx[ins]] + col_of_addr[sel]
+            vv = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])  # loaded value
         else:
-            off_in_unit = (addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64)
-            vv = np.log1p(off_in_unit)
+            vv = np.log1p((addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64))
         mem_stats[n_mw:] = _ragged_stats(vv, owner, n_mlive)
 
     # ---- assemble
