@@ -25,7 +25,9 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+import os
+import sys
+from typing import Any, Callable, Dict, Iterable, List, Optional  # plain types for OmegaConf
 
 import numpy as np
 
@@ -42,6 +44,11 @@ __all__ = [
     "evaluate_workload",
     "summarize",
     "harmonic_mean",
+    "SuiteConfig",
+    "EvaluateConfig",
+    "run_suite",
+    "register_configs",
+    "write_workload_report",
 ]
 
 RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
@@ -276,3 +283,215 @@ def suite_averages(summary):
 
 def method_sort_key(method: str) -> tuple[int, str]:
     return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
+
+
+# ---------------------------------------------------------------------------------------
+# suite: Hydra config and runner (``python evaluate.py``)
+# ---------------------------------------------------------------------------------------
+ALL_WORKLOADS = ["phi2", "pythia", "qwen1_5", "3mm", "lu", "bfs", "cfd", "lud", "nw", "backprop", "alexnet"]
+
+
+@dataclass
+class SuiteConfig:
+    """Which workloads, archs, methods, seeds and error bounds one evaluation covers."""
+
+    name: str = "full"
+    workloads: List[str] = field(default_factory=lambda: list(ALL_WORKLOADS))
+    archs: List[str] = field(default_factory=lambda: ["turing", "ampere", "ada"])
+    trace_arch: str = "turing"  # P1 in GCL-Sampler Table 3: plans are fitted here
+    methods: List[str] = field(default_factory=lambda: ["gcl", "gcl_stem", "stem_root", "pka", "sieve",
+                                                        "allegro", "random"])
+    n_seeds: int = 10
+    epsilons: List[float] = field(default_factory=lambda: [0.03, 0.05, 0.10, 0.25])
+    sweep_methods: List[str] = field(default_factory=lambda: ["stem_root", "gcl_stem"])
+    synth_params: Dict[str, Any] = field(default_factory=dict)
+    train_overrides: List[str] = field(default_factory=list)
+    hist_workload: Optional[str] = None  # default: the first workload
+    hist_methods: List[str] = field(default_factory=lambda: ["gcl", "stem_root", "sieve", "pka"])
+
+
+@dataclass
+class EvaluateConfig:
+    """Root config of ``python evaluate.py`` (conf/evaluate.yaml + conf/suite/*.yaml)."""
+
+    suite: SuiteConfig = field(default_factory=SuiteConfig)
+    method_params: Dict[str, Any] = field(default_factory=lambda: {
+        "pka": {"target_error": 0.05, "k_max": 20},
+        "sieve": {"cov_threshold": 0.1, "bandwidth": "silverman", "representative": "dominant_cta"},
+        "random": {"fraction": 0.1},
+        "allegro": {"epsilon": 0.05},
+        "stem_root": {"epsilon": 0.25},
+        "gcl_stem": {"epsilon": 0.25},
+        "gcl": {},
+    })
+    data_dir: str = "data/workloads"  # workload dirs <data_dir>/<name>; relative to the launch dir
+    out_dir: Optional[str] = None  # default: Hydra's run dir
+    generate: bool = True  # write missing synthetic workloads with gclsampler.synth
+    embeddings: str = "train"  # train | cached (<workload>/embeddings.npy, else train)
+    seed: int = 0
+    save_plans: bool = True
+    plots: bool = True
+
+
+def register_configs() -> None:
+    """Store the schema as ``evaluate_schema`` so conf/evaluate.yaml is type-checked."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+
+
+def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
+    """The workload directory, generating it with ``gclsampler.synth`` when missing."""
+    wdir = data_dir / name
+    if (wdir / "profile.csv").exists():
+        return wdir
+    if not generate:
+        raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
+    try:
+        from gclsampler.synth import generate as synth_generate
+    except ImportError as exc:
+        raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
+    params = dict(suite.synth_params or {})
+    per = params.pop("per_workload", {}) or {}
+    params.update(per.get(name, {}) or {})
+    out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
+    for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
+        if cand is not None and (cand / "profile.csv").exists():
+            return cand
+    raise EvaluationError(f"{wdir}: generate: synth wrote no profile.csv for {name!r}")
+
+
+def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np.ndarray]:
+    """Embeddings from the training pipeline (``gclsampler.pipeline``), cached per workload."""
+
+    def embed(workload) -> np.ndarray:
+        cached = Path(workload.root) / "embeddings.npy" if workload.root is not None else None
+        if cfg.embeddings == "cached" and cached is not None and cached.exists():
+            return np.load(cached)
+        from gclsampler import pipeline
+
+        emb = pipeline.train_embeddings(workload.root, overrides=list(cfg.suite.train_overrides),
+                                        out_dir=out_dir / "train" / workload.name, seed=cfg.seed)
+        return np.asarray(emb, dtype=np.float32)
+
+    return embed
+
+
+def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
+              launch_dir: str | Path | None = None, config_text: str | None = None):
+    """Fit every method on every workload, score on every arch; write results.csv, report.md, plots.
+
+    ``embed_fn(workload) -> (N, d) array`` supplies GCL embeddings (stubbed in tests).
+    Returns the results DataFrame.
+    """
+    import pandas as pd
+    from tqdm import tqdm
+
+    from gclsampler.workload import Workload
+
+    t_start = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    suite = cfg.suite
+    data_dir = Path(cfg.data_dir)
+    if not data_dir.is_absolute() and launch_dir is not None:
+        data_dir = Path(launch_dir) / data_dir
+    needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
+    if needs_emb and embed_fn is None:
+        embed_fn = default_embed_fn(cfg, out)
+    method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
+    for m in suite.methods:  # a misspelt method or parameter fails before any work starts
+        make_sampler(m, method_params.get(m, {}), cfg.seed)
+    rows: list[dict[str, Any]] = []
+    histograms: list[dict[str, Any]] = []
+    silhouettes: dict[str, Any] = {}
+    hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
+    synthetic_all = True
+    disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
+    bar = tqdm(suite.workloads, desc="evaluate", unit="workload", disable=disable)
+    for name in bar:
+        bar.set_postfix_str(name)
+        wdir = _prepare_workload(name, data_dir, suite, cfg.generate, cfg.seed)
+        workload = Workload.load(wdir)
+        if workload.arch is None:
+            workload.arch = suite.trace_arch
+        synthetic_all &= bool(workload.synthetic)
+        if needs_emb:
+            workload.embeddings = embed_fn(workload)
+        runs = fit_methods(workload, list(suite.methods), method_params, n_seeds=suite.n_seeds,
+                           epsilons=list(suite.epsilons), sweep_methods=suite.sweep_methods, seed0=cfg.seed)
+        archs = [a for a in suite.archs] or [workload.arch]
+        if workload.arch not in archs:
+            archs = [workload.arch, *archs]
+        rows += evaluate_workload(workload, runs, archs)
+        if cfg.save_plans:
+            for r in runs:
+                tag = r.method + (f"_eps{r.epsilon:g}" if r.sweep else "") + (f"_s{r.seed}" if r.stochastic else "")
+                r.plan.save(out / "plans" / name / f"{tag}.json")
+        if name == hist_wl:
+            for m in suite.hist_methods:
+                r = next((r for r in runs if r.method == m and not r.sweep and r.labels is not None), None)
+                if r is not None:
+                    histograms.append({"workload": name, "method": m,
+                                       "times_ns": workload.profile["time_ns"].to_numpy(),
+                                       "labels": r.labels, "representatives": r.plan.invocations})
+        for cand in (wdir / "silhouette.csv", out / "train" / name / "silhouette.csv"):
+            if cand.exists():
+                silhouettes[name] = cand
+                break
+    results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    write_results_csv(results, out / "results.csv")
+    from gclsampler.report import write_report
+
+    wall = time.perf_counter() - t_start
+    write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
+                 synthetic=synthetic_all or bool(results["synthetic"].any()), wall_time_s=wall,
+                 plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
+                 config_text=config_text, plots=cfg.plots,
+                 notes=[f"stem_root/gcl_stem main rows use ε = {method_params.get('stem_root', {}).get('epsilon')}"
+                        f" / {method_params.get('gcl_stem', {}).get('epsilon')} (GCL-Sampler's setting); "
+                        "the sweep table covers " + ", ".join(f"{e:g}" for e in suite.epsilons) + "."])
+    return results
+
+
+def write_results_csv(results, path: Path) -> Path:
+    """Atomic, deterministic CSV (fixed float format, fixed column order)."""
+    from gclsampler.report import write_text_atomic
+
+    return write_text_atomic(Path(path), results.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+
+
+def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[str, np.ndarray] | None = None,
+                          silhouette: str | Path | None = None, archs: list[str] | None = None,
+                          plots: bool = True) -> Path:
+    """Single-workload ``report.md`` (+ results.csv, plots) for ``python train.py``.
+
+    ``plans``: a SamplingPlan, a list of them, or method -> plan. Scored on the workload's
+    own profile and on every ``profiles/<arch>.csv`` present (or ``archs``).
+    """
+    import pandas as pd
+
+    from gclsampler.report import write_report
+
+    if isinstance(plans, SamplingPlan):
+        plans = [plans]
+    if isinstance(plans, dict):
+        plans = list(plans.values())
+    if archs is None:
+        archs = [workload.arch or "native"]
+        if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
+            archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
+                            if p.stem != workload.arch)
+    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, None, 0.0, False) for p in plans]
+    results = pd.DataFrame(evaluate_workload(workload, runs, archs), columns=RESULT_COLUMNS)
+    out = Path(out_dir)
+    write_results_csv(results, out / "results.csv")
+    hist = []
+    for m, lab in (labels or {}).items():
+        plan = next((p for p in plans if p.method == m), None)
+        hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
+                     "labels": lab, "representatives": plan.invocations if plan is not None else ()})
+    sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
+    return write_report(results, out, title=f"{workload.name}: sampling plans",
+                        synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
+                        histograms=hist, silhouette=sil, plots=plots)

@@ -308,11 +308,12 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
                  synthetic: bool | None = None, wall_time_s: float | None = None,
                  plan_arch: str | None = None, notes: Iterable[str] = (),
                  histograms: Iterable[dict[str, Any]] = (), silhouette: dict[str, Any] | None = None,
-                 config_text: str | None = None) -> Path:
+                 config_text: str | None = None, plots: bool = True) -> Path:
     """Write ``report.md`` and its PNGs into ``out_dir`` from a results DataFrame.
 
     ``histograms``: dicts with ``workload, method, times_ns, labels, representatives``.
     ``silhouette``: workload -> silhouette.csv path (or DataFrame with k, score).
+    ``plots=False`` writes the tables only (matplotlib costs seconds per figure).
     """
     out = Path(out_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
@@ -348,11 +349,14 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         lines.append("")
     lines += [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
               _comparison_table(summary, avg, plan_arch), ""]
+    want_plots = plots
     plots: list[tuple[str, Path | None]] = []
-    plots.append(("Speedup vs error", plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch)))
-    pe, ps = plot_per_workload_bars(summary, out / "plots" / "error_per_workload.png",
-                                    out / "plots" / "speedup_per_workload.png", plan_arch)
-    plots += [("Cycle error per workload", pe), ("Speedup per workload", ps)]
+    if want_plots:
+        plots.append(("Speedup vs error",
+                      plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch)))
+        pe, ps = plot_per_workload_bars(summary, out / "plots" / "error_per_workload.png",
+                                        out / "plots" / "speedup_per_workload.png", plan_arch)
+        plots += [("Cycle error per workload", pe), ("Speedup per workload", ps)]
     if len(archs) > 1:
         lines += ["## Cross-architecture (GCL-Sampler Table 3): plans from " + plan_arch, ""]
         for m in _methods(summary):
@@ -363,13 +367,15 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         sweep_sum = summarize(results, sweep=True)
         sweep_avg = suite_averages(sweep_sum)
         lines += [f"## Error-bound sweep (STEM+ROOT Fig. 11), {plan_arch}", "", _sweep_table(sweep_avg, plan_arch), ""]
-        plots.append(("Error-bound sweep", plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch)))
-    for h in histograms:
+        if want_plots:
+            plots.append(("Error-bound sweep",
+                          plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch)))
+    for h in histograms if want_plots else ():
         p = plot_cluster_histograms(h["times_ns"], h["labels"], out / "plots" / f"clusters_{h['workload']}_{h['method']}.png",
                                     f"{h['workload']} / {h['method']}: execution time per cluster",
-                                    h.get("representatives", ()))
+                                    h.get("representatives", ()), h.get("max_clusters", 12))
         plots.append((f"Execution time per cluster: {h['workload']} / {h['method']}", p))
-    if silhouette:
+    if silhouette and want_plots:
         plots.append(("Silhouette curve", plot_silhouette(silhouette, out / "plots" / "silhouette.png")))
     lines += ["## Plots", ""]
     for caption, p in plots:

@@ -95,8 +95,8 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     a["time_ns"] *= 0.7
     a["cycles"] *= np.linspace(0.6, 0.9, len(a))
     w = _write_workload(tmp_path / "toy", {"turing": t, "ampere": a})
-    runs = fit_methods(w, ["pka", "random"], {"random": {"fraction": 0.2}}, n_seeds=3)
-    assert [r.method for r in runs] == ["pka"] + ["random"] * 3
+    runs = fit_methods(w, ["sieve", "random"], {"random": {"fraction": 0.2}}, n_seeds=3)
+    assert [r.method for r in runs] == ["sieve"] + ["random"] * 3
     rows = evaluate_workload(w, runs, ["turing", "ampere"])
     df = pd.DataFrame(rows)
     assert len(df) == 8
@@ -104,7 +104,7 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     assert df.loc[df["arch"] == "ampere", "cross_arch"].all()
     # the same plan scored on another arch's truth gives that arch's speedup
     r = runs[0]
-    amp = df[(df["method"] == "pka") & (df["arch"] == "ampere")].iloc[0]
+    amp = df[(df["method"] == "sieve") & (df["arch"] == "ampere")].iloc[0]
     assert math.isclose(amp["speedup"], r.plan.speedup(a["time_ns"].to_numpy()))
     s = summarize(df)
     rnd = s[(s["method"] == "random") & (s["arch"] == "turing")].iloc[0]
@@ -113,7 +113,7 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     assert math.isclose(rnd["speedup_mean"], sp.mean())
     assert math.isclose(rnd["speedup_hmean"], harmonic_mean(sp))
     avg = suite_averages(s)
-    assert set(avg["method"]) == {"pka", "random"}
+    assert set(avg["method"]) == {"sieve", "random"}
 
 
 def test_missing_arch_truth_raises(tmp_path):
@@ -139,7 +139,7 @@ def test_report_says_synthetic_and_writes_plots(tmp_path):
     sil = pd.DataFrame({"k": [2, 3, 4], "score": [0.3, 0.6, 0.5]})
     rep = write_report(df, tmp_path / "out", histograms=[{
         "workload": "toy", "method": "sieve", "times_ns": t["time_ns"].to_numpy(),
-        "labels": runs[0].labels, "representatives": runs[0].plan.invocations}],
+        "labels": runs[0].labels, "representatives": runs[0].plan.invocations, "max_clusters": 4}],
         silhouette={"toy": sil})
     text = rep.read_text()
     assert SYNTHETIC_BANNER in "\n".join(text.splitlines()[:4])
@@ -149,5 +149,98 @@ def test_report_says_synthetic_and_writes_plots(tmp_path):
         p = tmp_path / "out" / "plots" / f"{png}.png"
         assert p.exists() and p.stat().st_size > 1000
     # not synthetic -> no banner
-    rep2 = write_report(df.assign(synthetic=False), tmp_path / "out2")
+    rep2 = write_report(df.assign(synthetic=False), tmp_path / "out2", plots=False)
     assert "SYNTHETIC" not in rep2.read_text()
+
+
+# ------------------------------------------------------------------------------ suite runner
+class _FakeGcl:
+    """Stands in for gclsampler.samplers' GCL sampler: clusters on workload.embeddings."""
+
+    name = "gcl"
+    stochastic = False
+
+    def __init__(self, random_state=0):
+        self.random_state = random_state
+
+    def fit(self, workload):
+        emb = workload.embeddings
+        labels = (emb[:, 0] > np.median(emb[:, 0])).astype(int)
+        labels = labels if labels[0] == 0 else 1 - labels
+        reps = np.array([np.flatnonzero(labels == c)[0] for c in range(labels.max() + 1)])
+        self.labels_ = labels
+        return plan_from_labels(workload.name, "gcl", labels, reps, workload.profile["kernel_name"].to_numpy(),
+                                synthetic=workload.synthetic)
+
+
+def _compose(overrides):
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from gclsampler.evaluate import EvaluateConfig, register_configs
+
+    register_configs()
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
+        cfg = compose(config_name="evaluate", overrides=overrides)
+    return OmegaConf.to_object(cfg), OmegaConf.to_yaml(cfg)
+
+
+def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
+    import gclsampler.evaluate as ev
+
+    data = tmp_path / "data"
+    for i, name in enumerate(["wa", "wb"]):
+        t = make_profile(80, i)
+        _write_workload(data / name, {"turing": t, "ampere": t.assign(time_ns=t["time_ns"] * 1.3)})
+    real = ev._registry
+    monkeypatch.setattr(ev, "_registry", lambda: {**real(), "gcl": _FakeGcl})
+    calls = []
+
+    def embed(workload):
+        calls.append(workload.name)
+        return np.random.default_rng(0).standard_normal((workload.n_invocations, 4)).astype(np.float32)
+
+    cfg, text = _compose(["suite=quick", "suite.workloads=[wa,wb]", "suite.archs=[turing,ampere]",
+                          "suite.methods=[gcl,pka,sieve,random,allegro]", "suite.n_seeds=2",
+                          f"data_dir={data}", "generate=false", "suite.hist_workload=wa",
+                          "suite.hist_methods=[gcl,sieve]", "plots=false"])
+    assert isinstance(cfg, ev.EvaluateConfig) and cfg.suite.name == "quick"
+    results = ev.run_suite(cfg, tmp_path / "out", embed_fn=embed, config_text=text)
+    assert calls == ["wa", "wb"]
+    # rows: per workload (gcl, pka, sieve: 1 seed; random, allegro: 2) x 2 archs
+    assert len(results) == 2 * (3 + 2 + 2) * 2
+    csv = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert list(csv.columns) == ev.RESULT_COLUMNS and len(csv) == len(results)
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "SYNTHETIC" in text.splitlines()[2]
+    assert (tmp_path / "out" / "plans" / "wa" / "random_s1.json").exists()
+    # byte-identical rerun (fit_seconds excluded: wall-clock)
+    again = ev.run_suite(cfg, tmp_path / "out2", embed_fn=embed)
+    pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
+
+
+def test_misspelt_method_parameter_fails_before_work(tmp_path):
+    import gclsampler.evaluate as ev
+
+    cfg, _ = _compose(["suite=quick", "suite.methods=[sieve]", "+method_params.sieve.bandwith=1",
+                       f"data_dir={tmp_path}", "generate=false"])
+    with pytest.raises(EvaluationError, match="method_params.sieve"):
+        ev.run_suite(cfg, tmp_path / "out")
+
+
+def test_write_workload_report(tmp_path):
+    from gclsampler.baselines import SieveSampler
+    from gclsampler.evaluate import write_workload_report
+
+    t = make_profile(60, 2)
+    w = _write_workload(tmp_path / "toy", {"turing": t, "ada": t.assign(cycles=t["cycles"] * 0.5)})
+    s = SieveSampler()
+    plan = s.fit(w)
+    rep = write_workload_report(w, {"sieve": plan}, tmp_path / "run", labels={"sieve": s.labels_}, plots=False)
+    text = rep.read_text()
+    assert "SYNTHETIC" in text and "ada" in text
+    res = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert set(res["arch"]) == {"turing", "ada"}

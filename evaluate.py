@@ -1,0 +1,41 @@
+"""Reproduce the sampler comparisons (GCL-Sampler Fig. 4-6 / Table 3, STEM+ROOT Table 3 / Fig. 11).
+
+    python evaluate.py                 # full suite: 11 workloads x all methods x 3 archs
+    python evaluate.py suite=quick     # CI-sized
+
+Writes results.csv, report.md, plots/ and plans/ into the Hydra run dir (or ``out_dir``).
+The logic lives in ``gclsampler.evaluate``; this file only composes the config.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
+
+from gclsampler.errors import GclError
+from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
+def main(cfg) -> None:
+    launch = Path(hydra.utils.get_original_cwd())
+    out = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
+    if not out.is_absolute():
+        out = launch / out
+    typed: EvaluateConfig = OmegaConf.to_object(cfg)
+    try:
+        run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
+    except GclError as exc:
+        print(f"evaluate: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
+
+
+if __name__ == "__main__":
+    main()
