@@ -306,7 +306,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     if (traced) {
       instrument(ctx, p->f);
       uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
-      nvbit_set_at_launch(ctx, p->f, &sm, sizeof(sm));
+      /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0 */
+      nvbit_set_at_launch(ctx, p->f, (uint64_t)sm, p->hStream);
     }
     nvbit_enable_instrumented(ctx, p->f, traced);
     int v = 0;
