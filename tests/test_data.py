@@ -1,0 +1,136 @@
+"""Graph dataset: cache hits, corruption handling, dedup, parallel build, loaders."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gclsampler.data import GraphDataset, load_graph_bytes, make_loader, save_graph_bytes
+from gclsampler.graph import GraphConfig, build_graph
+from gclsampler.trace import read_kernel, write_kernel, write_kernelslist
+
+from _trace_fixtures import random_trace
+
+FIELDS = ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps")
+CFG = GraphConfig(max_warps=2, max_insts_per_warp=16)
+
+
+def _equal(a, b) -> bool:
+    return a.num_nodes == b.num_nodes and all(torch.equal(a[k], b[k]) for k in FIELDS)
+
+
+def _workload(tmp: Path, seeds: list[int]) -> Path:
+    """SYNTHETIC workload dir: invocation i has the random trace of seeds[i] (repeats dedup)."""
+    names = []
+    for i, s in enumerate(seeds):
+        t = random_trace(np.random.default_rng(s), n_warps=3, max_len=12)
+
+        t.header = replace(t.header, kernel_id=i + 1)
+        name = f"kernel-{i + 1}.traceg"
+        write_kernel(t, tmp / name)
+        names.append(name)
+    write_kernelslist(tmp, names)
+    (tmp / "workload.json").write_text(json.dumps({"workload": "t", "synthetic": True}))
+    return tmp
+
+
+@pytest.fixture
+def wl(tmp_path):
+    return _workload(tmp_path / "wl", [1, 2, 1, 3, 2])
+
+
+def test_build_dedup_and_equal_to_direct_build(wl):
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert len(ds) == 5 and ds.n_unique == 3
+    assert ds.inv_to_graph.tolist() == [0, 1, 0, 2, 1]
+    assert ds.stats["built"] == 5 and ds.stats["unique_graphs"] == 3
+    assert len(list((wl / ".graph-cache" / "v1" / "graphs").glob("*.hrg"))) == 3
+    for i in range(5):
+        direct = build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), CFG)
+        assert _equal(ds[i], direct)
+        assert ds[i].invocation.tolist() == [i]
+
+
+def test_reload_is_a_cache_hit_with_equal_tensors(wl):
+    a = GraphDataset(wl, CFG, workers=1, progress=False)
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 0 and b.stats["cached"] == 5
+    assert all(_equal(a[i], b[i]) for i in range(5))
+    # a different config is a different cache entry
+    c = GraphDataset(wl, GraphConfig(max_warps=1, max_insts_per_warp=16), workers=1, progress=False)
+    assert c.stats["built"] == 5
+
+
+def test_truncated_graph_file_is_rebuilt_not_trusted(wl):
+    a = GraphDataset(wl, CFG, workers=1, progress=False)
+    ref = [a[i] for i in range(5)]
+    gfile = wl / ".graph-cache" / "v1" / "graphs" / f"{a.graph_hashes[0]}.hrg"
+    gfile.write_bytes(gfile.read_bytes()[:-7])
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 2  # invocations 0 and 2 share that graph
+    assert all(_equal(ref[i], b[i]) for i in range(5))
+
+
+def test_flipped_byte_is_detected_on_read_and_rebuilt(wl):
+    a = GraphDataset(wl, CFG, workers=1, progress=False)
+    ref = a[3]
+    gfile = wl / ".graph-cache" / "v1" / "graphs" / f"{a.graph_hashes[2]}.hrg"
+    raw = bytearray(gfile.read_bytes())
+    raw[-1] ^= 0xFF
+    gfile.write_bytes(bytes(raw))
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert _equal(b[3], ref)
+    assert gfile.read_bytes() == save_graph_bytes(ref)  # repaired on disk
+
+
+def test_partial_index_entry_and_leftover_temp_files_are_ignored(wl):
+    a = GraphDataset(wl, CFG, workers=1, progress=False)
+    idx = wl / ".graph-cache" / "v1" / "index"
+    entry = sorted(idx.glob("*.json"))[0]
+    entry.write_text('{"graph": "')  # crash mid-write (cannot happen with atomic writes, but)
+    (idx / ".tmp-crashed").write_text("garbage")
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 1
+    assert all(_equal(a[i], b[i]) for i in range(5))
+
+
+def test_parallel_build_matches_serial(tmp_path):
+    w1 = _workload(tmp_path / "a", [4, 5, 6, 4])
+    s = GraphDataset(w1, CFG, cache_dir=tmp_path / "c1", workers=1, progress=False)
+    p = GraphDataset(w1, CFG, cache_dir=tmp_path / "c2", workers=2, progress=False)
+    assert p.inv_to_graph.tolist() == s.inv_to_graph.tolist() == [0, 1, 2, 0]
+    assert p.graph_hashes == s.graph_hashes
+    assert not (w1 / ".graph-cache").exists()
+
+
+def test_serialisation_round_trip_and_rejects_garbage():
+    g = build_graph(random_trace(np.random.default_rng(9)), CFG)
+    data = save_graph_bytes(g)
+    assert _equal(load_graph_bytes(data), g)
+    from gclsampler.data import GraphCacheError
+    with pytest.raises(GraphCacheError):
+        load_graph_bytes(data[:-3])
+    with pytest.raises(GraphCacheError):
+        load_graph_bytes(b"not a graph")
+
+
+def test_loader_batches_are_seeded_and_carry_warp_offsets(wl):
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    order = lambda seed: [b.invocation.tolist() for b in make_loader(ds, [0, 1, 2, 3, 4], 2, True, seed)]  # noqa: E731
+    assert order(7) == order(7)
+    assert sorted(sum(order(7), [])) == [0, 1, 2, 3, 4]
+    assert any(order(s) != order(7) for s in range(8, 14))
+    batch = next(iter(make_loader(ds, [3, 1], batch_size=2, shuffle=False, seed=0)))
+    assert batch.invocation.tolist() == [3, 1] and batch.n_warps.shape == (2,)
+    offs = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(batch.n_warps, 0)[:-1]])
+    gw = batch.warp + offs[batch.batch]
+    # global warp ids: graph 0 uses [0, n0), graph 1 uses [n0, n0 + n1)
+    n0 = int(batch.n_warps[0])
+    assert int(gw[batch.batch == 0].max()) < n0 <= int(gw[batch.batch == 1].min())
+    # edges stay within one graph after batching
+    assert torch.equal(batch.batch[batch.edge_index[0]], batch.batch[batch.edge_index[1]])
