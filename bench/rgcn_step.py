@@ -1,0 +1,135 @@
+"""Training-step speed of the RGCN encoder: PyG RGCNConv (reference) vs gclsampler's fast conv.
+
+One run, one batch, same weights: ms per training step (features + 3 convs + readout +
+projection head + InfoNCE, forward + backward + AdamW step) and nodes/s for each
+implementation, beside the FLOP floor computed from the fp32 matmul rate measured
+in the same run. The batch is random graphs with the ``gclsampler.graph`` layout
+(``tests/_random_graphs.py``), or real graphs with ``--workload DIR``.
+
+    python bench/rgcn_step.py [--graphs 64 --warps 8 --insts 40 --reps 5 --threads 2]
+
+The machine may be shared: compare ratios within one run, not absolute numbers across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from torch_geometric.data import Batch  # noqa: E402
+
+from gclsampler.loss import symmetric_info_nce  # noqa: E402
+from gclsampler.model import GCLModel, ModelConfig, pyg_to_fast_state  # noqa: E402
+
+
+def matmul_gflops(n: int = 2048, reps: int = 5, dtype=torch.float32) -> float:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e9
+
+
+def flops_per_node(cfg: ModelConfig, blocks: int) -> float:
+    """Dense matmul FLOPs per node per step (fwd + 2x bwd) with ``blocks`` weight blocks per layer."""
+    dims = [cfg.in_dim] + [cfg.hidden_dim] * (cfg.num_layers - 1) + [cfg.out_dim]
+    fwd = sum(2 * blocks * a * b for a, b in zip(dims[:-1], dims[1:]))
+    return 3.0 * fwd
+
+
+def time_steps(model: GCLModel, batch, reps: int) -> float:
+    opt = torch.optim.AdamW(model.parameters(), lr=7e-4)
+    model.train()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        _, p = model(batch)
+        half = p.size(0) // 2
+        loss = symmetric_info_nce(p[:half], p[half: 2 * half], 0.05)
+        loss.backward()
+        opt.step()
+
+    step()  # warm-up
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", type=int, default=64)
+    ap.add_argument("--warps", type=int, default=8)
+    ap.add_argument("--insts", type=int, default=40, help="instructions per warp")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--num-bases", type=int, default=2)
+    ap.add_argument("--workload", type=str, default=None, help="use real graphs of this workload dir")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    if args.workload:
+        from gclsampler.data import GraphDataset
+        from gclsampler.graph import GraphConfig
+
+        ds = GraphDataset(args.workload, GraphConfig())
+        firsts = {}
+        for inv, g in enumerate(ds.inv_to_graph.tolist()):
+            firsts.setdefault(g, inv)
+        graphs = [ds[i] for i in list(firsts.values())[: args.graphs]]
+        vocab = None
+    else:
+        from _random_graphs import VOCAB, random_graphs
+
+        graphs = random_graphs(args.graphs, seed=0, n_warps=args.warps, insts_per_warp=args.insts)
+        vocab = VOCAB
+    batch = Batch.from_data_list(graphs)
+    n = batch.num_nodes
+    print(f"batch: {len(graphs)} graphs, {n} nodes, {batch.edge_index.size(1)} edges, threads={args.threads}")
+
+    gf = matmul_gflops()
+    print(f"fp32 matmul rate (2048^3, same run): {gf:.1f} GFLOP/s")
+
+    def make(conv: str, mix: str) -> GCLModel:
+        torch.manual_seed(0)
+        kw = {} if vocab is None else dict(vocab_instruction=vocab["instruction"], vocab_pseudo=vocab["pseudo"],
+                                           vocab_variable=vocab["variable"])
+        return GCLModel(ModelConfig(conv=conv, basis_mixing=mix, num_bases=args.num_bases, **kw))
+
+    ref = make("pyg", "never")
+    rows = [("pyg RGCNConv (reference)", ref, 4)]
+    for mix, label in (("never", "fast, R+1 blocks"), ("always", "fast, basis-mixed B+1 blocks")):
+        m = make("fast", mix)
+        m.load_state_dict(pyg_to_fast_state(ref.state_dict()))
+        blocks = args.num_bases if mix == "always" else 4
+        rows.append((label, m, blocks))
+
+    cfg = ref.cfg
+    floor_full = gf * 1e9 / flops_per_node(cfg, cfg.num_relations + 1)
+    print(f"FLOP floor (R+1={cfg.num_relations + 1} blocks, {flops_per_node(cfg, cfg.num_relations + 1) / 1e6:.2f} "
+          f"MFLOP/node): {floor_full:,.0f} nodes/s")
+    base = None
+    print(f"{'implementation':34s} {'ms/step':>9s} {'nodes/s':>10s} {'vs ref':>7s} {'floor(nodes/s)':>15s}")
+    for label, model, blocks in rows:
+        t = time_steps(model, batch, args.reps)
+        base = base or t
+        floor = gf * 1e9 / flops_per_node(cfg, blocks + 1)
+        print(f"{label:34s} {t * 1e3:9.1f} {n / t:10,.0f} {base / t:6.2f}x {floor:15,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,516 @@
+r"""RGCN encoder of GCL-Sampler (paper 3.3.1 features, 3.3.2 architecture, section 4).
+
+Graph batch (``gclsampler.graph`` layout) -> node features (64) -> three relational
+convolutions 64 -> 128 -> 128 -> 256 (basis decomposition; LayerNorm, ReLU, Dropout,
+no dropout after the last) -> mean over nodes of a warp -> mean over warps = kernel
+embedding :math:`z \in \mathbb{R}^{256}` -> projection head 256 -> 128 -> 64 (training only).
+
+The relational convolution is the hot spot of training. Two interchangeable
+implementations compute the same function with the same parameters
+(``weight``, ``comp``, ``root``, ``bias``, laid out like PyG's ``RGCNConv`` so state
+dicts load into either):
+
+* ``conv="pyg"`` — :class:`torch_geometric.nn.RGCNConv`, the reference.
+* ``conv="fast"`` — :class:`TypedRGCNConv`: one sparse product gathers, per node,
+  ``[x_v, mean_{N_1(v)} x, ..., mean_{N_R(v)} x]`` (or the basis-mixed means, see
+  below) into one ``N x (K+1)F`` matrix, followed by ONE dense matmul with the
+  stacked weights. The typed adjacency is built once per batch and shared by all
+  layers (:func:`typed_adjacency`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gclsampler.errors import GclError
+
+NUM_EDGE_TYPES = 4
+INSTRUCTION, PSEUDO, VARIABLE = 0, 1, 2
+
+
+class ModelConfigError(GclError):
+    """A model config value is out of range (message names the ``model.*`` key)."""
+
+
+@dataclass
+class ModelConfig:
+    """Paper section 4 "Model Configuration" defaults.
+
+    ``num_bases``: the paper says basis decomposition without a count; with 4 edge
+    types, 2 bases halve the relation parameters. ``conv``: ``fast`` or ``pyg``
+    (reference). ``basis_mixing``: in the fast conv, mix the per-relation means
+    with the basis coefficients before the matmul (B+1 weight blocks instead of
+    R+1); ``auto`` does it when ``num_bases < num_relations``.
+    """
+
+    in_dim: int = 64
+    hidden_dim: int = 128
+    out_dim: int = 256
+    num_layers: int = 3
+    num_relations: int = NUM_EDGE_TYPES
+    num_bases: Optional[int] = 2
+    dropout: float = 0.1
+    proj_hidden: int = 128
+    proj_dim: int = 64
+    inst_token_dim: int = 64
+    var_token_dim: int = 32
+    pseudo_token_dim: int = 16
+    n_stats: int = 8
+    stats_scale: float = 0.0625
+    conv: str = "fast"
+    basis_mixing: str = "auto"
+    # vocabulary sizes; None = take gclsampler.graph.vocab_sizes()
+    vocab_instruction: Optional[int] = None
+    vocab_pseudo: Optional[int] = None
+    vocab_variable: Optional[int] = None
+
+    def validate(self) -> "ModelConfig":
+        if self.conv not in ("fast", "pyg"):
+            raise ModelConfigError(f"model.conv: expected 'fast' or 'pyg', got {self.conv!r}")
+        if self.basis_mixing not in ("auto", "always", "never"):
+            raise ModelConfigError(f"model.basis_mixing: expected auto/always/never, got {self.basis_mixing!r}")
+        if self.num_layers < 1:
+            raise ModelConfigError(f"model.num_layers: must be >= 1, got {self.num_layers}")
+        if self.num_bases is not None and self.num_bases < 1:
+            raise ModelConfigError(f"model.num_bases: must be >= 1 or null, got {self.num_bases}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ModelConfigError(f"model.dropout: must be in [0, 1), got {self.dropout}")
+        if self.var_token_dim + self.n_stats > self.in_dim:
+            raise ModelConfigError("model.var_token_dim: variable token + stats exceed model.in_dim")
+        if max(self.inst_token_dim, self.pseudo_token_dim) > self.in_dim:
+            raise ModelConfigError("model.inst_token_dim/pseudo_token_dim: larger than model.in_dim")
+        return self
+
+
+def _vocab(cfg: ModelConfig) -> dict[str, int]:
+    given = {"instruction": cfg.vocab_instruction, "pseudo": cfg.vocab_pseudo, "variable": cfg.vocab_variable}
+    if any(v is None for v in given.values()):
+        try:
+            from gclsampler.graph import vocab_sizes
+        except ImportError as exc:  # graph stage not installed: sizes must be given
+            raise ModelConfigError(
+                "model.vocab_*: gclsampler.graph is unavailable, set model.vocab_instruction/pseudo/variable"
+            ) from exc
+        known = vocab_sizes()
+        given = {k: (known[k] if v is None else v) for k, v in given.items()}
+    return {k: int(v) for k, v in given.items()}
+
+
+# --------------------------------------------------------------------------- features
+
+
+def pc_encoding(pc: Tensor, dim: int) -> Tensor:
+    """Sinusoidal encoding of a normalised PC in [0, 1] (transformer-style).
+
+    Why sinusoidal: nearby PCs (same basic block) get similar codes while the
+    highest frequency still separates neighbouring instructions of long kernels.
+    """
+    half = dim // 2
+    freqs = torch.exp(torch.arange(half, dtype=pc.dtype, device=pc.device) * (-math.log(10000.0) / max(half, 1)))
+    ang = pc.unsqueeze(1) * 4096.0 * freqs  # scale [0,1] to a PC-offset-like range
+    return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
+
+
+
+
+class FeatureEncoder(nn.Module):
+    r"""Initial node features of paper 3.3.1, zero-padded to ``in_dim`` (64).
+
+    * instruction: token embedding (64) + sinusoidal PC encoding (64)
+    * variable: token embedding (32) ‖ stats * stats_scale (8) = 40, padded.
+      The graph stage already maps values through signed log1p (|v| <= 89);
+      the scale brings them to the order of the embeddings.
+    * pseudo: token embedding (16), padded
+
+    Shapes:
+        - **input:** ``node_type`` :math:`(|V|)`, ``token`` :math:`(|V|)`,
+          ``pc`` :math:`(|V|)`, ``stats`` :math:`(|V|, 8)`
+        - **output:** :math:`(|V|, 64)`
+    """
+
+    def __init__(self, vocab: dict[str, int], in_dim: int = 64, inst_dim: int = 64, var_dim: int = 32,
+                 pseudo_dim: int = 16, n_stats: int = 8, stats_scale: float = 1.0 / 16):
+        super().__init__()
+        self.stats_scale = float(stats_scale)
+        self.in_dim, self.inst_dim, self.var_dim, self.pseudo_dim, self.n_stats = in_dim, inst_dim, var_dim, pseudo_dim, n_stats
+        self.vocab = dict(vocab)
+        self.inst_emb = nn.Embedding(vocab["instruction"], inst_dim)
+        self.var_emb = nn.Embedding(vocab["variable"], var_dim)
+        self.pseudo_emb = nn.Embedding(vocab["pseudo"], pseudo_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for emb in (self.inst_emb, self.var_emb, self.pseudo_emb):
+            nn.init.normal_(emb.weight, std=1.0 / math.sqrt(emb.embedding_dim))
+
+    def forward(self, node_type: Tensor, token: Tensor, pc: Tensor, stats: Tensor) -> Tensor:
+        n = node_type.numel()
+        out = torch.zeros(n, self.in_dim, dtype=self.inst_emb.weight.dtype, device=node_type.device)
+        for t, (name, emb) in enumerate([("instruction", self.inst_emb), ("pseudo", self.pseudo_emb),
+                                         ("variable", self.var_emb)]):
+            idx = (node_type == t).nonzero(as_tuple=True)[0]
+            if idx.numel() == 0:
+                continue
+            tok = token[idx]
+            if int(tok.max()) >= emb.num_embeddings or int(tok.min()) < 0:
+                raise ModelConfigError(
+                    f"model.vocab_{name}: token id {int(tok.max())} outside vocabulary of {emb.num_embeddings}")
+            feat = emb(tok)
+            if t == INSTRUCTION:
+                feat = feat + pc_encoding(pc[idx].to(feat.dtype), self.inst_dim)
+            elif t == VARIABLE:
+                feat = torch.cat([feat, stats[idx].to(feat.dtype) * self.stats_scale], dim=1)
+            out = out.index_copy(0, idx, F.pad(feat, (0, self.in_dim - feat.size(1))))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(in_dim={self.in_dim}, instruction={self.vocab['instruction']}x{self.inst_dim}"
+                f"+pc, variable={self.vocab['variable']}x{self.var_dim}+{self.n_stats} stats, "
+                f"pseudo={self.vocab['pseudo']}x{self.pseudo_dim})")
+
+
+# --------------------------------------------------------------------------- typed adjacency
+
+
+@dataclass
+class TypedAdjacency:
+    """Per-batch sparse operators shared by every layer of the fast conv.
+
+    ``fwd`` is CSR of shape ``(N*(R+1), N)``: row ``v*(R+1)`` selects ``x_v`` (self),
+    row ``v*(R+1)+1+r`` holds ``1/|N_r(v)|`` at each type-r in-neighbour. ``bwd`` is
+    its transpose, built once so backward needs no conversion.
+    ``mean`` is the same without self rows, ``(N*R, N)``, relation-major for basis mixing.
+    """
+
+    num_nodes: int
+    num_relations: int
+    fwd: Tensor
+    bwd: Tensor
+    mean_fwd: Optional[Tensor] = None
+    mean_bwd: Optional[Tensor] = None
+
+
+def _csr_pair(rows: Tensor, cols: Tensor, vals: Tensor, shape: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    def build(r: Tensor, c: Tensor, v: Tensor, sh: tuple[int, int]) -> Tensor:
+        key = r * sh[1] + c
+        order = torch.argsort(key, stable=True)
+        r, c, v = r[order], c[order], v[order]
+        crow = torch.zeros(sh[0] + 1, dtype=torch.long, device=r.device)
+        crow[1:] = torch.cumsum(torch.bincount(r, minlength=sh[0]), 0)
+        with warnings.catch_warnings():  # "CSR support is in beta" on every batch otherwise
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.sparse_csr_tensor(crow, c, v, size=sh, check_invariants=False)
+
+    return build(rows, cols, vals, shape), build(cols, rows, vals, (shape[1], shape[0]))
+
+
+def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_relations: int,
+                    dtype: torch.dtype = torch.float32, relation_major_mean: bool = False) -> TypedAdjacency:
+    """Build the sparse operators of :class:`TypedAdjacency` (once per batch).
+
+    Edges go ``edge_index[0] -> edge_index[1]`` (source to target, PyG convention);
+    duplicate edges count twice, as in PyG's mean aggregation.
+    """
+    src, dst = edge_index[0], edge_index[1]
+    r1 = num_relations + 1
+    seg = dst * num_relations + edge_type
+    deg = torch.bincount(seg, minlength=num_nodes * num_relations).to(dtype)
+    val = 1.0 / deg[seg]
+    ar = torch.arange(num_nodes, device=edge_index.device)
+    rows = torch.cat([ar * r1, dst * r1 + 1 + edge_type])
+    cols = torch.cat([ar, src])
+    vals = torch.cat([torch.ones(num_nodes, dtype=dtype, device=edge_index.device), val])
+    fwd, bwd = _csr_pair(rows, cols, vals, (num_nodes * r1, num_nodes))
+    adj = TypedAdjacency(num_nodes, num_relations, fwd, bwd)
+    if relation_major_mean:
+        adj.mean_fwd, adj.mean_bwd = _csr_pair(edge_type * num_nodes + dst, src, val,
+                                               (num_nodes * num_relations, num_nodes))
+    return adj
+
+
+class _SpMM(torch.autograd.Function):
+    """``A @ x`` with a precomputed ``A^T`` for the backward (no per-call transpose)."""
+
+    @staticmethod
+    def forward(ctx, a: Tensor, at: Tensor, x: Tensor) -> Tensor:  # type: ignore[override]
+        ctx.at = at
+        return torch.sparse.mm(a, x)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        return None, None, torch.sparse.mm(ctx.at, grad.contiguous())
+
+
+def spmm(a: Tensor, at: Tensor, x: Tensor) -> Tensor:
+    return _SpMM.apply(a, at, x)
+
+
+# --------------------------------------------------------------------------- convolutions
+
+
+class TypedRGCNConv(nn.Module):
+    r"""Relational graph convolution with mean aggregation (paper eq. 1), fused.
+
+    .. math::
+        \mathbf{x}'_v = \mathbf{W}_0 \mathbf{x}_v + \sum_{r} \frac{1}{|\mathcal{N}_r(v)|}
+        \sum_{u \in \mathcal{N}_r(v)} \mathbf{W}_r \mathbf{x}_u + \mathbf{b},
+        \qquad \mathbf{W}_r = \sum_b a_{rb} \mathbf{V}_b
+
+    Same parameters as :class:`torch_geometric.nn.RGCNConv` (``weight`` = V
+    :math:`(B, F_{in}, F_{out})`, ``comp`` = a :math:`(R, B)`, ``root`` = W_0, ``bias``).
+    Instead of R masked propagations and R+1 matmuls it takes the typed means of
+    :class:`TypedAdjacency` and does ONE matmul of ``N x (K+1)F_in`` by the stacked
+    ``(K+1)F_in x F_out`` weights, where K = R, or K = B when the means are first
+    mixed with ``comp`` (``mix_bases``; fewer FLOPs when B < R).
+
+    Args:
+        in_channels (int): size of each input feature.
+        out_channels (int): size of each output feature.
+        num_relations (int): number of edge types R.
+        num_bases (int, optional): number of bases B (None = one weight per relation).
+        mix_bases (bool): mix the means with ``comp`` before the matmul.
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F_{in})`,
+          :class:`TypedAdjacency` of the batch (from ``edge_index`` :math:`(2, |\mathcal{E}|)`
+          and ``edge_type`` :math:`(|\mathcal{E}|)`)
+        - **output:** node features :math:`(|\mathcal{V}|, F_{out})`
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, num_relations: int,
+                 num_bases: Optional[int] = None, mix_bases: bool = False):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.num_relations, self.num_bases = num_relations, num_bases
+        self.mix_bases = bool(mix_bases and num_bases is not None)
+        if num_bases is not None:
+            self.weight = nn.Parameter(torch.empty(num_bases, in_channels, out_channels))
+            self.comp = nn.Parameter(torch.empty(num_relations, num_bases))
+        else:
+            self.weight = nn.Parameter(torch.empty(num_relations, in_channels, out_channels))
+            self.register_parameter("comp", None)
+        self.root = nn.Parameter(torch.empty(in_channels, out_channels))
+        self.bias = nn.Parameter(torch.empty(out_channels))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        from torch_geometric.nn.inits import glorot, zeros
+
+        glorot(self.weight)
+        glorot(self.comp)
+        glorot(self.root)
+        zeros(self.bias)
+
+    def forward(self, x: Tensor, adj: TypedAdjacency) -> Tensor:
+        n, f = x.shape
+        if self.mix_bases:
+            return self._forward_mixed(x, adj)
+        weight = self.weight
+        if self.num_bases is not None:
+            weight = (self.comp @ weight.view(self.num_bases, -1)).view(self.num_relations, f, self.out_channels)
+        stacked = torch.cat([self.root.unsqueeze(0), weight], 0).view(-1, self.out_channels)
+        h = spmm(adj.fwd, adj.bwd, x).view(n, -1)  # [x_v, mean_1, ..., mean_R]
+        return torch.addmm(self.bias, h, stacked)
+
+    def _forward_mixed(self, x: Tensor, adj: TypedAdjacency) -> Tensor:
+        n, f = x.shape
+        if adj.mean_fwd is None:
+            raise RuntimeError("TypedAdjacency built without relation_major_mean for basis mixing")
+        agg = spmm(adj.mean_fwd, adj.mean_bwd, x)  # (R*N, F) relation-major
+        mixed = (self.comp.t() @ agg.view(self.num_relations, n * f)).view(self.num_bases, n, f)
+        h = torch.cat([x.unsqueeze(1), mixed.permute(1, 0, 2)], 1).reshape(n, -1)
+        stacked = torch.cat([self.root.unsqueeze(0), self.weight], 0).view(-1, self.out_channels)
+        return torch.addmm(self.bias, h, stacked)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, "
+                f"num_relations={self.num_relations}, num_bases={self.num_bases}, mix_bases={self.mix_bases})")
+
+
+class _PygConv(nn.Module):
+    """Adapter so the reference RGCNConv has the fast conv's call signature."""
+
+    def __init__(self, in_channels: int, out_channels: int, num_relations: int, num_bases: Optional[int]):
+        super().__init__()
+        from torch_geometric.nn import RGCNConv
+
+        self.conv = RGCNConv(in_channels, out_channels, num_relations, num_bases=num_bases, aggr="mean")
+
+    def reset_parameters(self) -> None:
+        self.conv.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_type: Tensor) -> Tensor:
+        return self.conv(x, edge_index, edge_type)
+
+    def __repr__(self) -> str:
+        c = self.conv
+        return f"RGCNConv[pyg]({c.in_channels}, {c.out_channels}, num_relations={c.num_relations}, num_bases={c.num_bases})"
+
+
+# --------------------------------------------------------------------------- encoder
+
+
+def warp_kernel_readout(h: Tensor, batch: Tensor, warp: Tensor, n_warps: Tensor) -> Tensor:
+    """Mean over the nodes of each warp, then mean over the warps of each kernel.
+
+    Why two levels: a kernel with many short warps and one with few long warps
+    weigh each warp equally, as the paper's readout does. Warps left without
+    nodes (node dropping) are skipped rather than counted as zero vectors.
+
+    Shapes: ``h`` (N, D), ``batch``/``warp`` (N,), ``n_warps`` (G,) -> (G, D).
+    """
+    g = n_warps.numel()
+    offset = torch.zeros(g, dtype=torch.long, device=h.device)
+    if g > 1:
+        offset[1:] = torch.cumsum(n_warps, 0)[:-1]
+    total = int(n_warps.sum())
+    gw = warp + offset[batch]
+    wsum = torch.zeros(total, h.size(1), dtype=h.dtype, device=h.device).index_add_(0, gw, h)
+    wcnt = torch.bincount(gw, minlength=total).to(h.dtype)
+    wmean = wsum / wcnt.clamp(min=1).unsqueeze(1)
+    present = (wcnt > 0).to(h.dtype)
+    warp_graph = torch.repeat_interleave(torch.arange(g, device=h.device), n_warps)
+    gsum = torch.zeros(g, h.size(1), dtype=h.dtype, device=h.device).index_add_(0, warp_graph, wmean)
+    gcnt = torch.zeros(g, dtype=h.dtype, device=h.device).index_add_(0, warp_graph, present)
+    return gsum / gcnt.clamp(min=1).unsqueeze(1)
+
+
+class RGCNEncoder(nn.Module):
+    r"""Features -> 3 relational convs (LayerNorm, ReLU, Dropout; none after the last) -> readout.
+
+    Shapes:
+        - **input:** a graph batch (``node_type, token, pc, stats, edge_index,
+          edge_type, warp, n_warps, batch``), optional per-graph ``noise_std`` (G,)
+        - **output:** kernel embeddings :math:`(G, 256)`
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.features = FeatureEncoder(_vocab(cfg), cfg.in_dim, cfg.inst_token_dim, cfg.var_token_dim,
+                                       cfg.pseudo_token_dim, cfg.n_stats, cfg.stats_scale)
+        dims = [cfg.in_dim] + [cfg.hidden_dim] * (cfg.num_layers - 1) + [cfg.out_dim]
+        mix = cfg.basis_mixing == "always" or (
+            cfg.basis_mixing == "auto" and cfg.num_bases is not None and cfg.num_bases < cfg.num_relations)
+        self.mix_bases = bool(mix and cfg.num_bases is not None)
+        self.convs = nn.ModuleList()
+        for a, b in zip(dims[:-1], dims[1:]):
+            if cfg.conv == "pyg":
+                self.convs.append(_PygConv(a, b, cfg.num_relations, cfg.num_bases))
+            else:
+                self.convs.append(TypedRGCNConv(a, b, cfg.num_relations, cfg.num_bases, mix_bases=self.mix_bases))
+        self.norms = nn.ModuleList(nn.LayerNorm(b) for b in dims[1:])
+        self.dropout = cfg.dropout
+
+    def reset_parameters(self) -> None:
+        self.features.reset_parameters()
+        for c, nrm in zip(self.convs, self.norms):
+            c.reset_parameters()
+            nrm.reset_parameters()
+
+    def node_features(self, data) -> Tensor:
+        x = self.features(data.node_type, data.token, data.pc, data.stats)
+        noise = getattr(data, "noise_std", None)
+        if noise is not None:
+            # feature-noise augmentation (paper 3.3.1) on the encoded 64-d features; applied
+            # whenever a view carries it (validation views too), never by embed() on raw graphs
+            batch = _batch_vector(data)
+            x = x + torch.randn_like(x) * noise.to(x.dtype)[batch].unsqueeze(1)
+        return x
+
+    def forward(self, data) -> Tensor:
+        x = self.node_features(data)
+        n = x.size(0)
+        if self.cfg.conv == "fast":
+            adj = typed_adjacency(data.edge_index, data.edge_type, n, self.cfg.num_relations, x.dtype,
+                                  relation_major_mean=self.mix_bases)
+        last = len(self.convs) - 1
+        for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
+            x = conv(x, adj) if self.cfg.conv == "fast" else conv(x, data.edge_index, data.edge_type)
+            x = F.relu(norm(x))
+            if i < last:
+                x = F.dropout(x, self.dropout, self.training)
+        return warp_kernel_readout(x, _batch_vector(data), data.warp, data.n_warps.view(-1))
+
+
+def _batch_vector(data) -> Tensor:
+    b = getattr(data, "batch", None)
+    if b is None:
+        return torch.zeros(data.node_type.numel(), dtype=torch.long, device=data.node_type.device)
+    return b
+
+
+class ProjectionHead(nn.Module):
+    """256 -> 128 (ReLU, Dropout) -> 64; used for the loss only, dropped after training."""
+
+    def __init__(self, in_dim: int = 256, hidden: int = 128, out_dim: int = 64, dropout: float = 0.1):
+        super().__init__()
+        self.lin1, self.lin2, self.dropout = nn.Linear(in_dim, hidden), nn.Linear(hidden, out_dim), dropout
+
+    def reset_parameters(self) -> None:
+        self.lin1.reset_parameters()
+        self.lin2.reset_parameters()
+
+    def forward(self, z: Tensor) -> Tensor:
+        return self.lin2(F.dropout(F.relu(self.lin1(z)), self.dropout, self.training))
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.lin1.in_features} -> {self.lin1.out_features} -> {self.lin2.out_features})"
+
+
+class GCLModel(nn.Module):
+    """Encoder + projection head. ``forward`` returns ``(z (G,256), z' (G,64))``."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = RGCNEncoder(cfg)
+        self.head = ProjectionHead(cfg.out_dim, cfg.proj_hidden, cfg.proj_dim, cfg.dropout)
+
+    def reset_parameters(self) -> None:
+        self.encoder.reset_parameters()
+        self.head.reset_parameters()
+
+    def forward(self, data) -> tuple[Tensor, Tensor]:
+        z = self.encoder(data)
+        return z, self.head(z)
+
+    @torch.no_grad()
+    def embed(self, data) -> Tensor:
+        """Kernel embeddings z (eval mode: no dropout, no noise)."""
+        was = self.training
+        self.eval()
+        try:
+            return self.encoder(data)
+        finally:
+            self.train(was)
+
+
+def pyg_to_fast_state(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Rename a ``conv=pyg`` state dict (``convs.i.conv.weight``) to ``conv=fast`` keys."""
+    out = {}
+    for k, v in state.items():
+        parts = k.split(".")
+        if len(parts) >= 4 and parts[-2] == "conv" and parts[-4] == "convs":
+            del parts[-2]
+        out[".".join(parts)] = v
+    return out
+
+
+def fast_to_pyg_state(state: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Inverse of :func:`pyg_to_fast_state`."""
+    out = {}
+    for k, v in state.items():
+        parts = k.split(".")
+        if len(parts) >= 3 and parts[-3] == "convs" and parts[-1] in ("weight", "comp", "root", "bias"):
+            parts.insert(len(parts) - 1, "conv")
+        out[".".join(parts)] = v
+    return out
