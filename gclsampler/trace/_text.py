@@ -26,26 +26,33 @@ def tokenize(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if buf.size == 0:
         e = np.zeros(0, dtype=np.int64)
         return e, e
-    ws = buf <= 32
-    nws = ~ws
-    edge = np.empty(buf.size + 1, dtype=bool)
-    edge[0] = False
-    edge[-1] = False
-    # starts: non-ws preceded by ws (or buffer start)
-    prev_ws = np.empty(buf.size, dtype=bool)
-    prev_ws[0] = True
-    prev_ws[1:] = ws[:-1]
-    starts = np.flatnonzero(nws & prev_ws)
-    next_ws = np.empty(buf.size, dtype=bool)
-    next_ws[-1] = True
-    next_ws[:-1] = ws[1:]
-    ends = np.flatnonzero(nws & next_ws) + 1
-    return starts.astype(np.int64), ends.astype(np.int64)
+    w = np.zeros(buf.size + 2, dtype=np.int8)
+    np.greater(buf, 32, out=w[1:-1].view(bool))
+    edges = np.flatnonzero(w[1:] != w[:-1])  # alternating start, end (positions in buf)
+    return edges[0::2], edges[1::2]
+
+
+def _by_length(start: np.ndarray, length: np.ndarray, max_len: int):
+    """Sort spans by length, longest first, so that digit position j touches only a prefix.
+
+    Returns (order, sorted starts, counts) where counts[j] = number of spans longer than j.
+    Work of a digit loop is then proportional to the characters, not n * max length.
+    """
+    ln = np.minimum(length, max_len + 1).astype(np.int16)
+    order = np.argsort(-ln, kind="stable")
+    sl = ln[order]
+    maxl = int(sl[0]) if sl.size else 0
+    # counts[j] = #spans with length > j; lengths are sorted descending
+    counts = np.searchsorted(-sl, -np.arange(maxl, dtype=np.int16), side="left")
+    return order, start[order], counts
 
 
 def parse_uint(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
-               allow_0x: bool = False, max_digits: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               allow_0x: bool = False, max_digits: int | None = None,
+               digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Unsigned integers in ``base`` (10 or 16) of the spans ``[start, end)``.
+
+    ``digits`` is an optional precomputed ``digit_values(buf)`` (saves one lookup per character).
 
     Returns ``(values uint64, ok bool)``; ``ok`` is False for empty spans, spans
     with a non-digit, or more digits than fit (16 hex / 20 decimal).
@@ -56,32 +63,60 @@ def parse_uint(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
     if n == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
     if allow_0x:
-        pre = (end - start >= 3) & (buf[np.minimum(start, buf.size - 1)] == 48) & (
-            (buf[np.minimum(start + 1, buf.size - 1)] | 32) == ord("x"))
-        start = start + 2 * pre
+        s1 = np.minimum(start + 1, buf.size - 1)
+        pre = (buf[s1] | 32) == ord("x")
+        if pre.any():
+            pre &= (end - start >= 3) & (buf[start] == 48)
+            start = start + 2 * pre
     length = end - start
     if max_digits is None:
         max_digits = 16 if base == 16 else 20
     ok = (length > 0) & (length <= max_digits)
+    if n and int(length.min()) == int(length.max()):  # fixed width column (masks, PCs)
+        order, s, counts = None, start, np.full(int(length[0]), n)
+    else:
+        order, s, counts = _by_length(start, length, max_digits)
     val = np.zeros(n, dtype=np.uint64)
-    maxlen = int(min(length.max(initial=0), max_digits))
-    last = buf.size - 1
     b = np.uint64(base)
-    for j in range(maxlen):
-        act = length > j
-        d = _DIGIT[buf[np.minimum(start + j, last)]]
-        ok &= ~act | (d < base)
-        val = np.where(act, val * b + d.astype(np.uint64), val)
+    dig = _DIGIT if digits is None else None
+    pos = s.copy()
+    for j in range(min(len(counts), max_digits)):
+        c = int(counts[j])
+        p = pos[:c]
+        d = dig[buf[p]] if digits is None else digits[p]
+        if int(d.max(initial=0)) >= base:
+            bad = np.zeros(n, dtype=bool)
+            bad[:c] = d >= base
+            ok &= ~(bad if order is None else _unsort(bad, order))
+            d = np.where(d >= base, 0, d).astype(np.uint8)
+        v = val[:c]
+        v *= b
+        v += d
+        p += 1
+    if order is not None:
+        val = _unsort(val, order)
     return val, ok
 
 
-def parse_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unsort(sorted_vals: np.ndarray, order: np.ndarray) -> np.ndarray:
+    out = np.empty_like(sorted_vals)
+    out[order] = sorted_vals
+    return out
+
+
+def digit_values(buf: np.ndarray) -> np.ndarray:
+    """Digit value (0-15, 255 = not a hex digit) of every byte of the buffer."""
+    return _DIGIT[buf]
+
+
+def parse_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray,
+              digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Signed decimal integers (optional leading ``-``) as int64."""
     start = np.asarray(start, dtype=np.int64)
     if start.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    neg = buf[np.minimum(start, buf.size - 1)] == ord("-")
-    mag, ok = parse_uint(buf, start + neg, end, 10, max_digits=19)
+    neg = buf[start] == ord("-")
+    mag, ok = parse_uint(buf, start + neg, end, 10, max_digits=19, digits=digits)
     v = mag.astype(np.int64)
     return np.where(neg, -v, v), ok
 
@@ -90,25 +125,28 @@ def span_hash(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
     """64-bit FNV-style hash of each span, used to intern opcode strings without Python objects."""
     n = start.shape[0]
     length = end - start
-    h = np.full(n, 1469598103934665603, dtype=np.uint64) ^ length.astype(np.uint64)
+    order, s, counts = _by_length(start, length, 1 << 14)
+    h = np.full(n, 1469598103934665603, dtype=np.uint64) ^ length[order].astype(np.uint64)
     prime = np.uint64(1099511628211)
-    last = buf.size - 1
-    for j in range(int(length.max(initial=0))):
-        act = length > j
-        c = buf[np.minimum(start + j, last)].astype(np.uint64)
-        h = np.where(act, (h ^ c) * prime, h)
-    return h
+    for j in range(len(counts)):
+        c = int(counts[j])
+        v = h[:c]
+        v ^= buf[s[:c] + j]
+        v *= prime
+    return _unsort(h, order)
 
 
 def spans_equal(buf: np.ndarray, s1, e1, s2, e2) -> np.ndarray:
     """Elementwise byte equality of two span sets."""
     l1 = e1 - s1
     eq = l1 == (e2 - s2)
-    last = buf.size - 1
-    for j in range(int(l1.max(initial=0))):
-        act = l1 > j
-        eq &= ~act | (buf[np.minimum(s1 + j, last)] == buf[np.minimum(s2 + j, last)])
-    return eq
+    order, a, counts = _by_length(s1, l1, 1 << 14)
+    b = s2[order]
+    eqs = eq[order]
+    for j in range(len(counts)):
+        c = int(counts[j])
+        eqs[:c] &= buf[a[:c] + j] == buf[np.minimum(b[:c] + j, buf.size - 1)]
+    return _unsort(eqs, order)
 
 
 def ragged_arange(counts: np.ndarray) -> np.ndarray:

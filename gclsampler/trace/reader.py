@@ -227,11 +227,11 @@ class _Body:
         if buf.size and buf[-1] != 10:
             self.nl = np.append(self.nl, buf.size)
         self.n_lines = self.nl.shape[0]
-        tline = np.searchsorted(self.nl, self.ts)
-        self.line_ntok = np.bincount(tline, minlength=self.n_lines).astype(np.int64)
+        tok_end = np.searchsorted(self.ts, self.nl)  # tokens starting before each newline
         self.line_tok0 = np.zeros(self.n_lines, dtype=np.int64)
-        if self.n_lines > 1:
-            np.cumsum(self.line_ntok[:-1], out=self.line_tok0[1:])
+        self.line_tok0[1:] = tok_end[:-1]
+        self.line_ntok = tok_end - self.line_tok0
+        self.digits = T.digit_values(buf)
 
     def fail(self, line_idx: int, field: str, message: str):
         raise TraceFormatError(self.path, self.line0 + int(line_idx) + 1, field, message)
@@ -253,7 +253,7 @@ class _Body:
         return bytes(self.buf[self.ts[t]:self.te[t]]).decode("utf-8", "replace")
 
     def uint(self, tok, lines, field, base, allow_0x=False, max_value=None):
-        v, ok = T.parse_uint(self.buf, self.ts[tok], self.te[tok], base, allow_0x=allow_0x)
+        v, ok = T.parse_uint(self.buf, self.ts[tok], self.te[tok], base, allow_0x=allow_0x, digits=self.digits)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             kind = "hex" if base == 16 else "decimal"
@@ -264,7 +264,7 @@ class _Body:
         return v
 
     def sint(self, tok, lines, field):
-        v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok])
+        v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok], digits=self.digits)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not a decimal integer")
@@ -291,7 +291,7 @@ class _Body:
         special[isP & (c1 == Tt) & (length == 2)] = 512 + 7
         special[isUR & (c2 == Z) & (length == 3)] = 256 + 63
         special[isUP & (c2 == Tt) & (length == 3)] = 640 + 7
-        num, ok = T.parse_uint(buf, s + plen, e, 10, max_digits=3)
+        num, ok = T.parse_uint(buf, s + plen, e, 10, max_digits=3, digits=self.digits)
         num = num.astype(np.int64)
         ok &= (base >= 0) & (num < limit)
         code = np.where(special >= 0, special, base + num)

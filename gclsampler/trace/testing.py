@@ -21,7 +21,8 @@ _REG_POOL = np.array(list(range(0, 40)) + [255, 256 + 3, 256 + 63, 512, 512 + 7,
 def random_kernel_trace(rng: np.random.Generator, *, n_warps: int = 4, max_insts: int = 20,
                         line_num: bool = False, imm: bool = True, values: bool = True,
                         max_dst: int = 2, max_src: int = 4, kernel_id: int = 1,
-                        mem_frac: float = 0.3) -> KernelTrace:
+                        mem_frac: float = 0.3, dense: bool = False) -> KernelTrace:
+    """``dense=True`` mimics real tracer output: mostly full masks and coalesced addresses."""
     grid = (int(rng.integers(1, 4)), int(rng.integers(1, 3)), 1)
     block = (32 * int(rng.integers(1, 5)), 1, 1)
     wpc = block[0] // 32
@@ -40,6 +41,8 @@ def random_kernel_trace(rng: np.random.Generator, *, n_warps: int = 4, max_insts
                                 dtype=np.uint32), size=N)
     rand_masks = rng.integers(0, 2**32, size=N, dtype=np.uint64).astype(np.uint32)
     masks = np.where(rng.random(N) < 0.3, rand_masks, masks).astype(np.uint32)
+    if dense:
+        masks = np.where(rng.random(N) < 0.9, np.uint32(0xFFFFFFFF), masks).astype(np.uint32)
     ops_used = rng.integers(0, len(OPCODES), size=N)
     # opcode table in order of first appearance
     uniq, first = np.unique(ops_used, return_index=True)
@@ -68,7 +71,7 @@ def random_kernel_trace(rng: np.random.Generator, *, n_warps: int = 4, max_insts
     np.cumsum(na, out=addr_ptr[1:])
     A = int(addr_ptr[-1])
     base = np.repeat(rng.integers(0, 2**48, size=N, dtype=np.uint64), na)
-    style = np.repeat(rng.integers(0, 3, size=N), na)
+    style = np.repeat(rng.choice(np.array([0, 0, 0, 0, 2]) if dense else np.arange(3), size=N), na)
     r = T.ragged_arange(na).astype(np.uint64)
     stride = np.repeat(rng.choice(np.array([4, 8, 16, 0, 128], dtype=np.uint64), size=N), na)
     addrs = np.where(style == 0, base + r * stride,
@@ -87,7 +90,8 @@ def random_kernel_trace(rng: np.random.Generator, *, n_warps: int = 4, max_insts
         opcode=opcode, opcode_table=table, dst=dst, src=src, mem_width=mw,
         addr_ptr=addr_ptr, addrs=addrs.astype(np.uint64),
         line_num=rng.integers(0, 5000, size=N).astype(np.int32) if line_num else None,
-        imm=rng.integers(-2**40, 2**40, size=N).astype(np.int64) if imm else None,
+        imm=(np.where(rng.random(N) < (0.95 if dense else 0.2), 0, rng.integers(-2**40, 2**40, size=N))
+             .astype(np.int64) if imm else None),
     )
     if values:
         rows = nd + ns
@@ -97,7 +101,7 @@ def random_kernel_trace(rng: np.random.Generator, *, n_warps: int = 4, max_insts
         np.cumsum(nv, out=vptr[1:])
         V = int(vptr[-1])
         rk = np.repeat(k[with_v & (rows > 0)], rows[with_v & (rows > 0)]) if V else np.zeros(0, np.int64)
-        kind = np.repeat(rng.integers(0, 4, size=rk.size), rk)
+        kind = np.repeat(rng.choice(np.array([0, 0, 1, 2, 3]) if dense else np.arange(4), size=rk.size), rk)
         rb = np.repeat(rng.integers(0, 2**32, size=rk.size, dtype=np.uint64), rk)
         rr = T.ragged_arange(rk).astype(np.uint64)
         vals = np.where(kind == 0, rb, np.where(kind == 1, rb + rr * np.uint64(4),

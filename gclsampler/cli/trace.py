@@ -1,0 +1,99 @@
+"""``gclsampler trace``: inspect, group and export NVBit/Accel-Sim kernel traces."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _parse_invocations(text: str | None) -> list[int] | None:
+    """``0,3,7-9`` or a file with one id per line (``@ids.txt``)."""
+    if text is None:
+        return None
+    if text.startswith("@"):
+        with open(text[1:]) as f:
+            text = ",".join(s.strip() for s in f if s.strip())
+    out: list[int] = []
+    for part in text.replace(" ", ",").split(","):
+        if not part:
+            continue
+        if "-" in part[1:]:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def _info(args) -> int:
+    from gclsampler.trace import trace_info
+
+    info = trace_info(args.dir, top=args.top)
+    if args.json:
+        json.dump(info, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    w = sys.stdout.write
+    w(f"workload            {args.dir}\n")
+    w(f"invocations         {info['invocations']}\n")
+    w(f"unique kernel names {info['unique_kernel_names']}\n")
+    w(f"instructions        {info['instructions']}  (warp-level, dynamic)\n")
+    w(f"warps               {info['warps']}\n")
+    w(f"CTAs                {info['ctas']}\n")
+    w(f"bytes on disk       {info['bytes']}\n")
+    w(f"top-{args.top} opcodes:\n")
+    tot = max(info["instructions"], 1)
+    for row in info["opcode_top"]:
+        w(f"  {row['opcode']:<16} {row['count']:>12}  {100.0 * row['count'] / tot:5.1f}%\n")
+    if args.per_invocation:
+        w("invocation  instructions  warps  CTAs  kernel\n")
+        for r in info["per_invocation"]:
+            w(f"{r['invocation']:>10}  {r['instructions']:>12}  {r['warps']:>5}  {r['ctas']:>4}  {r['kernel_name']}\n")
+    return 0
+
+
+def _export(args) -> int:
+    from gclsampler.trace import export_accelsim
+
+    paths = export_accelsim(args.src, args.dst, invocations=_parse_invocations(args.invocations))
+    print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
+    return 0
+
+
+def _group(args) -> int:
+    from gclsampler.trace import group_raw_dir
+
+    paths = group_raw_dir(args.raw_dir, args.out_dir, values=not args.no_values, compress=args.compress,
+                          dedup_ldgsts=not args.keep_ldgsts_pairs)
+    print(f"grouped {len(paths)} traces into {args.out_dir}")
+    return 0
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="trace_cmd", metavar="SUBCOMMAND")
+
+    p = sub.add_parser("info", help="invocations, kernels, instructions, warps, CTAs, top opcodes, bytes")
+    p.add_argument("dir", help="workload directory (kernelslist.g + kernel-N.traceg[.gz|.xz|.zst])")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--top", type=int, default=10, help="opcodes in the histogram (default 10)")
+    p.add_argument("--per-invocation", action="store_true", help="also list every invocation")
+    p.set_defaults(handler=_info)
+
+    p = sub.add_parser("export-accelsim",
+                       help="plain Accel-Sim traces (values stripped, <=1 dst/<=4 src) + kernelslist.g")
+    p.add_argument("src", help="workload directory")
+    p.add_argument("dst", help="output directory for Accel-Sim")
+    p.add_argument("--invocations", default=None,
+                   help="0-based invocation ids, e.g. '0,5,7-9' or '@ids.txt' (default: all)")
+    p.set_defaults(handler=_export)
+
+    p = sub.add_parser("group", help="raw NVBit kernel-N.trace[.xz] -> grouped kernel-N.traceg")
+    p.add_argument("raw_dir", help="directory with kernelslist and kernel-N.trace files")
+    p.add_argument("out_dir", help="output workload directory")
+    p.add_argument("--compress", default="", choices=["", ".gz", ".xz", ".zst"],
+                   help="compress the grouped traces (default: plain text)")
+    p.add_argument("--no-values", action="store_true", help="drop gclsampler register values")
+    p.add_argument("--keep-ldgsts-pairs", action="store_true",
+                   help="keep both NVBit records of each LDGSTS (Accel-Sim keeps the second)")
+    p.set_defaults(handler=_group)
