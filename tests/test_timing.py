@@ -1,0 +1,231 @@
+"""Behaviour of the synthetic timing model (gclsampler.synth.timing).
+
+Kernels are built directly as KernelTrace arrays: every warp runs ``iters``
+iterations of [LDG?, STG?, FFMA x n_fp, IADD3] and ends with EXIT.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gclsampler.synth.arch import ARCHS
+from gclsampler.synth.timing import (
+    METRICS, CacheState, TimingConfig, TimingError, WorkSummary, classify_opcodes, occupancy,
+    simulate, OPCODE_CLASSES,
+)
+from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
+
+BASE = 0x7F0000000000
+OPS = ("LDG.E", "STG.E", "FFMA", "IADD3", "EXIT", "HMMA.16816.F32")
+
+
+def make_work(grid=(256, 1, 1), block=(128, 1, 1), nregs=32, shmem=0, iters=8, n_fp=8,
+              mem: str | None = "resident", footprint=16 * 1024, store=False, sample_ctas=4,
+              n_mma=0, base=BASE, kid=1) -> WorkSummary:
+    n_ctas = grid[0] * grid[1] * grid[2]
+    wpc = -(-(block[0] * block[1] * block[2]) // 32)
+    ids = np.unique(np.linspace(0, n_ctas - 1, min(n_ctas, sample_ctas)).round().astype(np.int64))
+    body = ([0] if mem else []) + ([1] if store else []) + [2] * n_fp + [5] * n_mma + [3]
+    prog = np.array(body * iters + [4], dtype=np.int32)
+    it_of = np.array([i for i in range(iters) for _ in body] + [iters - 1], dtype=np.int64)
+    L = prog.size
+    W = ids.size * wpc
+    cta_of_w = np.repeat(ids, wpc)
+    warp_in_cta = np.tile(np.arange(wpc), ids.size)
+    opcode = np.tile(prog, W)
+    it = np.tile(it_of, W)
+    w_of = np.repeat(np.arange(W), L)
+    n = opcode.size
+    is_mem = (opcode == 0) | (opcode == 1)
+    gw = cta_of_w[w_of] * wpc + warp_in_cta[w_of]  # global warp id
+    if mem == "stream":
+        line = (gw * iters + it) * 2 + (opcode == 1)
+    else:  # resident: a small footprint shared by every CTA
+        lines = max(1, footprint // 128)
+        line = (warp_in_cta[w_of] * iters + it) % lines
+    addr0 = base + line.astype(np.int64) * 128
+    counts = np.where(is_mem, 32, 0)
+    addr_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    addrs = (np.repeat(addr0[is_mem], 32) + np.tile(np.arange(32) * 4, int(is_mem.sum()))).astype(np.uint64)
+    cta_xyz = np.stack([cta_of_w % grid[0], (cta_of_w // grid[0]) % grid[1],
+                        cta_of_w // (grid[0] * grid[1])], axis=1).astype(np.int32)
+    trace = KernelTrace(
+        header=KernelHeader(name="k", kernel_id=kid, grid=grid, block=block, shmem=shmem, nregs=nregs),
+        warp_cta=cta_xyz, warp_id=warp_in_cta.astype(np.int32),
+        warp_ptr=(np.arange(W + 1) * L).astype(np.int64),
+        pc=np.tile(np.arange(L) * 16, W).astype(np.int64),
+        mask=np.full(n, 0xFFFFFFFF, dtype=np.uint32),
+        opcode=opcode, opcode_table=OPS,
+        dst=np.full((n, 1), NO_REG, np.int16), src=np.full((n, 2), NO_REG, np.int16),
+        mem_width=np.where(is_mem, 4, 0).astype(np.int32),
+        addr_ptr=addr_ptr, addrs=addrs,
+    )
+    return WorkSummary(header=trace.header, sample=trace, sample_cta_ids=ids,
+                       insts_scale=n_ctas / ids.size)
+
+
+NOJIT = TimingConfig(jitter_cov_compute=0.0, jitter_cov_memory=0.0)
+
+
+def run(work, arch="ampere", cache=None, cfg=NOJIT, seed=0):
+    return simulate(ARCHS[arch], work, cache, np.random.default_rng(seed), cfg)
+
+
+def test_returns_exactly_the_profile_metrics():
+    m, st = run(make_work())
+    assert list(m) == METRICS and len(METRICS) == 22
+    assert all(isinstance(v, float) and np.isfinite(v) for v in m.values())
+    assert isinstance(st, CacheState) and st.arch == "ampere"
+
+
+@pytest.mark.parametrize("mem", ["resident", "stream", None])
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_rates_are_bounded(mem, arch):
+    m, _ = run(make_work(mem=mem, store=True), arch=arch)
+    for k in ("l1_hit_rate", "l2_hit_rate", "achieved_occupancy"):
+        assert 0.0 <= m[k] <= 1.0, k
+    assert 0.0 <= m["pka_divergence_efficiency"] <= 32.0
+    assert m["time_ns"] > 0 and m["cycles"] >= 1 and m["ipc"] > 0
+
+
+def test_pka_counts_scale_to_the_whole_kernel():
+    w = make_work(grid=(512, 1, 1), iters=4, store=True, mem="stream")
+    m, _ = run(w)
+    warps = 512 * 4
+    assert m["pka_thread_blocks"] == 512
+    assert m["pka_thread_global_loads"] == pytest.approx(warps * 4)
+    assert m["pka_thread_global_stores"] == pytest.approx(warps * 4)
+    # 32 consecutive 4-byte lanes = 128 B = 4 sectors per warp-instruction
+    assert m["pka_coalesced_global_loads"] == pytest.approx(warps * 4 * 4)
+    assert m["pka_instructions"] == m["inst_executed"] == pytest.approx(w.sample.n_insts * w.insts_scale)
+    assert m["pka_divergence_efficiency"] == pytest.approx(32.0)
+    assert m["warp_inst_executed_mean"] == pytest.approx(m["inst_executed"] / warps)
+
+
+def test_streaming_traffic_lowers_hit_rate_and_costs_time():
+    kw = dict(grid=(2048, 1, 1), iters=16, n_fp=2)
+    res, _ = run(make_work(mem="resident", footprint=8 * 1024, **kw))
+    stream, _ = run(make_work(mem="stream", **kw))
+    assert stream["l2_hit_rate"] < res["l2_hit_rate"]
+    assert stream["l1_hit_rate"] < res["l1_hit_rate"]
+    assert stream["time_ns"] > 1.5 * res["time_ns"]
+
+
+# CUDA occupancy calculator, known cases (CC 8.6: 48 warps, 16 CTAs, 64K regs, 100 KB smem)
+@pytest.mark.parametrize("threads,nregs,shmem,ctas,limiter", [
+    (256, 32, 0, 6, "warps"),  # 8 warps/CTA -> 48/8
+    (256, 64, 0, 4, "registers"),  # 2048 regs/warp -> 32 warps -> 4 CTAs
+    (128, 128, 0, 4, "registers"),  # 4096 regs/warp -> 4 warps per sub-partition -> 16 warps
+    (64, 16, 0, 16, "ctas"),  # 2 warps/CTA, CTA limit 16
+    (128, 32, 48 * 1024, 2, "shared"),  # (48K+1K) rounded -> 2 per 100 KB
+    (512, 64, 0, 2, "registers"),  # 16 warps/CTA: 32 register-limited warps -> 2
+])
+def test_occupancy_matches_cuda_rules_ampere(threads, nregs, shmem, ctas, limiter):
+    o = occupancy(ARCHS["ampere"], threads, nregs, shmem)
+    assert (o.ctas_per_sm, o.limiter) == (ctas, limiter)
+
+
+def test_occupancy_turing_and_ada_limits():
+    assert occupancy(ARCHS["turing"], 256, 32, 0).ctas_per_sm == 4  # 32 warps max
+    assert occupancy(ARCHS["turing"], 128, 32, 20 * 1024).ctas_per_sm == 3  # 64 KB smem, no reserve
+    assert occupancy(ARCHS["ada"], 64, 16, 0).ctas_per_sm == 24  # CC 8.9: 24 CTAs
+    assert occupancy(ARCHS["ampere"], 256, 255, 0).ctas_per_sm == 1
+
+
+def test_occupancy_rejects_impossible_launches():
+    with pytest.raises(TimingError, match="nregs"):
+        occupancy(ARCHS["ampere"], 128, 300, 0)
+    with pytest.raises(TimingError, match="shmem"):
+        occupancy(ARCHS["turing"], 128, 32, 80 * 1024)
+    with pytest.raises(TimingError, match="registers"):  # 1024 x 72 regs > 64K register file
+        occupancy(ARCHS["ampere"], 1024, 72, 0)
+    with pytest.raises(TimingError, match="block"):
+        occupancy(ARCHS["ampere"], 2048, 32, 0)
+
+
+def test_reported_occupancy_follows_the_limits():
+    lo, _ = run(make_work(grid=(4096, 1, 1), block=(256, 1, 1), nregs=128, mem=None))
+    hi, _ = run(make_work(grid=(4096, 1, 1), block=(256, 1, 1), nregs=32, mem=None))
+    assert lo["achieved_occupancy"] <= 16 / 48 + 1e-9
+    assert hi["achieved_occupancy"] > lo["achieved_occupancy"]
+
+
+def test_time_is_linear_in_grid_beyond_one_wave():
+    one_wave = 80 * 4  # ampere: 80 SMs x 4 CTAs of 8 warps (64 regs)
+    kw = dict(block=(256, 1, 1), nregs=64, mem=None, n_fp=16, iters=32)
+    part = {g: run(make_work(grid=(g, 1, 1), **kw))[0]["time_ns"] for g in (8, 80)}
+    assert part[80] / part[8] < 1.2  # under one wave, more CTAs run side by side
+    t = {w: run(make_work(grid=(w * one_wave, 1, 1), **kw))[0]["time_ns"] for w in (4, 8, 16)}
+    assert t[8] / t[4] == pytest.approx(2.0, rel=0.1)
+    assert t[16] / t[8] == pytest.approx(2.0, rel=0.1)
+    assert t[4] > 3 * part[80]
+
+
+@pytest.mark.parametrize("mem,cov", [(None, 0.01), ("stream", 0.05)])
+def test_jitter_has_the_configured_cov(mem, cov):
+    cfg = TimingConfig(jitter_cov_compute=0.01, jitter_cov_memory=0.05)
+    w = make_work(grid=(4096, 1, 1), mem=mem, n_fp=1 if mem else 16, iters=8)
+    times = np.array([run(w, cfg=cfg, seed=s)[0]["time_ns"] for s in range(200)])
+    sample_cov = times.std(ddof=1) / times.mean()
+    assert sample_cov == pytest.approx(cov, rel=0.2)
+
+
+def test_memory_bound_kernels_jitter_more():
+    cfg = TimingConfig()
+    mk = lambda mem: make_work(grid=(2048, 1, 1), mem=mem, n_fp=1 if mem else 16)  # noqa: E731
+    covs = []
+    for mem in (None, "stream"):
+        x = np.array([run(mk(mem), cfg=cfg, seed=s)[0]["time_ns"] for s in range(60)])
+        covs.append(x.std() / x.mean())
+    assert covs[1] > 2 * covs[0]
+
+
+def test_determinism_under_a_seed():
+    w = make_work(mem="stream")
+    a = run(w, cfg=TimingConfig(), seed=7)[0]
+    b = run(w, cfg=TimingConfig(), seed=7)[0]
+    assert a == b
+
+
+def test_warm_cache_makes_a_repeated_kernel_faster():
+    small = make_work(grid=(64, 1, 1), mem="resident", footprint=256 * 1024, iters=32, n_fp=1)
+    flush = make_work(grid=(8192, 1, 1), mem="stream", iters=32, base=BASE + (1 << 36), kid=2)
+    cold, st = run(small)
+    warm, st = run(small, cache=st)
+    _, st = run(flush, cache=st)
+    flushed, _ = run(small, cache=st)
+    assert warm["l2_hit_rate"] > cold["l2_hit_rate"]
+    assert warm["time_ns"] < flushed["time_ns"]
+    assert flushed["l2_hit_rate"] < warm["l2_hit_rate"]
+    # without carrying state, the second run looks like the first
+    nocarry = TimingConfig(jitter_cov_compute=0.0, jitter_cov_memory=0.0, carry_cache_state=False)
+    again, _ = run(small, cache=st, cfg=nocarry)
+    assert again["time_ns"] == pytest.approx(cold["time_ns"])
+
+
+def test_cache_state_of_another_arch_is_rejected():
+    _, st = run(make_work(), arch="turing")
+    with pytest.raises(TimingError, match="cache"):
+        run(make_work(), arch="ada", cache=st)
+
+
+def test_ada_beats_turing_on_compute_bound_kernel():
+    w = make_work(grid=(8192, 1, 1), mem=None, n_fp=32)
+    t = {a: run(w, arch=a)[0]["time_ns"] for a in ARCHS}
+    assert t["ada"] < t["ampere"] < t["turing"]
+
+
+def test_tensor_work_is_limited_by_mma_rate():
+    base = run(make_work(grid=(8192, 1, 1), mem=None, n_fp=4))[0]["time_ns"]
+    mma = run(make_work(grid=(8192, 1, 1), mem=None, n_fp=4, n_mma=8))[0]["time_ns"]
+    assert mma > 2 * base
+
+
+def test_opcode_classes_from_base_opcode():
+    table = ("LDG.E.128", "STG.E", "ATOMG.E.ADD", "RED.E.ADD", "LDS.U", "STS.128", "LDSM.16.M88.4",
+             "LDL", "STL", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "FFMA", "MUFU.EX2", "IMAD.WIDE",
+             "BRA", "BAR.SYNC", "DFMA")
+    got = [OPCODE_CLASSES[c] for c in classify_opcodes(table)]
+    assert got == ["ldg", "stg", "atom", "atom", "lds", "sts", "lds", "ldl", "stl", "ldgsts", "tensor",
+                   "fp32", "sfu", "int", "ctrl", "sync", "fp64"]
