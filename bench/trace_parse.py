@@ -42,7 +42,7 @@ def make_kernel(path: Path, mb: float, seed: int, values: bool) -> int:
     t = dataclasses.replace(t, warp_cta=np.zeros_like(t.warp_cta),
                             warp_id=np.arange(t.n_warps, dtype=np.int32),
                             header=dataclasses.replace(t.header, block=(32 * t.n_warps, 1, 1)))
-    text = render(t, values=values)
+    text = render(t, values=values).decode()
     head, _, body = text.partition("\n#BEGIN_TB\n")
     body = "\n#BEGIN_TB\n" + body
     n_cta = max(1, int(mb * 1e6 / len(body)))

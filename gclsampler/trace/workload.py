@@ -133,7 +133,7 @@ def _check_limits(t: KernelTrace, path: str) -> None:
                 f"accepts at most {lim}")
 
 
-def accelsim_text(t: KernelTrace) -> str:
+def accelsim_text(t: KernelTrace) -> bytes:
     """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid."""
     import dataclasses
 
@@ -179,7 +179,7 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     for info in _progress(infos, len(infos), "export"):
         t = read_kernel(src_dir / info.path)
         name = f"kernel-{info.header.kernel_id}.traceg"
-        write_bytes_atomic(dst_dir / name, accelsim_text(t).encode())
+        write_bytes_atomic(dst_dir / name, accelsim_text(t))
         names.append(name)
         written.append(dst_dir / name)
     write_kernelslist(dst_dir, names)
@@ -210,7 +210,7 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
         if base.endswith(".trace"):
             base += "g"
         name = base + compress
-        write_bytes_atomic(out_dir / name, render(t, values=values).encode())
+        write_bytes_atomic(out_dir / name, render(t, values=values))
         lines.append(name)
         written.append(out_dir / name)
     write_kernelslist(out_dir, lines)

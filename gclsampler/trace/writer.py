@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gclsampler.trace import _fmt as F
 from gclsampler.trace import _text as T
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace, reg_name
 
@@ -122,36 +123,70 @@ def _value_rows(vals: np.ndarray, k_rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return enc, stride
 
 
-def trace_lines(t: KernelTrace, *, values: bool = True, imm: bool = True,
-                keep_regs: np.ndarray | None = None) -> list[list[str]]:
-    """Instruction lines per warp as strings (no newline)."""
+_REG_TABLE = None
+
+
+def _reg_table():
+    global _REG_TABLE
+    if _REG_TABLE is None:
+        names = []
+        for c in range(648):
+            try:
+                names.append(reg_name(c).encode())
+            except ValueError:
+                names.append(b"?")
+        _REG_TABLE = F.table_tokens(names)
+    return _REG_TABLE
+
+
+def _ragged_regs(a: KernelTrace, regs: np.ndarray, asm: F.LineAssembler) -> None:
+    rows, cols = np.nonzero(regs != NO_REG)
+    if rows.size:
+        M, L = _reg_table()
+        codes = regs[rows, cols].astype(np.int64)
+        asm.add(rows, M[codes], L[codes])
+
+
+def _count_tokens(regs: np.ndarray, asm: F.LineAssembler) -> None:
+    n = (regs != NO_REG).sum(axis=1)
+    asm.add(np.arange(regs.shape[0]), *F.dec_tokens(n))
+
+
+def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -> tuple[bytes, np.ndarray]:
+    """All instruction lines (warp order) as one byte string plus (N+1) line offsets."""
     n = t.n_insts
+    allv = np.arange(n, dtype=np.int64)
+    asm = F.LineAssembler(n)
     k = T.popcount32(t.mask) if n else np.zeros(0, np.int64)
+    if t.line_num is not None:
+        asm.add(allv, *F.dec_tokens(t.line_num.astype(np.int64)))
+    asm.add(allv, *F.hex_tokens(t.pc.astype(np.uint64), 4))
+    asm.add(allv, *F.hex_tokens(t.mask.astype(np.uint64), 8))
+    _count_tokens(t.dst, asm)
+    _ragged_regs(t, t.dst, asm)
+    om, ol = F.table_tokens([o.encode() for o in t.opcode_table])
+    asm.add(allv, om[t.opcode], ol[t.opcode])
+    _count_tokens(t.src, asm)
+    _ragged_regs(t, t.src, asm)
+    asm.add(allv, *F.dec_tokens(t.mem_width.astype(np.int64)))
+    # addresses
     mode, stride = _addr_modes(t, k)
-    pcs = [format(x, "04x") for x in t.pc.tolist()]
-    masks = [format(x, "08x") for x in t.mask.tolist()]
-    ops = t.opcode_table
-    opc = t.opcode.tolist()
-    mw = t.mem_width.tolist()
-    reg_names = {}
-
-    def rn(c):
-        s = reg_names.get(c)
-        if s is None:
-            s = reg_names[c] = reg_name(c)
-        return s
-
-    dst = t.dst.tolist()
-    src = t.src.tolist()
-    ln = t.line_num.tolist() if t.line_num is not None else None
-    im = t.imm.tolist() if (t.imm is not None and imm) else None
-    addrs = t.addrs.tolist()
-    ap = t.addr_ptr.tolist()
-    modes = mode.tolist()
-    strides = stride.tolist()
-    # value rows
-    use_vals = values and t.values is not None
-    if use_vals:
+    mem = np.flatnonzero(t.mem_width > 0)
+    if mem.size:
+        asm.add(mem, *F.dec_tokens(mode[mem].astype(np.int64)))
+        wb = mem[mode[mem] > 0]
+        asm.add(wb, *F.hex_tokens(t.addrs[t.addr_ptr[wb]], 1, b"0x"))
+        m1 = mem[mode[mem] == 1]
+        asm.add(m1, *F.dec_tokens(stride[m1]))
+        m2 = mem[mode[mem] == 2]
+        nd = (t.addr_ptr[m2 + 1] - t.addr_ptr[m2]) - 1
+        if int(nd.sum()):
+            idx = np.repeat(t.addr_ptr[m2] + 1, nd) + T.ragged_arange(nd)
+            a = t.addrs.view(np.int64)
+            asm.add(np.repeat(m2, nd), *F.dec_tokens(a[idx] - a[idx - 1]))
+    if imm and t.imm is not None:
+        asm.add(allv, *F.dec_tokens(t.imm))
+    if values and t.values is not None:
         vp = t.value_ptr
         nv = vp[1:] - vp[:-1]
         rows = (t.dst != NO_REG).sum(axis=1) + (t.src != NO_REG).sum(axis=1)
@@ -161,95 +196,72 @@ def trace_lines(t: KernelTrace, *, values: bool = True, imm: bool = True,
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"instruction {i}: {int(nv[i])} values but {int(rows[i])} operands x "
                              f"{int(k[i])} lanes")
-        krow = np.repeat(k[withv], rows[withv])
-        enc, vstride = _value_rows(t.values[vp[0]:vp[-1]] if vp.size else t.values, krow)
-        row_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.where(withv, rows, 0), out=row_ptr[1:])
-        enc_l = enc.tolist()
-        vstr = vstride.tolist()
-        vals = t.values.tolist()
-        vpl = vp.tolist()
-        rpl = row_ptr.tolist()
-        kl = k.tolist()
-    out = []
-    for w in range(t.n_warps):
-        lines = []
-        for i in range(int(t.warp_ptr[w]), int(t.warp_ptr[w + 1])):
-            parts = []
-            if ln is not None:
-                parts.append(str(ln[i]))
-            ds = [rn(c) for c in dst[i] if c != NO_REG]
-            ss = [rn(c) for c in src[i] if c != NO_REG]
-            parts += [pcs[i], masks[i], str(len(ds)), *ds, ops[opc[i]], str(len(ss)), *ss, str(mw[i])]
-            if mw[i] > 0:
-                a0, a1 = ap[i], ap[i + 1]
-                md = modes[i]
-                if md == 0:
-                    parts.append("0")
-                elif md == 1:
-                    parts += ["1", f"0x{addrs[a0]:x}", str(strides[i])]
-                else:
-                    parts += ["2", f"0x{addrs[a0]:x}"]
-                    prev = addrs[a0]
-                    for a in addrs[a0 + 1:a1]:
-                        dlt = (a - prev) & 0xFFFFFFFFFFFFFFFF
-                        parts.append(str(dlt - (1 << 64) if dlt >= 1 << 63 else dlt))
-                        prev = a
-            if im is not None:
-                parts.append(str(im[i]))
-            if use_vals and vpl[i + 1] > vpl[i]:
-                parts.append("|")
-                kk = kl[i]
-                base = vpl[i]
-                for r in range(rpl[i], rpl[i + 1]):
-                    row = vals[base:base + kk]
-                    base += kk
-                    e = enc_l[r]
-                    if e == 61:  # '='
-                        parts.append(f"={row[0]:x}")
-                    elif e == 43:  # '+'
-                        parts += [f"+{row[0]:x}", str(vstr[r])]
-                    elif e == 126:  # '~'
-                        parts.append(f"~{row[0]:x}")
-                        prev = row[0]
-                        for v in row[1:]:
-                            dlt = (v - prev) & 0xFFFFFFFF
-                            parts.append(str(dlt - (1 << 32) if dlt >= 1 << 31 else dlt))
-                            prev = v
+        wi = np.flatnonzero(withv)
+        if wi.size:
+            asm.add(wi, np.full((wi.size, 1), ord("|"), np.uint8), np.ones(wi.size, np.int64))
+            krow = np.repeat(k[wi], rows[wi])
+            rstart = np.repeat(vp[wi], rows[wi]) + T.ragged_arange(rows[wi]) * krow
+            gidx = np.repeat(rstart, krow) + T.ragged_arange(krow)
+            enc, vstride = _value_rows(t.values[gidx], krow)
+            row_ptr = np.zeros(wi.size + 1, dtype=np.int64)
+            np.cumsum(rows[wi], out=row_ptr[1:])
+            v64 = t.values.astype(np.int64)
+            for r in range(int(rows[wi].max(initial=0))):
+                sel = np.flatnonzero(rows[wi] > r)
+                lines = wi[sel]
+                g = row_ptr[sel] + r
+                st = rstart[g]
+                kk = krow[g]
+                e = enc[g]
+                heads = []
+                M, L = F.hex_tokens(t.values[st].astype(np.uint64), 1, b"=")
+                M[np.arange(M.shape[0]), M.shape[1] - L] = e
+                asm.add(lines, M, L)
+                m = e == ord("+")
+                asm.add(lines[m], *F.dec_tokens(vstride[g[m]]))
+                for ch in (ord("~"), ord(":")):
+                    m = e == ch
+                    nd = kk[m] - 1
+                    if not int(nd.sum()):
+                        continue
+                    idx = np.repeat(st[m] + 1, nd) + T.ragged_arange(nd)
+                    ln = np.repeat(lines[m], nd)
+                    if ch == ord(":"):
+                        asm.add(ln, *F.hex_tokens(t.values[idx].astype(np.uint64), 1))
                     else:
-                        parts.append(f":{row[0]:x}")
-                        parts += [f"{v:x}" for v in row[1:]]
-            lines.append(" ".join(parts))
-        out.append(lines)
-    return out
+                        d = ((v64[idx] - v64[idx - 1] + 2**31) & 0xFFFFFFFF) - 2**31
+                        asm.add(ln, *F.dec_tokens(d))
+                del heads
+    return asm.render()
 
 
 def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None = None,
-           cta_coords: np.ndarray | None = None) -> str:
-    """Whole grouped file as text. ``cta_coords`` overrides the per-warp CTA ids."""
+           cta_coords: np.ndarray | None = None) -> bytes:
+    """Whole grouped file. ``cta_coords`` overrides the per-warp CTA ids."""
     h = header or t.header
     has_vals = values and t.values is not None
     if (t.line_num is not None) != h.enable_lineinfo:
         raise ValueError("header.enable_lineinfo must be True exactly when line_num is present")
-    parts = [header_text(h, imm=t.imm is not None, values=has_vals)]
-    per_warp = trace_lines(t, values=values)
+    body, starts = instruction_text(t, values=values)
+    parts = [header_text(h, imm=t.imm is not None, values=has_vals).encode()]
     wc = t.warp_cta if cta_coords is None else cta_coords
     prev = None
+    wp = t.warp_ptr.tolist()
+    wcl = np.asarray(wc).tolist()
+    wid = t.warp_id.tolist()
     for w in range(t.n_warps):
-        cta = tuple(int(x) for x in wc[w])
+        cta = tuple(wcl[w])
         if cta != prev:
             if prev is not None:
-                parts.append("\n#END_TB\n")
-            parts.append(f"\n#BEGIN_TB\n\nthread block = {cta[0]},{cta[1]},{cta[2]}\n")
+                parts.append(b"\n#END_TB\n")
+            parts.append(f"\n#BEGIN_TB\n\nthread block = {cta[0]},{cta[1]},{cta[2]}\n".encode())
             prev = cta
-        body = per_warp[w]
-        parts.append(f"\nwarp = {int(t.warp_id[w])}\ninsts = {len(body)}\n")
-        if body:
-            parts.append("\n".join(body))
-            parts.append("\n")
+        a, b = wp[w], wp[w + 1]
+        parts.append(f"\nwarp = {wid[w]}\ninsts = {b - a}\n".encode())
+        parts.append(body[int(starts[a]):int(starts[b])])
     if prev is not None:
-        parts.append("\n#END_TB\n")
-    return "".join(parts)
+        parts.append(b"\n#END_TB\n")
+    return b"".join(parts)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
@@ -287,6 +299,5 @@ def write_kernel(trace: KernelTrace, path: str | os.PathLike, *, values: bool = 
     ``values=False`` drops gclsampler's register-value extension (plain Accel-Sim).
     Raises ``ValueError`` for an inconsistent ``KernelTrace`` (a bug in the caller).
     """
-    text = render(trace, values=values)
-    write_bytes_atomic(path, text.encode())
+    write_bytes_atomic(path, render(trace, values=values))
     return Path(path)
