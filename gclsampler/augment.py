@@ -1,0 +1,125 @@
+"""Contrastive views of trace graphs (GCL-Sampler paper 3.3.1, "Graph Augmentation").
+
+Pool: drop 15% of nodes with their incident edges, drop 15% of edges, Gaussian
+noise (sigma = 0.01) on node features. Each graph of each view draws one or two
+strategies from the pool at random; two views per kernel form the positive pair.
+
+Where the noise goes: on the 64-d *encoded* node features (after the token
+embeddings, PC encoding and stats), as the paper adds it "to node features". The
+augmentation only writes a per-graph ``noise_std`` field; the encoder adds
+``N(0, noise_std^2)`` to the features of that graph's nodes
+(``gclsampler.model.RGCNEncoder.node_features``). Doing it inside the model keeps
+augmentation independent of the embedding tables and lets the noise see learned
+features rather than raw token ids.
+
+Everything is vectorised over a whole batch (no per-graph Python loop) and drawn
+from an explicit ``torch.Generator`` so views are reproducible under a seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from gclsampler.errors import GclError
+
+STRATEGIES = ("node_drop", "edge_drop", "feature_noise")
+
+
+class AugmentConfigError(GclError):
+    """Bad ``augment.*`` value (message names the key)."""
+
+
+@dataclass
+class AugmentConfig:
+    """Paper defaults. ``pool`` is any non-empty subset of ``STRATEGIES``; each graph
+    draws between ``min_strategies`` and ``max_strategies`` distinct strategies."""
+
+    pool: List[str] = field(default_factory=lambda: list(STRATEGIES))
+    node_drop: float = 0.15
+    edge_drop: float = 0.15
+    feature_noise: float = 0.01
+    min_strategies: int = 1
+    max_strategies: int = 2
+
+    def validate(self) -> "AugmentConfig":
+        if not self.pool:
+            raise AugmentConfigError("augment.pool: must name at least one strategy")
+        bad = [s for s in self.pool if s not in STRATEGIES]
+        if bad:
+            raise AugmentConfigError(f"augment.pool: unknown strategies {bad}; known: {list(STRATEGIES)}")
+        if len(set(self.pool)) != len(self.pool):
+            raise AugmentConfigError(f"augment.pool: duplicate strategies in {list(self.pool)}")
+        for key in ("node_drop", "edge_drop"):
+            v = getattr(self, key)
+            if not 0.0 <= v < 1.0:
+                raise AugmentConfigError(f"augment.{key}: rate must be in [0, 1), got {v}")
+        if self.feature_noise < 0:
+            raise AugmentConfigError(f"augment.feature_noise: sigma must be >= 0, got {self.feature_noise}")
+        if not 0 <= self.min_strategies <= self.max_strategies:
+            raise AugmentConfigError(
+                f"augment.min_strategies/max_strategies: need 0 <= min <= max, got {self.min_strategies}, {self.max_strategies}")
+        return self
+
+
+def choose_strategies(num_graphs: int, cfg: AugmentConfig, gen: torch.Generator) -> Tensor:
+    """(G, 3) bool: which strategies (columns in ``STRATEGIES`` order) each graph gets."""
+    p = len(cfg.pool)
+    hi = min(cfg.max_strategies, p)
+    lo = min(cfg.min_strategies, hi)
+    k = torch.randint(lo, hi + 1, (num_graphs,), generator=gen)
+    rank = torch.argsort(torch.rand(num_graphs, p, generator=gen), dim=1).argsort(dim=1)
+    picked = rank < k.unsqueeze(1)
+    out = torch.zeros(num_graphs, len(STRATEGIES), dtype=torch.bool)
+    for j, name in enumerate(cfg.pool):
+        out[:, STRATEGIES.index(name)] = picked[:, j]
+    return out
+
+
+def augment_batch(batch: Data, cfg: AugmentConfig, gen: torch.Generator) -> Data:
+    """One random view of every graph in ``batch`` (a PyG ``Batch`` of trace graphs).
+
+    Returns a ``Data`` with the graph fields the encoder reads (``node_type, token,
+    pc, stats, edge_index, edge_type, warp, n_warps, batch``) plus ``noise_std`` (G,).
+    ``n_warps`` is kept so warp ids stay valid; the readout skips warps that lost
+    all their nodes. The input batch is not modified.
+    """
+    num_graphs = int(batch.n_warps.numel())
+    n = int(batch.node_type.numel())
+    node_batch = batch.batch if getattr(batch, "batch", None) is not None else torch.zeros(n, dtype=torch.long)
+    flags = choose_strategies(num_graphs, cfg, gen)
+    edge_index, edge_type = batch.edge_index, batch.edge_type
+
+    keep_node = torch.ones(n, dtype=torch.bool)
+    if cfg.node_drop > 0:
+        drop = (torch.rand(n, generator=gen) < cfg.node_drop) & flags[node_batch, 0]
+        keep_node = ~drop
+    if cfg.edge_drop > 0 and edge_index.size(1) > 0:
+        edge_graph = node_batch[edge_index[0]]
+        keep_edge = ~((torch.rand(edge_index.size(1), generator=gen) < cfg.edge_drop) & flags[edge_graph, 1])
+    else:
+        keep_edge = torch.ones(edge_index.size(1), dtype=torch.bool)
+
+    if not bool(keep_node.all()):
+        keep_edge &= keep_node[edge_index[0]] & keep_node[edge_index[1]]
+        new_id = torch.cumsum(keep_node.long(), 0) - 1
+        edge_index = new_id[edge_index[:, keep_edge]]
+        edge_type = edge_type[keep_edge]
+        idx = keep_node.nonzero(as_tuple=True)[0]
+    else:
+        edge_index, edge_type = edge_index[:, keep_edge], edge_type[keep_edge]
+        idx = None
+
+    def take(t: Tensor) -> Tensor:
+        return t if idx is None else t.index_select(0, idx)
+
+    noise_std = flags[:, 2].to(torch.float32) * float(cfg.feature_noise)
+    return Data(
+        node_type=take(batch.node_type), token=take(batch.token), pc=take(batch.pc), stats=take(batch.stats),
+        warp=take(batch.warp), batch=take(node_batch), n_warps=batch.n_warps.view(-1),
+        edge_index=edge_index, edge_type=edge_type, noise_std=noise_std, num_nodes=int(take(batch.node_type).numel()),
+    )

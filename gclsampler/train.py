@@ -1,0 +1,400 @@
+"""Contrastive training of the RGCN encoder and embedding of every invocation (paper 3.3-3.4).
+
+* Split: the *unique* graphs of a workload (identical invocations share one graph,
+  ``GraphDataset.inv_to_graph``) are shuffled under the seed and split 80/20 into
+  training and validation. Splitting by unique graph rather than by invocation keeps
+  copies of one kernel graph from sitting on both sides of the split, so validation
+  loss measures generalisation to unseen kernels.
+* Step: two augmented views of each kernel of a batch (``gclsampler.augment``), one
+  encoder pass over both views stacked, symmetric InfoNCE on the projections.
+* AdamW (lr 7e-4) with cosine annealing per epoch, validation loss every epoch on fixed
+  views (same generator seed every epoch, so epochs are comparable), best checkpoint by
+  validation loss (training loss when there are fewer than 2 validation graphs), resume
+  from ``last.pt``, optional early stopping.
+* Embedding: each unique graph is embedded once (eval mode, no augmentation) and row i of
+  ``embeddings.npy`` is the embedding of invocation i's graph.
+
+Deterministic on CPU under ``train.seed`` (fixed thread count; all randomness comes from
+seeded torch generators).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import torch
+from torch_geometric.data import Batch, Data
+
+from gclsampler.augment import AugmentConfig, augment_batch
+from gclsampler.errors import GclError
+from gclsampler.loss import symmetric_info_nce
+from gclsampler.model import GCLModel, ModelConfig
+
+LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "lr", "n_train", "n_val", "seconds", "best"]
+
+
+class TrainConfigError(GclError):
+    """Bad ``train.*`` value or unusable checkpoint (message names the key or file)."""
+
+
+@dataclass
+class TrainConfig:
+    """Training schedule. Defaults: paper section 4 (AdamW 7e-4, cosine, tau 0.05, 80/20).
+
+    ``epochs``/``max_train_graphs``/``max_nodes_per_batch`` bound the wall time on CPU
+    (see docs/model.md for why these defaults keep ``python train.py workload=phi2`` short).
+    ``patience`` 0 disables early stopping. ``device``: auto | cpu | cuda.
+    """
+
+    epochs: int = 30
+    batch_size: int = 32
+    max_nodes_per_batch: int = 60000
+    lr: float = 7e-4
+    weight_decay: float = 0.01
+    tau: float = 0.05
+    val_fraction: float = 0.2
+    seed: int = 0
+    patience: int = 0
+    min_delta: float = 0.0
+    max_train_graphs: int = 0
+    embed_batch_size: int = 32
+    device: str = "auto"
+    threads: int = 0
+    resume: bool = True
+    progress: bool = True
+
+    def validate(self) -> "TrainConfig":
+        def bad(key: str, msg: str) -> TrainConfigError:
+            return TrainConfigError(f"train.{key}: {msg}")
+
+        if self.epochs < 0:
+            raise bad("epochs", f"must be >= 0, got {self.epochs}")
+        if self.batch_size < 2:
+            raise bad("batch_size", f"InfoNCE needs >= 2 kernels per batch, got {self.batch_size}")
+        if self.lr <= 0:
+            raise bad("lr", f"must be > 0, got {self.lr}")
+        if self.tau <= 0:
+            raise bad("tau", f"must be > 0, got {self.tau}")
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise bad("val_fraction", f"must be in [0, 1), got {self.val_fraction}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise bad("device", f"expected auto, cpu or cuda, got {self.device!r}")
+        if self.patience < 0:
+            raise bad("patience", f"must be >= 0, got {self.patience}")
+        return self
+
+
+@dataclass
+class TrainResult:
+    """What a fit leaves behind. ``log`` rows follow ``LOG_COLUMNS``."""
+
+    model: GCLModel
+    log: List[dict] = field(default_factory=list)
+    best_epoch: int = -1
+    best_val_loss: float = float("nan")
+    train_ids: List[int] = field(default_factory=list)
+    val_ids: List[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise TrainConfigError("train.device: cuda requested but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def split_graphs(n_graphs: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Shuffle graph ids under ``seed``; the last ``round(val_fraction*n)`` are validation."""
+    perm = torch.randperm(n_graphs, generator=torch.Generator().manual_seed(seed)).tolist()
+    n_val = int(round(val_fraction * n_graphs)) if n_graphs >= 3 else 0
+    n_val = min(n_val, n_graphs - 2) if n_graphs >= 4 else n_val
+    return sorted(perm[: n_graphs - n_val]), sorted(perm[n_graphs - n_val:])
+
+
+def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_nodes: int,
+                 gen: Optional[torch.Generator]) -> list[list[int]]:
+    """Batches of at most ``batch_size`` graphs and (if > 0) ``max_nodes`` nodes; shuffled when ``gen``.
+
+    A batch with a single graph has no negatives; it is merged into the previous batch.
+    """
+    order = list(ids)
+    if gen is not None:
+        order = [order[i] for i in torch.randperm(len(order), generator=gen).tolist()]
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    nodes = 0
+    for g in order:
+        if cur and (len(cur) >= batch_size or (max_nodes > 0 and nodes + sizes[g] > max_nodes)):
+            batches.append(cur)
+            cur, nodes = [], 0
+        cur.append(g)
+        nodes += sizes[g]
+    if cur:
+        batches.append(cur)
+    if len(batches) > 1 and len(batches[-1]) < 2:
+        batches[-2].extend(batches.pop())
+    return [b for b in batches if len(b) >= 2]
+
+
+def _two_views(graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator, device: torch.device) -> Data:
+    """Both views in one batch (view 1 graphs first) so the encoder runs once per step."""
+    batch = Batch.from_data_list(list(graphs) + list(graphs))
+    return augment_batch(batch, aug, gen).to(device)
+
+
+def _loss(model: GCLModel, graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator,
+          tau: float, device: torch.device) -> torch.Tensor:
+    views = _two_views(graphs, aug, gen, device)
+    _, p = model(views)
+    b = len(graphs)
+    return symmetric_info_nce(p[:b], p[b:], tau)
+
+
+def _atomic_save(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_save_npy(arr: np.ndarray, path: Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npy")
+    os.close(fd)
+    try:
+        np.save(tmp, arr)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_log(rows: list[dict], path: Path) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=LOG_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k) for k in LOG_COLUMNS})
+    atomic_write_text(path, buf.getvalue())
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    disable = (not enabled) or bool(os.environ.get("CI")) or not sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr, leave=False)
+
+
+def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig,
+        out_dir: Optional[Path] = None, log_fn: Optional[Callable[[dict], None]] = None) -> TrainResult:
+    """Train a :class:`GCLModel` on ``graphs`` (one per unique kernel graph).
+
+    Writes ``model.pt`` (best weights + configs), ``last.pt`` (full state for resume)
+    and ``train_log.csv`` into ``out_dir`` when given. With ``cfg.resume`` and an
+    existing ``last.pt`` there, training continues after its epoch.
+    """
+    cfg.validate()
+    aug_cfg.validate()
+    model_cfg.validate()
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    model = GCLModel(model_cfg).to(device)
+    sizes = [int(g.num_nodes) for g in graphs]
+    train_ids, val_ids = split_graphs(len(graphs), cfg.val_fraction, cfg.seed)
+    if cfg.max_train_graphs > 0 and len(train_ids) > cfg.max_train_graphs:
+        pick = torch.randperm(len(train_ids), generator=torch.Generator().manual_seed(cfg.seed + 1))
+        train_ids = sorted(train_ids[i] for i in pick[: cfg.max_train_graphs].tolist())
+        val_ids = val_ids[: max(2, int(round(cfg.max_train_graphs * cfg.val_fraction)))]
+    result = TrainResult(model=model, train_ids=train_ids, val_ids=val_ids)
+    if len(train_ids) < 2 or cfg.epochs == 0:
+        # one unique kernel graph (or no training asked): nothing to contrast against
+        result.seconds = time.perf_counter() - t0
+        if out_dir is not None:
+            save_model(model, model_cfg, Path(out_dir) / "model.pt", extra={"epoch": -1})
+            write_log([], Path(out_dir) / "train_log.csv")
+        return result
+
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(cfg.epochs, 1))
+    shuffle_gen = torch.Generator().manual_seed(cfg.seed + 11)
+    aug_gen = torch.Generator().manual_seed(cfg.seed + 12)
+    start_epoch, best, bad_epochs = 0, float("inf"), 0
+    log: list[dict] = []
+    last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
+    if cfg.resume and last_path is not None and last_path.exists():
+        state = torch.load(last_path, map_location=device, weights_only=False)
+        if state.get("train_ids") != train_ids:
+            raise TrainConfigError(f"{last_path}: checkpoint was trained on a different split; delete it or set train.resume=false")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        shuffle_gen.set_state(state["shuffle_gen"])
+        aug_gen.set_state(state["aug_gen"])
+        torch.set_rng_state(state["torch_rng"])
+        start_epoch, best, bad_epochs, log = state["epoch"] + 1, state["best"], state["bad_epochs"], state["log"]
+        result.best_epoch = state.get("best_epoch", -1)
+
+    batches_per_epoch = len(make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None))
+    bar = _progress((cfg.epochs - start_epoch) * batches_per_epoch, "train", cfg.progress)
+    for epoch in range(start_epoch, cfg.epochs):
+        te = time.perf_counter()
+        model.train()
+        losses = []
+        for ids in make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, shuffle_gen):
+            opt.zero_grad(set_to_none=True)
+            loss = _loss(model, [graphs[i] for i in ids], aug_cfg, aug_gen, cfg.tau, device)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+            bar.update(1)
+            bar.set_postfix(epoch=epoch, loss=f"{losses[-1]:.3f}")
+        lr = opt.param_groups[0]["lr"]
+        sched.step()
+        train_loss = float(np.mean(losses)) if losses else float("nan")
+        val_loss = evaluate_loss(model, graphs, val_ids, aug_cfg, cfg, sizes, device)
+        score = val_loss if math.isfinite(val_loss) else train_loss
+        improved = score < best - cfg.min_delta
+        if improved:
+            best, bad_epochs, result.best_epoch = score, 0, epoch
+            if out_dir is not None:
+                save_model(model, model_cfg, Path(out_dir) / "model.pt",
+                           extra={"epoch": epoch, "val_loss": val_loss, "train_loss": train_loss})
+        else:
+            bad_epochs += 1
+        row = {"epoch": epoch, "train_loss": round(train_loss, 6), "val_loss": round(val_loss, 6), "lr": lr,
+               "n_train": len(train_ids), "n_val": len(val_ids),
+               "seconds": round(time.perf_counter() - te, 3), "best": int(improved)}
+        log.append(row)
+        if log_fn is not None:
+            log_fn(row)
+        if out_dir is not None:
+            write_log(log, Path(out_dir) / "train_log.csv")
+            _atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                          "shuffle_gen": shuffle_gen.get_state(), "aug_gen": aug_gen.get_state(),
+                          "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
+                          "best_epoch": result.best_epoch, "bad_epochs": bad_epochs, "log": log,
+                          "train_ids": train_ids}, last_path)
+        if cfg.patience > 0 and bad_epochs >= cfg.patience:
+            break
+    bar.close()
+    if out_dir is not None and (Path(out_dir) / "model.pt").exists():
+        best_state = torch.load(Path(out_dir) / "model.pt", map_location=device, weights_only=False)
+        model.load_state_dict(best_state["model"])
+    result.log = log
+    result.best_val_loss = min((r["val_loss"] for r in log), default=float("nan"))
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+@torch.no_grad()
+def evaluate_loss(model: GCLModel, graphs: Sequence[Data], ids: Sequence[int], aug_cfg: AugmentConfig,
+                  cfg: TrainConfig, sizes: Sequence[int], device: torch.device) -> float:
+    """Mean InfoNCE on fixed validation views (eval mode; NaN with fewer than 2 graphs)."""
+    if len(ids) < 2:
+        return float("nan")
+    was = model.training
+    model.eval()
+    gen = torch.Generator().manual_seed(cfg.seed + 99)
+    total, count = 0.0, 0
+    for b in make_batches(ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None):
+        total += float(_loss(model, [graphs[i] for i in b], aug_cfg, gen, cfg.tau, device)) * len(b)
+        count += len(b)
+    model.train(was)
+    return total / max(count, 1)
+
+
+def save_model(model: GCLModel, model_cfg: ModelConfig, path: Path, extra: Optional[dict] = None) -> None:
+    """``model.pt``: weights + the model config (with resolved vocab sizes) to rebuild it."""
+    cfg = asdict(model_cfg)
+    vocab = model.encoder.features.vocab
+    cfg.update(vocab_instruction=vocab["instruction"], vocab_pseudo=vocab["pseudo"], vocab_variable=vocab["variable"])
+    _atomic_save({"format": "gclsampler-model/1", "model": model.state_dict(), "model_cfg": cfg, **(extra or {})},
+                 Path(path))
+
+
+def load_model(path: Path, device: str = "cpu") -> GCLModel:
+    """Rebuild a :class:`GCLModel` from ``model.pt`` (either conv implementation's keys)."""
+    from gclsampler.model import fast_to_pyg_state, pyg_to_fast_state
+
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except (OSError, RuntimeError) as exc:
+        raise TrainConfigError(f"{path}: cannot read model checkpoint ({exc})") from exc
+    if not isinstance(state, dict) or state.get("format") != "gclsampler-model/1":
+        raise TrainConfigError(f"{path}: format: not a gclsampler-model/1 checkpoint")
+    mcfg = ModelConfig(**state["model_cfg"])
+    model = GCLModel(mcfg)
+    weights = state["model"]
+    weights = pyg_to_fast_state(weights) if mcfg.conv == "fast" else fast_to_pyg_state(weights)
+    model.load_state_dict(weights)
+    return model.to(device)
+
+
+@torch.no_grad()
+def embed_graphs(model: GCLModel, graphs: Sequence[Data], batch_size: int = 32, max_nodes: int = 0,
+                 progress: bool = False) -> np.ndarray:
+    """(G, 256) float32 kernel embeddings z of ``graphs`` (eval mode, no augmentation)."""
+    device = next(model.parameters()).device
+    model.eval()
+    out = np.zeros((len(graphs), model.cfg.out_dim), dtype=np.float32)
+    sizes = [int(g.num_nodes) for g in graphs]
+    batches: list[list[int]] = []
+    cur, nodes = [], 0
+    for i in range(len(graphs)):
+        if cur and (len(cur) >= batch_size or (max_nodes > 0 and nodes + sizes[i] > max_nodes)):
+            batches.append(cur)
+            cur, nodes = [], 0
+        cur.append(i)
+        nodes += sizes[i]
+    if cur:
+        batches.append(cur)
+    bar = _progress(len(graphs), "embed", progress)
+    for ids in batches:
+        batch = Batch.from_data_list([graphs[i] for i in ids]).to(device)
+        out[ids] = model.embed(batch).float().cpu().numpy()
+        bar.update(len(ids))
+    bar.close()
+    return out
+
+
+def embed_invocations(model: GCLModel, graphs: Sequence[Data], inv_to_graph: np.ndarray, batch_size: int = 32,
+                      max_nodes: int = 0, progress: bool = False) -> np.ndarray:
+    """(N, 256) float32: row i = embedding of invocation i's graph; each unique graph embedded once."""
+    z = embed_graphs(model, graphs, batch_size, max_nodes, progress)
+    inv_to_graph = np.asarray(inv_to_graph, dtype=np.int64)
+    return np.ascontiguousarray(z[inv_to_graph], dtype=np.float32)

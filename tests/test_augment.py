@@ -1,0 +1,104 @@
+"""Augmentation pool: rates, edge/node consistency, strategy draws, determinism, noise hook."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_geometric.data import Batch
+
+from _random_graphs import VOCAB, random_graphs
+from gclsampler.augment import STRATEGIES, AugmentConfig, AugmentConfigError, augment_batch, choose_strategies
+
+
+def big_batch(n=40, seed=0):
+    return Batch.from_data_list(random_graphs(n, seed=seed, n_warps=3, insts_per_warp=30))
+
+
+def test_strategy_draws_one_or_two_from_the_pool():
+    cfg = AugmentConfig()
+    flags = choose_strategies(4000, cfg, torch.Generator().manual_seed(0))
+    k = flags.sum(1)
+    assert set(k.tolist()) == {1, 2}
+    assert abs(float(k.float().mean()) - 1.5) < 0.05
+    # each strategy picked with equal probability (1.5 / 3 = 0.5)
+    assert torch.allclose(flags.float().mean(0), torch.full((3,), 0.5), atol=0.04)
+    only = choose_strategies(500, AugmentConfig(pool=["edge_drop"]), torch.Generator().manual_seed(0))
+    assert only[:, 1].all() and not only[:, [0, 2]].any()
+
+
+def test_node_drop_removes_nodes_and_their_edges():
+    b = big_batch()
+    cfg = AugmentConfig(pool=["node_drop"], node_drop=0.15)
+    v = augment_batch(b, cfg, torch.Generator().manual_seed(1))
+    frac = 1 - v.num_nodes / b.num_nodes
+    assert 0.12 < frac < 0.18
+    assert int(v.edge_index.max()) < v.num_nodes
+    # every surviving edge is an original edge between surviving nodes, with its type:
+    # recover kept node ids by matching the (batch, warp, token, pc, stats) rows in order
+    assert v.edge_index.size(1) < b.edge_index.size(1)
+    assert v.edge_type.numel() == v.edge_index.size(1)
+    assert torch.equal(v.n_warps, b.n_warps) and torch.all(v.noise_std == 0)
+
+
+def test_node_drop_edges_are_original_edges():
+    b = big_batch(10)
+    n = b.num_nodes
+    # tag nodes with a unique id through the stats column so the view can be mapped back
+    b.stats = b.stats.clone()
+    b.stats[:, 0] = torch.arange(n, dtype=torch.float32)
+    v = augment_batch(b, AugmentConfig(pool=["node_drop"]), torch.Generator().manual_seed(3))
+    orig = v.stats[:, 0].long()
+    assert torch.all(orig[1:] > orig[:-1])
+    original = {(s, d, t) for (s, d), t in zip(b.edge_index.t().tolist(), b.edge_type.tolist())}
+    got = [(int(orig[s]), int(orig[d]), t) for (s, d), t in zip(v.edge_index.t().tolist(), v.edge_type.tolist())]
+    assert set(got) <= original
+    kept = set(orig.tolist())
+    expected = [e for e in zip(b.edge_index[0].tolist(), b.edge_index[1].tolist(), b.edge_type.tolist())
+                if e[0] in kept and e[1] in kept]
+    assert sorted(got) == sorted(expected)
+
+
+def test_edge_drop_rate_and_nodes_kept():
+    b = big_batch()
+    v = augment_batch(b, AugmentConfig(pool=["edge_drop"], edge_drop=0.15), torch.Generator().manual_seed(2))
+    assert v.num_nodes == b.num_nodes
+    frac = 1 - v.edge_index.size(1) / b.edge_index.size(1)
+    assert 0.12 < frac < 0.18
+
+
+def test_feature_noise_sets_per_graph_sigma_and_encoder_uses_it():
+    from gclsampler.model import GCLModel, ModelConfig
+
+    b = big_batch(4)
+    v = augment_batch(b, AugmentConfig(pool=["feature_noise"], feature_noise=0.01), torch.Generator().manual_seed(0))
+    assert torch.allclose(v.noise_std, torch.full((4,), 0.01))
+    m = GCLModel(ModelConfig(vocab_instruction=VOCAB["instruction"], vocab_pseudo=VOCAB["pseudo"],
+                             vocab_variable=VOCAB["variable"], dropout=0.0)).eval()
+    clean = m.encoder.features(b.node_type, b.token, b.pc, b.stats)
+    noisy = m.encoder.node_features(v)
+    d = noisy - clean
+    assert 0.008 < float(d.std()) < 0.012
+    v.noise_std = torch.zeros(4)
+    torch.testing.assert_close(m.encoder.node_features(v), clean)
+
+
+def test_deterministic_under_generator_seed():
+    b = big_batch(8)
+    a1 = augment_batch(b, AugmentConfig(), torch.Generator().manual_seed(7))
+    a2 = augment_batch(b, AugmentConfig(), torch.Generator().manual_seed(7))
+    a3 = augment_batch(b, AugmentConfig(), torch.Generator().manual_seed(8))
+    assert torch.equal(a1.edge_index, a2.edge_index) and torch.equal(a1.noise_std, a2.noise_std)
+    assert not (torch.equal(a1.batch, a3.batch) and torch.equal(a1.edge_index, a3.edge_index))
+
+
+@pytest.mark.parametrize("bad,key", [(dict(pool=[]), "augment.pool"), (dict(pool=["mask"]), "augment.pool"),
+                                     (dict(node_drop=1.0), "augment.node_drop"),
+                                     (dict(feature_noise=-1.0), "augment.feature_noise"),
+                                     (dict(min_strategies=3, max_strategies=2), "augment.min_strategies")])
+def test_bad_config(bad, key):
+    with pytest.raises(AugmentConfigError, match=key):
+        AugmentConfig(**bad).validate()
+
+
+def test_strategy_names():
+    assert STRATEGIES == ("node_drop", "edge_drop", "feature_noise")

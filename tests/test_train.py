@@ -1,0 +1,120 @@
+"""Training loop: split, batches, checkpoints, resume, early stopping, determinism, embedding rows."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+import torch
+
+from _random_graphs import VOCAB, random_graphs
+from gclsampler.augment import AugmentConfig
+from gclsampler.model import ModelConfig
+from gclsampler.train import (
+    TrainConfig,
+    TrainConfigError,
+    embed_invocations,
+    fit,
+    load_model,
+    make_batches,
+    split_graphs,
+)
+
+MCFG = dict(vocab_instruction=VOCAB["instruction"], vocab_pseudo=VOCAB["pseudo"], vocab_variable=VOCAB["variable"])
+
+
+def tiny(n=10, seed=0):
+    return random_graphs(n, seed=seed, n_warps=2, insts_per_warp=6)
+
+
+def tcfg(**kw):
+    base = dict(epochs=2, batch_size=4, seed=0, progress=False, threads=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_split_is_a_seeded_80_20_partition():
+    tr, va = split_graphs(50, 0.2, seed=3)
+    assert sorted(tr + va) == list(range(50)) and len(va) == 10
+    assert split_graphs(50, 0.2, seed=3) == (tr, va)
+    assert split_graphs(50, 0.2, seed=4) != (tr, va)
+
+
+def test_batches_respect_caps_and_never_leave_a_singleton():
+    sizes = [10] * 9
+    bs = make_batches(list(range(9)), sizes, batch_size=4, max_nodes=0, gen=None)
+    assert [len(b) for b in bs] == [4, 5]  # trailing singleton merged
+    bs = make_batches(list(range(9)), sizes, batch_size=8, max_nodes=30, gen=None)
+    assert all(sum(sizes[i] for i in b) <= 30 for b in bs[:-1])
+    assert sorted(i for b in bs for i in b) == list(range(9))
+
+
+def test_fit_writes_outputs_and_is_deterministic(tmp_path):
+    graphs = tiny()
+    r1 = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path / "a")
+    r2 = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path / "b")
+    for name in ("model.pt", "last.pt", "train_log.csv"):
+        assert (tmp_path / "a" / name).exists()
+    rows = list(csv.DictReader(open(tmp_path / "a" / "train_log.csv")))
+    assert [int(r["epoch"]) for r in rows] == [0, 1]
+    assert all(np.isfinite(float(r["val_loss"])) for r in rows)
+    assert (tmp_path / "a" / "train_log.csv").read_bytes() .split(b"\n")[1].split(b",")[:3] == \
+        (tmp_path / "b" / "train_log.csv").read_bytes().split(b"\n")[1].split(b",")[:3]
+    inv = np.array([0, 3, 3, 9, 0])
+    e1 = embed_invocations(r1.model, graphs, inv)
+    e2 = embed_invocations(r2.model, graphs, inv)
+    assert e1.dtype == np.float32 and e1.shape == (5, 256)
+    assert e1.tobytes() == e2.tobytes()
+    assert np.array_equal(e1[1], e1[2]) and np.array_equal(e1[0], e1[4])
+    assert not np.array_equal(e1[0], e1[1])
+    # best checkpoint reloads to the same embeddings
+    e3 = embed_invocations(load_model(tmp_path / "a" / "model.pt"), graphs, inv)
+    np.testing.assert_allclose(e3, e1, rtol=1e-5, atol=1e-6)
+
+
+def test_training_lowers_the_contrastive_loss(tmp_path):
+    graphs = random_graphs(12, seed=4, n_warps=2, insts_per_warp=8)
+    r = fit(graphs, ModelConfig(**MCFG, dropout=0.0), AugmentConfig(), tcfg(epochs=8, batch_size=6, lr=3e-3), None)
+    assert r.log[-1]["train_loss"] < r.log[0]["train_loss"]
+
+
+def test_resume_equals_uninterrupted_run(tmp_path):
+    graphs = tiny(8, seed=2)
+    full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
+
+    def interrupt(row):
+        if row["epoch"] == 1:
+            raise KeyboardInterrupt  # killed during epoch 1: last.pt holds epoch 0
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt)
+    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part")
+    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
+    assert len(resumed.log) == 3
+
+
+def test_early_stopping(tmp_path):
+    r = fit(tiny(), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=10, patience=2, min_delta=1e9), tmp_path)
+    assert len(r.log) == 3 and r.best_epoch == 0
+
+
+def test_single_unique_graph_skips_training(tmp_path):
+    g = tiny(1)
+    r = fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path)
+    assert r.log == [] and (tmp_path / "model.pt").exists()
+    e = embed_invocations(r.model, g, np.zeros(3, dtype=np.int64))
+    assert e.shape == (3, 256) and np.all(e == e[0])
+
+
+@pytest.mark.parametrize("bad", [dict(batch_size=1), dict(lr=0.0), dict(device="tpu"), dict(val_fraction=1.0)])
+def test_bad_train_config(bad):
+    with pytest.raises(TrainConfigError, match="train."):
+        TrainConfig(**bad).validate()
+
+
+def test_load_model_rejects_other_files(tmp_path):
+    p = tmp_path / "x.pt"
+    torch.save({"foo": 1}, p)
+    with pytest.raises(TrainConfigError, match="format"):
+        load_model(p)
