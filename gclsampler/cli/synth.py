@@ -1,0 +1,58 @@
+"""``gclsampler synth WORKLOAD --out DIR [--arch ampere] [--seed 0] [key=value ...]``.
+
+Writes a SYNTHETIC workload directory (see docs/synth.md). ``key=value`` pairs
+override the workload's synth knobs; an unknown key fails before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gclsampler.errors import GclError
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
+                        help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in)")
+    parser.add_argument("--out", help="output workload directory (replaced atomically)")
+    parser.add_argument("--arch", default="ampere", help="arch whose ground truth becomes profile.csv (default ampere)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--list", action="store_true", help="list workloads with their default knobs")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar / summary line")
+    parser.set_defaults(handler=_run)
+
+
+class SynthUsageError(GclError):
+    pass
+
+
+def _run(args) -> int:
+    from gclsampler.synth import generate, workload_defaults, workload_names
+
+    if args.list or not args.workload:
+        for name in workload_names():
+            d = workload_defaults(name)
+            print(name + ": " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
+        return 0
+    tail = argparse.ArgumentParser(prog="gclsampler synth", add_help=False)
+    tail.add_argument("--out", default=args.out)
+    tail.add_argument("--arch", default=args.arch)
+    tail.add_argument("--seed", type=int, default=args.seed)
+    tail.add_argument("--quiet", action="store_true", default=args.quiet)
+    tail.add_argument("overrides", nargs="*")
+    try:
+        args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
+    except SystemExit as exc:  # argparse already printed the reason
+        raise SynthUsageError(f"synth: bad arguments {' '.join(args.rest)!r}") from exc
+    params = {}
+    for ov in args.overrides:
+        if "=" not in ov:
+            raise SynthUsageError(f"synth: override {ov!r} is not KEY=VALUE")
+        key, val = ov.split("=", 1)
+        params[key.removeprefix("synth.")] = val
+    if not args.out:
+        raise SynthUsageError("synth: --out DIR is required")
+    workload_defaults(args.workload)  # unknown workload -> clear error
+    generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet)
+    return 0

@@ -1,0 +1,254 @@
+"""gclsampler.synth: interpreter trace invariants, family loop counts, workload files, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gclsampler.synth import SynthConfigError, generate, workload_defaults, workload_names
+from gclsampler.synth.families import Launch, build
+from gclsampler.synth.program import Memory, run_program
+from gclsampler.trace.types import NO_REG, KernelHeader
+
+BASE = 0x7F0000000000
+SHBASE = 0x7F5A4F000000
+
+# Ampere (binary version 86) opcodes Accel-Sim models; modifiers after the first dot are free
+ALLOWED = {"FFMA", "FADD", "FMUL", "IMAD", "IADD3", "LEA", "LOP3", "ISETP", "FSETP", "SEL", "FSEL", "BRA", "BSSY",
+           "BSYNC", "EXIT", "S2R", "ULDC", "MOV", "LDG", "STG", "LDS", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR",
+           "LDSM", "HMMA", "SHFL", "MUFU", "BAR", "RED", "ATOM", "FMNMX", "SHF", "F2F", "I2F", "IMNMX"}
+
+
+def _run(L: Launch, ctas, cap=10**6, mem=None):
+    p = build(L)
+    h = KernelHeader(L.name, 1, L.grid, L.block, shmem=p.shmem, nregs=p.nregs, shmem_base_addr=SHBASE)
+    return p, run_program(p, h, np.asarray(ctas), mem or Memory(), cap)
+
+
+def _popcount(mask):
+    return np.unpackbits(mask.astype(np.uint32).view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1)
+
+
+LAUNCHES = {
+    "elementwise": Launch("ew", "elementwise", (3, 1, 1), (64, 1, 1),
+                          dict(n=5000, ins=[BASE, BASE + 2**20], out=BASE + 2**21, op="add")),
+    "bias_gelu": Launch("bg", "elementwise", (2, 1, 1), (64, 1, 1),
+                        dict(n=3000, ins=[BASE], out=BASE + 2**21, op="bias_gelu_tanh", bias=BASE + 2**22, bias_n=96)),
+    "layernorm": Launch("ln", "layernorm", (2, 1, 1), (64, 1, 1),
+                        dict(hidden=320, x=BASE, gamma=BASE + 2**20, beta=BASE + 2**21, out=BASE + 2**22)),
+    "rmsnorm": Launch("rms", "layernorm", (2, 1, 1), (64, 1, 1),
+                      dict(hidden=320, x=BASE, gamma=BASE + 2**20, beta=0, out=BASE + 2**22, rms=True)),
+    "softmax": Launch("sm", "softmax", (1, 1, 1), (64, 1, 1), dict(cols=300, x=BASE, out=BASE + 2**20)),
+    "rotary": Launch("rot", "rotary", (2, 1, 1), (64, 1, 1),
+                     dict(tokens=4, heads=4, head_dim=16, rot_dim=8, x=BASE, cos=BASE + 2**20, sin=BASE + 2**21,
+                          out=BASE)),
+    "gemm_tc": Launch("gemm", "gemm_tc", (2, 1, 1), (128, 1, 1),
+                      dict(M=40, N=128, K=256, A=BASE, B=BASE + 2**24, C=BASE + 2**25, bias=BASE + 2**26,
+                           bm=64, bn=64)),
+    "gemv": Launch("gemv", "gemv", (4, 1, 1), (128, 1, 1), dict(N=14, K=512, W=BASE, x=BASE + 2**24, y=BASE + 2**25)),
+    "attn_prefill": Launch("fa", "attn_prefill", (2, 2, 1), (128, 1, 1),
+                           dict(seq=100, head_dim=64, heads=2, q=BASE, k=BASE + 2**22, v=BASE + 2**23,
+                                out=BASE + 2**24, row_stride=128)),
+    "attn_decode": Launch("fd", "attn_decode", (2, 1, 1), (128, 1, 1),
+                          dict(kv_len=37, head_dim=80, q=BASE, k_cache=BASE + 2**22, v_cache=BASE + 2**23,
+                               max_len=64, out=BASE + 2**24)),
+    "argmax": Launch("am", "argmax", (1, 1, 1), (128, 1, 1), dict(n=1000, x=BASE, out=BASE + 2**20)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(LAUNCHES))
+def test_family_trace_invariants(key):
+    L = LAUNCHES[key]
+    ctas = [[0, 0, 0], [L.grid[0] - 1, L.grid[1] - 1, 0]]
+    prog, res = _run(L, ctas)
+    t = res.trace
+    # warp structure: all warps of both CTAs, instructions partitioned by warp_ptr
+    wpc = (L.threads + 31) // 32
+    assert t.n_warps == 2 * wpc and t.warp_ptr[-1] == t.n_insts
+    assert np.array_equal(np.diff(t.warp_ptr), res.insts_total)  # uncapped: every executed instruction recorded
+    # Accel-Sim limits and opcode generation
+    assert t.dst.shape[1] <= 1 and t.src.shape[1] <= 4
+    assert {op.split(".")[0] for op in t.opcode_table} <= ALLOWED
+    assert all(i.op.split(".")[0] in ALLOWED for i in prog.insts)
+    # masks and addresses agree: one address per active lane of memory instructions, none otherwise
+    act = _popcount(t.mask)
+    assert (act > 0).all()
+    n_addr = np.diff(t.addr_ptr)
+    assert np.array_equal(n_addr, np.where(t.mem_width > 0, act, 0))
+    # register values: (ndst + nsrc) rows x active lanes per instruction
+    nops = (t.dst != NO_REG).sum(1) + (t.src != NO_REG).sum(1)
+    assert np.array_equal(np.diff(t.value_ptr), nops * act)
+    # every warp ends with EXIT (all lanes retire)
+    last = t.opcode[t.warp_ptr[1:] - 1]
+    assert all(t.opcode_table[o] == "EXIT" for o in last)
+    # PCs are 16-byte aligned and belong to the program
+    assert (t.pc % 16 == 0).all() and t.pc.max() < 16 * len(prog.insts)
+
+
+def _count(t, w, prefix):
+    ops = t.opcode[t.warp_ptr[w]:t.warp_ptr[w + 1]]
+    ids = [i for i, n in enumerate(t.opcode_table) if n.startswith(prefix)]
+    return int(np.isin(ops, ids).sum())
+
+
+def test_elementwise_grid_stride_trip_counts_and_addresses():
+    L = LAUNCHES["elementwise"]  # n=5000 halfs, 8 per 16-byte vector -> 625 vectors, stride 192 threads
+    _, res = _run(L, [[c, 0, 0] for c in range(3)])
+    t = res.trace
+    n_vec, stride = -(-5000 // 8), 3 * 64
+    for w in range(t.n_warps):
+        cta, wid = int(t.warp_cta[w, 0]), int(t.warp_id[w])
+        gids = cta * 64 + wid * 32 + np.arange(32)
+        trips = np.maximum(0, -(-(n_vec - gids) // stride))
+        assert _count(t, w, "LDG") == 2 * trips.max()  # two inputs per iteration
+        # first load: lane addresses are base + 16 * global thread id, for the lanes in bounds
+        s = slice(t.warp_ptr[w], t.warp_ptr[w + 1])
+        first = np.flatnonzero(t.mem_width[s] > 0)[0] + t.warp_ptr[w]
+        lanes = np.flatnonzero((int(t.mask[first]) >> np.arange(32)) & 1)
+        assert np.array_equal(lanes, np.flatnonzero(gids < n_vec))
+        addrs = t.addrs[t.addr_ptr[first]:t.addr_ptr[first + 1]]
+        assert np.array_equal(addrs.astype(np.int64), BASE + 16 * gids[lanes])
+
+
+def test_gemm_main_loop_follows_k():
+    for K in (128, 512):
+        L = Launch("g", "gemm_tc", (1, 1, 1), (128, 1, 1),
+                   dict(M=64, N=64, K=K, A=BASE, B=BASE + 2**24, C=BASE + 2**25, bias=0, bm=64, bn=64))
+        _, res = _run(L, [[0, 0, 0]])
+        n_acc = max(2, 64 * 64 // (4 * 128))
+        for w in range(res.trace.n_warps):
+            assert _count(res.trace, w, "HMMA") == (K // 32) * 2 * n_acc
+            assert _count(res.trace, w, "LDSM") == (K // 32) * 4  # A and B fragments, two k16 steps
+
+
+def test_attention_decode_work_grows_with_kv_and_diverges():
+    counts = []
+    for kv in (9, 33, 64):
+        L = Launch("fd", "attn_decode", (1, 1, 1), (128, 1, 1),
+                   dict(kv_len=kv, head_dim=80, q=BASE, k_cache=BASE + 2**22, v_cache=BASE + 2**23, max_len=64,
+                        out=BASE + 2**24))
+        _, res = _run(L, [[0, 0, 0]])
+        t = res.trace
+        for w in range(4):  # warp w walks positions w, w+4, ...: one K and one V load each, plus q
+            assert _count(t, w, "LDG") == 2 * len(range(w, kv, 4)) + 1
+        counts.append(res.insts_total.sum())
+        # head_dim 80 -> 20 lanes carry K/V: loads run with 20 active lanes
+        ldg = [i for i, n in enumerate(t.opcode_table) if n.startswith("LDG")]
+        assert (_popcount(t.mask[np.isin(t.opcode, ldg)]) == 20).all()
+    assert counts[0] < counts[1] < counts[2]
+
+
+def test_attention_prefill_causal_work_per_cta():
+    L = LAUNCHES["attn_prefill"]  # seq 100 -> 2 query blocks; block 1 walks 2 KV blocks
+    _, res = _run(L, [[0, 0, 0], [1, 0, 0]])
+    t = res.trace
+    assert _count(t, 0, "HMMA") * 2 == _count(t, 4, "HMMA")
+
+
+def test_capped_run_counts_equal_full_run():
+    for key in ("gemm_tc", "layernorm", "attn_decode", "elementwise"):
+        L = LAUNCHES[key]
+        ctas = [[0, 0, 0], [L.grid[0] - 1, 0, 0]]
+        _, full = _run(L, ctas)
+        _, capped = _run(L, ctas, cap=7)
+        assert np.array_equal(full.insts_total, capped.insts_total)  # fast-forward is exact
+        assert (np.diff(capped.trace.warp_ptr) == np.minimum(7, full.insts_total)).all()
+        # the capped trace is the prefix of the full one
+        for w in range(full.trace.n_warps):
+            a = full.trace.pc[full.trace.warp_ptr[w]:full.trace.warp_ptr[w] + 7]
+            b = capped.trace.pc[capped.trace.warp_ptr[w]:capped.trace.warp_ptr[w + 1]]
+            assert np.array_equal(a, b)
+
+
+def test_embedding_addresses_follow_token_ids():
+    ids = np.array([5, 900, 17], np.int32)
+    mem = Memory()
+    mem.register(BASE + 2**30, ids.nbytes, ids)
+    L = Launch("emb", "embedding", (3, 1, 1), (32, 1, 1),
+               dict(hidden=64, weight=BASE, ids=BASE + 2**30, out=BASE + 2**25))
+    _, res = _run(L, [[0, 0, 0], [1, 0, 0], [2, 0, 0]], mem=mem)
+    t = res.trace
+    for w in range(3):
+        s = np.flatnonzero(t.mem_width[t.warp_ptr[w]:t.warp_ptr[w + 1]] == 16) + t.warp_ptr[w]
+        a = t.addrs[t.addr_ptr[s[0]]]  # first lane of the first row load
+        assert int(a) == BASE + int(ids[w]) * 64 * 2
+
+
+TINY = dict(layers=1, prompt=8, decode=1, trace_cap=8, sample_cap=24, sample_ctas=1, max_traced_ctas=1,
+            archs=["ampere", "turing"])
+
+
+@pytest.fixture(scope="module")
+def tiny_phi2(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth") / "phi2"
+    generate("phi2", d, params=TINY, arch="ampere", seed=3, progress=False)
+    return d
+
+
+def test_workload_files_and_profile(tiny_phi2):
+    from gclsampler.profile import read_profile
+    from gclsampler.trace import list_invocations, read_kernel
+
+    d = tiny_phi2
+    meta = json.loads((d / "workload.json").read_text())
+    assert meta["synthetic"] is True and meta["workload"] == "phi2" and meta["arch"] == "ampere"
+    names = [ln for ln in (d / "kernelslist.g").read_text().splitlines() if ln.strip()]
+    n = len(names)
+    assert n == meta["n_invocations"] and n == len(list_invocations(d))
+    # phi-2 layer: LN, q, k, v, 2 rotary, 2 KV-cache copies, attention, dense, fc1, GELU, fc2, 2 adds = 15;
+    # per step: embedding + layers + final LN + lm_head + argmax; prefill + 1 decode step
+    assert n == 2 * (1 + 15 + 3)
+    prof = read_profile(d / "profile.csv")
+    assert len(prof) == n and list(prof["invocation"]) == list(range(n))
+    assert (prof["time_ns"] > 0).all() and (prof["cycles"] > 0).all()
+    for col in ("l1_hit_rate", "l2_hit_rate"):
+        assert prof[col].between(0, 1).all()
+    assert (d / "profile.csv").read_bytes() == (d / "profiles" / "ampere.csv").read_bytes()
+    assert (d / "profiles" / "turing.csv").exists()
+    for i, name in enumerate(names):
+        t = read_kernel(d / name)
+        assert t.header.kernel_id == i + 1 and t.header.binary_version == 86
+        assert t.header.name == prof["kernel_name"][i]
+        assert f"({t.header.grid[0]},{t.header.grid[1]},{t.header.grid[2]})" == prof["grid"][i]
+        assert t.has_values and t.n_insts > 0
+        assert (np.diff(t.warp_ptr) <= TINY["trace_cap"]).all()
+
+
+def test_same_seed_byte_identical(tiny_phi2, tmp_path):
+    d2 = tmp_path / "again"
+    generate("phi2", d2, params=TINY, arch="ampere", seed=3, progress=False)
+    files = sorted(p.relative_to(tiny_phi2) for p in tiny_phi2.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(d2) for p in d2.rglob("*") if p.is_file())
+    for f in files:
+        assert (tiny_phi2 / f).read_bytes() == (d2 / f).read_bytes(), f
+
+
+def test_unknown_knob_fails_before_work(tmp_path):
+    out = tmp_path / "w"
+    with pytest.raises(SynthConfigError, match="synth.layerz"):
+        generate("phi2", out, params={"layerz": 2}, progress=False)
+    with pytest.raises(SynthConfigError, match="synth.layers"):
+        generate("phi2", out, params={"layers": "many"}, progress=False)
+    with pytest.raises(SynthConfigError, match="unknown synthetic workload"):
+        generate("nope", out, progress=False)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_cli_unknown_key_exits_2(tmp_path, capsys):
+    from gclsampler.cli import main
+
+    assert main(["synth", "phi2", "--out", str(tmp_path / "w"), "bogus=1"]) == 2
+    assert "synth.bogus" in capsys.readouterr().err
+
+
+def test_conf_yaml_mirrors_defaults():
+    import yaml
+
+    root = Path(__file__).resolve().parents[1] / "conf" / "workload"
+    for name in workload_names():
+        doc = yaml.safe_load((root / f"{name}.yaml").read_text())
+        assert doc["name"] == name and doc["synthetic"] is True
+        assert doc["synth"] == workload_defaults(name)
