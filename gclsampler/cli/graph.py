@@ -1,0 +1,117 @@
+"""``gclsampler graph``: build the graph cache of a workload and inspect graph sizes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gclsampler.errors import GclError, located
+
+
+class GraphCliError(GclError):
+    """A path or invocation given on the ``graph`` command line does not exist."""
+
+
+def _add_cfg_args(p: argparse.ArgumentParser) -> None:
+    from gclsampler.graph import GraphConfig
+
+    d = GraphConfig()
+    p.add_argument("--max-warps", type=int, default=d.max_warps, help=f"warps per graph, 0 = all (default {d.max_warps})")
+    p.add_argument("--max-insts", type=int, default=d.max_insts_per_warp,
+                   help=f"instructions per warp, 0 = all (default {d.max_insts_per_warp})")
+    p.add_argument("--granularity", default=d.mem_granularity, choices=["line", "sector", "address"],
+                   help=f"memory variable unit (default {d.mem_granularity})")
+    p.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
+
+
+def _cfg(args):
+    from gclsampler.graph import GraphConfig
+
+    cfg = GraphConfig(max_warps=args.max_warps, max_insts_per_warp=args.max_insts, mem_granularity=args.granularity)
+    cfg.validate()
+    return cfg
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="graph_cmd", metavar="SUBCOMMAND")
+    info = sub.add_parser("info", help="node/edge counts per type and sizes of invocation graphs",
+                          description="Build (or reload from the cache) the graphs of DIR and print node and "
+                                      "edge counts per type. DIR may also be a single trace file.")
+    info.add_argument("dir", help="workload directory or one kernel-<id>.traceg file")
+    info.add_argument("--invocation", type=int, default=None, help="only this invocation (0-based)")
+    info.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
+    info.add_argument("--workers", type=int, default=2)
+    _add_cfg_args(info)
+    info.set_defaults(handler=_info)
+    build = sub.add_parser("build", help="build the graph cache of a workload in parallel",
+                           description="Build every invocation's graph into the cache and report unique graphs.")
+    build.add_argument("dir", help="workload directory")
+    build.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
+    build.add_argument("--workers", type=int, default=2)
+    _add_cfg_args(build)
+    build.set_defaults(handler=_build)
+
+
+def _line(inv: int, name: str, s: dict) -> str:
+    nt, et = s["nodes_by_type"], s["edges_by_type"]
+    return (f"{inv:>6}  {name[:40]:<40}  warps {s['warps']:>3}  nodes {s['nodes']:>8} "
+            f"(inst {nt['instruction']}, pseudo {nt['pseudo']}, var {nt['variable']})  "
+            f"edges {s['edges']:>8} (ctrl {et['control']}, read {et['read']}, write {et['write']}, "
+            f"addr {et['address']})  {s['bytes'] / 1e6:.2f} MB")
+
+
+def _info(args) -> int:
+    from gclsampler.graph import build_graph, graph_summary
+
+    cfg = _cfg(args)
+    path = Path(args.dir)
+    if not path.exists():
+        raise GraphCliError(located(path, None, None, "no such file or directory"))
+    if path.is_file():
+        from gclsampler.trace import read_kernel
+
+        t = read_kernel(path)
+        s = graph_summary(build_graph(t, cfg))
+        print(json.dumps({"invocation": t.header.invocation, "kernel": t.header.name, **s})
+              if args.json else _line(t.header.invocation, t.header.name, s))
+        return 0
+    if args.invocation is not None:
+        from gclsampler.trace import list_invocations, read_kernel
+
+        infos = {i.invocation: i for i in list_invocations(path)}
+        if args.invocation not in infos:
+            raise GraphCliError(located(path, None, "--invocation",
+                                        f"no invocation {args.invocation} (have {min(infos)}..{max(infos)})"))
+        info = infos[args.invocation]
+        s = graph_summary(build_graph(read_kernel(path / info.path), cfg))
+        print(json.dumps({"invocation": info.invocation, "kernel": info.header.name, **s})
+              if args.json else _line(info.invocation, info.header.name, s))
+        return 0
+    from gclsampler.data import GraphDataset
+    from gclsampler.trace import list_invocations
+
+    ds = GraphDataset(path, cfg, cache_dir=args.cache_dir, workers=args.workers)
+    names = {i.invocation: i.header.name for i in list_invocations(path)}
+    total_nodes = total_edges = 0
+    for inv in ds.invocations.tolist():
+        s = graph_summary(ds[inv])
+        total_nodes += s["nodes"]
+        total_edges += s["edges"]
+        print(json.dumps({"invocation": inv, "kernel": names[inv], **s}) if args.json else _line(inv, names[inv], s))
+    summary = {**ds.stats, "total_nodes": total_nodes, "total_edges": total_edges}
+    print(json.dumps(summary) if args.json else
+          f"{summary['invocations']} invocations, {summary['unique_graphs']} unique graphs, "
+          f"{total_nodes} nodes, {total_edges} edges (cache {summary['cache_dir']})")
+    return 0
+
+
+def _build(args) -> int:
+    from gclsampler.data import GraphDataset
+
+    ds = GraphDataset(args.dir, _cfg(args), cache_dir=args.cache_dir, workers=args.workers)
+    s = ds.stats
+    print(json.dumps(s) if args.json else
+          f"{s['invocations']} invocations -> {s['unique_graphs']} unique graphs "
+          f"({s['built']} built, {s['cached']} from cache) in {s['seconds']:.2f} s; cache {s['cache_dir']}")
+    return 0
