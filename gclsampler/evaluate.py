@@ -443,14 +443,17 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_results_csv(results, out / "results.csv")
     from gclsampler.report import write_report
 
-    wall = time.perf_counter() - t_start
+    notes = []
+    stem_like = [m for m in ("stem_root", "gcl_stem") if m in suite.methods]
+    if stem_like:
+        notes.append("Main rows of " + ", ".join(f"{m} use ε = {method_params.get(m, {}).get('epsilon')}"
+                                                for m in stem_like)
+                     + " (GCL-Sampler compares at ε = 0.25); the sweep covers "
+                     + ", ".join(f"{e:g}" for e in suite.epsilons) + ".")
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
-                 synthetic=synthetic_all or bool(results["synthetic"].any()), wall_time_s=wall,
+                 synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
-                 config_text=config_text, plots=cfg.plots,
-                 notes=[f"stem_root/gcl_stem main rows use ε = {method_params.get('stem_root', {}).get('epsilon')}"
-                        f" / {method_params.get('gcl_stem', {}).get('epsilon')} (GCL-Sampler's setting); "
-                        "the sweep table covers " + ", ".join(f"{e:g}" for e in suite.epsilons) + "."])
+                 config_text=config_text, plots=cfg.plots, notes=notes)
     return results
 
 

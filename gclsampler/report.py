@@ -63,6 +63,17 @@ def _plt():
     return plt
 
 
+def _plain_log_ticks(ax) -> None:
+    """Label a log axis 1.3, 2, 50 instead of 1.3×10^0 when it spans less than a decade or two."""
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_formatter(fmt)
+    if hi / max(lo, 1e-300) < 30:
+        ax.yaxis.set_minor_formatter(fmt)
+
+
 def _fmt_err(x: float) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
@@ -167,7 +178,8 @@ def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path
         ax.set_xlabel("time (µs)", fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    fig.suptitle(title + " (red: sampled invocations)", fontsize=9)
+    shown = f"{n} largest of {ids.size} clusters" if ids.size > n else f"{ids.size} clusters"
+    fig.suptitle(f"{title}: {shown} (red: sampled invocations)", fontsize=9)
     fig.tight_layout()
     out = _savefig(fig, path)
     plt.close(fig)
@@ -215,6 +227,7 @@ def plot_epsilon_sweep(sweep_avg, path: Path, arch: str) -> Path | None:
         a1.plot(d["epsilon"], d["speedup_hmean"], marker="o", label=m, color=_COLORS.get(m))
         a2.plot(d["epsilon"], d["error_cycles"], marker="o", label=m, color=_COLORS.get(m))
     a1.set_yscale("log")
+    _plain_log_ticks(a1)
     a1.set_xlabel("error bound ε")
     a1.set_ylabel("speedup (×, harmonic mean over workloads)")
     a2.set_xlabel("error bound ε")
@@ -306,6 +319,7 @@ def _sweep_table(sweep_avg, arch: str) -> str:
 
 def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evaluation",
                  synthetic: bool | None = None, wall_time_s: float | None = None,
+                 started_at: float | None = None,
                  plan_arch: str | None = None, notes: Iterable[str] = (),
                  histograms: Iterable[dict[str, Any]] = (), silhouette: dict[str, Any] | None = None,
                  config_text: str | None = None, plots: bool = True) -> Path:
@@ -313,7 +327,8 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
 
     ``histograms``: dicts with ``workload, method, times_ns, labels, representatives``.
     ``silhouette``: workload -> silhouette.csv path (or DataFrame with k, score).
-    ``plots=False`` writes the tables only (matplotlib costs seconds per figure).
+    ``started_at`` (a ``time.perf_counter()`` value) makes the report state the wall time
+    up to its own completion. ``plots=False`` writes the tables only (matplotlib costs seconds per figure).
     """
     out = Path(out_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
@@ -341,8 +356,7 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "(STEM+ROOT's averaging).",
         "",
     ]
-    if wall_time_s is not None:
-        lines += [f"Wall time of this run: {wall_time_s:.1f} s.", ""]
+    wall_at = len(lines)
     for note in notes:
         lines += [f"- {note}"]
     if notes:
@@ -381,6 +395,12 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     for caption, p in plots:
         if p is not None:
             lines += [f"![{caption}](plots/{Path(p).name})", ""]
+    if started_at is not None:
+        import time
+
+        wall_time_s = time.perf_counter() - started_at
+    if wall_time_s is not None:
+        lines[wall_at:wall_at] = [f"Wall time of this run (fitting, scoring, plots): {wall_time_s:.1f} s.", ""]
     if config_text:
         lines += ["## Configuration", "", "```yaml", config_text.rstrip(), "```", ""]
     return write_text_atomic(out / "report.md", "\n".join(lines))
