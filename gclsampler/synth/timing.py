@@ -87,10 +87,9 @@ class TimingConfig:
     dram_efficiency: float = 0.85  # achievable fraction of peak DRAM bandwidth
     l2_efficiency: float = 0.80  # achievable fraction of L2 bandwidth
     launch_overhead_ns: float = 1500.0  # fixed launch/drain cost added to every kernel
-    max_cache_addresses: int = 131072  # cap on lane addresses fed to the cache models (whole CTAs kept)
+    max_cache_addresses: int = 65536  # cap on lane addresses fed to the cache models (whole CTAs kept)
     max_carried_sectors: int = 262144  # cap on L2 sectors remembered across kernels
-    l1_chunk: int = 1024  # accesses per vectorised LRU step in L1 (larger = faster, coarser)
-    l2_chunk: int = 2048  # accesses per vectorised LRU step in L2
+    lru_chunk_max: int = 4096  # most accesses per vectorised LRU step (also <= capacity / 2)
 
 
 @dataclass
@@ -155,6 +154,11 @@ def classify_opcodes(opcode_table: tuple[str, ...]) -> np.ndarray:
     integer-pipe work, which is where the hardware issues them too.
     """
     return np.array([_C[_BASE_CLASS.get(_base(t), "int")] for t in opcode_table], dtype=np.int64)
+
+
+def _bypass_l1(opcode_table: tuple[str, ...]) -> np.ndarray:
+    """Loads that do not allocate in L1 (``LDGSTS...BYPASS``, ``LDG...STRONG.GPU``)."""
+    return np.array([(".BYPASS" in t) or (".STRONG.GPU" in t) for t in opcode_table], dtype=bool)
 
 
 def _tensor_fma(token: str) -> float:
@@ -237,7 +241,9 @@ class _LRU:
     Within a chunk, an access hits if its key is resident at the chunk start or
     was touched earlier in the same chunk (evictions inside a chunk are ignored,
     which is why chunks are kept small compared to the capacity); at the chunk
-    end every set keeps its ``assoc`` most recently used keys.
+    end every set keeps its ``assoc`` most recently used keys. Set indices must be
+    compact (0..n_sets-1): callers renumber the sets their stream touches, so the
+    state is as large as the touched part of the cache, not the whole cache.
     """
 
     def __init__(self, n_sets: int, assoc: int):
@@ -245,57 +251,127 @@ class _LRU:
         self.tags = np.full((self.n_sets, self.assoc), _EMPTY, dtype=np.uint64)
         self.stamp = np.full((self.n_sets, self.assoc), _OLD, dtype=np.int64)
 
-    def install(self, sets: np.ndarray, keys: np.ndarray, stamps: np.ndarray) -> None:
-        """Insert unique ``keys`` (each with its set and last-use stamp), evicting by LRU."""
+    def install(self, sets: np.ndarray, keys: np.ndarray, stamps: np.ndarray, ordered: bool = False) -> None:
+        """Insert unique ``keys`` with their last-use stamps, newer than anything resident.
+
+        ``ordered`` says the entries are already sorted by set, newest first.
+        """
         if keys.size == 0:
             return
-        touched = np.unique(sets)
-        ok = self.tags[touched].ravel()
-        ost = self.stamp[touched].ravel()
-        oset = np.repeat(touched, self.assoc)
-        keep = (ok != _EMPTY) & ~np.isin(ok, keys)
-        cs = np.concatenate([oset[keep], sets])
-        ck = np.concatenate([ok[keep], keys])
-        cst = np.concatenate([ost[keep], stamps])
-        order = np.lexsort((-cst, cs))
-        cs, ck, cst = cs[order], ck[order], cst[order]
-        rank = np.arange(cs.size) - np.searchsorted(cs, cs, side="left")
-        m = rank < self.assoc
-        self.tags[touched] = _EMPTY
-        self.stamp[touched] = _OLD
-        self.tags[cs[m], rank[m]] = ck[m]
-        self.stamp[cs[m], rank[m]] = cst[m]
+        eq = self.tags[sets] == keys[:, None]
+        r, way = np.nonzero(eq)  # at most one way per row: keys are unique within a set
+        if r.size:  # already resident: refresh the stamp in place
+            self.stamp[sets[r], way] = stamps[r]
+            new = np.ones(keys.size, dtype=bool)
+            new[r] = False
+            sets, keys, stamps = sets[new], keys[new], stamps[new]
+            if keys.size == 0:
+                return
+        if not ordered:
+            o = np.lexsort((-stamps, sets))
+            sets, keys, stamps = sets[o], keys[o], stamps[o]
+        rank = np.arange(sets.size) - np.searchsorted(sets, sets, side="left")
+        # rank r (newest first) replaces the r-th least recently used way of its set;
+        # written stamps are newer than every resident one, so argmin finds the next victim
+        for rk in range(min(int(rank.max()) + 1, self.assoc)):
+            m = rank == rk
+            ns = sets[m]
+            way = self.stamp[ns].argmin(axis=1)
+            self.tags[ns, way] = keys[m]
+            self.stamp[ns, way] = stamps[m]
 
     def access(self, sets: np.ndarray, keys: np.ndarray, t0: int, chunk: int) -> np.ndarray:
-        """Hit flag of each access, in order; updates the state. ``t0`` offsets the LRU stamps."""
+        """Hit flag of each access, in order; updates the state. ``t0`` offsets the LRU stamps.
+
+        The per-chunk bookkeeping (repeats inside a chunk, the last use of each key,
+        install order) is computed for the whole stream with one sort up front.
+        """
         n = keys.size
-        hits = np.zeros(n, dtype=bool)
+        if n == 0:
+            return np.zeros(0, dtype=bool)
         chunk = max(16, int(chunk))
-        for c0 in range(0, n, chunk):
-            k = keys[c0:c0 + chunk]
-            s = sets[c0:c0 + chunk]
-            resident = (self.tags[s] == k[:, None]).any(axis=1)
-            order = np.argsort(k, kind="stable")
-            ks = k[order]
-            first = np.empty(ks.size, dtype=bool)
-            first[0] = True
-            np.not_equal(ks[1:], ks[:-1], out=first[1:])
-            seen = np.empty(ks.size, dtype=bool)
-            seen[order] = ~first
-            hits[c0:c0 + chunk] = resident | seen
-            last = np.empty(ks.size, dtype=bool)
-            last[-1] = True
-            last[:-1] = first[1:]
-            pos = order[last]
-            self.install(s[pos], k[pos], t0 + c0 + pos.astype(np.int64))
+        pos = np.arange(n, dtype=np.int64)
+        cid = pos // chunk
+        _, kd = _uniq_inv(keys)
+        big = cid * (int(kd.max()) + 1) + kd  # (chunk, key) pairs
+        order = np.argsort(big, kind="stable")
+        bs = big[order]
+        first = np.r_[True, bs[1:] != bs[:-1]]
+        seen = np.empty(n, dtype=bool)
+        seen[order] = ~first  # repeated within its chunk
+        last = order[np.r_[first[1:], True]]  # last use of each (chunk, key)
+        lo = np.lexsort((-last, sets[last], cid[last]))
+        last = last[lo]
+        bounds = np.searchsorted(cid[last], np.arange(0, (n - 1) // chunk + 2))
+        hits = seen
+        for c in range((n - 1) // chunk + 1):
+            c0, c1 = c * chunk, min(n, (c + 1) * chunk)
+            k, s = keys[c0:c1], sets[c0:c1]
+            hits[c0:c1] |= _rowany(self.tags[s] == k[:, None])
+            lp = last[bounds[c]:bounds[c + 1]]
+            self.install(sets[lp], keys[lp], t0 + lp, ordered=True)
         return hits
 
-    def contents(self) -> tuple[np.ndarray, np.ndarray]:
-        """Resident keys and their stamps, most recent first."""
-        m = self.tags != _EMPTY
-        k, st = self.tags[m], self.stamp[m]
-        o = np.argsort(-st, kind="stable")
-        return k[o], st[o]
+
+def _rowany(eq: np.ndarray) -> np.ndarray:
+    """``eq.any(axis=1)`` for a C-contiguous (n, A) bool matrix, without numpy's slow
+    short-axis reduction: rows are reinterpreted as a few machine words."""
+    n, a = eq.shape
+    for width, dt in ((8, np.uint64), (4, np.uint32), (2, np.uint16)):
+        if a % width == 0:
+            words = np.ascontiguousarray(eq).view(dt).reshape(n, a // width)
+            out = words[:, 0] != 0
+            for j in range(1, a // width):
+                out |= words[:, j] != 0
+            return out
+    return eq.any(axis=1)
+
+
+def _chunk(capacity: int, cfg: "TimingConfig") -> int:
+    """LRU step size: at most half the capacity, so ignoring evictions inside a step stays mild."""
+    return int(min(max(cfg.lru_chunk_max, 16), max(256, capacity // 2)))
+
+
+def _uniq(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort-based; cheaper than np.unique's hash path here)."""
+    if x.size == 0:
+        return x.copy()
+    y = np.sort(x)
+    return y[np.r_[True, y[1:] != y[:-1]]]
+
+
+def _uniq_inv(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and, for each element, the index of its value (int64)."""
+    order = np.argsort(x, kind="stable")
+    y = x[order]
+    start = np.r_[True, y[1:] != y[:-1]] if y.size else np.zeros(0, bool)
+    inv = np.empty(x.size, dtype=np.int64)
+    inv[order] = np.cumsum(start) - 1
+    return y[start], inv
+
+
+def _first_occurrence(x: np.ndarray) -> np.ndarray:
+    """True at the first position of every distinct value."""
+    out = np.zeros(x.size, dtype=bool)
+    if x.size:
+        order = np.argsort(x, kind="stable")
+        y = x[order]
+        out[order[np.r_[True, y[1:] != y[:-1]]]] = True
+    return out
+
+
+def _member(x: np.ndarray, sorted_vals: np.ndarray) -> np.ndarray:
+    """``np.isin(x, sorted_vals)`` for an ascending ``sorted_vals`` (binary search)."""
+    if sorted_vals.size == 0 or x.size == 0:
+        return np.zeros(x.size, dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_vals, x), sorted_vals.size - 1)
+    return sorted_vals[i] == x
+
+
+def _compact(*set_arrays: np.ndarray) -> tuple[int, list[np.ndarray]]:
+    """Renumber set indices used by several streams to 0..n-1 (same mapping for all)."""
+    u = _uniq(np.concatenate(set_arrays))
+    return max(1, u.size), [np.searchsorted(u, a) for a in set_arrays]
 
 
 def _hash_set(keys: np.ndarray, n_sets: int) -> np.ndarray:
@@ -325,8 +401,7 @@ def _range_mod_counts(lo: np.ndarray, hi: np.ndarray, S: int) -> np.ndarray:
 
 
 def _popcount32(mask: np.ndarray) -> np.ndarray:
-    m = mask.astype(np.uint32)
-    return np.unpackbits(m.view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1).astype(np.int64)
+    return np.bitwise_count(mask.astype(np.uint32, copy=False)).astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -435,7 +510,10 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     waves_sm = np.ceil(n_sm / k_res)
     chain_mean = (M.T @ cta_chain) / np.maximum(n_sm, 1)
     # a CTA's chain is stretched by the per-warp share of the scheduler when warps pile up
-    t_lat = waves_sm * chain_mean
+    # sampled warps may be truncated: stretch each chain to a real warp's length
+    warps_per_sampled_cta = W / n_sc if W else occ.warps_per_cta
+    trunc = per_cta * warps_per_sampled_cta / occ.warps_per_cta
+    t_lat = waves_sm * chain_mean * trunc
     t_sm = _pnorm([t_thr, t_lat], cfg.overlap_p)
     t_sm_max = float(t_sm.max())
 
@@ -528,7 +606,7 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
             keep_ctas = np.arange(0, n_sc, stride)
             if addr_per_cta[keep_ctas].sum() > cfg.max_cache_addresses:
                 keep_ctas = keep_ctas[:1]
-        sel = np.isin(inst_cta, keep_ctas)
+        sel = _member(inst_cta, keep_ctas)
         # a single huge CTA: keep its first instructions only
         if cnt_all[memi[sel]].sum() > cfg.max_cache_addresses:
             csum = np.cumsum(np.where(sel, cnt_all[memi], 0))
@@ -556,6 +634,7 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         first &= mat != _EMPTY
         nsec = first.sum(axis=1)
         mcls = cls[mi]
+        mbyp = _bypass_l1(t.opcode_table)[t.opcode[mi]]
         for c in ("ldg", "stg", "atom", "ldl", "stl", "ldgsts"):
             cc = _C[c]
             m = mcls == cc
@@ -569,14 +648,14 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         cta = cta_of_warp[wv]
         prog = (mi - t.warp_ptr[wv]) / np.maximum(wlen[wv], 1)
         order = np.lexsort((wv, prog))
-        mat, first, mcls, cta = mat[order], first[order], mcls[order], cta[order]
+        mat, first, mcls, cta, mbyp = mat[order], first[order], mcls[order], cta[order], mbyp[order]
         row = np.repeat(np.arange(M), 32).reshape(M, 32)[first]
         sec = mat[first]  # sector stream in issue order
         scls = mcls[row]
         scta = cta[row]
-        is_ld = np.isin(scls, [_C["ldg"], _C["ldl"], _C["ldgsts"]])
-        is_l1 = is_ld | (scls == _C["stl"])
-        n_kept = max(1, np.unique(scta).size)
+        is_ld = (scls == _C["ldg"]) | (scls == _C["ldl"]) | (scls == _C["ldgsts"])
+        is_l1 = (is_ld & ~mbyp[row]) | (scls == _C["stl"])  # .BYPASS loads skip L1
+        n_kept = max(1, _uniq(scta).size)
         # ---- L1: the kept CTAs share min(n, k)/k of one SM's L1 ---------------------
         l1_bytes = _l1_bytes(arch, occ.smem_per_sm_used) * min(n_kept, occ.ctas_per_sm) / occ.ctas_per_sm
         l1_sets = max(1, int(l1_bytes // sb // arch.l1_assoc))
@@ -585,9 +664,10 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         if i1.size:
             s1 = sec[i1]
             set1 = ((s1 ^ (s1 >> np.uint64(7))) % np.uint64(l1_sets)).astype(np.int64)
-            l1 = _LRU(l1_sets, arch.l1_assoc)
-            hit1[i1] = l1.access(set1, s1, 0, cfg.l1_chunk)
-        ld1 = is_ld
+            n1, (set1,) = _compact(set1)
+            l1 = _LRU(n1, arch.l1_assoc)
+            hit1[i1] = l1.access(set1, s1, 0, _chunk(l1_sets * arch.l1_assoc, cfg))
+        ld1 = is_ld & ~mbyp[row]
         l1_acc = float(ld1.sum())
         l1_hits = float((hit1 & ld1).sum())
         # ---- footprint of the whole kernel from sharing between the kept CTAs ----------
@@ -595,9 +675,9 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         # disjoint data, 1/n when they all touch the same data; q = fraction of a CTA's
         # sectors that are new to the kernel, so the full footprint is u * (1 + q (reps - 1)).
         g = scls != _C["stl"]
-        useq_all, inv_all = np.unique(sec[g], return_inverse=True)
+        useq_all, inv_all = _uniq_inv(sec[g])
         u_sample = float(useq_all.size)
-        per_cta_u = float(np.unique(inv_all.astype(np.int64) * n_sc + scta[g]).size)
+        per_cta_u = float(_uniq(inv_all * n_sc + scta[g]).size)
         share = u_sample / per_cta_u if per_cta_u else 1.0
         q = (share * n_kept - 1.0) / (n_kept - 1.0) if n_kept > 1 else 1.0
         q = min(max(q, 0.0), 1.0)
@@ -610,24 +690,24 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         c2 = scls[to_l2]
         l2_sectors = arch.l2_kb * 1024 // sb
         l2_sets = max(1, int(round(l2_sectors * frac / arch.l2_assoc)))
-        l2 = _LRU(l2_sets, arch.l2_assoc)
         warm_keys = np.zeros(0, np.uint64)
+        warm_st = np.zeros(0, np.int64)
         if state_in is not None and state_in.sectors.size:
-            warm = np.isin(state_in.sectors, useq_all)
+            warm = _member(state_in.sectors, useq_all)
             warm_keys = state_in.sectors[warm]
             # older entries get lower stamps; all precede this kernel's accesses
-            st = -1 - np.flatnonzero(warm).astype(np.int64)
-            l2.install(_hash_set(warm_keys, l2_sets), warm_keys, st)
-        hit2 = l2.access(_hash_set(s2, l2_sets), s2, 0, cfg.l2_chunk)
+            warm_st = -1 - np.flatnonzero(warm).astype(np.int64)
+        n2, (wset, aset) = _compact(_hash_set(warm_keys, l2_sets), _hash_set(s2, l2_sets))
+        l2 = _LRU(n2, arch.l2_assoc)
+        l2.install(wset, warm_keys, warm_st)
+        hit2 = l2.access(aset, s2, 0, _chunk(l2_sets * arch.l2_assoc, cfg))
         is_st = (c2 == _C["stg"])
         ld2 = ~is_st
         # compulsory (first-touch, not warm) load misses: in the real kernel a shared sector
         # misses once for all reps CTAs that read it, so they scale by (1 + q (reps-1)) / reps
-        _, first_idx = np.unique(s2, return_index=True)
-        first2 = np.zeros(s2.size, dtype=bool)
-        first2[first_idx] = True
+        first2 = _first_occurrence(s2)
         if warm_keys.size:
-            first2 &= ~np.isin(s2, warm_keys)
+            first2 &= ~_member(s2, _uniq(warm_keys))
         miss_ld = ~hit2 & ld2
         comp = float((miss_ld & first2).sum())
         other = float(miss_ld.sum()) - comp
@@ -642,11 +722,11 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         res["_dram_sample"] = (miss_rd + l2_st * wb) * sb * t_scale
         res["_l2_sample"] = float(s2.size) * sb * t_scale
         # ---- carried L2 state: this kernel's sectors (recency order) then older survivors --
-        last_first = np.unique(s2[::-1], return_index=True)
-        recent = last_first[0][np.argsort(last_first[1], kind="stable")]
+        rev = s2[::-1]
+        recent = rev[_first_occurrence(rev)]  # distinct sectors, most recently used first
         w_new = np.full(recent.size, 1.0 / frac)
         if state_in is not None and state_in.sectors.size:
-            old = ~np.isin(state_in.sectors, recent)
+            old = ~_member(state_in.sectors, np.sort(recent))
             secs = np.concatenate([recent, state_in.sectors[old]])
             wts = np.concatenate([w_new, state_in.weight[old]])
         else:
