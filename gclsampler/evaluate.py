@@ -306,6 +306,7 @@ class SuiteConfig:
     sweep_methods: List[str] = field(default_factory=lambda: ["stem_root", "gcl_stem"])
     synth_params: Dict[str, Any] = field(default_factory=dict)
     train_overrides: List[str] = field(default_factory=list)
+    data_dir: Optional[str] = None  # overrides the root data_dir (keeps shrunk quick workloads apart)
     hist_workload: Optional[str] = None  # default: the first workload
     hist_methods: List[str] = field(default_factory=lambda: ["gcl", "stem_root", "sieve", "pka"])
 
@@ -331,6 +332,8 @@ class EvaluateConfig:
     seed: int = 0
     save_plans: bool = True
     plots: bool = True
+    skip_unavailable: bool = True  # a workload synth cannot generate is skipped (named in report.md)
+    train_config_dir: Optional[str] = None  # conf/ of train.py; default: the repository's conf/
 
 
 def register_configs() -> None:
@@ -361,18 +364,60 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
     raise EvaluationError(f"{wdir}: generate: synth wrote no profile.csv for {name!r}")
 
 
+def _compose_train_config(overrides: list[str], config_dir: str | None):
+    """The training pipeline's root config (conf/config.yaml) with ``overrides``.
+
+    Inside ``python evaluate.py`` Hydra is already initialised on the same conf/ directory,
+    so ``compose`` is used directly; elsewhere (tests, notebooks) a temporary context is made.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import gclsampler.config  # noqa: F401  (registers gclsampler_schema)
+
+    if GlobalHydra.instance().is_initialized() and config_dir is None:
+        return compose(config_name="config", overrides=overrides)
+    conf = Path(config_dir) if config_dir else Path(__file__).resolve().parents[1] / "conf"
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf.resolve())):
+        return compose(config_name="config", overrides=overrides)
+
+
 def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np.ndarray]:
-    """Embeddings from the training pipeline (``gclsampler.pipeline``), cached per workload."""
+    """Embeddings from the training pipeline (``gclsampler.pipeline.run``) for each workload.
+
+    The pipeline is run on the existing workload directory (``workload.dir``) with
+    ``post_embedding=false`` and ``suite.train_overrides``; its ``embeddings.npy`` lands in
+    ``<out_dir>/train/<workload>/``. With ``embeddings: cached`` a ``<workload>/embeddings.npy``
+    or an earlier ``<out_dir>/train/<workload>/embeddings.npy`` is reused.
+    """
 
     def embed(workload) -> np.ndarray:
-        cached = Path(workload.root) / "embeddings.npy" if workload.root is not None else None
-        if cfg.embeddings == "cached" and cached is not None and cached.exists():
-            return np.load(cached)
+        run_dir = out_dir / "train" / workload.name
+        if cfg.embeddings == "cached":
+            for cand in (Path(workload.root) / "embeddings.npy", run_dir / "embeddings.npy"):
+                if cand.exists():
+                    return np.load(cand)
+        elif cfg.embeddings != "train":
+            raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
 
-        emb = pipeline.train_embeddings(workload.root, overrides=list(cfg.suite.train_overrides),
-                                        out_dir=out_dir / "train" / workload.name, seed=cfg.seed)
-        return np.asarray(emb, dtype=np.float32)
+        conf_dir = Path(cfg.train_config_dir) if cfg.train_config_dir else Path(__file__).resolve().parents[1] / "conf"
+        overrides = []
+        if (conf_dir / "workload" / f"{workload.name}.yaml").exists():
+            overrides.append(f"workload={workload.name}")
+        else:
+            overrides.append(f"workload.name={workload.name}")
+        overrides += [f"workload.dir={Path(workload.root).resolve()}", f"workload.arch={workload.arch}",
+                      "post_embedding=false", f"seed={cfg.seed}", *cfg.suite.train_overrides]
+        tcfg = _compose_train_config(overrides, cfg.train_config_dir)
+        pipeline.run(tcfg, out_dir=run_dir)
+        emb = np.load(run_dir / "embeddings.npy")
+        if emb.shape[0] != workload.n_invocations:
+            raise EvaluationError(f"{run_dir}/embeddings.npy: rows: {emb.shape[0]} != {workload.n_invocations} "
+                                  "invocations")
+        return emb
 
     return embed
 
@@ -393,7 +438,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = cfg.suite
-    data_dir = Path(cfg.data_dir)
+    data_dir = Path(suite.data_dir or cfg.data_dir)
     if not data_dir.is_absolute() and launch_dir is not None:
         data_dir = Path(launch_dir) / data_dir
     needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
@@ -409,9 +454,16 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
     bar = tqdm(suite.workloads, desc="evaluate", unit="workload", disable=disable)
+    skipped: list[str] = []
     for name in bar:
         bar.set_postfix_str(name)
-        wdir = _prepare_workload(name, data_dir, suite, cfg.generate, cfg.seed)
+        try:
+            wdir = _prepare_workload(name, data_dir, suite, cfg.generate, cfg.seed)
+        except GclError as exc:
+            if not cfg.skip_unavailable:
+                raise
+            skipped.append(f"{name} ({exc})")
+            continue
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch
@@ -440,10 +492,12 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 silhouettes[name] = cand
                 break
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    if results.empty:
+        raise EvaluationError(f"suite.workloads: no workload could be prepared: {'; '.join(skipped)}")
     write_results_csv(results, out / "results.csv")
     from gclsampler.report import write_report
 
-    notes = []
+    notes = [f"Skipped workload {s}" for s in skipped]
     stem_like = [m for m in ("stem_root", "gcl_stem") if m in suite.methods]
     if stem_like:
         notes.append("Main rows of " + ", ".join(f"{m} use ε = {method_params.get(m, {}).get('epsilon')}"

@@ -203,7 +203,7 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
         calls.append(workload.name)
         return np.random.default_rng(0).standard_normal((workload.n_invocations, 4)).astype(np.float32)
 
-    cfg, text = _compose(["suite=quick", "suite.workloads=[wa,wb]", "suite.archs=[turing,ampere]",
+    cfg, text = _compose(["suite=quick", "suite.workloads=[wa,wz,wb]", "suite.data_dir=null", "suite.archs=[turing,ampere]",
                           "suite.methods=[gcl,pka,sieve,random,allegro]", "suite.n_seeds=2",
                           f"data_dir={data}", "generate=false", "suite.hist_workload=wa",
                           "suite.hist_methods=[gcl,sieve]", "plots=false"])
@@ -216,6 +216,7 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     assert list(csv.columns) == ev.RESULT_COLUMNS and len(csv) == len(results)
     text = (tmp_path / "out" / "report.md").read_text()
     assert "SYNTHETIC" in text.splitlines()[2]
+    assert "Skipped workload wz" in text  # not on disk and generate=false
     assert (tmp_path / "out" / "plans" / "wa" / "random_s1.json").exists()
     # byte-identical rerun (fit_seconds excluded: wall-clock)
     again = ev.run_suite(cfg, tmp_path / "out2", embed_fn=embed)
