@@ -1,0 +1,70 @@
+"""Cluster-stage scale check (run: ``python bench/cluster_scale.py``; ~1-2 min on 2 cores).
+
+1. Wall time of the full silhouette sweep (K = 2..50) on 20k x 256 SYNTHETIC
+   embeddings (Gaussian blobs, not trained embeddings), against the one-minute
+   budget of issue 6: prints ``ratio = time / 60 s`` (below 1 meets it).
+2. Sampled against exact silhouette on a smaller set: the estimator's gap on one
+   fixed labelling (5 sample seeds) and its time ratio, then the whole sweep with
+   ``sample_size`` below and above N (time ratio and both chosen K).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from gclsampler.cluster import ClusterConfig, cluster_embeddings, silhouette_score
+
+
+def blobs(n: int, d: int, centres: int, seed: int) -> np.ndarray:
+    """SYNTHETIC embeddings: ``centres`` Gaussian blobs of uneven size, plus repeated kernels."""
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centres, d)) * 4.0
+    p = rng.dirichlet(np.ones(centres))
+    x = c[rng.choice(centres, size=n, p=p)] + rng.normal(size=(n, d))
+    dup = rng.random(n) < 0.3  # repeated kernels give identical embeddings
+    x[dup] = x[rng.integers(0, n, dup.sum())]
+    return x.astype(np.float32)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--exact-n", type=int, default=6000)
+    ap.add_argument("--sample", type=int, default=2000, help="sample_size for the sampled-vs-exact comparison")
+    ap.add_argument("--k-max", type=int, default=50)
+    args = ap.parse_args()
+    print("SYNTHETIC embeddings (Gaussian blobs); timings on this machine, not hardware measurements")
+
+    x = blobs(args.n, 256, 24, 0)
+    t = time.perf_counter()
+    r = cluster_embeddings(x, ClusterConfig(k_max=args.k_max), random_state=0)
+    dt = time.perf_counter() - t
+    print(f"sweep n={args.n} d=256 K=2..{args.k_max}: {dt:.1f} s, chose K={r.k} "
+          f"(silhouette {r.score:.4f}, sampled={r.sampled}, scored on {r.n_scored}); ratio to 60 s budget = {dt / 60:.2f}")
+
+    # sampled vs exact: (a) the estimator on one fixed labelling, (b) the whole sweep
+    x = blobs(args.exact_n, 256, 12, 1)
+    k_max = min(args.k_max, 20)
+    t = time.perf_counter()
+    exact = cluster_embeddings(x, ClusterConfig(k_max=k_max, sample_size=args.exact_n), random_state=0)
+    t_exact = time.perf_counter() - t
+    t = time.perf_counter()
+    samp = cluster_embeddings(x, ClusterConfig(k_max=k_max, sample_size=args.sample), random_state=0)
+    t_samp = time.perf_counter() - t
+    t = time.perf_counter()
+    s_exact = silhouette_score(x, exact.labels)
+    t1 = time.perf_counter() - t
+    t = time.perf_counter()
+    gaps = [abs(silhouette_score(x, exact.labels, args.sample, seed) - s_exact) for seed in range(5)]
+    t2 = (time.perf_counter() - t) / 5
+    print(f"n={args.exact_n}, labelling with K={exact.k}: exact silhouette {s_exact:.4f} in {t1:.2f} s; "
+          f"sampled({args.sample}) max |gap| over 5 seeds {max(gaps):.4f} in {t2:.2f} s; time ratio {t2 / t1:.3f}")
+    print(f"n={args.exact_n} sweep K=2..{k_max}: exact {t_exact:.1f} s (K={exact.k}), sampled({args.sample}) "
+          f"{t_samp:.1f} s (K={samp.k}); time ratio sampled/exact = {t_samp / t_exact:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,533 @@
+"""Silhouette k-means over kernel embeddings (GCL-Sampler, section 3.4).
+
+The paper feeds the 256-d graph embeddings to k-means, picks K by the silhouette
+coefficient (favouring the smaller K when scores are comparable, because every
+extra cluster is one more invocation to simulate) and takes the first invocation
+of each cluster as its representative; the cluster size is its weight.
+
+Why the code is shaped the way it is:
+
+* Identical kernels give identical graphs and hence identical embeddings, so the
+  work is done on the *distinct* embeddings with their multiplicities as weights.
+  Weighted k-means and the weighted silhouette below are exactly k-means and the
+  silhouette of the full invocation set, only cheaper.
+* Exact silhouette is quadratic (DESIGN.md: ~640 s on 50k points). Above
+  ``sample_size`` invocations the sweep runs on a seeded uniform sample of
+  invocations (~6 s, within ~0.005 of exact); the chosen labelling is then
+  refined with Lloyd iterations on every distinct embedding.
+* Silhouette curves are flat near the best K, so a single k-means start per K
+  makes the choice flip between seeds: each K gets ``n_init`` starts (the lowest
+  inertia one is scored) and the top ``refine_top`` K are re-scored with
+  ``refine_n_init`` more starts, each scored by silhouette, before the smallest K
+  within ``tolerance`` of the best score is taken. The sweep's k-means runs on at
+  most ``fit_size`` sampled invocations; the returned labelling is always Lloyd
+  iterated on every distinct embedding and its score replaces the sweep's.
+* k-means is implemented here (k-means++ seeding + Lloyd, vectorised numpy) so
+  that every seed is derived from ``(random_state, K, start)`` and the result is
+  byte-identical run to run, independent of which other K were swept.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from gclsampler.errors import GclError
+
+REPRESENTATIVES = ("first", "medoid", "random")
+
+
+class ClusterConfigError(GclError):
+    """A clustering setting outside its valid range (names the config key)."""
+
+
+class EmbeddingError(GclError):
+    """Embeddings that cannot be clustered (wrong shape, NaN/inf)."""
+
+
+@dataclass
+class ClusterConfig:
+    """Hydra structured config of the ``cluster`` group (``conf/cluster/default.yaml``).
+
+    Defaults follow GCL-Sampler 3.4 (silhouette-chosen K, first invocation as
+    representative); the sampling/restart knobs follow DESIGN.md's measurements.
+    """
+
+    k_min: int = 2
+    k_max: int = 50  # the sweep stops at min(k_max, n - 1, distinct embeddings)
+    tolerance: float = 0.01  # K within this (absolute) silhouette of the best count as "comparable"
+    n_init: int = 3  # k-means starts per K in the sweep
+    refine_top: int = 3  # best-scoring K re-scored with more starts
+    refine_n_init: int = 8
+    max_iter: int = 300
+    sample_size: int = 5000  # above this many invocations, silhouette is scored on a seeded sample
+    fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
+    representative: str = "first"  # first | medoid | random
+    normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
+
+    def validate(self, where: str = "cluster") -> "ClusterConfig":
+        def bad(key: str, msg: str) -> ClusterConfigError:
+            return ClusterConfigError(f"{where}.{key}: {msg}")
+
+        if self.k_min < 2:
+            raise bad("k_min", f"must be >= 2 (silhouette needs two clusters), got {self.k_min}")
+        if self.k_max < self.k_min:
+            raise bad("k_max", f"must be >= k_min={self.k_min}, got {self.k_max}")
+        if not (self.tolerance >= 0 and math.isfinite(self.tolerance)):
+            raise bad("tolerance", f"must be a finite number >= 0, got {self.tolerance}")
+        for key in ("n_init", "refine_n_init", "max_iter"):
+            if getattr(self, key) < 1:
+                raise bad(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.refine_top < 0:
+            raise bad("refine_top", f"must be >= 0, got {self.refine_top}")
+        for key in ("sample_size", "fit_size"):
+            if getattr(self, key) < 3:
+                raise bad(key, f"must be >= 3, got {getattr(self, key)}")
+        if self.representative not in REPRESENTATIVES:
+            raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
+        return self
+
+    @classmethod
+    def from_any(cls, cfg: "ClusterConfig | Mapping[str, Any] | None", where: str = "cluster") -> "ClusterConfig":
+        """Accept a ClusterConfig, a plain/OmegaConf mapping, or None (defaults); reject unknown keys."""
+        if cfg is None:
+            return cls().validate(where)
+        if isinstance(cfg, cls):
+            return cfg.validate(where)
+        try:  # OmegaConf DictConfig -> dict without importing omegaconf eagerly
+            items = dict(cfg.items())
+        except AttributeError:
+            raise ClusterConfigError(f"{where}: expected a mapping of cluster settings, got {type(cfg).__name__}") from None
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(items) - known)
+        if unknown:
+            raise ClusterConfigError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
+        return cls(**items).validate(where)
+
+
+@dataclass
+class ClusterResult:
+    """What the cluster stage decided.
+
+    ``labels`` (N,) cluster of each invocation, numbered by first appearance so
+    cluster 0 holds invocation 0; ``representatives`` (K,) one member invocation per
+    cluster; ``sizes`` (K,) the weights; ``silhouette`` {K: mean silhouette} for every
+    K that produced a valid labelling (empty when N < 3 or all embeddings coincide);
+    ``sampled`` whether the scores are estimates on ``n_scored`` sampled invocations.
+    """
+
+    labels: np.ndarray
+    k: int
+    silhouette: dict[int, float]
+    representatives: np.ndarray
+    sizes: np.ndarray
+    sampled: bool = False
+    n_scored: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float | None:
+        return self.silhouette.get(self.k)
+
+
+# ---------------------------------------------------------------------------------------
+# weighted k-means (k-means++ seeding + Lloyd)
+
+
+def _sq_dist(x: np.ndarray, x_sq: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(n, k) squared Euclidean distances, clipped at 0 against cancellation."""
+    d = x_sq[:, None] - 2.0 * (x @ c.T) + np.einsum("ij,ij->i", c, c)[None, :]
+    np.maximum(d, 0.0, out=d)
+    return d
+
+
+def _kmeans_pp(x: np.ndarray, x_sq: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Greedy k-means++ seeding (Arthur & Vassilvitskii, with 2 + log k local trials), weighted."""
+    n = x.shape[0]
+    trials = 2 + int(math.log(k))
+    first = rng.choice(n, p=w / w.sum())
+    centers = np.empty((k, x.shape[1]), dtype=x.dtype)
+    centers[0] = x[first]
+    closest = _sq_dist(x, x_sq, centers[:1])[:, 0]
+    for c in range(1, k):
+        pot = w * closest
+        total = pot.sum()
+        if total <= 0:  # fewer distinct points than k: reuse a point (caller compacts labels)
+            centers[c] = x[rng.integers(n)]
+            continue
+        cand = np.searchsorted(np.cumsum(pot), rng.random(trials) * total)
+        cand = np.minimum(cand, n - 1)
+        d_cand = _sq_dist(x, x_sq, x[cand])  # (n, trials)
+        np.minimum(d_cand, closest[:, None], out=d_cand)
+        best = int(np.argmin(w @ d_cand))
+        centers[c] = x[cand[best]]
+        closest = d_cand[:, best]
+    return centers
+
+
+def _lloyd(
+    x: np.ndarray, x_sq: np.ndarray, w: np.ndarray, centers: np.ndarray, max_iter: int, tol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted Lloyd iterations until the summed squared centre shift drops to ``tol``.
+
+    Empty clusters are moved to the points farthest from their centres. The labels
+    returned are those of the final centres.
+    """
+    k = centers.shape[0]
+    n = x.shape[0]
+    rows = np.arange(n)
+    labels = np.full(n, -1, dtype=np.int64)
+    for _ in range(max_iter):
+        d = _sq_dist(x, x_sq, centers)
+        new = np.argmin(d, axis=1)
+        if np.array_equal(new, labels):
+            return centers, labels
+        labels = new
+        onehot = np.zeros((k, n), dtype=x.dtype)
+        onehot[labels, rows] = w
+        sums = onehot @ x
+        mass = onehot.sum(axis=1)
+        empty = np.flatnonzero(mass == 0)
+        if empty.size:
+            far = np.argsort(-d[rows, labels], kind="stable")
+            for j, c in enumerate(empty):
+                sums[c] = x[far[j]] * w[far[j]]
+                mass[c] = w[far[j]]
+        new_centers = sums / mass[:, None]
+        shift = float(np.sum((new_centers - centers) ** 2))
+        centers = new_centers
+        if shift <= tol:
+            break
+    return centers, np.argmin(_sq_dist(x, x_sq, centers), axis=1)
+
+
+def _kmeans_tol(x: np.ndarray, w: np.ndarray) -> float:
+    """sklearn's convergence scale: 1e-4 of the mean per-dimension (weighted) variance."""
+    mean = (w @ x) / w.sum()
+    var = (w @ ((x - mean) ** 2)) / w.sum()
+    return 1e-4 * float(var.mean())
+
+
+def _compact(labels: np.ndarray) -> np.ndarray:
+    """Renumber labels 0..K'-1 by first appearance (drops empty clusters)."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    return order[inverse].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# weighted silhouette on a precomputed distance matrix
+
+
+def _pairwise(x: np.ndarray) -> np.ndarray:
+    """Euclidean distances (float32 to halve memory: 5k points -> 100 MB)."""
+    sq = np.einsum("ij,ij->i", x, x)
+    scale = sq[:, None] + sq[None, :]
+    d = scale - 2.0 * (x @ x.T)
+    # below float64 resolution of |x|^2 + |y|^2 the difference is rounding: call it 0
+    d[d <= 1e-12 * scale] = 0.0
+    np.sqrt(d, out=d)
+    np.fill_diagonal(d, 0.0)
+    return d.astype(np.float32)
+
+
+def weighted_silhouette(dist: np.ndarray, labels: np.ndarray, w: np.ndarray) -> float | None:
+    """Mean silhouette of points ``i`` repeated ``w[i]`` times (equals sklearn on the expanded set).
+
+    Duplicates are at distance 0, so a point's mean intra-cluster distance divides by
+    (cluster mass - 1). Returns None when the labelling has fewer than 2 clusters or
+    no fewer clusters than points (silhouette undefined there).
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1
+    mass = np.bincount(labels, weights=w, minlength=k)
+    n_clusters = int(np.count_nonzero(mass))
+    if n_clusters < 2 or n_clusters > w.sum() - 1:
+        return None
+    onehot = np.zeros((labels.size, k), dtype=np.float32)
+    onehot[np.arange(labels.size), labels] = w
+    sums = (dist @ onehot).astype(np.float64)  # (n, k): weighted distance to each cluster
+    own_mass = mass[labels]
+    a = np.where(own_mass > 1, sums[np.arange(labels.size), labels] / np.maximum(own_mass - 1, 1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_to = sums / mass[None, :]
+    mean_to[:, mass == 0] = np.inf
+    mean_to[np.arange(labels.size), labels] = np.inf
+    b = mean_to.min(axis=1)
+    denom = np.maximum(a, b)
+    s = np.where((own_mass > 1) & (denom > 0), (b - a) / np.where(denom > 0, denom, 1.0), 0.0)
+    return float(np.dot(w, s) / w.sum())
+
+
+def silhouette_score(emb: np.ndarray, labels: np.ndarray, sample_size: int | None = None, random_state: int = 0) -> float | None:
+    """Mean silhouette of a labelling of invocations, exact or on a seeded sample.
+
+    Same estimator the sweep uses (distinct embeddings weighted by multiplicity), so
+    the sampled-vs-exact gap can be measured on any labelling (bench/cluster_scale.py).
+    """
+    x = np.asarray(emb, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    uniq, inverse, counts = np.unique(x, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    # a distinct embedding may carry several labels only if the caller split duplicates
+    key = inverse.astype(np.int64) * (int(labels.max()) + 1) + labels
+    cells, first, cell_of = np.unique(key, return_index=True, return_inverse=True)
+    pts, lab = uniq[inverse[first]], labels[first]
+    if sample_size is not None and sample_size < labels.size:
+        ids, w = _subsample(cell_of.reshape(-1), sample_size, _seed(random_state, 0xC1, 0x5A))
+    else:
+        ids, w = np.arange(cells.size), np.bincount(cell_of.reshape(-1)).astype(np.float64)
+    return weighted_silhouette(_pairwise(pts[ids]), _compact(lab[ids]), w)
+
+
+# ---------------------------------------------------------------------------------------
+# the sweep
+
+
+def _seed(random_state: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(random_state) & 0xFFFFFFFF, *key]))
+
+
+@dataclass
+class _Points:
+    """Weighted distinct embeddings (float32 for k-means, squared norms cached)."""
+
+    x: np.ndarray
+    w: np.ndarray
+    sq: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray, w: np.ndarray) -> "_Points":
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        return cls(x, np.asarray(w, dtype=np.float64), np.einsum("ij,ij->i", x, x))
+
+    def assign(self, centers: np.ndarray) -> np.ndarray:
+        return np.argmin(_sq_dist(self.x, self.sq, centers), axis=1)
+
+
+def _kmeans(fit: _Points, k: int, rng: np.random.Generator, cfg: ClusterConfig, tol: float) -> tuple[np.ndarray, float]:
+    """One k-means start on the fit set: centres and weighted inertia."""
+    centers, labels = _lloyd(fit.x, fit.sq, fit.w, _kmeans_pp(fit.x, fit.sq, fit.w, k, rng), cfg.max_iter, tol)
+    d = _sq_dist(fit.x, fit.sq, centers)[np.arange(labels.size), labels]
+    return centers, float(fit.w @ d)
+
+
+def _pick(curve: dict[int, float], tolerance: float) -> int:
+    best = max(curve.values())
+    return min(k for k, s in curve.items() if s >= best - tolerance)
+
+
+def _one_cluster(n: int, cfg: ClusterConfig, random_state: int) -> ClusterResult:
+    labels = np.zeros(n, dtype=np.int64)
+    reps = _representatives(labels, None, cfg.representative, random_state) if n else np.zeros(0, dtype=np.int64)
+    return ClusterResult(labels, 1 if n else 0, {}, reps, np.bincount(labels, minlength=1 if n else 0),
+                         False, 0, asdict(cfg))
+
+
+def _subsample(inverse: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A uniform sample of ``size`` invocations as (distinct ids, multiplicities)."""
+    pick = rng.choice(inverse.size, size=size, replace=False)
+    ids, counts = np.unique(inverse[pick], return_counts=True)
+    return ids, counts.astype(np.float64)
+
+
+def _progress(ks: range):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return ks
+    return tqdm(ks, desc="k-means sweep", unit="K", leave=False,
+                disable=not sys.stderr.isatty() or bool(os.environ.get("CI")))
+
+
+def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] | None = None, random_state: int = 0) -> ClusterResult:
+    """Silhouette-chosen k-means of (N, D) embeddings; one cluster when N < 3 or all coincide.
+
+    Three point sets, all weighted distinct embeddings: *all* (every invocation),
+    *score* (all, or ``sample_size`` sampled invocations: silhouette is computed
+    here) and *fit* (score, or ``fit_size`` of its invocations: the sweep's k-means
+    runs here). The returned labels always come from Lloyd iterations on *all*.
+    """
+    cfg = ClusterConfig.from_any(cfg)
+    emb = np.asarray(emb)
+    if emb.ndim != 2:
+        raise EmbeddingError(f"embeddings: expected an (invocations, dims) array, got shape {emb.shape}")
+    x_all = emb.astype(np.float64)
+    bad = ~np.isfinite(x_all).all(axis=1)
+    if bad.any():
+        raise EmbeddingError(f"embeddings: row {int(np.flatnonzero(bad)[0])} (invocation) is not finite")
+    n = x_all.shape[0]
+    if cfg.normalize and n:
+        norm = np.linalg.norm(x_all, axis=1, keepdims=True)
+        x_all = x_all / np.where(norm > 0, norm, 1.0)
+    if n < 3:
+        return _one_cluster(n, cfg, random_state)
+
+    # distinct embeddings with multiplicities: exact, and much smaller for repeated kernels
+    uniq, inverse, counts = np.unique(x_all, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    if uniq.shape[0] < 2:
+        return _one_cluster(n, cfg, random_state)
+    every = _Points.of(uniq, counts)
+
+    sampled = n > cfg.sample_size
+    if sampled:
+        s_ids, s_w = _subsample(inverse, cfg.sample_size, _seed(random_state, 0xC1, 0x5A))
+        n_scored = cfg.sample_size
+    else:
+        s_ids, s_w = np.arange(uniq.shape[0]), counts.astype(np.float64)
+        n_scored = n
+    score_set = _Points.of(uniq[s_ids], s_w)
+    dist = _pairwise(uniq[s_ids])
+    if n_scored > cfg.fit_size:
+        f_local, f_w = _subsample(np.repeat(np.arange(s_ids.size), s_w.astype(np.int64)), cfg.fit_size,
+                                  _seed(random_state, 0xF1, 0x7))
+        fit = _Points.of(score_set.x[f_local], f_w)
+    else:
+        fit = score_set
+    tol = _kmeans_tol(fit.x.astype(np.float64), fit.w)
+
+    hi = min(cfg.k_max, n - 1, fit.x.shape[0], n_scored - 1)
+    lo = min(cfg.k_min, hi)
+    ks = range(lo, hi + 1) if hi >= 2 else range(0)
+
+    def score_of(centers: np.ndarray) -> float | None:
+        return weighted_silhouette(dist, _compact(score_set.assign(centers)), score_set.w)
+
+    # sweep: n_init starts per K, the lowest-inertia one is scored
+    curve: dict[int, float] = {}
+    centers_of: dict[int, np.ndarray] = {}
+    for k in _progress(ks):
+        runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
+        centers = min(runs, key=lambda r: r[1])[0]
+        score = score_of(centers)
+        if score is not None:
+            curve[k], centers_of[k] = score, centers
+    if not curve:
+        return _one_cluster(n, cfg, random_state)
+
+    # refine: the leading K (and whichever K the rule then picks) get more starts, each
+    # scored by silhouette; the best centres are iterated on every distinct embedding and
+    # that labelling's score replaces the sweep's, so the curve scores what is returned
+    refined: dict[int, np.ndarray] = {}  # K -> labels of the distinct embeddings
+
+    def refine(k: int) -> None:
+        best_c, best_s = centers_of[k], curve[k]
+        for s in range(cfg.n_init, cfg.n_init + cfg.refine_n_init):
+            centers, _ = _kmeans(fit, k, _seed(random_state, k, s), cfg, tol)
+            score = score_of(centers)
+            if score is not None and score > best_s:
+                best_c, best_s = centers, score
+        _, labels_u = _lloyd(every.x, every.sq, every.w, best_c, cfg.max_iter, tol)
+        labels_u = _compact(labels_u)
+        score = weighted_silhouette(dist, _compact(labels_u[s_ids]), score_set.w)
+        if score is None:
+            del curve[k]
+            return
+        curve[k] = score
+        refined[k] = labels_u
+
+    leaders = sorted(curve, key=lambda k: (-curve[k], k))[: cfg.refine_top]
+    for k in sorted(leaders):
+        refine(k)
+    chosen = None
+    while curve:
+        chosen = _pick(curve, cfg.tolerance)
+        if chosen in refined:
+            break
+        refine(chosen)
+    if not curve or chosen is None:
+        return _one_cluster(n, cfg, random_state)
+
+    labels = _compact(refined[chosen][inverse])
+    reps = _representatives(labels, x_all, cfg.representative, random_state)
+    sizes = np.bincount(labels)
+    return ClusterResult(labels, int(sizes.size), dict(sorted(curve.items())), reps, sizes,
+                         sampled, n_scored, asdict(cfg))
+
+
+def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:
+    """One member invocation per cluster.
+
+    ``first``: the earliest invocation (paper; a simulator reaches it soonest).
+    ``medoid``: the member nearest the cluster mean; under squared Euclidean distance
+    this is exactly the member minimising the summed distance to all members.
+    ``random``: a seeded uniform member.
+    """
+    k = int(labels.max()) + 1
+    n = labels.size
+    order = np.argsort(labels, kind="stable")  # members of each cluster in invocation order
+    starts = np.searchsorted(labels[order], np.arange(k))
+    if how == "first" or x is None and how == "medoid":
+        return order[starts].astype(np.int64)
+    if how == "random":
+        sizes = np.bincount(labels, minlength=k)
+        off = _seed(random_state, 0x5E, 0x1EC7).integers(0, sizes)
+        return order[starts + off].astype(np.int64)
+    sums = np.zeros((k, x.shape[1]))
+    np.add.at(sums, labels, x)
+    means = sums / np.bincount(labels, minlength=k)[:, None]
+    d = np.einsum("ij,ij->i", x - means[labels], x - means[labels])
+    key = np.lexsort((np.arange(n), d, labels))  # by cluster, then distance, then invocation
+    first_of = np.searchsorted(labels[key], np.arange(k))
+    return key[first_of].astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# files
+
+
+def _atomic_write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_clusters_csv(path: str | Path, labels: np.ndarray, kernel_names: Sequence[str]) -> Path:
+    """``clusters.csv``: invocation, kernel_name, cluster (one row per invocation, atomic)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if len(kernel_names) != labels.size:
+        raise ValueError(f"{labels.size} labels but {len(kernel_names)} kernel names")
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(["invocation", "kernel_name", "cluster"])
+    for i, (name, c) in enumerate(zip(kernel_names, labels.tolist())):
+        out.writerow([i, str(name), c])
+    return _atomic_write_text(Path(path), buf.getvalue())
+
+
+def write_silhouette_csv(path: str | Path, curve: Mapping[int, float]) -> Path:
+    """``silhouette.csv``: k, score for every K of the sweep (atomic)."""
+    lines = ["k,score"] + [f"{int(k)},{float(s)!r}" for k, s in sorted(curve.items())]
+    return _atomic_write_text(Path(path), "\n".join(lines) + "\n")
+
+
+def run_cluster_stage(
+    embeddings: np.ndarray,
+    kernel_names: Sequence[str],
+    cfg: ClusterConfig | Mapping[str, Any] | None,
+    out_dir: str | Path,
+    random_state: int = 0,
+) -> ClusterResult:
+    """The pipeline's cluster step: cluster, then write ``clusters.csv`` and ``silhouette.csv``."""
+    result = cluster_embeddings(embeddings, cfg, random_state)
+    out_dir = Path(out_dir)
+    write_clusters_csv(out_dir / "clusters.csv", result.labels, kernel_names)
+    write_silhouette_csv(out_dir / "silhouette.csv", result.silhouette)
+    return result

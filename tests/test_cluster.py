@@ -1,0 +1,180 @@
+"""Silhouette k-means (gclsampler.cluster): estimator, K choice, degenerate inputs, files."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import silhouette_score as sk_silhouette
+
+from gclsampler.cluster import (
+    ClusterConfig,
+    ClusterConfigError,
+    EmbeddingError,
+    _pairwise,
+    cluster_embeddings,
+    run_cluster_stage,
+    silhouette_score,
+    weighted_silhouette,
+)
+
+SMALL = dict(k_max=8, n_init=2, refine_n_init=2)
+
+
+def blobs(rng, centres, per, spread=0.3, d=8):
+    c = np.asarray(centres, dtype=np.float64)
+    if c.ndim == 1:
+        c = rng.normal(size=(int(c[0]), d)) * 10
+    x = np.concatenate([c[i] + rng.normal(size=(per, c.shape[1])) * spread for i in range(len(c))])
+    return x[rng.permutation(len(x))]
+
+
+@st.composite
+def labelled_points(draw):
+    n = draw(st.integers(4, 40))
+    distinct = draw(st.integers(2, n))
+    rng = np.random.default_rng(draw(st.integers(0, 10_000)))
+    pts = rng.normal(size=(distinct, 3))
+    x = pts[rng.integers(0, distinct, n)]  # duplicates on purpose
+    k = draw(st.integers(2, min(5, n - 1)))
+    labels = rng.integers(0, k, n)
+    return x, labels
+
+
+@given(labelled_points())
+@settings(max_examples=40, deadline=None)
+def test_weighted_silhouette_equals_sklearn_on_expanded_points(case):
+    x, labels = case
+    if not 2 <= np.unique(labels).size <= len(x) - 1:
+        return
+    # duplicates with the same label collapse to one weighted point
+    key = np.unique(np.column_stack([x, labels]), axis=0, return_index=True, return_inverse=True, return_counts=True)
+    _, first, inv, counts = key
+    ours = weighted_silhouette(_pairwise(x[first]), np.unique(labels[first], return_inverse=True)[1], counts.astype(float))
+    assert ours == pytest.approx(sk_silhouette(x, labels), abs=1e-5)
+    assert silhouette_score(x, labels) == pytest.approx(sk_silhouette(x, labels), abs=1e-5)
+
+
+def test_sampled_silhouette_estimates_exact(rng):
+    x = blobs(rng, [6], 150, spread=2.0)
+    labels = cluster_embeddings(x, dict(SMALL, k_min=6, k_max=6)).labels
+    exact = silhouette_score(x, labels)
+    est = silhouette_score(x, labels, sample_size=300, random_state=1)
+    assert est != exact and abs(est - exact) < 0.05
+
+
+def test_chosen_k_follows_the_tolerance_rule_on_its_own_curve(rng):
+    # two pairs of blobs: K=4 scores best, K=2 (the pairs) only a little lower
+    c = np.array([[0, 0], [3, 0], [8, 0], [11, 0]], dtype=float)
+    x = blobs(rng, c, 30, spread=0.4)
+    strict = cluster_embeddings(x, dict(SMALL, tolerance=0.0))
+    assert strict.k == max(strict.silhouette, key=strict.silhouette.get)
+    assert strict.k == 4
+    gap = strict.silhouette[4] - strict.silhouette[2]
+    assert gap > 0
+    loose = cluster_embeddings(x, dict(SMALL, tolerance=gap + 0.05))
+    best = max(loose.silhouette.values())
+    assert loose.k == min(k for k, s in loose.silhouette.items() if s >= best - (gap + 0.05))
+    assert loose.k == 2
+    assert set(strict.silhouette) == set(range(2, 9))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_fewer_than_three_invocations_is_one_cluster(n):
+    r = cluster_embeddings(np.ones((n, 4)))
+    assert r.labels.tolist() == [0] * n
+    assert r.silhouette == {}
+    assert r.k == (1 if n else 0)
+    assert r.representatives.tolist() == ([0] if n else [])
+
+
+def test_identical_embeddings_are_one_cluster():
+    r = cluster_embeddings(np.full((50, 16), 0.25, dtype=np.float32))
+    assert r.k == 1 and r.sizes.tolist() == [50] and r.representatives.tolist() == [0]
+
+
+def test_fewer_distinct_points_than_k(rng):
+    x = np.repeat(rng.normal(size=(3, 5)) * 5, [10, 7, 4], axis=0)[rng.permutation(21)]
+    r = cluster_embeddings(x, dict(SMALL, k_max=20))
+    assert max(r.silhouette) <= 3
+    assert r.k == 3
+    # every duplicate lands with its twins
+    for row in np.unique(x, axis=0):
+        assert np.unique(r.labels[(x == row).all(axis=1)]).size == 1
+
+
+@pytest.mark.parametrize("how", ["first", "medoid", "random"])
+def test_representatives_are_members(rng, how):
+    x = blobs(rng, [4], 25, spread=1.0)
+    r = cluster_embeddings(x, dict(SMALL, representative=how), random_state=3)
+    assert r.representatives.size == r.k
+    assert (r.labels[r.representatives] == np.arange(r.k)).all()
+    assert r.sizes.sum() == len(x)
+    if how == "first":
+        assert r.representatives.tolist() == [int(np.flatnonzero(r.labels == c)[0]) for c in range(r.k)]
+    if how == "medoid":
+        for c, rep in enumerate(r.representatives):
+            m = np.flatnonzero(r.labels == c)
+            cost = ((x[m][:, None, :] - x[m][None, :, :]) ** 2).sum(axis=(1, 2))
+            assert cost[m.tolist().index(rep)] == pytest.approx(cost.min())
+
+
+def test_labels_numbered_by_first_appearance(rng):
+    r = cluster_embeddings(blobs(rng, [5], 20), SMALL)
+    firsts = [int(np.flatnonzero(r.labels == c)[0]) for c in range(r.k)]
+    assert firsts == sorted(firsts) and firsts[0] == 0
+
+
+def test_deterministic_under_seed(rng):
+    x = blobs(rng, [5], 30, spread=2.0)
+    a, b = cluster_embeddings(x, SMALL, 7), cluster_embeddings(x, SMALL, 7)
+    assert np.array_equal(a.labels, b.labels) and a.silhouette == b.silhouette
+
+
+def test_sampled_sweep_labels_every_invocation(rng):
+    x = blobs(rng, [4], 100, spread=0.5)
+    r = cluster_embeddings(x, dict(SMALL, sample_size=120, fit_size=60), random_state=1)
+    assert r.sampled and r.n_scored == 120
+    assert r.labels.shape == (400,) and r.k == 4
+    exact = cluster_embeddings(x, SMALL, random_state=1)
+    # same partition up to renumbering (both numbered by first appearance)
+    assert np.array_equal(r.labels, exact.labels)
+
+
+@pytest.mark.parametrize("key,value", [("k_min", 1), ("k_max", 1), ("tolerance", -0.1), ("n_init", 0),
+                                       ("representative", "centroid"), ("sample_size", 2)])
+def test_bad_config_names_the_key(key, value):
+    with pytest.raises(ClusterConfigError, match=rf"cluster\.{key}"):
+        cluster_embeddings(np.zeros((5, 2)), {key: value})
+
+
+def test_unknown_config_key():
+    with pytest.raises(ClusterConfigError, match=r"cluster\.kmax: unknown key"):
+        ClusterConfig.from_any({"kmax": 3})
+
+
+def test_bad_embeddings():
+    x = np.zeros((6, 3))
+    x[4, 1] = np.nan
+    with pytest.raises(EmbeddingError, match="row 4"):
+        cluster_embeddings(x)
+    with pytest.raises(EmbeddingError, match="shape"):
+        cluster_embeddings(np.zeros(6))
+
+
+def test_run_cluster_stage_writes_files(tmp_path, rng):
+    x = blobs(rng, [3], 10)
+    names = [f"kern_{i % 4}" for i in range(len(x))]
+    r = run_cluster_stage(x, names, SMALL, tmp_path, random_state=0)
+    with open(tmp_path / "clusters.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(row["invocation"]) for row in rows] == list(range(len(x)))
+    assert [row["kernel_name"] for row in rows] == names
+    assert [int(row["cluster"]) for row in rows] == r.labels.tolist()
+    with open(tmp_path / "silhouette.csv") as fh:
+        curve = {int(row["k"]): float(row["score"]) for row in csv.DictReader(fh)}
+    assert curve == r.silhouette
+    assert not list(tmp_path.glob(".*.tmp"))
