@@ -1,0 +1,154 @@
+"""GCL samplers and the registry: plan invariants, error bounds, determinism, configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gclsampler import samplers as S
+from gclsampler.cluster import ClusterConfig
+from gclsampler.plan import SamplingPlan
+from gclsampler.samplers import (
+    SAMPLERS,
+    GclSampler,
+    GclStemSampler,
+    SamplerConfig,
+    SamplerError,
+    make_sampler,
+    sampler_from_config,
+)
+from gclsampler.workload import Workload
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+SMALL = dict(k_max=6, n_init=2, refine_n_init=2)
+
+
+def toy_workload(seed=0, n=150, k=4, embeddings=True) -> Workload:
+    """SYNTHETIC: k behaviour groups; times differ per group and are noisy inside one."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, k, n)
+    emb = (rng.normal(size=(k, 16)) * 6)[group] + rng.normal(size=(n, 16)) * 0.3
+    times = rng.gamma(4.0, 100.0, n) * (1 + group)
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": [f"kern_{g}" for g in group],
+                         "time_ns": times, "cycles": times * 1.4})
+    return Workload("toy", prof, synthetic=True, embeddings=emb.astype(np.float32) if embeddings else None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo():
+    S._MEMO.clear()
+    yield
+    S._MEMO.clear()
+
+
+def test_registry_holds_gcl_and_stem_root():
+    assert SAMPLERS["gcl"] is GclSampler and SAMPLERS["gcl_stem"] is GclStemSampler
+    assert "stem_root" in SAMPLERS
+    for name, cls in SAMPLERS.items():
+        assert cls.name == name
+
+
+def test_make_sampler_errors_name_the_key():
+    with pytest.raises(SamplerError, match="sampler.name: unknown sampler 'nope'"):
+        make_sampler("nope")
+    with pytest.raises(SamplerError, match="sampler.params"):
+        make_sampler("gcl", epsilonn=0.1)
+
+
+def test_gcl_plan_first_member_weights(tmp_path):
+    w = toy_workload()
+    s = make_sampler("gcl", cluster=SMALL, random_state=0)
+    plan = s.fit(w)
+    assert plan.weights.sum() == pytest.approx(w.n_invocations)
+    assert plan.synthetic
+    for smp in plan.samples:
+        members = np.flatnonzero(s.labels_ == smp.cluster)
+        assert smp.invocation == members[0]
+        assert smp.weight == members.size
+        assert smp.kernel_name == w.profile["kernel_name"][smp.invocation]
+    assert s.k_ == len(plan.clusters) == 4
+    assert plan.config["k"] == s.k_
+    assert {k for k, _ in plan.config["silhouette"]} == set(s.silhouette_)
+    assert SamplingPlan.load(plan.save(tmp_path / "p.json")).to_json() == plan.to_json()
+
+
+@pytest.mark.parametrize("root", [True, False])
+def test_gcl_stem_bounds_every_cluster(root):
+    w = toy_workload(1)
+    s = GclStemSampler(cluster=SMALL, epsilon=0.1, root=root, random_state=2)
+    plan = s.fit(w)
+    assert plan.weights.sum() == pytest.approx(w.n_invocations)
+    assert len(plan.clusters) == s.k_
+    for c in plan.clusters:
+        assert c.error_bound is not None and 0 <= c.error_bound <= 0.1 + 1e-12
+        assert c.size == int((s.labels_ == c.id).sum())
+    for smp in plan.samples:  # every sample sits in its GCL cluster
+        assert s.labels_[smp.invocation] == smp.cluster
+    assert plan.config["error_bound"] <= 0.1 + 1e-12
+    # the bound per cluster is its own stratified bound: recompute from STEM's leaves
+    st = s.stem_
+    for c in plan.clusters:
+        leaves = np.flatnonzero(st.leaf_group == c.id)
+        var = sum((st.leaf_error_bound[i] * st.leaf_sizes[i] * st.leaf_mean[i]) ** 2 for i in leaves)
+        tot = sum(st.leaf_sizes[i] * st.leaf_mean[i] for i in leaves)
+        assert c.error_bound == pytest.approx(np.sqrt(var) / tot)
+
+
+def test_gcl_stem_epsilon_is_the_knob():
+    w = toy_workload(3)
+    t = w.profile["time_ns"].to_numpy()
+    draws, speedups = [], []
+    for eps in (0.02, 0.05, 0.2):
+        s = GclStemSampler(cluster=SMALL, epsilon=eps, root=False, random_state=0)
+        plan = s.fit(w)
+        draws.append(int(s.stem_.sample_sizes.sum()))
+        speedups.append(plan.speedup(t))
+    assert draws[0] >= draws[1] >= draws[2] and draws[0] > draws[2]
+
+
+@pytest.mark.parametrize("name", ["gcl", "gcl_stem"])
+def test_same_inputs_same_seed_byte_identical(tmp_path, name):
+    paths = []
+    for i in range(2):
+        S._MEMO.clear()
+        plan = make_sampler(name, cluster=SMALL, random_state=5).fit(toy_workload(4))
+        paths.append(plan.save(tmp_path / f"{i}.json"))
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+def test_missing_embeddings_is_a_clear_error():
+    with pytest.raises(SamplerError, match="toy: embeddings: none loaded"):
+        GclSampler().fit(toy_workload(embeddings=False))
+    w = toy_workload()
+    w.embeddings = w.embeddings[:-1]
+    with pytest.raises(SamplerError, match="shape"):
+        GclSampler().fit(w)
+
+
+def test_gcl_stem_missing_time_column():
+    with pytest.raises(SamplerError, match="time_column"):
+        GclStemSampler(cluster=SMALL, time_column="gpu_time").fit(toy_workload())
+
+
+@pytest.mark.parametrize("name", ["gcl", "gcl_stem", "stem_root"])
+def test_yaml_configs_compose_and_build(name):
+    from omegaconf import OmegaConf
+
+    cluster = OmegaConf.merge(OmegaConf.structured(ClusterConfig), OmegaConf.load(CONF / "cluster" / "default.yaml"))
+    cluster.k_max = 6
+    cfg = OmegaConf.merge(OmegaConf.structured(SamplerConfig), OmegaConf.load(CONF / "sampler" / f"{name}.yaml"))
+    assert cfg.name == name
+    s = sampler_from_config(cfg, cluster, random_state=1)
+    assert s.name == name and s.random_state == 1
+    plan = s.fit(toy_workload(5))
+    assert plan.method == name and plan.weights.sum() == pytest.approx(150)
+
+
+def test_cluster_yaml_matches_dataclass_defaults():
+    from omegaconf import OmegaConf
+
+    assert OmegaConf.to_container(OmegaConf.load(CONF / "cluster" / "default.yaml")) == \
+        OmegaConf.to_container(OmegaConf.structured(ClusterConfig))
