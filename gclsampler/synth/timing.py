@@ -509,7 +509,6 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     t_thr = np.maximum.reduce([t_pipe, t_issue, t_tensor, t_l1])
     waves_sm = np.ceil(n_sm / k_res)
     chain_mean = (M.T @ cta_chain) / np.maximum(n_sm, 1)
-    # a CTA's chain is stretched by the per-warp share of the scheduler when warps pile up
     # sampled warps may be truncated: stretch each chain to a real warp's length
     warps_per_sampled_cta = W / n_sc if W else occ.warps_per_cta
     trunc = per_cta * warps_per_sampled_cta / occ.warps_per_cta
