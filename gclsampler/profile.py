@@ -133,7 +133,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
     if missing:
         raise ProfileFormatError(
             located(where, 1, ",".join(missing),
-                    f"required column(s) missing; found columns: {', '.join(map(str, df.columns)) or '(none)'}")
+                    f"required column(s) missing; found columns: {', '.join(map(str, df.columns)) or '(none)'}"
+                    + (_HINT if where.endswith(".csv") or where.endswith(".json") else ""))
         )
     out: dict[str, Any] = {}
     n = len(df)
@@ -233,12 +234,15 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise ProfileFormatError(located(path, 1, None, "empty file (expected a header line)")) from None
     except pd.errors.ParserError as exc:
-        raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {exc}")) from None
+        raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {str(exc).strip()}{_HINT}")) from None
     except UnicodeDecodeError as exc:
         raise ProfileFormatError(located(path, None, None, f"not UTF-8 text: {exc.reason}")) from None
     df = raw.iloc[1:].reset_index(drop=True)
     df.columns = [str(c).strip() for c in raw.iloc[0]]
     return validate_profile(df, path)
+
+
+_HINT = " (profiler exports are converted with `gclsampler profile import FILE --out profile.csv`)"
 
 
 def _parser_error_line(exc: Exception) -> int | None:

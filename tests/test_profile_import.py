@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gclsampler.cli as cli
 from gclsampler.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _only_profile_cli(monkeypatch):
+    """Build the real dispatcher with only this group, so the test does not import torch."""
+    monkeypatch.setattr(cli, "GROUPS", {"profile": cli.GROUPS["profile"]})
 from gclsampler.profile import (
     PKA_METRICS,
     ProfileFormatError,

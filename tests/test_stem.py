@@ -1,0 +1,320 @@
+"""STEM sample sizes (eq. 3, Problem 1), ROOT splits (eq. 7-8), and the fixes over the reference scripts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+
+from gclsampler.errors import GclError
+from gclsampler.stem import (
+    StemConfig,
+    StemError,
+    _sampled_time,
+    split_1d_2means,
+    stem_kkt,
+    stem_root,
+    stem_sample_size,
+)
+
+
+# ---- STEM ------------------------------------------------------------------------------
+def test_eq3_hand_values():
+    # (1.96 * 10 / (0.05 * 100))^2 = 15.3664 -> 16 ; (1.96 * 0.5 / 0.01)^2 = 9604 exactly
+    assert stem_sample_size(100.0, 10.0, 0.05, 1.96) == 16
+    assert stem_sample_size(1.0, 0.5, 0.01, 1.96) == 9604
+    assert stem_sample_size(100.0, 0.0) == 1  # sigma = 0 still needs one draw
+
+
+def test_single_cluster_kkt_is_eq3():
+    m = stem_kkt([1000], [100.0], [10.0], 0.05, 1.96)
+    assert m[0] == pytest.approx(15.3664, rel=1e-12)
+
+
+stats = st.lists(
+    st.tuples(st.integers(1, 10**6), st.floats(1e-3, 1e6), st.floats(1e-4, 10.0)),  # N, mu, CoV
+    min_size=1, max_size=12,
+)
+
+
+@given(stats, st.floats(0.001, 0.3), st.floats(0.5, 4.0))
+@settings(max_examples=60, deadline=None)
+def test_kkt_meets_constraint_with_equality(rows, eps, z):
+    n = np.array([r[0] for r in rows], dtype=float)
+    mu = np.array([r[1] for r in rows])
+    sd = mu * np.array([r[2] for r in rows])
+    m = stem_kkt(n, mu, sd, eps, z)
+    lhs = np.sum(n**2 * sd**2 / m)
+    rhs = (eps * np.dot(n, mu) / z) ** 2
+    assert lhs == pytest.approx(rhs, rel=1e-9)
+
+
+def test_kkt_is_the_optimum_of_problem1(rng):
+    for _ in range(20):
+        k = int(rng.integers(2, 6))
+        n = rng.integers(10, 10_000, k).astype(float)
+        mu = rng.uniform(1, 100, k)
+        sd = mu * rng.uniform(0.05, 2.0, k)
+        eps, z = 0.05, 1.96
+        b, c = n**2 * sd**2, (eps * n @ mu / z) ** 2
+        m = stem_kkt(n, mu, sd, eps, z)
+        res = minimize(lambda x: mu @ np.exp(x), np.log(m * 2),
+                       constraints=[{"type": "ineq", "fun": lambda x: 1.0 - np.sum(b / np.exp(x)) / c}],
+                       method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
+        other = np.exp(res.x)
+        other *= np.sum(b / other) / c  # scale onto the constraint (feasible, tight)
+        assert mu @ m <= mu @ other * (1 + 1e-9)
+        # and no random feasible point beats it
+        pts = rng.uniform(0.1, 10.0, (500, k)) * m
+        pts *= (np.sum(b / pts, axis=1) / c)[:, None]
+        assert np.all(pts @ mu >= mu @ m * (1 - 1e-12))
+
+
+def test_printed_eq6_typo_would_break_the_bound():
+    # The printed eq. 6 uses sqrt(sum a_j b_j); the derivation gives sum sqrt(a_j b_j).
+    n, mu, sd = np.array([1000.0, 50.0]), np.array([10.0, 400.0]), np.array([5.0, 40.0])
+    a, b, c = mu, n**2 * sd**2, (0.05 * n @ mu / 1.96) ** 2
+    typo = np.sqrt(np.sum(a * b)) / c * np.sqrt(b / a)
+    assert np.sum(b / typo) > c * 1.01  # the typo misses the error bound
+    assert np.sum(b / stem_kkt(n, mu, sd)) == pytest.approx(c)
+
+
+# ---- 1-D 2-means --------------------------------------------------------------------------
+def _sse(parts):
+    return sum(float(((p - p.mean()) ** 2).sum()) for p in parts if p.size)
+
+
+@given(st.lists(st.integers(0, 30), min_size=2, max_size=40), st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_2means_split_is_exact(values, min_group):
+    x = np.sort(np.array(values, dtype=float) / 3.0)
+    k = split_1d_2means(x, min_group)
+    candidates = [j for j in range(1, x.size) if x[j - 1] != x[j] and min_group <= j <= x.size - min_group]
+    if not candidates:
+        assert k is None
+        return
+    best = min(_sse([x[:j], x[j:]]) for j in candidates)
+    assert k in candidates
+    assert _sse([x[:k], x[k:]]) == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+def test_2means_single_value_returns_none():
+    assert split_1d_2means(np.full(100, 3.5)) is None
+
+
+# ---- ROOT ------------------------------------------------------------------------------
+def _two_peaks(rng, n=4000):
+    return np.where(rng.random(n) < 0.5, rng.normal(100, 2, n), rng.normal(400, 8, n))
+
+
+def test_root_separates_peaks(rng):
+    t = _two_peaks(rng)
+    res = stem_root(t, None, epsilon=0.05)
+    assert res.n_leaves >= 2
+    for leaf in range(res.n_leaves):  # no leaf mixes the two peaks
+        v = t[res.leaf == leaf]
+        assert v.max() < 250 or v.min() > 250
+    plain = stem_root(t, None, epsilon=0.05, root=False)
+    assert plain.n_leaves == 1
+    tau = lambda r: float(np.dot(r.sample_sizes, r.leaf_mean))  # noqa: E731
+    assert tau(res) < tau(plain)
+
+
+def test_root_stops_only_without_gain(rng):
+    """Every leaf is one where the best 2-means split would not reduce tau (eq. 7-8)."""
+    t = np.concatenate([_two_peaks(rng, 3000), rng.gamma(2.0, 30.0, 3000)])
+    g = np.repeat(["k0", "k1"], 3000)
+    eps, z, ms, mg = 0.05, 1.96, 1, 2
+    res = stem_root(t, g, epsilon=eps, z=z, min_samples=ms, min_group=mg)
+    assert res.n_leaves > 2
+    for leaf in range(res.n_leaves):
+        x = np.sort(t[res.leaf == leaf])
+        k = split_1d_2means(x, mg)
+        if k is None:
+            continue
+        old = _sampled_time(np.array([x.size]), np.array([x.mean()]), np.array([x.std()]), eps, z, ms)
+        new = _sampled_time(np.array([k, x.size - k]), np.array([x[:k].mean(), x[k:].mean()]),
+                            np.array([x[:k].std(), x[k:].std()]), eps, z, ms)
+        assert new >= old * (1 - 1e-9)  # ties (both sides taken whole) are no gain
+
+
+def _root_reference(x, eps, z, ms, mg):
+    """Plain recursive ROOT on one sorted group (the paper's Fig. 6), as an oracle."""
+    k = split_1d_2means(x, mg)
+    if k is None:
+        return [x.size]
+    old = _sampled_time(np.array([x.size]), np.array([x.mean()]), np.array([x.std()]), eps, z, ms)
+    new = _sampled_time(np.array([k, x.size - k]), np.array([x[:k].mean(), x[k:].mean()]),
+                        np.array([x[:k].std(), x[k:].std()]), eps, z, ms)
+    if not new < old * (1 - 1e-9):
+        return [x.size]
+    return _root_reference(x[:k], eps, z, ms, mg) + _root_reference(x[k:], eps, z, ms, mg)
+
+
+@pytest.mark.parametrize("eps, ms, mg", [(0.05, 1, 2), (0.02, 30, 2), (0.1, 1, 5), (0.01, 3, 1)])
+def test_vectorised_root_equals_recursive_reference(rng, eps, ms, mg):
+    t = np.concatenate([_two_peaks(rng, 1500), rng.gamma(2.0, 30.0, 800), np.round(rng.gamma(1.0, 5.0, 700))])
+    g = np.repeat([0, 1, 2], [1500, 800, 700])
+    res = stem_root(t, g, epsilon=eps, min_samples=ms, min_group=mg)
+    for grp in range(3):
+        x = np.sort(t[g == grp])
+        expected = _root_reference(x, eps, 1.96, ms, mg)
+        leaves = np.flatnonzero(res.leaf_group == grp)
+        # leaves of the group ordered by their smallest time = the reference's left-to-right order
+        got = [int(res.leaf_sizes[k]) for k in sorted(leaves, key=lambda k: t[res.leaf == k].min())]
+        assert got == expected
+
+
+def test_root_never_mixes_groups_and_respects_min_group(rng):
+    t = rng.gamma(1.5, 20.0, 5000)
+    g = rng.integers(0, 7, 5000)
+    res = stem_root(t, g, epsilon=0.02, min_group=25)
+    for leaf in range(res.n_leaves):
+        members = res.leaf == leaf
+        assert np.unique(g[members]).size == 1
+        assert g[members][0] == res.leaf_group[leaf]
+        if res.n_leaves > 7 and (res.leaf_group == res.leaf_group[leaf]).sum() > 1:
+            assert members.sum() >= 25
+
+
+# ---- the plan ---------------------------------------------------------------------------
+def _check_weights(res, n):
+    assert np.all(np.diff(res.invocations) > 0)
+    assert res.weights.sum() == pytest.approx(n, rel=1e-12)
+    per_leaf = np.bincount(res.leaf[res.invocations], weights=res.weights, minlength=res.n_leaves)
+    np.testing.assert_allclose(per_leaf, res.leaf_sizes, rtol=1e-12)
+    assert np.all(res.leaf_sizes == np.bincount(res.leaf, minlength=res.n_leaves))
+
+
+def test_leaf_ids_follow_first_invocation(rng):
+    t = rng.gamma(2.0, 10.0, 3000)
+    g = rng.integers(0, 5, 3000)
+    res = stem_root(t, g, epsilon=0.03)
+    firsts = [int(np.flatnonzero(res.leaf == k)[0]) for k in range(res.n_leaves)]
+    assert firsts == sorted(firsts)
+    _check_weights(res, t.size)
+
+
+def test_constant_group_keeps_one_sample_and_its_weight(rng):
+    """Reference bug: sigma = 0 gives m = 0, and the group vanishes from the estimate."""
+    t = np.concatenate([np.full(500, 42.0), rng.normal(100, 20, 500)])
+    g = np.repeat(["const", "noisy"], 500)
+    res = stem_root(t, g, epsilon=0.05)
+    const_leaves = np.flatnonzero(res.leaf_group == "const")
+    assert const_leaves.size == 1
+    c = const_leaves[0]
+    assert res.sample_sizes[c] == 1 and res.leaf_sizes[c] == 500
+    sampled = res.invocations[res.leaf[res.invocations] == c]
+    assert sampled.size == 1 and res.weights[res.invocations == sampled[0]][0] == 500
+    _check_weights(res, t.size)
+
+
+def test_all_zero_and_single_invocation_groups():
+    t = np.array([0.0, 0.0, 0.0, 5.0])
+    res = stem_root(t, ["z", "z", "z", "one"], epsilon=0.05)
+    _check_weights(res, 4)
+    assert res.estimate(t) == pytest.approx(5.0)
+    assert res.error_bound == 0.0
+
+
+def test_min_samples_clt_floor(rng):
+    t = np.concatenate([rng.normal(100, 1, 2000), rng.normal(50, 1, 12)])
+    g = np.repeat(["big", "small"], [2000, 12])
+    res = stem_root(t, g, epsilon=0.05, min_samples=30, root=False)
+    big, small = (np.flatnonzero(res.leaf_group == k)[0] for k in ("big", "small"))
+    assert res.sample_sizes[big] >= 30 and not res.leaf_census[big]
+    assert res.leaf_census[small] and res.sample_sizes[small] == 12  # capped at the group size
+    small_inv = np.flatnonzero(g == "small")
+    assert set(small_inv) <= set(res.invocations)
+    assert np.all(res.weights[np.isin(res.invocations, small_inv)] == 1.0)
+    _check_weights(res, t.size)
+    one = stem_root(t, g, epsilon=0.05, min_samples=1, root=False)
+    assert one.sample_sizes[big] < 30
+
+
+def test_seeded_and_reproducible(rng):
+    t = rng.gamma(2.0, 10.0, 4000)
+    g = rng.integers(0, 4, 4000)
+    a = stem_root(t, g, epsilon=0.1, random_state=7)
+    b = stem_root(t, g, epsilon=0.1, random_state=7)
+    c = stem_root(t, g, epsilon=0.1, random_state=8)
+    assert not a.leaf_census.all()
+    for f in ("invocations", "weights", "leaf", "sample_sizes"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert not np.array_equal(a.invocations, c.invocations)
+    np.testing.assert_array_equal(a.leaf, c.leaf)  # ROOT itself is deterministic
+
+
+@given(st.floats(1e-3, 1e3))
+@settings(max_examples=20, deadline=None)
+def test_non_integer_times_and_scale_invariance(scale):
+    rng = np.random.default_rng(3)
+    t = rng.gamma(2.0, 1.7, 600)  # fractional values, e.g. microseconds
+    g = rng.integers(0, 3, 600)
+    a = stem_root(t, g, epsilon=0.05, random_state=1)
+    b = stem_root(t * scale, g, epsilon=0.05, random_state=1)
+    np.testing.assert_array_equal(a.leaf, b.leaf)
+    np.testing.assert_array_equal(a.sample_sizes, b.sample_sizes)
+    np.testing.assert_array_equal(a.invocations, b.invocations)
+    assert a.error_bound == pytest.approx(b.error_bound, rel=1e-9)
+
+
+def test_error_bound_at_most_epsilon_and_matches_definition(rng):
+    t = np.concatenate([_two_peaks(rng, 3000), rng.gamma(2.0, 30.0, 2000)])
+    g = np.repeat([0, 1], [3000, 2000])
+    for scope in ("group", "global"):
+        res = stem_root(t, g, epsilon=0.03, scope=scope)
+        assert 0 < res.error_bound <= 0.03 + 1e-12
+        live = ~res.leaf_census
+        var = np.sum(res.leaf_sizes[live] ** 2 * res.leaf_std[live] ** 2 / res.sample_sizes[live])
+        assert res.error_bound == pytest.approx(1.96 * np.sqrt(var) / t.sum(), rel=1e-9)
+
+
+def test_group_scope_bounds_every_group(rng):
+    t = np.concatenate([rng.normal(1000, 300, 3000).clip(1), rng.gamma(4.0, 2.5, 3000)])
+    g = np.repeat(["large", "tiny"], 3000)
+    res = stem_root(t, g, epsilon=0.05, root=False, scope="group")
+    for name in ("large", "tiny"):
+        k = np.flatnonzero(res.leaf_group == name)[0]
+        assert res.leaf_error_bound[k] <= 0.05 + 1e-12
+    glob = stem_root(t, g, epsilon=0.05, root=False, scope="global")
+    assert glob.sample_sizes.sum() < res.sample_sizes.sum()
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(times=[1.0, -2.0]), r"times\[1\]: execution time must be finite and >= 0"),
+        (dict(times=[1.0, np.nan]), r"times\[1\]"),
+        (dict(times=[]), "times: no invocations"),
+        (dict(times=[1.0, 2.0], groups=["a"]), "groups: length 1 differs"),
+        (dict(times=[1.0], epsilon=0), "stem.epsilon"),
+        (dict(times=[1.0], z=-1), "stem.z"),
+        (dict(times=[1.0], min_samples=0), "stem.min_samples"),
+        (dict(times=[1.0], min_group=0), "stem.min_group"),
+        (dict(times=[1.0], scope="world"), "stem.scope"),
+        (dict(times=[[1.0]]), "times: expected a 1-D array"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    with pytest.raises(StemError, match=match) as err:
+        stem_root(**kwargs)
+    assert isinstance(err.value, GclError)
+
+
+def test_config_defaults_are_the_papers():
+    cfg = StemConfig()
+    assert (cfg.epsilon, cfg.z, cfg.min_samples, cfg.root) == (0.05, 1.96, 1, True)
+
+
+def test_groups_may_be_strings_ints_or_series(rng):
+    t = rng.gamma(2.0, 10.0, 300)
+    names = np.array(["a", "b", "c"])[rng.integers(0, 3, 300)]
+    a = stem_root(t, names, random_state=2)
+    b = stem_root(t, pd.Series(names), random_state=2)
+    c = stem_root(t, pd.factorize(names)[0], random_state=2)
+    np.testing.assert_array_equal(a.invocations, b.invocations)
+    np.testing.assert_array_equal(a.invocations, c.invocations)
