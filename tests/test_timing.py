@@ -229,3 +229,46 @@ def test_opcode_classes_from_base_opcode():
     got = [OPCODE_CLASSES[c] for c in classify_opcodes(table)]
     assert got == ["ldg", "stg", "atom", "atom", "lds", "sts", "lds", "ldl", "stl", "ldgsts", "tensor",
                    "fp32", "sfu", "int", "ctrl", "sync", "fp64"]
+
+
+# ----------------------------------------------------------------------------- the LRU approximation
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from gclsampler.synth.timing import _LRU  # noqa: E402
+
+
+def exact_lru(sets, keys, assoc):
+    """Reference: per-set lists, most recent last."""
+    state: dict[int, list[int]] = {}
+    hits = []
+    for s, k in zip(sets.tolist(), keys.tolist()):
+        ways = state.setdefault(s, [])
+        hits.append(k in ways)
+        if k in ways:
+            ways.remove(k)
+        elif len(ways) == assoc:
+            ways.pop(0)
+        ways.append(k)
+    return np.array(hits)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=150), st.integers(1, 4), st.integers(1, 4))
+def test_lru_with_unit_chunks_is_exact(stream, n_sets, assoc):
+    keys = np.array(stream, dtype=np.uint64)
+    sets = (keys % np.uint64(n_sets)).astype(np.int64)
+    got = _LRU(n_sets, assoc).access(sets, keys, 0, 1)
+    assert np.array_equal(got, exact_lru(sets, keys, assoc))
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**31), st.integers(20, 400))
+def test_lru_chunks_approximate_exact_hit_rate(seed, footprint):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, footprint, 2000).astype(np.uint64)  # random re-use over a footprint
+    n_sets, assoc = 16, 8
+    sets = (keys % np.uint64(n_sets)).astype(np.int64)
+    exact = exact_lru(sets, keys, assoc).mean()
+    approx = _LRU(n_sets, assoc).access(sets, keys, 0, n_sets * assoc // 2).mean()
+    assert 0.0 <= approx <= 1.0
+    assert abs(approx - exact) < 0.12

@@ -289,7 +289,7 @@ class _LRU:
         n = keys.size
         if n == 0:
             return np.zeros(0, dtype=bool)
-        chunk = max(16, int(chunk))
+        chunk = max(1, int(chunk))
         pos = np.arange(n, dtype=np.int64)
         cid = pos // chunk
         _, kd = _uniq_inv(keys)
