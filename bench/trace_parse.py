@@ -32,25 +32,59 @@ from gclsampler.trace.testing import random_kernel_trace  # noqa: E402
 from gclsampler.trace.writer import render, write_bytes_atomic  # noqa: E402
 
 
-def make_kernel(path: Path, mb: float, seed: int, values: bool) -> int:
-    """Write a SYNTHETIC kernel of about ``mb`` MB of text by tiling one rendered CTA."""
+def _tile(t, n_cta: int, rng: np.random.Generator, fresh_lines: bool):
+    """``n_cta`` copies of a one-CTA trace, CTA x = copy index.
+
+    Copies keep PCs, masks, registers and opcodes (as warps of a real kernel do) but
+    get their own addresses and register values, so memory lines differ per CTA
+    and only non-memory lines repeat. ``fresh_lines`` also randomises PCs and
+    masks per copy so that (almost) no line repeats: the worst case for the parser.
+    """
+    import dataclasses
+
+    N, A = t.n_insts, t.addrs.shape[0]
+    cp = np.arange(n_cta, dtype=np.int64)
+    reps = lambda a: np.tile(a, (n_cta,) + (1,) * (a.ndim - 1))  # noqa: E731
+    counts = np.diff(t.warp_ptr)
+    warp_ptr = np.zeros(n_cta * t.n_warps + 1, dtype=np.int64)
+    np.cumsum(np.tile(counts, n_cta), out=warp_ptr[1:])
+    acount = np.diff(t.addr_ptr)
+    addr_ptr = np.zeros(n_cta * N + 1, dtype=np.int64)
+    np.cumsum(np.tile(acount, n_cta), out=addr_ptr[1:])
+    addrs = np.tile(t.addrs, n_cta) + np.repeat(cp.astype(np.uint64) * np.uint64(0x10000), A)
+    pc, mask = reps(t.pc), reps(t.mask)
+    if fresh_lines:
+        pc = (rng.integers(0, 1 << 20, size=pc.shape[0]) * 16).astype(np.int64)
+    kw = dict(
+        warp_cta=np.stack([np.repeat(cp, t.n_warps), np.zeros(n_cta * t.n_warps, np.int64),
+                           np.zeros(n_cta * t.n_warps, np.int64)], axis=1).astype(np.int32),
+        warp_id=reps(t.warp_id), warp_ptr=warp_ptr, pc=pc, mask=mask, opcode=reps(t.opcode),
+        dst=reps(t.dst), src=reps(t.src), mem_width=reps(t.mem_width), addr_ptr=addr_ptr, addrs=addrs,
+        imm=reps(t.imm) if t.imm is not None else None,
+        header=dataclasses.replace(t.header, grid=(n_cta, 1, 1)))
+    if t.values is not None:
+        V = t.values.shape[0]
+        vcount = np.diff(t.value_ptr)
+        vptr = np.zeros(n_cta * N + 1, dtype=np.int64)
+        np.cumsum(np.tile(vcount, n_cta), out=vptr[1:])
+        kw["value_ptr"] = vptr
+        kw["values"] = (np.tile(t.values, n_cta) + np.repeat(cp.astype(np.uint32) * np.uint32(977), V))
+    return dataclasses.replace(t, **kw)
+
+
+def make_kernel(path: Path, mb: float, seed: int, values: bool, fresh_lines: bool = False) -> int:
+    """Write a SYNTHETIC kernel of about ``mb`` MB of text: one random CTA program, tiled."""
+    import dataclasses
+
     rng = np.random.default_rng(seed)
     t = random_kernel_trace(rng, n_warps=8, max_insts=3000, values=values, dense=True,
                             max_dst=1, max_src=3, kernel_id=seed + 1, mem_frac=0.25)
-    import dataclasses
-
     t = dataclasses.replace(t, warp_cta=np.zeros_like(t.warp_cta),
                             warp_id=np.arange(t.n_warps, dtype=np.int32),
                             header=dataclasses.replace(t.header, block=(32 * t.n_warps, 1, 1)))
-    text = render(t, values=values).decode()
-    head, _, body = text.partition("\n#BEGIN_TB\n")
-    body = "\n#BEGIN_TB\n" + body
-    n_cta = max(1, int(mb * 1e6 / len(body)))
-    first = "thread block = 0,0,0"
-    chunks = [body.replace(first, f"thread block = {i},0,0", 1) for i in range(n_cta)]
-    head = head.replace(f"-grid dim = ({t.header.grid[0]},{t.header.grid[1]},{t.header.grid[2]})",
-                        f"-grid dim = ({n_cta},1,1)")
-    data = (head + "".join(chunks)).encode()
+    one = len(render(t, values=values))
+    n_cta = max(1, int(mb * 1e6 / one))
+    data = render(_tile(t, n_cta, rng, fresh_lines), values=values)
     write_bytes_atomic(path, data)
     return len(data)
 
@@ -69,6 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--values", action="store_true", help="include gclsampler register values")
     ap.add_argument("--trace", default=None, help="existing trace file or directory instead of generating")
     ap.add_argument("--repeat", type=int, default=1, help="runs; the best is reported")
+    ap.add_argument("--fresh-lines", action="store_true",
+                    help="randomise PCs per CTA so almost no line repeats (parser worst case)")
     args = ap.parse_args(argv)
 
     tmp = None
@@ -82,11 +118,17 @@ def main(argv=None) -> int:
         while total < args.mb * 1e6:
             mb = min(args.kernel_mb, args.mb - total / 1e6)
             f = Path(tmp.name) / f"kernel-{i + 1}.traceg{args.compress}"
-            total += make_kernel(f, max(mb, 0.5), i, args.values)
+            total += make_kernel(f, max(mb, 0.5), i, args.values, args.fresh_lines)
             files.append(f)
             i += 1
         synthetic = True
 
+    # machine calibration: Python's own whitespace split of the same text (no numbers parsed)
+    sample = open_bytes(files[0])
+    c0 = time.process_time()
+    sample.split()
+    split_rate = len(sample) / 1e6 / max(time.process_time() - c0, 1e-9)
+    del sample
     best_read = best_parse = None
     text_bytes = 0
     n_insts = 0
@@ -112,9 +154,10 @@ def main(argv=None) -> int:
     (rw, rc), (pw, pc) = best_read, best_parse
     print(f"trace text: {mb:.1f} MB in {len(files)} kernel(s), {n_insts} warp instructions, "
           f"compression '{args.compress or 'none'}', values={'yes' if args.values else 'no'}"
-          f"{', SYNTHETIC' if synthetic else ''}")
+          f"{', SYNTHETIC' if synthetic else ''}{' (fresh lines)' if args.fresh_lines else ''}")
     print(f"read/decompress : {mb / rw:8.1f} MB/s wall  {mb / max(rc, 1e-9):8.1f} MB/s cpu")
     print(f"read_kernel     : {mb / pw:8.1f} MB/s wall  {mb / max(pc, 1e-9):8.1f} MB/s cpu")
+    print(f"bytes.split()   :                {split_rate:8.1f} MB/s cpu  (calibration: tokens only, no parsing)")
     print(f"ratio parse/read: {rw / pw:.3f} (wall)  {max(rc, 1e-9) / max(pc, 1e-9):.3f} (cpu)")
     print(f"load average    : {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine: noisy)")
     if tmp is not None:

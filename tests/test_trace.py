@@ -317,3 +317,73 @@ def test_bad_compression(tmp_path):
 def test_bad_register_and_mode(tmp_path):
     assert "reg_srcs" in _bad(tmp_path, _good().replace("2 R2 R3 4 1", "2 R2 Q3 4 1"))
     assert "address mode" in _bad(tmp_path, _good().replace("4 1 0x7f0000001000", "4 7 0x7f0000001000"))
+
+
+def test_repeated_lines_parse_like_unique_lines(tmp_path, monkeypatch):
+    """The distinct-line shortcut (>1024 lines, mostly repeats) gives the same arrays."""
+    import dataclasses
+
+    from gclsampler.trace import reader
+
+    rng = np.random.default_rng(5)
+    t = random_kernel_trace(rng, n_warps=4, max_insts=60, values=True, dense=True, line_num=True)
+    reps = 40  # same warps in 40 CTAs: >1024 lines, most of them repeats
+    t = dataclasses.replace(t, warp_cta=np.zeros_like(t.warp_cta), warp_id=np.arange(t.n_warps, dtype=np.int32),
+                            header=dataclasses.replace(t.header, grid=(reps, 1, 1), block=(128, 1, 1)))
+    big = dataclasses.replace(
+        t,
+        warp_cta=np.stack([np.repeat(np.arange(reps), t.n_warps), np.zeros(reps * t.n_warps, int),
+                           np.zeros(reps * t.n_warps, int)], axis=1).astype(np.int32),
+        warp_id=np.tile(t.warp_id, reps),
+        warp_ptr=np.concatenate([[0], np.cumsum(np.tile(np.diff(t.warp_ptr), reps))]),
+        pc=np.tile(t.pc, reps), mask=np.tile(t.mask, reps), opcode=np.tile(t.opcode, reps),
+        dst=np.tile(t.dst, (reps, 1)), src=np.tile(t.src, (reps, 1)), mem_width=np.tile(t.mem_width, reps),
+        line_num=np.tile(t.line_num, reps), imm=np.tile(t.imm, reps),
+        addr_ptr=np.concatenate([[0], np.cumsum(np.tile(np.diff(t.addr_ptr), reps))]),
+        addrs=np.tile(t.addrs, reps) + np.repeat(np.arange(reps, dtype=np.uint64) * np.uint64(4096),
+                                                 t.addrs.size),
+        value_ptr=np.concatenate([[0], np.cumsum(np.tile(np.diff(t.value_ptr), reps))]),
+        values=np.tile(t.values, reps))
+    assert big.n_insts > 1024
+    p = tmp_path / "kernel-1.traceg"
+    write_kernel(big, p)
+    fast = read_kernel(p)
+    monkeypatch.setattr(reader, "_DEDUP_MIN_LINES", 10**12)
+    slow = read_kernel(p)
+    assert fast.equals(big) and slow.equals(big)
+
+
+def test_cli_info_group_export_and_error_exit(tmp_path, capsys, monkeypatch):
+    import json
+
+    from gclsampler import cli
+    from gclsampler.cli import main
+
+    # only the trace group: other groups import torch, which is slow and not under test here
+    monkeypatch.setattr(cli, "GROUPS", {"trace": cli.GROUPS["trace"]})
+
+    d = _workload(tmp_path)
+    assert main(["trace", "info", str(d), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    ks = list(iter_kernels(d))
+    assert info["invocations"] == 3 and info["instructions"] == sum(k.n_insts for k in ks)
+    assert info["warps"] == sum(k.n_warps for k in ks)
+    assert sum(r["count"] for r in info["opcode_top"]) <= info["instructions"]
+    assert main(["trace", "info", str(d)]) == 0
+    assert "invocations         3" in capsys.readouterr().out
+    assert main(["trace", "export-accelsim", str(d), str(tmp_path / "as"), "--invocations", "1-2"]) == 0
+    assert (tmp_path / "as" / "kernelslist.g").read_text().split() == ["kernel-2.traceg", "kernel-3.traceg"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "kernel-1.traceg").write_text(_good().replace("insts = 3", "insts = 4"))
+    write_kernelslist(bad, ["kernel-1.traceg"])
+    capsys.readouterr()
+    assert main(["trace", "info", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kernel-1.traceg:" in err[0] and "insts" in err[0]
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "kernel-1.trace").write_text(HEADER_V5.format(kid=1, gx=1, li=0) + "0 0 0 1 0000 ffffffff 0 EXIT 0 0 0\n")
+    (raw / "kernelslist").write_text("kernel-1.trace\n")
+    assert main(["trace", "group", str(raw), str(tmp_path / "g"), "--compress", ".gz"]) == 0
+    assert read_kernel(tmp_path / "g" / "kernel-1.traceg.gz").warp_id.tolist() == [1]

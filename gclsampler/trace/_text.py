@@ -72,8 +72,24 @@ def parse_uint(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
     if max_digits is None:
         max_digits = 16 if base == 16 else 20
     ok = (length > 0) & (length <= max_digits)
-    if n and int(length.min()) == int(length.max()):  # fixed width column (masks, PCs)
-        order, s, counts = None, start, np.full(int(length[0]), n)
+    lmin, lmax = int(length.min()), int(length.max())
+    if lmin == lmax:  # fixed width column (masks, PCs)
+        order, s, counts = None, start, np.full(min(lmax, max_digits), n)
+    elif lmax <= 4:  # short tokens (register numbers): masked loop, no sort
+        dig = _DIGIT if digits is None else digits
+        val = np.zeros(n, dtype=np.uint64)
+        b = np.uint64(base)
+        last = buf.size - 1
+        for j in range(lmax):
+            act = length > j
+            p = np.minimum(start + j, last)
+            d = _DIGIT[buf[p]] if digits is None else dig[p]
+            d = np.where(act, d, 0)
+            if int(d.max(initial=0)) >= base:
+                ok &= d < base
+                d = np.where(d < base, d, 0)
+            val = np.where(act, val * b + d, val)
+        return val, ok
     else:
         order, s, counts = _by_length(start, length, max_digits)
     val = np.zeros(n, dtype=np.uint64)
@@ -117,6 +133,7 @@ def parse_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray,
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
     neg = buf[start] == ord("-")
     mag, ok = parse_uint(buf, start + neg, end, 10, max_digits=19, digits=digits)
+    ok &= mag <= np.uint64(2**63 - 1)
     v = mag.astype(np.int64)
     return np.where(neg, -v, v), ok
 
@@ -178,3 +195,43 @@ def lane_ids(mask: np.ndarray) -> np.ndarray:
     m = np.ascontiguousarray(mask, dtype=np.uint32)
     bits = ((m[:, None] >> np.arange(32, dtype=np.uint32)[None, :]) & 1).astype(bool)
     return np.nonzero(bits)[1].astype(np.int64)
+
+
+
+
+def line_hashes(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """64-bit hash of each span (bytes and length), reading 8 bytes per step.
+
+    ``buf`` must have at least 8 readable bytes after the last span. Used to find
+    repeated instruction lines (the same PC/mask/registers in many warps) so each
+    distinct line is parsed once, like the LUT of Accel-Sim's post-processing.
+    With n distinct lines two of them collide with probability ~n^2/2^65
+    (~1e-6 for four million distinct lines in one kernel).
+    """
+    n = start.shape[0]
+    length = end - start
+    words = np.ndarray(shape=(buf.size - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+    nw = ((length + 7) // 8).astype(np.int16)
+    order = np.argsort(-nw, kind="stable")
+    s = start[order]
+    ln = length[order]
+    snw = nw[order]
+    maxw = int(snw[0]) if n else 0
+    # counts[j] = lines with more than j words (descending sort => prefix)
+    counts = np.searchsorted(-snw, -np.arange(maxw + 1, dtype=np.int16), side="left")
+    h = np.full(n, 0x9E3779B97F4A7C15, dtype=np.uint64) ^ ln.astype(np.uint64)
+    p1 = np.uint64(0xFF51AFD7ED558CCD)
+    s29 = np.uint64(29)
+    for j in range(maxw):
+        c, full = int(counts[j]), int(counts[j + 1])
+        w = words[s[:c] + 8 * j]
+        if full < c:  # last, partial word of the lines that end in this step
+            rem = (ln[full:c] - 8 * j).astype(np.uint64)
+            keep = np.where(rem >= 8, np.uint64(0xFFFFFFFFFFFFFFFF),
+                            (np.uint64(1) << (np.minimum(rem, np.uint64(7)) * np.uint64(8))) - np.uint64(1))
+            w[full:c] &= keep
+        a = h[:c]
+        a ^= w
+        a *= p1
+        a ^= a >> s29
+    return _unsort(h, order)

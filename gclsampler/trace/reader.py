@@ -275,6 +275,10 @@ class _Body:
         buf, last = self.buf, self.buf.size - 1
         s, e = self.ts[tok], self.te[tok]
         c0 = buf[s]
+        if s.size and (c0 == ord("R")).all():  # fast path: tracer output has only R<n>
+            num, ok = T.parse_uint(buf, s + 1, e, 10, max_digits=3, digits=self.digits)
+            if ok.all() and int(num.max()) < 256:
+                return num.astype(np.int16)
         c1 = buf[np.minimum(s + 1, last)] * (e - s > 1)
         c2 = buf[np.minimum(s + 2, last)] * (e - s > 2)
         R, U, P, Z, Tt = ord("R"), ord("U"), ord("P"), ord("Z"), ord("T")
@@ -321,12 +325,11 @@ class _OpcodeTable:
         if tok.size == 0:
             return np.zeros(0, dtype=np.int32)
         s, e = body.ts[tok], body.te[tok]
+        # A 64-bit hash of (bytes, length) identifies the opcode; with at most a few
+        # thousand distinct opcodes a collision has probability ~1e-13, so spans are not
+        # compared byte by byte (that would double the cost of this column).
         h = T.span_hash(body.buf, s, e)
         uh, first, inv = np.unique(h, return_index=True, return_inverse=True)
-        same = T.spans_equal(body.buf, s, e, s[first[inv]], e[first[inv]])
-        if not same.all():  # 64-bit hash collision: exact (slow) path
-            texts = [bytes(body.buf[a:b]).decode() for a, b in zip(s.tolist(), e.tolist())]
-            return np.array([self._id(t) for t in texts], dtype=np.int32)
         order = np.argsort(first, kind="stable")
         gid = np.empty(uh.shape[0], dtype=np.int32)
         for u in order.tolist():
@@ -549,9 +552,36 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
 
 
 _CHUNK_LINES = 1 << 20
+_DEDUP_MIN_LINES = 1024
 
 
 def _parse_all(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
+    """Parse each distinct instruction line once, then broadcast to its repeats.
+
+    Non-memory instructions repeat verbatim across warps and CTAs (same PC, mask,
+    registers), so real traces have far fewer distinct lines than lines. When
+    less than 80% of the lines are distinct, only first occurrences are parsed
+    (in file order, so opcode ids keep first-appearance order) and the columns
+    are gathered back; the CSR address/value arrays are gathered row by row.
+    """
+    n = inst_lines.shape[0]
+    if n >= _DEDUP_MIN_LINES and not prefix:
+        t0 = body.line_tok0[inst_lines]
+        t1 = t0 + body.line_ntok[inst_lines] - 1
+        h = T.line_hashes(body.buf, body.ts[t0], body.te[t1])
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        if first.size < 0.8 * n:
+            order = np.argsort(first, kind="stable")
+            reps = first[order]
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            cols, names = _parse_chunks(body, inst_lines[reps], layout, prefix)
+            return _take(cols, rank[inv], trim=False), names
+    return _parse_chunks(body, inst_lines, layout, prefix)
+
+
+def _parse_chunks(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
     """Parse in chunks of lines so that temporaries stay a fraction of the file size."""
     opcodes = _OpcodeTable()
     parts = [
@@ -658,7 +688,7 @@ def _grouped_structure(body: _Body, header: KernelHeader):
             body.fail(int(np.flatnonzero(is_inst[li + 1:])[0]) + li + 1, "line",
                       "instruction line outside a warp's 'insts =' block")
     if in_tb:
-        body.fail(body.n_lines - 1, "#END_TB", "file ends inside a thread block (truncated)")
+        body.fail(int(np.flatnonzero(nonblank)[-1]), "#END_TB", "file ends inside a thread block (truncated)")
     first_inst = np.flatnonzero(is_inst)
     if first_inst.size and (s_lines.size == 0 or first_inst[0] < s_lines[0]):
         body.fail(first_inst[0], "line", "instruction line before the first #BEGIN_TB")
@@ -703,7 +733,10 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> Kernel
     if not data.strip():
         raise TraceFormatError(path, None, "header", "empty trace file")
     header, layout, off, line0 = parse_header(data, path)
-    buf = np.frombuffer(data, dtype=np.uint8)[off:]
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    # 8 spare bytes so that 8-byte word reads at the end of the last line stay in bounds
+    buf = np.frombuffer(data + b"\n" * 8, dtype=np.uint8)[off:]
     body = _Body(path, buf, line0)
     if layout.raw:
         inst_lines = np.flatnonzero(body.line_ntok > 0)
@@ -755,7 +788,7 @@ def _renumber(opcode: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[st
     return remap[opcode], [names[i] for i in order.tolist()]
 
 
-def _take(cols: dict, order: np.ndarray) -> dict:
+def _take(cols: dict, order: np.ndarray, trim: bool = True) -> dict:
     out = {}
     for key, a in cols.items():
         if key in ("addrs", "values"):
@@ -766,7 +799,7 @@ def _take(cols: dict, order: np.ndarray) -> dict:
             out["value_ptr"], out["values"] = T.ragged_take(a, cols["values"], order)
         else:
             out[key] = a[order]
-    for key in ("dst", "src"):  # dropping rows (LDGSTS pairs) may leave all-padding columns
+    for key in ("dst", "src") if trim else ():  # dropped rows (LDGSTS pairs) may leave padding columns
         a = out[key]
         w = int((a != NO_REG).sum(axis=1).max(initial=0))
         out[key] = np.ascontiguousarray(a[:, :w])
