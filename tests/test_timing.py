@@ -17,16 +17,17 @@ from gclsampler.synth.timing import (
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
 
 BASE = 0x7F0000000000
-OPS = ("LDG.E", "STG.E", "FFMA", "IADD3", "EXIT", "HMMA.16816.F32")
+OPS = ("LDG.E", "STG.E", "FFMA", "IADD3", "EXIT", "HMMA.16816.F32", "LDS")
+SMEM = 0x7F5A4F000000
 
 
 def make_work(grid=(256, 1, 1), block=(128, 1, 1), nregs=32, shmem=0, iters=8, n_fp=8,
               mem: str | None = "resident", footprint=16 * 1024, store=False, sample_ctas=4,
-              n_mma=0, base=BASE, kid=1) -> WorkSummary:
+              n_mma=0, base=BASE, kid=1, n_lds=0, lds_stride=4) -> WorkSummary:
     n_ctas = grid[0] * grid[1] * grid[2]
     wpc = -(-(block[0] * block[1] * block[2]) // 32)
     ids = np.unique(np.linspace(0, n_ctas - 1, min(n_ctas, sample_ctas)).round().astype(np.int64))
-    body = ([0] if mem else []) + ([1] if store else []) + [2] * n_fp + [5] * n_mma + [3]
+    body = ([0] if mem else []) + ([1] if store else []) + [6] * n_lds + [2] * n_fp + [5] * n_mma + [3]
     prog = np.array(body * iters + [4], dtype=np.int32)
     it_of = np.array([i for i in range(iters) for _ in body] + [iters - 1], dtype=np.int64)
     L = prog.size
@@ -37,17 +38,20 @@ def make_work(grid=(256, 1, 1), block=(128, 1, 1), nregs=32, shmem=0, iters=8, n
     it = np.tile(it_of, W)
     w_of = np.repeat(np.arange(W), L)
     n = opcode.size
-    is_mem = (opcode == 0) | (opcode == 1)
+    is_lds = opcode == 6
+    is_mem = (opcode == 0) | (opcode == 1) | is_lds
     gw = cta_of_w[w_of] * wpc + warp_in_cta[w_of]  # global warp id
     if mem == "stream":
         line = (gw * iters + it) * 2 + (opcode == 1)
     else:  # resident: a small footprint shared by every CTA
         lines = max(1, footprint // 128)
         line = (warp_in_cta[w_of] * iters + it) % lines
-    addr0 = base + line.astype(np.int64) * 128
+    addr0 = np.where(is_lds, SMEM, base + line.astype(np.int64) * 128)
+    stride = np.where(is_lds, lds_stride, 4)
     counts = np.where(is_mem, 32, 0)
     addr_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    addrs = (np.repeat(addr0[is_mem], 32) + np.tile(np.arange(32) * 4, int(is_mem.sum()))).astype(np.uint64)
+    lane = np.tile(np.arange(32), int(is_mem.sum()))
+    addrs = (np.repeat(addr0[is_mem], 32) + lane * np.repeat(stride[is_mem], 32)).astype(np.uint64)
     cta_xyz = np.stack([cta_of_w % grid[0], (cta_of_w // grid[0]) % grid[1],
                         cta_of_w // (grid[0] * grid[1])], axis=1).astype(np.int32)
     trace = KernelTrace(
@@ -220,6 +224,16 @@ def test_tensor_work_is_limited_by_mma_rate():
     base = run(make_work(grid=(8192, 1, 1), mem=None, n_fp=4))[0]["time_ns"]
     mma = run(make_work(grid=(8192, 1, 1), mem=None, n_fp=4, n_mma=8))[0]["time_ns"]
     assert mma > 2 * base
+
+
+def test_shared_bank_conflicts_cost_time():
+    kw = dict(grid=(8192, 1, 1), mem=None, n_fp=2, n_lds=8)
+    free = run(make_work(lds_stride=4, **kw))[0]  # 32 lanes -> 32 banks
+    bcast = run(make_work(lds_stride=0, **kw))[0]  # one word, broadcast
+    conflict = run(make_work(lds_stride=128, **kw))[0]  # every lane in bank 0: 32-way
+    assert conflict["time_ns"] > 3 * free["time_ns"]
+    assert bcast["time_ns"] == pytest.approx(free["time_ns"], rel=0.05)
+    assert conflict["pka_thread_shared_loads"] == free["pka_thread_shared_loads"]
 
 
 def test_opcode_classes_from_base_opcode():

@@ -89,6 +89,7 @@ class TimingConfig:
     launch_overhead_ns: float = 1500.0  # fixed launch/drain cost added to every kernel
     max_cache_addresses: int = 65536  # cap on lane addresses fed to the cache models (whole CTAs kept)
     max_carried_sectors: int = 262144  # cap on L2 sectors remembered across kernels
+    max_shared_insts: int = 8192  # shared-memory instructions examined for bank conflicts
     lru_chunk_max: int = 4096  # most accesses per vectorised LRU step (also <= capacity / 2)
 
 
@@ -400,6 +401,39 @@ def _range_mod_counts(lo: np.ndarray, hi: np.ndarray, S: int) -> np.ndarray:
     return below(hi) - below(lo)
 
 
+def _shared_wavefronts(t: KernelTrace, ii: np.ndarray, cnt_all: np.ndarray) -> np.ndarray:
+    """Shared-memory wavefronts of instructions ``ii``: max(bytes / 128, worst bank conflict).
+
+    32 banks of 4 bytes; lanes reading the same word share it (broadcast); a bank
+    that must serve d distinct words needs d wavefronts. Wide accesses (64/128-bit)
+    are judged by their first word, which reproduces the phase rule (LDS.128 over
+    consecutive 16 B = 4 wavefronts, over a 32 B stride = 8).
+    """
+    lanes = _popcount32(t.mask[ii])
+    base = np.ceil(lanes * np.maximum(t.mem_width[ii], 4) / 128.0)
+    cnt = cnt_all[ii]
+    has = cnt > 0
+    if not has.any():
+        return base
+    jj, cnt = ii[has], cnt[has]
+    M = jj.size
+    offs = np.cumsum(cnt) - cnt
+    pos = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(offs, cnt)
+    words = (t.addrs[np.repeat(t.addr_ptr[jj], cnt) + pos] >> np.uint64(2)).astype(np.int64)
+    key = np.full((M, 32), np.iinfo(np.int64).max, dtype=np.int64)
+    key[np.repeat(np.arange(M), cnt), np.minimum(pos, 31)] = (words % 32) * (1 << 40) + (words & ((1 << 40) - 1))
+    key.sort(axis=1)
+    distinct = np.ones((M, 32), dtype=bool)
+    distinct[:, 1:] = key[:, 1:] != key[:, :-1]
+    distinct &= key != np.iinfo(np.int64).max
+    bank = np.where(distinct, key >> 40, 0)
+    per_bank = np.bincount((np.arange(M)[:, None] * 32 + bank).ravel(), weights=distinct.ravel(),
+                           minlength=M * 32).reshape(M, 32)
+    out = base.copy()
+    out[has] = np.maximum(base[has], per_bank.max(axis=1))
+    return out
+
+
 def _popcount32(mask: np.ndarray) -> np.ndarray:
     return np.bitwise_count(mask.astype(np.uint32, copy=False)).astype(np.int64)
 
@@ -575,7 +609,7 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     """Coalesced sectors per class, L1/L2 hit rates, DRAM/L2 bytes and the next cache state.
 
     Only global/local instructions go through the cache models; shared-memory
-    instructions cost L1-pipe wavefronts (one per 128 bytes requested).
+    instructions cost L1 data-path wavefronts (128 bytes each, more with bank conflicts).
     """
     N = t.n_insts
     S = arch.sm_count
@@ -585,15 +619,13 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     cnt_all = np.diff(t.addr_ptr) if N else np.zeros(0, np.int64)
     memi = np.flatnonzero(_GLOBALISH[cls] & (t.mem_width > 0) & (cnt_all > 0)) if N else np.zeros(0, np.int64)
 
-    # shared-memory wavefronts per instruction: bytes requested / 128
-    lanes_all = None
+    # shared-memory wavefronts per instruction, bank conflicts included
     for c in ("lds", "sts"):
         ii = np.flatnonzero(cls == _C[c])
         if ii.size:
-            if lanes_all is None:
-                lanes_all = _popcount32(t.mask)
-            wf = np.ceil(lanes_all[ii] * np.maximum(t.mem_width[ii], 4) / 128.0)
-            res["l1_wavefronts_per_inst"][_C[c]] = float(wf.mean())
+            wf = _shared_wavefronts(t, ii[:: max(1, ii.size // cfg.max_shared_insts)], cnt_all)
+            # the L1 data path moves 128 B/clk: one shared wavefront = l1_sectors_per_clk sectors
+            res["l1_wavefronts_per_inst"][_C[c]] = float(wf.mean()) * arch.l1_sectors_per_clk
 
     # cap the address stream by keeping whole sampled CTAs, evenly spaced
     if memi.size:
