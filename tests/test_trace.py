@@ -102,6 +102,19 @@ def test_grouped_v5_fields(tmp_path):
     assert t.imm.tolist() == [0, 0, 0, 0, 0] and t.line_num is None and t.values is None
 
 
+@pytest.mark.parametrize("version,lineinfo", [(4, 0), (4, 1), (5, 1)])
+def test_grouped_v4_v5_lineinfo(tmp_path, version, lineinfo):
+    body = GROUPED_BODY
+    if lineinfo:
+        body = "\n".join(("7 " + s if s[:1].isdigit() else s) for s in body.splitlines()) + "\n"
+    head = HEADER_V5.format(kid=3, gx=2, li=lineinfo).replace("tracer version = 5", f"tracer version = {version}")
+    t = read_kernel(_write(tmp_path / "kernel-3.traceg", head + body))
+    assert t.header.tracer_version == version and t.header.invocation == 2
+    assert (t.line_num is not None) == bool(lineinfo) and t.imm is not None and t.n_insts == 5
+    if lineinfo:
+        assert t.line_num.tolist() == [7] * 5
+
+
 def test_raw_v3_is_grouped_by_cta_and_warp_keeping_order(tmp_path):
     raw = HEADER_V3 + "\n".join([
         "1 0 0 0 0000 ffffffff 0 MOV 0 0",

@@ -78,7 +78,14 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
                         chunks.append(c)
                     return b"".join(chunks)
                 return f.read()
-            return f.read(limit)
+            chunks, got = [], 0
+            while got < limit:  # stream readers may return short reads before EOF
+                c = f.read(limit - got)
+                if not c:
+                    break
+                chunks.append(c)
+                got += len(c)
+            return b"".join(chunks)
     except FileNotFoundError:
         raise TraceFormatError(p, None, None, "no such file") from None
     except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
@@ -812,17 +819,15 @@ def read_header(path: str | os.PathLike) -> tuple[KernelHeader, TraceLayout]:
     limit = 1 << 14
     while True:
         data = open_bytes(path, limit=limit)
-        if len(data) < limit or b"\n#" in data or b"\n0" in data:
-            # ensure we saw at least one body line after the header
-            try:
-                header, layout, off, _ = parse_header(data, path)
-            except TraceFormatError:
-                if len(data) < limit:
-                    raise
-            else:
-                if off < len(data) or len(data) < limit:
-                    return header, layout
+        whole = len(data) < limit
+        try:
+            header, layout, off, _ = parse_header(data, path)
+        except TraceFormatError:
+            if whole:
+                raise
+        else:
+            if whole or off < len(data):  # saw the first body line, so every header line is complete
+                return header, layout
+        if limit >= 1 << 26:
+            raise TraceFormatError(path, None, "header", "no instruction body within the first 64 MB")
         limit *= 4
-        if limit > 1 << 26:
-            header, layout, _, _ = parse_header(data, path)
-            return header, layout
