@@ -1,0 +1,358 @@
+"""``gclsampler plan``: look at a sampling plan, feed it to Accel-Sim, read the results back.
+
+A plan (``plan.json``, format ``gclsampler-plan/1``) lists the invocations to simulate
+and the weight of each; the estimate of any per-invocation metric is the weighted sum
+over them. The three commands follow a sampled-simulation run:
+
+* ``show``: clusters, samples, weights (and expected speedup given ``--profile``);
+* ``export-accelsim``: Accel-Sim traces of only the sampled invocations + kernelslist.g;
+* ``reconstruct``: the weighted estimate per metric from Accel-Sim's stdout log
+  (``kernel_name = ...`` / ``gpu_sim_cycle = N`` per launch) or a per-invocation CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gclsampler.errors import GclError, located
+
+
+class ResultsFormatError(GclError):
+    """A results file (Accel-Sim log or CSV) that cannot be matched to the plan."""
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="plan_command", metavar="COMMAND")
+
+    p = sub.add_parser("show", help="clusters, samples and weights of a plan (expected speedup with --profile)",
+                       description="Summarise plan.json: one line per cluster with its size, samples and error bound.")
+    p.add_argument("plan", type=Path, help="plan.json")
+    p.add_argument("--profile", type=Path, help="profile.csv of the same workload: adds expected speedup and the plan's error on it")
+    p.add_argument("--time-column", default="time_ns", help="profile column for speedup (default time_ns)")
+    p.add_argument("--samples", action="store_true", help="also list every sampled invocation with its weight")
+    p.add_argument("--limit", type=int, default=40, help="clusters (and samples) listed at most (default 40; 0 = all)")
+    p.set_defaults(handler=_show)
+
+    p = sub.add_parser("export-accelsim", help="Accel-Sim traces of the sampled invocations + kernelslist.g",
+                       description="Write plain Accel-Sim traces of only the plan's sampled invocations, a "
+                                   "kernelslist.g listing them in launch order, and a copy of the plan.")
+    p.add_argument("plan", type=Path, help="plan.json")
+    p.add_argument("workload_dir", type=Path, help="workload directory holding the traces")
+    p.add_argument("out_dir", type=Path, help="directory to write (traces, kernelslist.g, plan.json)")
+    p.set_defaults(handler=_export)
+
+    p = sub.add_parser("reconstruct", help="weighted estimate per metric from simulated results",
+                       description="Estimate whole-workload metrics from the sampled invocations' results: "
+                                   "an Accel-Sim stdout log (launches in kernelslist order, i.e. ascending "
+                                   "sampled invocation; kernel_launch_uid is used when present) or a CSV "
+                                   "with an `invocation` column and numeric metric columns.")
+    p.add_argument("plan", type=Path, help="plan.json")
+    p.add_argument("results", type=Path, help="Accel-Sim output log, or CSV with invocation + metric columns")
+    p.add_argument("--format", choices=["auto", "accelsim", "csv"], default="auto",
+                   help="results format (default: CSV when the first line has an `invocation` column)")
+    p.add_argument("--no-name-check", action="store_true",
+                   help="do not require Accel-Sim kernel names to match the plan's kernel_name")
+    p.add_argument("--json", action="store_true", help="print the estimates as JSON")
+    p.set_defaults(handler=_reconstruct)
+
+
+# ---------------------------------------------------------------------------------------
+# show
+
+
+def _fmt_bound(b: float | None) -> str:
+    return "-" if b is None else f"{100 * b:.2f}%"
+
+
+def _show(args: argparse.Namespace) -> int:
+    from gclsampler.plan import SamplingPlan
+
+    plan = SamplingPlan.load(args.plan)
+    out = sys.stdout
+    samples = sorted(plan.samples, key=lambda s: s.invocation)
+    tag = " (SYNTHETIC)" if plan.synthetic else ""
+    print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}", file=out)
+    print(f"  invocations {plan.n_invocations}, clusters {len(plan.clusters)}, sampled invocations "
+          f"{len(samples)} ({100 * len(samples) / max(plan.n_invocations, 1):.2f}%)", file=out)
+    cfg = plan.config
+    if "k" in cfg and "silhouette" in cfg:
+        curve = {int(k): float(s) for k, s in cfg["silhouette"]}
+        if int(cfg["k"]) in curve:
+            print(f"  K={cfg['k']} chosen by silhouette {curve[int(cfg['k'])]:.4f} "
+                  f"(best {max(curve.values()):.4f}; {len(curve)} K scored)", file=out)
+    if cfg.get("error_bound") is not None:
+        eps = f" (epsilon {100 * float(cfg['epsilon']):g}%)" if "epsilon" in cfg else ""
+        print(f"  predicted error bound of the total: {_fmt_bound(float(cfg['error_bound']))}{eps}", file=out)
+
+    if args.profile is not None:
+        _show_profile(plan, args.profile, args.time_column, out)
+
+    by_cluster: dict[int, list] = {}
+    for s in samples:
+        by_cluster.setdefault(s.cluster, []).append(s)
+    limit = args.limit if args.limit > 0 else None
+    print(f"  {'cluster':>7} {'size':>8} {'samples':>7} {'error':>8}  representative(s)", file=out)
+    clusters = sorted(plan.clusters, key=lambda c: c.id)
+    for c in clusters[:limit]:
+        members = by_cluster.get(c.id, [])
+        reps = ", ".join(f"{s.invocation}:{s.kernel_name}" for s in members[:2])
+        if len(members) > 2:
+            reps += f", ... (+{len(members) - 2})"
+        print(f"  {c.id:>7} {c.size:>8} {len(members):>7} {_fmt_bound(c.error_bound):>8}  {reps}", file=out)
+    if limit is not None and len(clusters) > limit:
+        print(f"  ... {len(clusters) - limit} more clusters (--limit 0 lists all)", file=out)
+    if args.samples:
+        print(f"  {'invocation':>10} {'cluster':>7} {'weight':>12}  kernel", file=out)
+        for s in samples[:limit]:
+            print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.6g}  {s.kernel_name}", file=out)
+        if limit is not None and len(samples) > limit:
+            print(f"  ... {len(samples) - limit} more samples", file=out)
+    return 0
+
+
+def _show_profile(plan, path: Path, column: str, out) -> None:
+    from gclsampler.profile import read_profile
+
+    prof = read_profile(path)
+    if len(prof) != plan.n_invocations:
+        raise ResultsFormatError(located(path, None, "invocation",
+                                         f"{len(prof)} rows, but the plan covers {plan.n_invocations} invocations"))
+    if column not in prof.columns:
+        raise ResultsFormatError(located(path, 1, column, "no such column (--time-column)"))
+    t = prof[column].to_numpy(dtype=np.float64)
+    sampled = t[plan.invocations].sum()
+    if not np.isfinite(t).all() or sampled <= 0:
+        raise ResultsFormatError(located(path, None, column, "needs finite values with a positive sampled total"))
+    est, true = plan.estimate(t), float(t.sum())
+    print(f"  expected speedup {true / sampled:.2f}x ({column}: all invocations {true:.6g} / sampled {sampled:.6g})",
+          file=out)
+    if true > 0:
+        print(f"  estimate of total {column} {est:.6g} vs profile {true:.6g}: error {100 * abs(est - true) / true:.2f}%",
+              file=out)
+
+
+# ---------------------------------------------------------------------------------------
+# export-accelsim
+
+
+def _export(args: argparse.Namespace) -> int:
+    from gclsampler.plan import SamplingPlan
+    from gclsampler.trace import export_accelsim, list_invocations
+
+    plan = SamplingPlan.load(args.plan)
+    inv = sorted(int(i) for i in plan.invocations)
+    infos = {i.invocation: i for i in list_invocations(args.workload_dir)}
+    if len(infos) != plan.n_invocations:
+        raise GclError(located(args.workload_dir, None, "kernelslist.g",
+                               f"{len(infos)} kernel invocations, but {args.plan} covers {plan.n_invocations}"))
+    names = {s.invocation: s.kernel_name for s in plan.samples}
+    for i in inv:
+        got = infos[i].header.name if i in infos else None
+        if got is not None and got != names[i]:
+            print(f"gclsampler: warning: invocation {i}: trace kernel name {got!r} differs from the plan's "
+                  f"{names[i]!r}", file=sys.stderr)
+    written = export_accelsim(args.workload_dir, args.out_dir, invocations=inv)
+    plan.save(Path(args.out_dir) / "plan.json")
+    print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
+          f"+ kernelslist.g + plan.json")
+    print("  run Accel-Sim on kernelslist.g, then: gclsampler plan reconstruct "
+          f"{Path(args.out_dir) / 'plan.json'} <accel-sim stdout log>")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# reconstruct
+
+_KV = re.compile(r"^\s*(kernel_name|kernel_launch_uid|gpu_sim_cycle|gpu_sim_insn)\s*=\s*(.*?)\s*$")
+# Accel-Sim/GPGPU-Sim per-kernel stats -> metric names in the estimate
+_LOG_METRICS = {"gpu_sim_cycle": "cycles", "gpu_sim_insn": "instructions"}
+
+
+@dataclass
+class _Launch:
+    line: int
+    names: list[str]
+    uids: list[int]
+    values: dict[str, float]
+
+
+def parse_accelsim_log(path: Path) -> list[_Launch]:
+    """Per-kernel stat blocks of an Accel-Sim stdout log, in the order they were printed.
+
+    Each finished kernel prints ``kernel_name = <names> ``, ``kernel_launch_uid = <uids> ``
+    and then ``gpu_sim_cycle = N`` / ``gpu_sim_insn = N`` (GPGPU-Sim ``gpu_print_stat``);
+    a block naming several kernels ran them concurrently and cannot be attributed.
+    """
+    launches: list[_Launch] = []
+    try:
+        fh = open(path, errors="replace")
+    except OSError as exc:
+        raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            m = _KV.match(line)
+            if not m:
+                continue
+            key, value = m.groups()
+            if key == "kernel_name":
+                launches.append(_Launch(lineno, value.split(), [], {}))
+                continue
+            if not launches:
+                raise ResultsFormatError(located(path, lineno, key, "appears before any kernel_name line"))
+            cur = launches[-1]
+            if key == "kernel_launch_uid":
+                try:
+                    cur.uids = [int(u) for u in value.split()]
+                except ValueError:
+                    raise ResultsFormatError(located(path, lineno, key, f"not an integer: {value!r}")) from None
+            else:
+                try:
+                    v = float(value)
+                except ValueError:
+                    raise ResultsFormatError(located(path, lineno, key, f"not a number: {value!r}")) from None
+                if not math.isfinite(v):
+                    raise ResultsFormatError(located(path, lineno, key, f"not finite: {value!r}"))
+                cur.values[_LOG_METRICS[key]] = v
+    for b in launches:
+        if len(b.names) != 1 or len(b.uids) > 1:
+            raise ResultsFormatError(located(path, b.line, "kernel_name",
+                                             f"{len(b.names)} kernels in one stats block ran concurrently; "
+                                             "simulate the sampled kernels on one stream"))
+        if "cycles" not in b.values:
+            raise ResultsFormatError(located(path, b.line, "gpu_sim_cycle", "missing for this kernel"))
+    return launches
+
+
+def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarray]:
+    samples = sorted(plan.samples, key=lambda s: s.invocation)
+    launches = parse_accelsim_log(path)
+    if len(launches) != len(samples):
+        raise ResultsFormatError(located(path, None, "kernel_name",
+                                         f"{len(launches)} simulated kernels, but the plan samples {len(samples)} "
+                                         "invocations (was the simulation cut short?)"))
+    if all(b.uids for b in launches):  # uid i = i-th launch of the exported kernelslist
+        uids = sorted(b.uids[0] for b in launches)
+        if uids != list(range(1, len(samples) + 1)):
+            raise ResultsFormatError(located(path, None, "kernel_launch_uid",
+                                             f"expected 1..{len(samples)} once each (one per sampled invocation)"))
+        launches = sorted(launches, key=lambda b: b.uids[0])
+    metrics = sorted({k for b in launches for k in b.values})
+    out = {m: np.full(plan.n_invocations, np.nan) for m in metrics}
+    for s, b in zip(samples, launches):
+        if check_names and b.names[0] != s.kernel_name:
+            raise ResultsFormatError(located(path, b.line, "kernel_name",
+                                             f"{b.names[0]!r}, but sampled invocation {s.invocation} is "
+                                             f"{s.kernel_name!r} (--no-name-check to skip)"))
+        for m in metrics:
+            if m not in b.values:
+                raise ResultsFormatError(located(path, b.line, m, "missing for this kernel"))
+            out[m][s.invocation] = b.values[m]
+    return out
+
+
+def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
+    wanted = set(int(i) for i in plan.invocations)
+    try:
+        fh = open(path, newline="", errors="replace")
+    except OSError as exc:
+        raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
+    with fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if not header or "invocation" not in [h.strip() for h in header]:
+            raise ResultsFormatError(located(path, 1, "invocation", "no such column"))
+        header = [h.strip() for h in header]
+        inv_col = header.index("invocation")
+        cols = [j for j, h in enumerate(header) if j != inv_col and h]
+        rows: dict[int, tuple[int, list[str]]] = {}
+        for lineno, row in enumerate(reader, 2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise ResultsFormatError(located(path, lineno, None, f"{len(row)} fields, header has {len(header)}"))
+            try:
+                inv = int(row[inv_col])
+            except ValueError:
+                raise ResultsFormatError(located(path, lineno, "invocation", f"not an integer: {row[inv_col]!r}")) from None
+            if inv in rows:
+                raise ResultsFormatError(located(path, lineno, "invocation", f"{inv} already on line {rows[inv][0]}"))
+            if inv in wanted:
+                rows[inv] = (lineno, row)
+    missing = sorted(wanted - set(rows))
+    if missing:
+        raise ResultsFormatError(located(path, None, "invocation",
+                                         f"no row for sampled invocation(s) {missing[:10]}"))
+    out: dict[str, np.ndarray] = {}
+    for j in cols:
+        parsed: dict[int, float] = {}
+        bad: tuple[int, str] | None = None
+        for inv, (lineno, row) in rows.items():
+            try:
+                v = float(row[j])
+            except ValueError:
+                bad = bad or (lineno, row[j])
+                continue
+            if not math.isfinite(v):
+                bad = bad or (lineno, row[j])
+                continue
+            parsed[inv] = v
+        if not parsed:
+            continue  # a text column (kernel_name, grid, ...): not a metric
+        if bad is not None:
+            raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number: {bad[1]!r}"))
+        col = np.full(plan.n_invocations, np.nan)
+        for inv, v in parsed.items():
+            col[inv] = v
+        out[header[j]] = col
+    if not out:
+        raise ResultsFormatError(located(path, 1, None, "no numeric metric column besides `invocation`"))
+    return out
+
+
+def _looks_like_csv(path: Path) -> bool:
+    try:
+        with open(path, errors="replace") as fh:
+            first = fh.readline()
+    except OSError as exc:
+        raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
+    return "invocation" in [c.strip() for c in next(csv.reader([first]), [])]
+
+
+def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True) -> dict[str, float]:
+    """Weighted estimate (sum over samples of weight * value) of every metric in ``results``."""
+    if fmt == "auto":
+        fmt = "csv" if _looks_like_csv(results) else "accelsim"
+    values = _values_from_csv(plan, results) if fmt == "csv" else _values_from_log(plan, results, check_names)
+    est = {m: plan.estimate(v) for m, v in values.items()}
+    if "cycles" in est and "instructions" in est and est["cycles"] > 0 and fmt == "accelsim":
+        est["ipc"] = est["instructions"] / est["cycles"]  # a ratio: from the estimated totals, not a weighted sum
+    return est
+
+
+def _reconstruct(args: argparse.Namespace) -> int:
+    from gclsampler.plan import SamplingPlan
+
+    plan = SamplingPlan.load(args.plan)
+    est = reconstruct(plan, args.results, args.format, not args.no_name_check)
+    n = plan.n_invocations
+    if args.json:
+        print(json.dumps({"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
+                          "method": plan.method, "synthetic": plan.synthetic, "n_invocations": n,
+                          "estimates": est}, indent=1))
+        return 0
+    tag = " (SYNTHETIC)" if plan.synthetic else ""
+    print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}; {len(plan.samples)} sampled of {n} invocations")
+    print(f"  {'metric':<28} {'estimate (total)':>18} {'mean per invocation':>20}")
+    for m, v in est.items():
+        mean = "-" if m == "ipc" else f"{v / n:.6g}"
+        print(f"  {m:<28} {v:>18.6g} {mean:>20}")
+    return 0

@@ -1,0 +1,215 @@
+"""`gclsampler plan show | export-accelsim | reconstruct` round trips on generated files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.cli import GROUPS
+from gclsampler.cli.plan import register
+from gclsampler.errors import GclError
+from gclsampler.plan import SamplingPlan, plan_from_labels
+
+
+def main(argv: list[str]) -> int:
+    """`gclsampler plan ...` without importing every other CLI group (torch etc.): same
+    dispatch as gclsampler.cli.main (handler(args); GclError -> one line, exit 2)."""
+    assert argv[0] == "plan" and GROUPS["plan"][0] == "gclsampler.cli.plan"
+    parser = argparse.ArgumentParser(prog="gclsampler plan")
+    register(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return int(args.handler(args) or 0)
+    except GclError as exc:
+        print(f"gclsampler: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def make_plan(n=12, seed=0) -> tuple[SamplingPlan, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = np.unique(rng.integers(0, 4, n), return_inverse=True)[1]
+    reps = np.array([np.flatnonzero(labels == c)[0] for c in range(labels.max() + 1)])
+    names = np.array([f"_Z6kernel{c}Pfi" for c in labels])
+    return plan_from_labels("toy", "gcl", labels, reps, names, {"k": int(labels.max() + 1)}, synthetic=True), names
+
+
+def weighted(plan: SamplingPlan, values: dict[int, float]) -> float:
+    """Independent of the code under test: sum over the plan's JSON samples."""
+    return sum(s["weight"] * values[s["invocation"]] for s in plan.to_dict()["samples"])
+
+
+def accelsim_log(kernels, noise=True, uids=None) -> str:
+    """Stdout in GPGPU-Sim's gpu_print_stat layout (one block per finished kernel)."""
+    out = ["Accel-Sim [build synthetic-test]", "GPGPU-Sim: Configuration options:", ""]
+    tot = 0
+    for j, (name, cyc, insn) in enumerate(kernels):
+        uid = (uids[j] if uids else j + 1)
+        out += [f"launching kernel name: {name} uid: {uid}"]
+        if noise:
+            out += ["GPGPU-Sim uArch: cycles simulated: 500  inst.: 1000 (ipc= 2.0)"]
+        tot += cyc
+        out += [f"kernel_name = {name} ", f"kernel_launch_uid = {uid} ", "kernel_stream_id = 0",
+                f"gpu_sim_cycle = {cyc}", f"gpu_sim_insn = {insn}", f"gpu_ipc = {insn / cyc:12.4f}",
+                f"gpu_tot_sim_cycle = {tot}", "gpu_tot_sim_insn = 1", ""]
+    out += ["GPGPU-Sim: *** simulation thread exiting ***", "GPGPU-Sim: *** exit detected ***"]
+    return "\n".join(out) + "\n"
+
+
+def run_json(capsys, *argv):
+    assert main(["plan", *map(str, argv), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_show_with_profile_reports_speedup(tmp_path, capsys):
+    plan, names = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    t = np.arange(1, plan.n_invocations + 1, dtype=float) * 10
+    prof = pd.DataFrame({"invocation": range(plan.n_invocations), "kernel_name": names, "grid": "(1,1,1)",
+                         "block": "(32,1,1)", "time_ns": t, "cycles": t * 2})
+    prof.to_csv(tmp_path / "profile.csv", index=False)
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv"), "--samples"]) == 0
+    out = capsys.readouterr().out
+    assert "SYNTHETIC" in out
+    assert f"clusters {len(plan.clusters)}" in out
+    expected = t.sum() / t[[s.invocation for s in plan.samples]].sum()
+    assert f"expected speedup {expected:.2f}x" in out
+    for s in plan.samples:
+        assert re.search(rf"\b{s.invocation}\s+{s.cluster}\s+{s.weight:g}\b", out)
+
+
+def test_show_profile_of_other_workload_is_rejected(tmp_path, capsys):
+    plan, names = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    pd.DataFrame({"invocation": [0, 1], "kernel_name": ["a", "b"], "grid": "(1,1,1)", "block": "(1,1,1)",
+                  "time_ns": [1.0, 2.0], "cycles": [1.0, 2.0]}).to_csv(tmp_path / "profile.csv", index=False)
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 2
+    assert "profile.csv: invocation: 2 rows" in capsys.readouterr().err
+
+
+def test_reconstruct_csv(tmp_path, capsys):
+    plan, names = make_plan(20, 1)
+    p = plan.save(tmp_path / "plan.json")
+    rng = np.random.default_rng(2)
+    cyc = rng.integers(100, 10_000, plan.n_invocations).astype(float)
+    l2 = rng.random(plan.n_invocations)
+    # every invocation present (a full ground-truth table works too), shuffled rows, a text column
+    df = pd.DataFrame({"kernel_name": names, "invocation": range(plan.n_invocations), "cycles": cyc, "l2_hit_rate": l2})
+    df.sample(frac=1, random_state=0).to_csv(tmp_path / "res.csv", index=False)
+    got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")["estimates"]
+    assert set(got) == {"cycles", "l2_hit_rate"}
+    assert got["cycles"] == pytest.approx(weighted(plan, dict(enumerate(cyc))))
+    assert got["l2_hit_rate"] == pytest.approx(weighted(plan, dict(enumerate(l2))))
+
+
+def test_reconstruct_csv_bad_value_names_line_and_field(tmp_path, capsys):
+    plan, _ = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    rows = ["invocation,cycles"] + [f"{i},{100 + i}" for i in inv]
+    rows[2] = f"{inv[1]},12x"
+    (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    assert f"res.csv:3: cycles: not a finite number: '12x'" in capsys.readouterr().err
+    (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles"] + [f"{i},1" for i in inv[1:]]) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    assert f"invocation: no row for sampled invocation(s) [{inv[0]}]" in capsys.readouterr().err
+
+
+def _log_for(plan, rng):
+    samples = sorted(plan.samples, key=lambda s: s.invocation)
+    cyc = {s.invocation: int(rng.integers(1_000, 90_000)) for s in samples}
+    insn = {s.invocation: int(rng.integers(1_000, 90_000)) for s in samples}
+    return samples, cyc, insn
+
+
+def test_reconstruct_accelsim_log(tmp_path, capsys):
+    plan, _ = make_plan(30, 3)
+    p = plan.save(tmp_path / "plan.json")
+    samples, cyc, insn = _log_for(plan, np.random.default_rng(0))
+    (tmp_path / "sim.log").write_text(accelsim_log([(s.kernel_name, cyc[s.invocation], insn[s.invocation]) for s in samples]))
+    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")["estimates"]
+    assert got["cycles"] == pytest.approx(weighted(plan, cyc))
+    assert got["instructions"] == pytest.approx(weighted(plan, insn))
+    assert got["ipc"] == pytest.approx(got["instructions"] / got["cycles"])
+
+
+def test_reconstruct_accelsim_uses_launch_uid_when_kernels_finish_out_of_order(tmp_path, capsys):
+    plan, _ = make_plan(30, 3)
+    p = plan.save(tmp_path / "plan.json")
+    samples, cyc, insn = _log_for(plan, np.random.default_rng(1))
+    order = list(reversed(range(len(samples))))
+    log = accelsim_log([(samples[j].kernel_name, cyc[samples[j].invocation], insn[samples[j].invocation]) for j in order],
+                       uids=[j + 1 for j in order])
+    (tmp_path / "sim.log").write_text(log)
+    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")["estimates"]
+    assert got["cycles"] == pytest.approx(weighted(plan, cyc))
+
+
+def test_reconstruct_accelsim_errors(tmp_path, capsys):
+    plan, _ = make_plan(30, 3)
+    p = plan.save(tmp_path / "plan.json")
+    samples, cyc, insn = _log_for(plan, np.random.default_rng(2))
+    ks = [(s.kernel_name, cyc[s.invocation], insn[s.invocation]) for s in samples]
+    log = tmp_path / "sim.log"
+
+    log.write_text(accelsim_log(ks[:-1]))  # simulation cut short
+    assert main(["plan", "reconstruct", str(p), str(log)]) == 2
+    assert f"{len(ks) - 1} simulated kernels, but the plan samples {len(ks)}" in capsys.readouterr().err
+
+    bad = list(ks)
+    bad[1] = ("other_kernel", 5, 5)
+    log.write_text(accelsim_log(bad))
+    assert main(["plan", "reconstruct", str(p), str(log)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"sim\.log:\d+: kernel_name: 'other_kernel'", err)
+    assert main(["plan", "reconstruct", str(p), str(log), "--no-name-check"]) == 0
+    capsys.readouterr()
+
+    log.write_text(accelsim_log(ks).replace(f"gpu_sim_cycle = {ks[0][1]}\n", "gpu_sim_cycle = lots\n", 1))
+    assert main(["plan", "reconstruct", str(p), str(log)]) == 2
+    assert re.search(r"sim\.log:\d+: gpu_sim_cycle: not a number: 'lots'", capsys.readouterr().err)
+
+
+@given(st.lists(st.tuples(st.integers(1, 10**9), st.integers(0, 10**12)), min_size=1, max_size=12))
+@settings(max_examples=40, deadline=None)
+def test_log_parser_round_trips_values(tmp_path_factory, stats):
+    from gclsampler.cli.plan import parse_accelsim_log
+
+    path = tmp_path_factory.mktemp("log") / "sim.log"
+    path.write_text(accelsim_log([(f"k{i}", c, s) for i, (c, s) in enumerate(stats)], noise=False))
+    got = parse_accelsim_log(path)
+    assert [b.names[0] for b in got] == [f"k{i}" for i in range(len(stats))]
+    assert [(b.values["cycles"], b.values["instructions"]) for b in got] == [(float(c), float(s)) for c, s in stats]
+    assert [b.uids for b in got] == [[i + 1] for i in range(len(stats))]
+
+
+def test_export_accelsim_writes_only_sampled(tmp_path, capsys):
+    from _trace_fixtures import Inst, make_trace
+
+    from gclsampler.trace import list_invocations, write_kernel, write_kernelslist
+
+    plan, names = make_plan(8, 4)
+    wdir = tmp_path / "wl"
+    wdir.mkdir()
+    files = []
+    for i in range(plan.n_invocations):
+        t = make_trace([[Inst("IADD3", ("R1",), ("R2", "R3")), Inst("EXIT")]], kernel_id=i + 1, name=str(names[i]))
+        write_kernel(t, wdir / f"kernel-{i + 1}.traceg")
+        files.append(f"kernel-{i + 1}.traceg")
+    write_kernelslist(wdir, files)
+    p = plan.save(tmp_path / "plan.json")
+    out = tmp_path / "sim"
+    assert main(["plan", "export-accelsim", str(p), str(wdir), str(out)]) == 0
+    sampled = sorted(s.invocation for s in plan.samples)
+    listed = [line for line in (out / "kernelslist.g").read_text().split("\n") if line]
+    assert listed == [f"kernel-{i + 1}.traceg" for i in sampled]
+    assert [i.header.kernel_id - 1 for i in list_invocations(out)] == sampled
+    assert SamplingPlan.load(out / "plan.json").to_json() == plan.to_json()
