@@ -89,7 +89,7 @@ class TimingConfig:
     launch_overhead_ns: float = 1500.0  # fixed launch/drain cost added to every kernel
     max_cache_addresses: int = 65536  # cap on lane addresses fed to the cache models (whole CTAs kept)
     max_carried_sectors: int = 262144  # cap on L2 sectors remembered across kernels
-    max_shared_insts: int = 8192  # shared-memory instructions examined for bank conflicts
+    max_shared_insts: int = 1024  # shared-memory instructions examined for bank conflicts (strided subset)
     lru_chunk_max: int = 4096  # most accesses per vectorised LRU step (also <= capacity / 2)
 
 
@@ -623,7 +623,7 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     for c in ("lds", "sts"):
         ii = np.flatnonzero(cls == _C[c])
         if ii.size:
-            wf = _shared_wavefronts(t, ii[:: max(1, ii.size // cfg.max_shared_insts)], cnt_all)
+            wf = _shared_wavefronts(t, ii[:: max(1, -(-ii.size // max(1, cfg.max_shared_insts)))], cnt_all)
             # the L1 data path moves 128 B/clk: one shared wavefront = l1_sectors_per_clk sectors
             res["l1_wavefronts_per_inst"][_C[c]] = float(wf.mean()) * arch.l1_sectors_per_clk
 
