@@ -165,6 +165,9 @@ _HALF_IN = {"HSET2", "HSETP2"}
 # Constant registers: reading them reads no variable, writing them discards the result.
 _CONST_REGS = np.array([255, 256 + 63, 512 + 7, 640 + 7], dtype=np.int64)  # RZ URZ PT UPT
 _REG_KEY_SPAN = 1024  # reg codes are < 648
+_REG_VARIABLE = np.ones(_REG_KEY_SPAN + 1, dtype=bool)  # indexed by code + 1
+_REG_VARIABLE[0] = False  # NO_REG padding
+_REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
@@ -304,6 +307,18 @@ def _versions(order: np.ndarray, new_group: np.ndarray, is_write: np.ndarray
     prev[order[ok]] = order[before[ok]]
     gid[order] = np.cumsum(new_group) - 1
     return prev, gid, order[new_group]
+
+
+def _stable_argsort(key: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative int64 keys below 2**32: two 16-bit radix passes."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if int(key.max()) < 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    if int(key.max()) >= 1 << 32:
+        return np.argsort(key, kind="stable")
+    o = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    return o[np.argsort((key[o] >> 16).astype(np.uint16), kind="stable")]
 
 
 def _interpret(bits: np.ndarray, cls: np.ndarray) -> np.ndarray:
@@ -446,11 +461,19 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     pseudo_id = np.full(n, -1, dtype=np.int64)
     pseudo_id[mem_inst] = n + np.arange(n_pseudo)
 
-    # memory units touched by each memory instruction: unique (instruction, unit) pairs
+    # memory units touched by each memory instruction: unique (instruction, unit) pairs.
+    # A kept warp prefix owns one contiguous range of the address column.
     shift = _GRANULARITY_SHIFT[cfg.mem_granularity]
-    a_idx, a_own = _ragged_index(addr_ptr[idx[mem_inst]], n_addr[mem_inst])
-    addrs = np.asarray(trace.addrs, dtype=np.uint64)[a_idx]
-    a_inst = mem_inst[a_own]  # local instruction of each address (non-decreasing)
+    w_first = np.flatnonzero(np.r_[True, iw[1:] != iw[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    w_last = np.r_[w_first[1:], n].astype(np.int64)
+    ga_start = addr_ptr[idx[w_first]]
+    ga_end = addr_ptr[idx[w_last - 1] + 1]
+    all_addrs = np.asarray(trace.addrs, dtype=np.uint64)
+    if len(ga_start) and np.array_equal(ga_start[1:], ga_end[:-1]):  # one contiguous range: slice
+        addrs = all_addrs[int(ga_start[0]):int(ga_end[-1])]
+    else:
+        addrs = all_addrs[_ragged_index(ga_start, ga_end - ga_start)[0]]
+    a_inst = np.repeat(np.arange(n, dtype=np.int64), n_addr)  # local instruction of each address
     unit = addrs >> np.uint64(shift)
     n_a = len(unit)
     new_inst = np.ones(n_a, dtype=bool)
@@ -458,13 +481,13 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     # lanes usually walk addresses upwards: sort only when some warp access does not
     if n_a and not bool(np.all(new_inst[1:] | (unit[1:] >= unit[:-1]))):
         ao = np.lexsort((unit, a_inst))
+        s_inst, s_unit = a_inst[ao], unit[ao]
+        new_pair = np.ones(n_a, dtype=bool)
+        new_pair[1:] = (s_inst[1:] != s_inst[:-1]) | (s_unit[1:] != s_unit[:-1])
     else:
-        ao = np.arange(n_a, dtype=np.int64)
-    s_inst, s_unit = a_inst[ao], unit[ao]
-    new_pair = np.ones(n_a, dtype=bool)
-    new_pair[1:] = (s_inst[1:] != s_inst[:-1]) | (s_unit[1:] != s_unit[:-1])
-    pair_of_addr = np.empty(n_a, dtype=np.int64)
-    pair_of_addr[ao] = np.cumsum(new_pair) - 1
+        s_inst, s_unit = a_inst, unit
+        new_pair = new_inst.copy()
+        new_pair[1:] |= unit[1:] != unit[:-1]
     u_inst, u_unit = s_inst[new_pair], s_unit[new_pair]
     per_inst = np.bincount(u_inst, minlength=n)
     fp = per_inst[mem_inst]
@@ -475,47 +498,52 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     e_dst.append(mem_inst)
     e_typ.append(np.full(n_pseudo, EDGE_ADDRESS, dtype=np.int64))
 
-    # ---- register events
+    # ---- register events, in (instruction, sources before destinations) order
     dst = np.asarray(trace.dst)
     srcr = np.asarray(trace.src)
     dst = (dst[:, None] if dst.ndim == 1 else dst)[idx]
     srcr = (srcr[:, None] if srcr.ndim == 1 else srcr)[idx]
-    nd = (dst != NO_REG).sum(axis=1)
-    ns = (srcr != NO_REG).sum(axis=1)
-    r_inst, r_col = np.nonzero((srcr != NO_REG) & ~np.isin(srcr, _CONST_REGS))
-    w_inst, w_col = np.nonzero((dst != NO_REG) & ~np.isin(dst, _CONST_REGS))
-    r_reg = srcr[r_inst, r_col].astype(np.int64)
-    w_reg = dst[w_inst, w_col].astype(np.int64)
+    n_scol = srcr.shape[1]
+    ops = np.concatenate([srcr, dst], axis=1).astype(np.int64)
+    present = ops != NO_REG
+    nd = present[:, n_scol:].sum(axis=1)
+    ns = present[:, :n_scol].sum(axis=1)
+    e_inst, e_col = np.nonzero(_REG_VARIABLE[ops + 1])
+    e_reg = ops[e_inst, e_col]
+    ev_w = e_col >= n_scol
+    r_idx = np.flatnonzero(~ev_w)
+    w_idx = np.flatnonzero(ev_w)
+    r_inst, r_col = e_inst[r_idx], e_col[r_idx]
+    w_inst, w_reg = e_inst[w_idx], e_reg[w_idx]
     # address operands: all sources of a load, the first source of a store/atomic
     r_kind = kind[r_inst]
     r_is_addr = (r_kind == _MEM_LD) | ((r_kind >= _MEM_ST) & (r_col == 0))
-    n_r, n_wver = len(r_inst), len(w_inst)
-    ev_inst = np.concatenate([r_inst, w_inst]).astype(np.int64)
-    ev_w = np.concatenate([np.zeros(n_r, bool), np.ones(n_wver, bool)])
-    ev_key = iw[ev_inst] * _REG_KEY_SPAN + np.concatenate([r_reg, w_reg])
-    order = np.argsort((ev_key * (n + 1) + ev_inst) * 2 + ev_w, kind="stable")
+    n_r, n_wver = len(r_idx), len(w_idx)
+    ev_key = iw[e_inst] * _REG_KEY_SPAN + e_reg
+    order = _stable_argsort(ev_key)  # events are already in (instruction, read-first) order
     k_sorted = ev_key[order]
     new_group = np.ones(len(order), dtype=bool)
     new_group[1:] = k_sorted[1:] != k_sorted[:-1]
     prev, gid, first = _versions(order, new_group, ev_w)
+    wnum = np.cumsum(ev_w) - 1  # write event -> write-version number
     node_base = n + n_pseudo
     live_groups = np.flatnonzero(~ev_w[first])  # variables read before any write: live-in
     live_num = np.full(len(first), -1, dtype=np.int64)
     live_num[live_groups] = np.arange(len(live_groups))
-    live_ev = first[live_groups]  # first read of each live-in (a read event index)
+    live_ev = first[live_groups]  # first read of each live-in (an event index)
     n_live = len(live_groups)
     live_base = node_base + n_wver
-    rp = prev[:n_r]
-    read_var = np.where(rp >= 0, node_base + rp - n_r, live_base + live_num[gid[:n_r]])
+    rp = prev[r_idx]
+    read_var = np.where(rp >= 0, node_base + wnum[np.maximum(rp, 0)], live_base + live_num[gid[r_idx]])
     read_target = np.where(r_is_addr, pseudo_id[r_inst], r_inst)
-    e_src += [read_var, w_inst.astype(np.int64)]
+    e_src += [read_var, w_inst]
     e_dst += [read_target, node_base + np.arange(n_wver)]
     e_typ += [np.where(r_is_addr, EDGE_ADDRESS, EDGE_READ).astype(np.int64),
               np.full(n_wver, EDGE_WRITE, dtype=np.int64)]
-    live_reg = r_reg[live_ev]
+    live_reg = e_reg[live_ev]
     reg_cls = lambda code: np.select([code < 256, code < 512, code < 640], [0, 1, 2], 3)  # noqa: E731
     var_tok_reg = _VAR_REG_BASE + np.concatenate([reg_cls(w_reg), reg_cls(live_reg)])
-    var_warp_reg = np.concatenate([iw[w_inst], iw[r_inst[live_ev]]])
+    var_warp_reg = np.concatenate([iw[w_inst], iw[e_inst[live_ev]]])
 
     # live-in register statistics from the first read's per-lane source values
     reg_stats = np.zeros((n_wver + n_live, 8), dtype=np.float32)
@@ -523,12 +551,13 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     vals_ok = None
     if trace.values is not None and trace.value_ptr is not None and n:
         vptr = np.asarray(trace.value_ptr, dtype=np.int64)
-        lanes = trace.active_lanes()[idx].astype(np.int64)
+        m8 = np.asarray(trace.mask, dtype=np.uint32)[idx].view(np.uint8).reshape(-1, 4)
+        lanes = np.unpackbits(m8, axis=1).sum(axis=1, dtype=np.int64)
         vstart = vptr[idx]
         vlen = vptr[idx + 1] - vstart
         vals_ok = (vlen == (nd + ns) * lanes) & (lanes > 0)
-        li = r_inst[live_ev]
-        lc = r_col[live_ev]
+        li = e_inst[live_ev]
+        lc = e_col[live_ev]
         ok = vals_ok[li]
         starts = vstart[li] + (nd[li] + lc) * lanes[li]
         v_idx, v_own = _ragged_index(starts[ok], lanes[li][ok])
@@ -544,50 +573,54 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     kp = np.flatnonzero(rank < cfg.max_units_per_access)  # kept pair indices
     m_inst, m_unit = u_inst[kp], u_unit[kp]
     m_kind = kind[m_inst]
-    mr = np.flatnonzero((m_kind == _MEM_LD) | (m_kind == _MEM_ATOM))
-    mw = np.flatnonzero((m_kind == _MEM_ST) | (m_kind == _MEM_ATOM))
-    n_mr, n_mw = len(mr), len(mw)
-    mev = np.concatenate([mr, mw])
-    mev_inst = m_inst[mev].astype(np.int64)
-    mev_unit = m_unit[mev]
+    is_r = (m_kind == _MEM_LD) | (m_kind == _MEM_ATOM)
+    is_w = (m_kind == _MEM_ST) | (m_kind == _MEM_ATOM)
+    per_pair = is_r.astype(np.int64) + is_w
+    ev_pair = np.repeat(np.arange(len(m_inst), dtype=np.int64), per_pair)
+    in_pair = np.arange(len(ev_pair), dtype=np.int64) - (np.cumsum(per_pair) - per_pair)[ev_pair]
+    mev_w = ~is_r[ev_pair] | (in_pair == 1)  # an atomic reads, then writes
+    mev_inst = m_inst[ev_pair]
+    mev_unit = m_unit[ev_pair]
     mev_sp = space[mev_inst]
-    mev_wp = iw[mev_inst]
-    mev_w = np.concatenate([np.zeros(n_mr, bool), np.ones(n_mw, bool)])
-    morder = np.lexsort((mev_w, mev_inst, mev_unit, mev_sp, mev_wp))
+    mev_wsp = iw[mev_inst] * len(_SPACES) + mev_sp
+    morder = np.lexsort((mev_unit, mev_wsp))  # stable: instruction order kept per variable
     mnew = np.ones(len(morder), dtype=bool)
     if len(morder):
-        a1, b1, c1 = mev_wp[morder], mev_sp[morder], mev_unit[morder]
-        mnew[1:] = (a1[1:] != a1[:-1]) | (b1[1:] != b1[:-1]) | (c1[1:] != c1[:-1])
+        b1, c1 = mev_wsp[morder], mev_unit[morder]
+        mnew[1:] = (b1[1:] != b1[:-1]) | (c1[1:] != c1[:-1])
     mprev, mgid, mfirst = _versions(morder, mnew, mev_w)
+    mwnum = np.cumsum(mev_w) - 1
+    mr_e = np.flatnonzero(~mev_w)
+    mw_e = np.flatnonzero(mev_w)
+    n_mr, n_mw = len(mr_e), len(mw_e)
     mem_base = node_base + n_wver + n_live
     mlive_groups = np.flatnonzero(~mev_w[mfirst])
     mlive_num = np.full(len(mfirst), -1, dtype=np.int64)
     mlive_num[mlive_groups] = np.arange(len(mlive_groups))
-    mlive_ev = mfirst[mlive_groups]  # read event index of each live-in unit's first read
+    mlive_ev = mfirst[mlive_groups]  # first read event of each live-in unit
     n_mlive = len(mlive_groups)
-    mp = mprev[:n_mr]
-    mread_var = np.where(mp >= 0, mem_base + mp - n_mr, mem_base + n_mw + mlive_num[mgid[:n_mr]])
-    e_src += [mread_var, mev_inst[n_mr:]]
-    e_dst += [mev_inst[:n_mr], mem_base + np.arange(n_mw)]
+    mp = mprev[mr_e]
+    mread_var = np.where(mp >= 0, mem_base + mwnum[np.maximum(mp, 0)],
+                         mem_base + n_mw + mlive_num[mgid[mr_e]])
+    e_src += [mread_var, mev_inst[mw_e]]
+    e_dst += [mev_inst[mr_e], mem_base + np.arange(n_mw)]
     e_typ += [np.full(n_mr, EDGE_READ, dtype=np.int64), np.full(n_mw, EDGE_WRITE, dtype=np.int64)]
-    var_tok_mem = _VAR_MEM_BASE + np.concatenate([mev_sp[n_mr:], mev_sp[mlive_ev]])
-    var_warp_mem = np.concatenate([mev_wp[n_mr:], mev_wp[mlive_ev]])
+    var_tok_mem = _VAR_MEM_BASE + np.concatenate([mev_sp[mw_e], mev_sp[mlive_ev]])
+    var_warp_mem = np.concatenate([iw[mev_inst[mw_e]], iw[mev_inst[mlive_ev]]])
     mem_stats = np.zeros((n_mw + n_mlive, 8), dtype=np.float32)
     if n_mlive:
         # the lanes of that first reading access whose address falls in the unit
-        live_of_pair = np.full(len(u_inst), -1, dtype=np.int64)
-        live_of_pair[kp[mev[mlive_ev]]] = np.arange(n_mlive)
-        owner_all = live_of_pair[pair_of_addr]
-        sel = np.flatnonzero(owner_all >= 0)
-        sel = sel[np.argsort(owner_all[sel], kind="stable")]
-        owner = owner_all[sel]
+        a_first = np.cumsum(n_addr) - n_addr  # first local address of each instruction
+        live_i = mev_inst[mlive_ev]
+        g_idx, g_own = _ragged_index(a_first[live_i], n_addr[live_i])
+        hit = unit[g_idx] == mev_unit[mlive_ev][g_own]
+        sel, owner = g_idx[hit], g_own[hit]  # grouped by owner already
         if vals_ok is not None:
-            first_addr = np.cumsum(n_addr[mem_inst]) - n_addr[mem_inst]
-            col_of_addr = np.arange(n_a, dtype=np.int64) - first_addr[a_own]
-            ins = a_inst[sel]
+            ins = live_i[owner]
             okv = vals_ok[ins] & (nd[ins] > 0) & (n_addr[ins] == lanes[ins])
             sel, owner, ins = sel[okv], owner[okv], ins[okv]
-            v_at = np.asarray(trace.value_ptr, dtype=np.int64)[idx[ins]] + col_of_addr[sel]
+            col = sel - a_first[ins]  # lane column of the address = value column
+            v_at = np.asarray(trace.value_ptr, dtype=np.int64)[idx[ins]] + col  # destination row 0
             vv = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])  # loaded value
         else:
             vv = np.log1p((addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64))
