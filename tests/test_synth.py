@@ -237,11 +237,18 @@ def test_unknown_knob_fails_before_work(tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_cli_unknown_key_exits_2(tmp_path, capsys):
-    from gclsampler.cli import main
+def test_cli_overrides_after_options(tmp_path):
+    """`gclsampler synth phi2 --out DIR key=value`: overrides after options reach the knob check."""
+    import argparse
 
-    assert main(["synth", "phi2", "--out", str(tmp_path / "w"), "bogus=1"]) == 2
-    assert "synth.bogus" in capsys.readouterr().err
+    from gclsampler.cli.synth import register
+
+    parser = argparse.ArgumentParser()
+    register(parser)
+    args = parser.parse_args(["phi2", "--out", str(tmp_path / "w"), "bogus=1"])
+    with pytest.raises(SynthConfigError, match="synth.bogus"):
+        args.handler(args)
+    assert not (tmp_path / "w").exists()
 
 
 def test_conf_yaml_mirrors_defaults():

@@ -97,14 +97,11 @@ def _coerce(name, key, default, val):
 
 # ----------------------------------------------------------------------------- timing model binding
 def _timing():
-    """The timing engineer's model, or a crude private stand-in while it is not in the tree."""
-    try:
-        from gclsampler.synth import timing as T  # noqa: F401
-        from gclsampler.synth.arch import ARCHS
-        return T.WorkSummary, T.TimingConfig, T.simulate, ARCHS
-    except ImportError:
-        from gclsampler.synth import _timing_stub as S
-        return S.WorkSummary, S.TimingConfig, S.simulate, S.ARCHS
+    """The ground-truth timing model (timing engineer's ``gclsampler.synth.timing``)."""
+    from gclsampler.synth import timing as T
+    from gclsampler.synth.arch import ARCHS
+
+    return T.WorkSummary, T.TimingConfig, T.simulate, ARCHS
 
 
 def _arch_rng(seed: int, arch: str) -> np.random.Generator:
@@ -292,7 +289,7 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
             "workload": name, "arch": arch, "synthetic": True, "seed": int(seed), "archs": archs,
             "generator": "gclsampler.synth", "n_invocations": len(launches),
             "synth": {kk: v for kk, v in k.items()},
-            "timing_model": "gclsampler.synth.timing" if "_timing_stub" not in simulate.__module__ else "stub",
+            "timing_model": "gclsampler.synth.timing (analytical, SYNTHETIC)",
             "note": "SYNTHETIC workload: traces from a SASS-level interpreter, ground truth from an analytical "
                     "timing model; not hardware measurements.",
         }

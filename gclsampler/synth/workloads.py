@@ -25,8 +25,8 @@ from gclsampler.synth.program import Memory
 COMMON_DEFAULTS: dict = {
     "trace_cap": 48,  # instructions recorded per traced warp
     "max_traced_ctas": 2,  # CTAs of the traced SM kept in the trace
-    "sample_cap": 512,  # instructions per warp recorded for the timing model's sample
-    "sample_ctas": 4,  # CTAs sampled uniformly across the whole grid for timing
+    "sample_cap": 256,  # instructions per warp recorded for the timing model's sample
+    "sample_ctas": 2,  # CTAs sampled uniformly across the whole grid for timing
     "archs": ["turing", "ampere", "ada"],
     "compress": "",  # "", "gz", "xz" or "zst": suffix of kernel-<id>.traceg
     "batch_window": 128,  # launches interpreted together (same-program launches share one batch)
@@ -202,7 +202,7 @@ class _LLM:
             self.linear(1, m.vocab, H, h + (S - 1) * H * e, lm, lm_b, logits)
             if k.get("sampling", False):
                 probs = A.act(m.vocab * e)
-                self.out.append(Launch(K_SOFTMAX, "softmax", (1, 1, 1), (1024, 1, 1),
+                self.out.append(Launch(K_SOFTMAX, "softmax", (1, 1, 1), (512, 1, 1),
                                        dict(cols=m.vocab, x=logits, out=probs)))
                 logits = probs
             self.out.append(Launch(K_AMAX, "argmax", (1, 1, 1), (512, 1, 1),
