@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import sys
@@ -398,3 +399,68 @@ def embed_invocations(model: GCLModel, graphs: Sequence[Data], inv_to_graph: np.
     z = embed_graphs(model, graphs, batch_size, max_nodes, progress)
     inv_to_graph = np.asarray(inv_to_graph, dtype=np.int64)
     return np.ascontiguousarray(z[inv_to_graph], dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
+    """Compare the jobs of a Hydra multirun: ``sweep_summary.csv`` and ``.md`` in ``multirun_dir``.
+
+    One row per job directory holding a ``train_log.csv``: its overrides, best and final
+    validation loss, epochs, training seconds, and plan error/speedup when the job's
+    ``run.json`` carries them (post-embedding hook). Rows are sorted by best validation
+    loss. Note that each job measures validation loss under its own augmentations, so
+    across augmentation settings plan error is the fairer comparison.
+    """
+    import pandas as pd
+    import yaml
+
+    root = Path(multirun_dir)
+    rows = []
+    for job in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: (len(p.name), p.name)):
+        logf = job / "train_log.csv"
+        if not logf.exists():
+            continue
+        ov_path = job / ".hydra" / "overrides.yaml"
+        overrides = yaml.safe_load(ov_path.read_text()) if ov_path.exists() else []
+        df = pd.read_csv(logf)
+        row = {"job": job.name, "overrides": " ".join(overrides or []),
+               "best_val_loss": float(df["val_loss"].min()) if len(df) else float("nan"),
+               "final_val_loss": float(df["val_loss"].iloc[-1]) if len(df) else float("nan"),
+               "final_train_loss": float(df["train_loss"].iloc[-1]) if len(df) else float("nan"),
+               "epochs": int(len(df)), "train_seconds": float(df["seconds"].sum()) if len(df) else 0.0}
+        rj = job / "run.json"
+        if rj.exists():
+            post = json.loads(rj.read_text()).get("post_embedding") or {}
+            for key in ("error_pct", "speedup", "k"):
+                if key in post:
+                    row[key] = post[key]
+        rows.append(row)
+    if not rows:
+        return None
+    table = pd.DataFrame(rows).sort_values("best_val_loss", kind="stable")
+    atomic_write_text(root / "sweep_summary.csv", table.to_csv(index=False))
+    lines = ["# Sweep summary", "", f"{len(table)} jobs in `{root}`, sorted by best validation loss "
+             "(lower is better; each job validates under its own augmentations).", ""]
+    cols = list(table.columns)
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "|".join("---" for _ in cols) + "|")
+    for _, r in table.iterrows():
+        cells = [f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()]
+        lines.append("| " + " | ".join(cells) + " |")
+    atomic_write_text(root / "sweep_summary.md", "\n".join(lines) + "\n")
+    return root / "sweep_summary.csv"
+
+
+try:
+    from hydra.experimental.callback import Callback as _HydraCallback
+except ImportError:  # pragma: no cover - hydra is a dependency
+    _HydraCallback = object  # type: ignore[assignment,misc]
+
+
+class SweepSummaryCallback(_HydraCallback):  # type: ignore[misc,valid-type]
+    """Hydra callback (conf/hydra/default.yaml): summarise a multirun when it ends."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        summarize_sweep(config.hydra.sweep.dir)

@@ -1,0 +1,231 @@
+"""One workload end to end: synthesize if missing -> graphs -> train -> embed -> post-embedding hook.
+
+``train.py`` (Hydra) composes the config and calls :func:`run`; everything else lives
+here so tests can call it with a composed config and a temporary output directory.
+
+Outputs in the run directory: ``config.yaml`` (resolved), ``model.pt`` (best weights),
+``last.pt`` (resume state), ``train_log.csv``, ``embeddings.npy`` (float32, N x 256, row i =
+invocation i), ``run.json`` (timings, counts, ``synthetic`` flag), and whatever the
+post-embedding hook writes (``clusters.csv``, ``plan.json``, ``report.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from gclsampler.augment import AugmentConfig
+from gclsampler.errors import GclError
+from gclsampler.model import ModelConfig
+from gclsampler.train import (
+    TrainConfig,
+    atomic_save_npy,
+    atomic_write_text,
+    embed_invocations,
+    fit,
+    resolve_device,
+)
+
+log = logging.getLogger("gclsampler.pipeline")
+
+
+class PipelineError(GclError):
+    """A workload or config the pipeline cannot run (message names the key or path)."""
+
+
+def _original_cwd() -> Path:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            from hydra.utils import get_original_cwd
+
+            return Path(get_original_cwd())
+    except (ImportError, ValueError):
+        pass
+    return Path.cwd()
+
+
+def _as_dataclass(cls, node: Any):
+    """A stage dataclass from a (typed or plain) config node; unknown keys are a config error."""
+    if isinstance(node, cls):
+        return node
+    data = OmegaConf.to_object(node) if isinstance(node, DictConfig) else dict(node or {})
+    if isinstance(data, cls):
+        return data
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise PipelineError(f"config: {cls.__name__}: {exc}") from exc
+
+
+def workload_dir(cfg: DictConfig) -> Path:
+    """``workload.dir`` if set, else ``<paths.workloads_dir>/<workload.name>`` (relative to the original cwd)."""
+    base = _original_cwd()
+    if cfg.workload.get("dir"):
+        p = Path(cfg.workload.dir)
+    else:
+        p = Path(cfg.paths.workloads_dir) / str(cfg.workload.name)
+    return p if p.is_absolute() else base / p
+
+
+def _synth_request(cfg: DictConfig) -> dict:
+    params = OmegaConf.to_container(cfg.workload.synth, resolve=True) if cfg.workload.get("synth") else {}
+    return {"params": params, "arch": str(cfg.workload.get("arch", "ampere")), "seed": int(cfg.workload.get("seed", 0))}
+
+
+def _stale_synthetic(wdir: Path, cfg: DictConfig) -> Optional[str]:
+    """Why an existing synthesized dir does not match the requested knobs (None = it matches)."""
+    meta_path = wdir / "workload.json"
+    if not meta_path.exists():
+        return None
+    meta = json.loads(meta_path.read_text())
+    if meta.get("generator") != "gclsampler.synth":
+        return None  # traced on hardware or written by hand: never replaced
+    from gclsampler.synth.generate import resolve_params
+
+    req = _synth_request(cfg)
+    want = json.loads(json.dumps(resolve_params(str(cfg.workload.name), req["params"])))
+    if meta.get("synth") is not None and meta.get("synth") != want:
+        return "synth knobs differ"
+    if "seed" in meta and int(meta["seed"]) != req["seed"]:
+        return "seed differs"
+    if "arch" in meta and str(meta["arch"]) != req["arch"]:
+        return "arch differs"
+    return None
+
+
+def ensure_workload(cfg: DictConfig) -> Path:
+    """Return the workload directory, synthesizing it first when it does not exist.
+
+    Only a workload without ``dir`` (the synthetic benchmarks) is synthesized; an
+    explicitly given directory that is missing is an error, never silently replaced.
+    A directory that ``gclsampler.synth`` wrote with other knobs/seed/arch than the
+    config asks for is synthesized again (so ``debug=default`` cannot leak a tiny
+    workload into a full run).
+    """
+    wdir = workload_dir(cfg)
+    if cfg.workload.get("dir"):
+        if not (wdir / "kernelslist.g").exists():
+            raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
+        return wdir
+    if (wdir / "kernelslist.g").exists():
+        why = _stale_synthetic(wdir, cfg)
+        if why is None:
+            return wdir
+        log.info("re-synthesizing %s: %s", wdir, why)
+    try:
+        from gclsampler.synth import generate
+    except ImportError as exc:  # pragma: no cover
+        raise PipelineError(f"workload.name: {wdir} is missing and gclsampler.synth is unavailable") from exc
+    req = _synth_request(cfg)
+    log.info("synthesizing SYNTHETIC workload %s into %s", cfg.workload.name, wdir)
+    generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
+             progress=bool(cfg.train.progress))
+    return wdir
+
+
+def load_graphs(cfg: DictConfig, wdir: Path):
+    """(dataset, unique graphs in dataset order, invocation -> unique graph index)."""
+    from gclsampler.data import GraphDataset
+    from gclsampler.graph import GraphConfig
+
+    gcfg = _as_dataclass(GraphConfig, cfg.graph)
+    cache = cfg.paths.get("cache_dir")
+    if cache and not Path(cache).is_absolute():
+        cache = _original_cwd() / cache
+    ds = GraphDataset(wdir, gcfg, cache_dir=cache, workers=int(cfg.workers), progress=bool(cfg.train.progress))
+    invocations = np.asarray(ds.invocations)
+    if not np.array_equal(invocations, np.arange(len(invocations))):
+        raise PipelineError(f"{wdir}/kernelslist.g: invocations are not 0..N-1 in launch order")
+    graphs = [ds.graph(g) for g in range(ds.n_unique)]
+    return ds, graphs, np.asarray(ds.inv_to_graph, dtype=np.int64)
+
+
+def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
+    """Run the pipeline for ``cfg.workload``; returns the ``run.json`` summary."""
+    t_start = time.perf_counter()
+    if out_dir is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        out_dir = Path(HydraConfig.get().runtime.output_dir)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
+    aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
+    train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
+    resolve_device(train_cfg.device)  # fail before synthesis/graph building
+    timings: dict[str, float] = {}
+
+    t = time.perf_counter()
+    wdir = ensure_workload(cfg)
+    timings["workload_s"] = round(time.perf_counter() - t, 3)
+
+    t = time.perf_counter()
+    ds, graphs, inv_to_graph = load_graphs(cfg, wdir)
+    timings["graphs_s"] = round(time.perf_counter() - t, 3)
+    n_nodes = [int(g.num_nodes) for g in graphs]
+    log.info("%d invocations, %d unique graphs (%d nodes on average)", len(inv_to_graph), len(graphs),
+             int(np.mean(n_nodes)) if n_nodes else 0)
+
+    result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir,
+                 log_fn=lambda r: log.info("epoch %d train %.4f val %.4f (%.1fs)", r["epoch"], r["train_loss"],
+                                           r["val_loss"], r["seconds"]))
+    timings["train_s"] = round(result.seconds, 3)
+
+    t = time.perf_counter()
+    emb = embed_invocations(result.model, graphs, inv_to_graph, train_cfg.embed_batch_size,
+                            train_cfg.max_nodes_per_batch, progress=train_cfg.progress)
+    atomic_save_npy(emb, out_dir / "embeddings.npy")
+    timings["embed_s"] = round(time.perf_counter() - t, 3)
+
+    workload = _load_workload(wdir, emb)
+    t = time.perf_counter()
+    post = run_post_embedding(cfg, workload, emb, out_dir) if cfg.get("post_embedding", True) else {}
+    timings["post_s"] = round(time.perf_counter() - t, 3)
+    timings["total_s"] = round(time.perf_counter() - t_start, 3)
+
+    summary = {
+        "workload": str(cfg.workload.name), "workload_dir": str(wdir),
+        "synthetic": bool(getattr(workload, "synthetic", cfg.workload.get("synthetic", True))),
+        "invocations": int(len(inv_to_graph)), "unique_graphs": len(graphs),
+        "mean_nodes": float(np.mean(n_nodes)) if n_nodes else 0.0,
+        "train_graphs": len(result.train_ids), "val_graphs": len(result.val_ids),
+        "epochs_run": len(result.log), "best_epoch": result.best_epoch, "best_val_loss": result.best_val_loss,
+        "device": str(next(result.model.parameters()).device), "threads": torch.get_num_threads(),
+        "timings": timings, "post_embedding": post,
+    }
+    atomic_write_text(out_dir / "run.json", json.dumps(summary, indent=2, default=str) + "\n")
+    log.info("done in %.1fs: %s", timings["total_s"], out_dir)
+    return summary
+
+
+def _load_workload(wdir: Path, emb: np.ndarray):
+    from gclsampler.workload import Workload
+
+    try:
+        return Workload.load(wdir, embeddings=emb)
+    except (GclError, OSError) as exc:
+        log.warning("could not load %s as a Workload (%s); post-embedding stages get None", wdir, exc)
+        return None
+
+
+# =============================================================================================
+# POST-EMBEDDING HOOK (clustering -> sampling plan -> report).
+# The coordinator wires gclsampler.cluster / gclsampler.plan / gclsampler.evaluate here.
+# Contract: takes the composed config, the Workload (embeddings attached, may be None when the
+# profile could not be read), the (N, 256) float32 embeddings and the run directory; writes
+# clusters.csv / plan.json / report.md there; returns a small JSON-able summary for run.json.
+# Until it is wired it does nothing.
+# =============================================================================================
+def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_dir: Path) -> dict:
+    return {}

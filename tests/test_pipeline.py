@@ -1,0 +1,120 @@
+"""Pipeline: real configs composed with overrides, the tiny entry point end to end, sweep summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+import gclsampler.config  # noqa: F401  registers the schema
+
+CONF = str(Path(__file__).resolve().parents[1] / "conf")
+TINY = ["debug=default", "workload.synth.prompt=2", "workload.synth.decode=1", "workload.synth.trace_cap=16",
+        "workload.synth.sample_cap=16", "train.epochs=1", "train.threads=1", "post_embedding=false"]
+
+
+def compose_cfg(overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_real_config_composes_with_paper_defaults():
+    cfg = compose_cfg([])
+    assert cfg.workload.name == "phi2"
+    assert (cfg.model.hidden_dim, cfg.model.out_dim, cfg.model.proj_dim, cfg.model.num_relations) == (128, 256, 64, 4)
+    assert cfg.train.lr == pytest.approx(7e-4) and cfg.train.tau == pytest.approx(0.05)
+    assert cfg.train.val_fraction == pytest.approx(0.2)
+    assert list(cfg.augment.pool) == ["node_drop", "edge_drop", "feature_noise"]
+    assert cfg.augment.node_drop == pytest.approx(0.15) and cfg.augment.feature_noise == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("bad", ["train.epoch=3", "model.hiden_dim=4", "augment=nonexistent", "train.lr=fast"])
+def test_unknown_keys_and_bad_types_fail_at_startup(bad):
+    with pytest.raises(ConfigCompositionException):
+        compose_cfg([bad])
+
+
+def test_debug_and_ablation_groups():
+    cfg = compose_cfg(["debug=default", "augment=node_drop"])
+    assert cfg.train.epochs <= 2 and "debug" in cfg.paths.workloads_dir
+    assert list(cfg.augment.pool) == ["node_drop"] and cfg.augment.max_strategies == 1
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from gclsampler.pipeline import run
+
+    root = tmp_path_factory.mktemp("pipe")
+    cfg = compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}"])
+    summary = run(cfg, out_dir=root / "run")
+    return cfg, root, summary
+
+
+def test_tiny_pipeline_end_to_end(tiny_run):
+    from gclsampler.data import GraphDataset
+    from gclsampler.profile import read_profile
+
+    cfg, root, summary = tiny_run
+    run_dir = root / "run"
+    for name in ("embeddings.npy", "model.pt", "train_log.csv", "config.yaml", "run.json"):
+        assert (run_dir / name).exists(), name
+    wdir = root / "workloads" / "phi2"
+    n = len(read_profile(wdir / "profile.csv"))
+    emb = np.load(run_dir / "embeddings.npy")
+    assert emb.dtype == np.float32 and emb.shape == (n, 256) and np.isfinite(emb).all()
+    ds = GraphDataset(wdir, __import__("gclsampler.graph", fromlist=["GraphConfig"]).GraphConfig(
+        **OmegaConf.to_container(cfg.graph)), workers=1, progress=False)
+    inv_to_graph = ds.inv_to_graph
+    for g in np.unique(inv_to_graph):
+        rows = emb[inv_to_graph == g]
+        assert (rows == rows[0]).all()  # identical graphs -> identical rows
+    assert len(np.unique(emb, axis=0)) == ds.n_unique
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["synthetic"] is True and meta["invocations"] == n
+    assert OmegaConf.load(run_dir / "config.yaml").train.epochs == 1
+
+
+def test_existing_workload_is_reused_and_stale_one_resynthesized(tiny_run):
+    from gclsampler.pipeline import _stale_synthetic, ensure_workload
+
+    cfg, root, _ = tiny_run
+    wdir = root / "workloads" / "phi2"
+    stamp = (wdir / "workload.json").stat().st_mtime_ns
+    assert ensure_workload(cfg) == wdir
+    assert (wdir / "workload.json").stat().st_mtime_ns == stamp
+    other = compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "workload.synth.decode=3"])
+    assert _stale_synthetic(wdir, other) == "synth knobs differ"
+
+
+def test_missing_explicit_workload_dir_is_an_error(tmp_path):
+    from gclsampler.pipeline import PipelineError, ensure_workload
+
+    cfg = compose_cfg([f"workload.dir={tmp_path / 'nope'}"])
+    with pytest.raises(PipelineError, match="workload.dir"):
+        ensure_workload(cfg)
+
+
+def test_summarize_sweep(tmp_path):
+    from gclsampler.train import summarize_sweep
+
+    for job, (ov, losses) in enumerate([("augment=default", [2.0, 1.5]), ("augment=drops", [1.9, 1.2, 1.3])]):
+        d = tmp_path / str(job)
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "overrides.yaml").write_text(f"- {ov}\n")
+        rows = "\n".join(f"{i},{l + 0.1},{l},0.0007,8,2,1.5,0" for i, l in enumerate(losses))
+        (d / "train_log.csv").write_text("epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n" + rows + "\n")
+    (tmp_path / "notajob").mkdir()
+    out = summarize_sweep(tmp_path)
+    import pandas as pd
+
+    t = pd.read_csv(out)
+    assert list(t["overrides"]) == ["augment=drops", "augment=default"]
+    assert list(t["best_val_loss"]) == [1.2, 1.5] and list(t["epochs"]) == [3, 2]
+    assert list(t["final_val_loss"]) == [1.3, 1.5]
+    md = (tmp_path / "sweep_summary.md").read_text()
+    assert "augment=drops" in md and md.index("augment=drops") < md.index("augment=default")

@@ -1,0 +1,35 @@
+"""gclsampler pipeline for one workload (Hydra entry point).
+
+    python train.py workload=phi2                 # synthesize if missing, graphs, train, embed, plan
+    python train.py debug=default                 # tiny run in seconds
+    python train.py -m augment=default,drops,node_drop,edge_drop,feature_noise   # sweep + sweep_summary.md
+
+Outputs land in Hydra's run directory (outputs/<workload>/<time>/). The logic lives in
+gclsampler.pipeline; this file only composes the config.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+import gclsampler.config  # noqa: F401  (registers the structured config schema)
+from gclsampler.errors import GclError
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    from gclsampler.pipeline import run
+
+    try:
+        summary = run(cfg)
+    except GclError as exc:
+        print(f"gclsampler: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    return summary.get("best_val_loss")
+
+
+if __name__ == "__main__":
+    main()
