@@ -155,6 +155,7 @@ class MethodRun:
     fit_seconds: float
     stochastic: bool
     params: dict[str, Any] = field(default_factory=dict)
+    silhouette: dict[int, float] | None = None  # k -> score, for samplers that learn one (gcl)
 
 
 def _labels_of(sampler: Sampler) -> np.ndarray | None:
@@ -202,8 +203,9 @@ def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str,
                 plan = sampler.fit(workload)
                 dt = time.perf_counter() - t0
                 plan.validate(f"{workload.name}/{method} plan")
+                sil = getattr(sampler, "silhouette_", None)
                 runs.append(MethodRun(method, seed, eps, sweep, plan, _labels_of(sampler), dt,
-                                      stochastic, params))
+                                      stochastic, params, dict(sil) if isinstance(sil, dict) else None))
     return runs
 
 
@@ -325,7 +327,7 @@ class EvaluateConfig:
         "gcl_stem": {"epsilon": 0.25},
         "gcl": {},
     })
-    data_dir: str = "data/workloads"  # workload dirs <data_dir>/<name>; relative to the launch dir
+    data_dir: str = "workloads"  # <data_dir>/<name>, as train.py paths.workloads_dir; relative to the launch dir
     out_dir: Optional[str] = None  # default: Hydra's run dir
     generate: bool = True  # write missing synthetic workloads with gclsampler.synth
     embeddings: str = "train"  # train | cached (<workload>/embeddings.npy, else train)
@@ -467,6 +469,13 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch
+        elif workload.arch != suite.trace_arch:
+            # a workload traced on another arch (e.g. by train.py): fit on the trace_arch profile
+            alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
+            if not alt.exists():
+                raise EvaluationError(f"{alt}: suite.trace_arch: workload {name!r} has no {suite.trace_arch!r} profile")
+            workload.profile = workload.ground_truth(suite.trace_arch)
+            workload.arch = suite.trace_arch
         synthetic_all &= bool(workload.synthetic)
         if needs_emb:
             workload.embeddings = embed_fn(workload)
@@ -491,6 +500,14 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
             if cand.exists():
                 silhouettes[name] = cand
                 break
+        else:
+            learned = next((r.silhouette for r in runs if r.method == "gcl" and r.silhouette), None)
+            if learned:
+                curve = pd.DataFrame({"k": sorted(learned), "score": [learned[k] for k in sorted(learned)]})
+                silhouettes[name] = curve
+                from gclsampler.report import write_text_atomic
+
+                write_text_atomic(out / "silhouette" / f"{name}.csv", curve.to_csv(index=False, lineterminator="\n"))
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if results.empty:
         raise EvaluationError(f"suite.workloads: no workload could be prepared: {'; '.join(skipped)}")

@@ -74,6 +74,20 @@ def _plain_log_ticks(ax) -> None:
         ax.yaxis.set_minor_formatter(fmt)
 
 
+def _maybe_symlog(ax, values) -> str:
+    """Symmetric-log y axis when errors span 0..>20 %, so 0.5 % and 200 % are both readable."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size and v.max() > 20:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(0, float(v.max()) * 2.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        return ", symlog scale"
+    return ""
+
+
 def _fmt_err(x: float) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
@@ -114,10 +128,10 @@ def plot_speedup_vs_error(summary, path: Path, arch: str) -> Path:
                    edgecolors="k", linewidths=0.4, s=36)
     ax.set_xscale("log")
     ax.set_xlabel("speedup (×, log scale; arithmetic mean over seeds)")
-    ax.set_ylabel("cycle error (%)")
+    ax.set_ylabel("cycle error (%)" + _maybe_symlog(ax, df["error_cycles"]))
     ax.set_title(f"speedup vs error per workload ({arch})")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     out = _savefig(fig, path)
     plt.close(fig)
     return out
@@ -145,9 +159,11 @@ def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: 
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("log")
+        else:
+            ax.set_ylabel(ylabel + _maybe_symlog(ax, df[col]))
         ax.set_title(f"{ylabel.split(' (')[0]} per workload ({arch})")
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=7, ncol=min(4, len(methods)))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         outs.append(_savefig(fig, path))
         plt.close(fig)
     return outs[0], outs[1]
