@@ -170,9 +170,9 @@ def test_time_is_linear_in_grid_beyond_one_wave():
 def test_jitter_has_the_configured_cov(mem, cov):
     cfg = TimingConfig(jitter_cov_compute=0.01, jitter_cov_memory=0.05)
     w = make_work(grid=(4096, 1, 1), mem=mem, n_fp=1 if mem else 16, iters=8)
-    times = np.array([run(w, cfg=cfg, seed=s)[0]["time_ns"] for s in range(200)])
+    times = np.array([run(w, cfg=cfg, seed=s)[0]["time_ns"] for s in range(150)])
     sample_cov = times.std(ddof=1) / times.mean()
-    assert sample_cov == pytest.approx(cov, rel=0.2)
+    assert sample_cov == pytest.approx(cov, rel=0.25)  # ~4 standard errors at n=150
 
 
 def test_memory_bound_kernels_jitter_more():
@@ -286,3 +286,23 @@ def test_lru_chunks_approximate_exact_hit_rate(seed, footprint):
     approx = _LRU(n_sets, assoc).access(sets, keys, 0, n_sets * assoc // 2).mean()
     assert 0.0 <= approx <= 1.0
     assert abs(approx - exact) < 0.12
+
+
+def test_divergence_and_empty_samples():
+    w = make_work(mem="stream")
+    w.sample.mask[:] = 0x0000FFFF  # half the lanes active everywhere
+    m, _ = run(w)
+    assert m["pka_divergence_efficiency"] == pytest.approx(16.0)
+    t = w.sample
+    empty = KernelTrace(header=t.header, warp_cta=t.warp_cta[:0], warp_id=t.warp_id[:0],
+                        warp_ptr=np.zeros(1, np.int64), pc=t.pc[:0], mask=t.mask[:0], opcode=t.opcode[:0],
+                        opcode_table=t.opcode_table, dst=t.dst[:0], src=t.src[:0], mem_width=t.mem_width[:0],
+                        addr_ptr=np.zeros(1, np.int64), addrs=t.addrs[:0])
+    m, st = run(WorkSummary(t.header, empty, w.sample_cta_ids, 1.0))
+    assert m["inst_executed"] == 0 and m["time_ns"] > 0 and st.sectors.size == 0
+
+
+def test_bad_work_summary_is_rejected():
+    w = make_work()
+    with pytest.raises(TimingError, match="insts_scale"):
+        run(WorkSummary(w.header, w.sample, w.sample_cta_ids, 0.0))
