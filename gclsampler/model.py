@@ -186,13 +186,14 @@ class TypedAdjacency:
     ``fwd`` is CSR of shape ``(N*(R+1), N)``: row ``v*(R+1)`` selects ``x_v`` (self),
     row ``v*(R+1)+1+r`` holds ``1/|N_r(v)|`` at each type-r in-neighbour. ``bwd`` is
     its transpose, built once so backward needs no conversion.
-    ``mean`` is the same without self rows, ``(N*R, N)``, relation-major for basis mixing.
+    ``mean_fwd``/``mean_bwd`` hold the typed means only, ``(N*R, N)``, relation-major
+    (row ``r*N+v``) for basis mixing; a batch builds one pair or the other.
     """
 
     num_nodes: int
     num_relations: int
-    fwd: Tensor
-    bwd: Tensor
+    fwd: Optional[Tensor] = None
+    bwd: Optional[Tensor] = None
     mean_fwd: Optional[Tensor] = None
     mean_bwd: Optional[Tensor] = None
 
@@ -219,20 +220,19 @@ def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_r
     duplicate edges count twice, as in PyG's mean aggregation.
     """
     src, dst = edge_index[0], edge_index[1]
-    r1 = num_relations + 1
     seg = dst * num_relations + edge_type
     deg = torch.bincount(seg, minlength=num_nodes * num_relations).to(dtype)
     val = 1.0 / deg[seg]
+    if relation_major_mean:
+        mean_fwd, mean_bwd = _csr_pair(edge_type * num_nodes + dst, src, val, (num_nodes * num_relations, num_nodes))
+        return TypedAdjacency(num_nodes, num_relations, None, None, mean_fwd, mean_bwd)
+    r1 = num_relations + 1
     ar = torch.arange(num_nodes, device=edge_index.device)
     rows = torch.cat([ar * r1, dst * r1 + 1 + edge_type])
     cols = torch.cat([ar, src])
     vals = torch.cat([torch.ones(num_nodes, dtype=dtype, device=edge_index.device), val])
     fwd, bwd = _csr_pair(rows, cols, vals, (num_nodes * r1, num_nodes))
-    adj = TypedAdjacency(num_nodes, num_relations, fwd, bwd)
-    if relation_major_mean:
-        adj.mean_fwd, adj.mean_bwd = _csr_pair(edge_type * num_nodes + dst, src, val,
-                                               (num_nodes * num_relations, num_nodes))
-    return adj
+    return TypedAdjacency(num_nodes, num_relations, fwd, bwd)
 
 
 class _SpMM(torch.autograd.Function):
@@ -323,11 +323,13 @@ class TypedRGCNConv(nn.Module):
         n, f = x.shape
         if adj.mean_fwd is None:
             raise RuntimeError("TypedAdjacency built without relation_major_mean for basis mixing")
-        agg = spmm(adj.mean_fwd, adj.mean_bwd, x)  # (R*N, F) relation-major
+        agg = spmm(adj.mean_fwd, adj.mean_bwd, x)  # (R*N, F) relation-major: one block per relation
+        # c_b = sum_r a_rb mean_r: one (B x R) @ (R x N*F) product, no transposes or copies
         mixed = (self.comp.t() @ agg.view(self.num_relations, n * f)).view(self.num_bases, n, f)
-        h = torch.cat([x.unsqueeze(1), mixed.permute(1, 0, 2)], 1).reshape(n, -1)
-        stacked = torch.cat([self.root.unsqueeze(0), self.weight], 0).view(-1, self.out_channels)
-        return torch.addmm(self.bias, h, stacked)
+        out = torch.addmm(self.bias, x, self.root)
+        for b in range(self.num_bases):  # B+1 accumulating GEMMs: no N x (B+1)F concatenation
+            out = torch.addmm(out, mixed[b], self.weight[b])
+        return out
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, "
