@@ -37,7 +37,8 @@ def make_plan(n=12, seed=0) -> tuple[SamplingPlan, np.ndarray]:
     rng = np.random.default_rng(seed)
     labels = np.unique(rng.integers(0, 4, n), return_inverse=True)[1]
     reps = np.array([np.flatnonzero(labels == c)[0] for c in range(labels.max() + 1)])
-    names = np.array([f"_Z6kernel{c}Pfi" for c in labels])
+    # demangled names with spaces, as NVBit/Accel-Sim traces often carry them
+    names = np.array([f"void gemm_kernel<float, {c}>(float*, int)" if c % 2 else f"_Z6kernel{c}Pfi" for c in labels])
     return plan_from_labels("toy", "gcl", labels, reps, names, {"k": int(labels.max() + 1)}, synthetic=True), names
 
 
@@ -177,6 +178,10 @@ def test_reconstruct_accelsim_errors(tmp_path, capsys):
     assert main(["plan", "reconstruct", str(p), str(log)]) == 2
     assert re.search(r"sim\.log:\d+: gpu_sim_cycle: not a number: 'lots'", capsys.readouterr().err)
 
+    log.write_text(accelsim_log(ks).replace("kernel_launch_uid = 2 \n", "kernel_launch_uid = 2 3 \n", 1))
+    assert main(["plan", "reconstruct", str(p), str(log)]) == 2
+    assert re.search(r"sim\.log:\d+: kernel_launch_uid: 2 kernels in one stats block", capsys.readouterr().err)
+
 
 @given(st.lists(st.tuples(st.integers(1, 10**9), st.integers(0, 10**12)), min_size=1, max_size=12))
 @settings(max_examples=40, deadline=None)
@@ -184,9 +189,9 @@ def test_log_parser_round_trips_values(tmp_path_factory, stats):
     from gclsampler.cli.plan import parse_accelsim_log
 
     path = tmp_path_factory.mktemp("log") / "sim.log"
-    path.write_text(accelsim_log([(f"k{i}", c, s) for i, (c, s) in enumerate(stats)], noise=False))
+    path.write_text(accelsim_log([(f"void k{i}<int, 2>(int*)", c, s) for i, (c, s) in enumerate(stats)], noise=False))
     got = parse_accelsim_log(path)
-    assert [b.names[0] for b in got] == [f"k{i}" for i in range(len(stats))]
+    assert [b.names[0] for b in got] == [f"void k{i}<int, 2>(int*)" for i in range(len(stats))]
     assert [(b.values["cycles"], b.values["instructions"]) for b in got] == [(float(c), float(s)) for c, s in stats]
     assert [b.uids for b in got] == [[i + 1] for i in range(len(stats))]
 

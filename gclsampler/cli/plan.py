@@ -190,7 +190,7 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
 
     Each finished kernel prints ``kernel_name = <names> ``, ``kernel_launch_uid = <uids> ``
     and then ``gpu_sim_cycle = N`` / ``gpu_sim_insn = N`` (GPGPU-Sim ``gpu_print_stat``);
-    a block naming several kernels ran them concurrently and cannot be attributed.
+    a block with several launch uids ran kernels concurrently and cannot be attributed.
     """
     launches: list[_Launch] = []
     try:
@@ -204,7 +204,9 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
                 continue
             key, value = m.groups()
             if key == "kernel_name":
-                launches.append(_Launch(lineno, value.split(), [], {}))
+                # one name per kernel, but names may hold spaces ("void f<a, b>(...)"): the
+                # number of kernels in the block is read from kernel_launch_uid
+                launches.append(_Launch(lineno, [value], [], {}))
                 continue
             if not launches:
                 raise ResultsFormatError(located(path, lineno, key, "appears before any kernel_name line"))
@@ -223,9 +225,9 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
                     raise ResultsFormatError(located(path, lineno, key, f"not finite: {value!r}"))
                 cur.values[_LOG_METRICS[key]] = v
     for b in launches:
-        if len(b.names) != 1 or len(b.uids) > 1:
-            raise ResultsFormatError(located(path, b.line, "kernel_name",
-                                             f"{len(b.names)} kernels in one stats block ran concurrently; "
+        if len(b.uids) > 1:
+            raise ResultsFormatError(located(path, b.line + 1, "kernel_launch_uid",
+                                             f"{len(b.uids)} kernels in one stats block ran concurrently; "
                                              "simulate the sampled kernels on one stream"))
         if "cycles" not in b.values:
             raise ResultsFormatError(located(path, b.line, "gpu_sim_cycle", "missing for this kernel"))
