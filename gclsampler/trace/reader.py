@@ -212,8 +212,8 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
         words = fmt.split()
         has_imm = "immediate" in words
         has_values = "reg_values" in words
-    body = data[pos:]
-    first = body.lstrip()[:1]
+    m = re.compile(rb"\S").search(data, pos)
+    first = data[m.start():m.start() + 1] if m else b""
     raw = bool(first) and first != b"#"
     layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw)
     return header, layout, pos, lineno
@@ -238,7 +238,7 @@ class _Body:
         self.line_tok0 = np.zeros(self.n_lines, dtype=np.int64)
         self.line_tok0[1:] = tok_end[:-1]
         self.line_ntok = tok_end - self.line_tok0
-        self.digits = T.digit_values(buf)
+        self.digits = None  # per-character lookups only for parsed (distinct) lines
 
     def fail(self, line_idx: int, field: str, message: str):
         raise TraceFormatError(self.path, self.line0 + int(line_idx) + 1, field, message)
@@ -737,7 +737,7 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> Kernel
     """
     path = str(path)
     data = open_bytes(path)
-    if not data.strip():
+    if re.search(rb"\S", data) is None:
         raise TraceFormatError(path, None, "header", "empty trace file")
     header, layout, off, line0 = parse_header(data, path)
     if not data.endswith(b"\n"):
