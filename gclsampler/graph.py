@@ -328,6 +328,11 @@ def _interpret(bits: np.ndarray, cls: np.ndarray) -> np.ndarray:
     [-88.8, 88.8], so statistics are bounded whatever the scale of the program's data.
     NaN becomes 0 and infinities the float32 extremes.
     """
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _interpret_raw(bits, cls)
+
+
+def _interpret_raw(bits: np.ndarray, cls: np.ndarray) -> np.ndarray:
     bits = bits.astype(np.uint32, copy=False)
     out = bits.view(np.int32).astype(np.float64)
     f = cls == _F32
