@@ -224,69 +224,100 @@ def _kkt_pairs_rounded(n: np.ndarray, mu: np.ndarray, sd: np.ndarray, epsilon: f
     return _round_sizes(m_real, n, min_samples)[0]
 
 
+_CHUNK = 1 << 20
+"""Members handled per array pass in ROOT; bounds the temporaries (~100 B per member)."""
+
+
 def _root_levels(xs: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, epsilon: float, z: float,
                  min_samples: int, min_group: int) -> np.ndarray:
     """ROOT on many sorted segments at once, one recursion level per pass.
 
     Every active segment of a level gets its exact 2-means split, its tau_old
     (eq. 7) and tau_new (eq. 8) in a handful of array passes over the segments'
-    members, so a level costs O(members) whatever the number of segments.
-    Returns the start offsets of all leaves.
+    members, so a level costs O(members) whatever the number of segments. The
+    segments of a level are processed in chunks of about ``_CHUNK`` members to keep
+    memory flat. Returns the start offsets of all leaves.
     """
-    mg = max(int(min_group), 1)
     leaf_starts = [np.zeros(0, dtype=np.int64)]
     S, E = seg_start.astype(np.int64), seg_end.astype(np.int64)
     while S.size:
-        lens = E - S
-        nseg = S.size
-        pos = _ranges(S, lens)
-        seg = np.repeat(np.arange(nseg), lens)
-        base = np.cumsum(lens) - lens  # offset of each segment inside `pos`
-        j = np.arange(pos.size) - base[seg]  # index inside the segment
-        x = xs[pos]
-        mu = np.bincount(seg, weights=x, minlength=nseg) / lens
-        d = x - mu[seg]
-        cum = np.cumsum(d)
-        before = np.where(base > 0, cum[np.maximum(base - 1, 0)], 0.0)
-        cs = cum - before[seg]  # centred prefix sum of x[:j+1] within the segment
-        n_of = lens[seg].astype(np.float64)
-        k = (j + 1).astype(np.float64)  # left size if we cut after j
-        last = j == lens[seg] - 1
-        nxt = np.empty_like(x)
-        nxt[:-1] = x[1:]
-        nxt[-1] = x[-1]
-        valid = ~last & (nxt != x) & (k >= mg) & (n_of - k >= mg)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where(valid, cs * cs * (n_of / (k * np.maximum(n_of - k, 1.0))), -1.0)
-        best = np.maximum.reduceat(score, base)
-        hit = np.flatnonzero((score == best[seg]) & valid)
-        has = np.zeros(nseg, dtype=bool)
-        cut = np.zeros(nseg, dtype=np.int64)
-        if hit.size:
-            first_seg, first_idx = np.unique(seg[hit], return_index=True)
-            has[first_seg] = True
-            cut[first_seg] = j[hit[first_idx]] + 1
-        # children statistics, two-pass, for the segments that have a split
-        side = (j >= cut[seg]).astype(np.int64)
-        child = 2 * seg + side
-        nc = np.bincount(child, minlength=2 * nseg).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cmu = np.bincount(child, weights=x, minlength=2 * nseg) / np.where(nc > 0, nc, 1.0)
-            dc = x - cmu[child]
-            csd = np.sqrt(np.bincount(child, weights=dc * dc, minlength=2 * nseg) / np.where(nc > 0, nc, 1.0))
-            sd = np.sqrt(np.bincount(seg, weights=d * d, minlength=nseg) / lens)
-        tau_old = _eq3_rounded(lens, mu, sd, epsilon, z, min_samples) * mu
-        nc2, cmu2, csd2 = nc.reshape(nseg, 2).astype(np.int64), cmu.reshape(nseg, 2), csd.reshape(nseg, 2)
-        m_new = _kkt_pairs_rounded(np.maximum(nc2, 1), cmu2, csd2, epsilon, z, min_samples)
-        tau_new = (m_new * cmu2).sum(axis=1)
-        # a strict gain only: when both sides are taken whole tau_new equals tau_old in
-        # real arithmetic, and rounding must not decide
-        accept = has & (tau_new < tau_old * (1.0 - 1e-9))
+        cum = np.cumsum(E - S)
+        # chunk boundaries at segment boundaries, ~_CHUNK members each (a bigger segment alone)
+        cuts = np.unique(np.searchsorted(cum, np.arange(_CHUNK, int(cum[-1]), _CHUNK), side="left") + 1)
+        bounds = np.concatenate([[0], cuts[cuts < S.size], [S.size]])
+        accept = np.zeros(S.size, dtype=bool)
+        cut = np.zeros(S.size, dtype=np.int64)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            accept[lo:hi], cut[lo:hi] = _split_level(xs, S[lo:hi], E[lo:hi], epsilon, z, min_samples, min_group)
         leaf_starts.append(S[~accept])
         s_acc, e_acc, mid = S[accept], E[accept], S[accept] + cut[accept]
         S = np.concatenate([s_acc, mid])
         E = np.concatenate([mid, e_acc])
     return np.concatenate(leaf_starts)
+
+
+def _split_level(xs: np.ndarray, S: np.ndarray, E: np.ndarray, epsilon: float, z: float,
+                 min_samples: int, min_group: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best 2-means cut of each segment xs[S:E] and whether ROOT accepts it (eq. 7-8)."""
+    mg = max(int(min_group), 1)
+    lens = E - S
+    nseg = S.size
+    idx_t = np.int32 if int(lens.sum()) < 2**31 - 1 else np.int64
+    seg = np.repeat(np.arange(nseg, dtype=idx_t), lens)
+    base = np.cumsum(lens) - lens  # offset of each segment inside this chunk
+    x = xs[_ranges(S, lens)]
+    j = np.arange(x.size, dtype=idx_t)
+    j -= base[seg].astype(idx_t)  # index inside the segment
+    mu = np.bincount(seg, weights=x, minlength=nseg) / lens
+    d = x - mu[seg]
+    sd = np.sqrt(np.bincount(seg, weights=d * d, minlength=nseg) / lens)
+    cs = np.cumsum(d)
+    del d
+    before = np.where(base > 0, cs[np.maximum(base - 1, 0)], 0.0)
+    cs -= before[seg]  # centred prefix sum of the segment's x[:j+1]
+    # valid cuts: between distinct values, at least mg members on each side
+    n_of = lens[seg].astype(np.float64)
+    k = j + 1.0  # left size if we cut after j
+    valid = np.zeros(x.size, dtype=bool)
+    np.not_equal(x[1:], x[:-1], out=valid[:-1])
+    valid &= k >= mg
+    valid &= n_of - k >= mg  # also excludes the last member (n - k = 0)
+    # between-cluster sum of squares of the cut, S_k^2 n / (k (n - k)); -1 where invalid
+    cs *= cs
+    cs *= n_of
+    k *= np.maximum(n_of - k, 1.0)
+    cs /= k
+    score = np.where(valid, cs, -1.0)
+    del cs, k, n_of
+    best = np.maximum.reduceat(score, base)
+    hit = np.flatnonzero((score == best[seg]) & valid)
+    del score, valid
+    has = np.zeros(nseg, dtype=bool)
+    cut = np.zeros(nseg, dtype=np.int64)
+    if hit.size:
+        seg_hit = seg[hit]  # non-decreasing: keep the first (leftmost) best cut per segment
+        first = np.ones(hit.size, dtype=bool)
+        first[1:] = seg_hit[1:] != seg_hit[:-1]
+        has[seg_hit[first]] = True
+        cut[seg_hit[first]] = j[hit[first]] + 1
+    # children statistics, two-pass
+    child = 2 * seg.astype(np.int64)
+    child += j >= cut[seg]
+    del j, seg
+    nc = np.bincount(child, minlength=2 * nseg).astype(np.float64)
+    safe = np.where(nc > 0, nc, 1.0)
+    cmu = np.bincount(child, weights=x, minlength=2 * nseg) / safe
+    x -= cmu[child]
+    x *= x
+    csd = np.sqrt(np.bincount(child, weights=x, minlength=2 * nseg) / safe)
+    tau_old = _eq3_rounded(lens, mu, sd, epsilon, z, min_samples) * mu
+    nc2, cmu2, csd2 = nc.reshape(nseg, 2).astype(np.int64), cmu.reshape(nseg, 2), csd.reshape(nseg, 2)
+    m_new = _kkt_pairs_rounded(np.maximum(nc2, 1), cmu2, csd2, epsilon, z, min_samples)
+    tau_new = (m_new * cmu2).sum(axis=1)
+    # a strict gain only: when both sides are taken whole tau_new equals tau_old in
+    # real arithmetic, and rounding must not decide
+    accept = has & (tau_new < tau_old * (1.0 - 1e-9))
+    return accept, cut
 
 
 # ---------------------------------------------------------------------------------------
@@ -341,14 +372,19 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
         g = groups if isinstance(groups, (pd.Series, pd.Categorical)) else np.asarray(groups)
         if len(g) != n:
             raise StemError(f"groups: length {len(g)} differs from times ({n})")
-        codes, labels = pd.factorize(g, sort=False, use_na_sentinel=False)
+        codes, labels = pd.factorize(g, sort=False, use_na_sentinel=True)  # faster than keeping NA inline
         codes = codes.astype(np.int64, copy=False)
-        labels = np.asarray(labels)
+        labels = np.asarray(labels, dtype=object if np.asarray(labels).dtype.kind in "OUT" else None)
+        if codes.size and codes.min() < 0:  # missing labels form one group of their own
+            codes[codes < 0] = labels.size
+            labels = np.append(labels.astype(object), None)
 
     # Sort by (group, time): every group, and every ROOT leaf inside it (a threshold
     # split), is then a contiguous range of `order`.
     order = np.argsort(t, kind="stable")
-    order = order[np.argsort(codes[order], kind="stable")]
+    # small integer keys take numpy's O(n) radix sort
+    key = codes.astype(np.uint16) if labels.size <= np.iinfo(np.uint16).max else codes
+    order = order[np.argsort(key[order], kind="stable")]
     xs = t[order]
     gsorted = codes[order]
     G = labels.size

@@ -168,6 +168,18 @@ def test_vectorised_root_equals_recursive_reference(rng, eps, ms, mg):
         assert got == expected
 
 
+def test_chunked_levels_give_the_same_leaves(rng, monkeypatch):
+    import gclsampler.stem as stem_mod
+
+    t = np.concatenate([_two_peaks(rng, 2000), rng.gamma(2.0, 30.0, 1500)])
+    g = rng.integers(0, 9, t.size)
+    whole = stem_root(t, g, epsilon=0.05, random_state=4)
+    monkeypatch.setattr(stem_mod, "_CHUNK", 64)
+    chunked = stem_root(t, g, epsilon=0.05, random_state=4)
+    np.testing.assert_array_equal(whole.leaf, chunked.leaf)
+    np.testing.assert_array_equal(whole.invocations, chunked.invocations)
+
+
 def test_root_never_mixes_groups_and_respects_min_group(rng):
     t = rng.gamma(1.5, 20.0, 5000)
     g = rng.integers(0, 7, 5000)
