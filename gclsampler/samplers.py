@@ -289,3 +289,35 @@ def sampler_from_config(cfg: SamplerConfig | Mapping[str, Any], cluster: Cluster
     if cls is not None and issubclass(cls, GclSampler) and cluster is not None:
         params.setdefault("cluster", cluster)
     return make_sampler(name, **params)
+
+
+def run_plan_stage(workload, sampler_cfg: SamplerConfig | Mapping[str, Any] | None,
+                   cluster_cfg: ClusterConfig | Mapping[str, Any] | None, out_dir, random_state: int = 0) -> dict:
+    """The pipeline's post-embedding step: fit the configured sampler, write its files.
+
+    Writes ``plan.json`` and, for the GCL samplers, ``clusters.csv`` and ``silhouette.csv``
+    (from the very clustering the plan was built on). Returns a JSON-able summary for the
+    run record (method, K, samples, error bound, expected speedup on the profile).
+    """
+    from pathlib import Path
+
+    from gclsampler.cluster import write_clusters_csv, write_silhouette_csv
+
+    out_dir = Path(out_dir)
+    sampler = sampler_from_config(sampler_cfg if sampler_cfg is not None else SamplerConfig(), cluster_cfg,
+                                  random_state)
+    plan = sampler.fit(workload)
+    plan.save(out_dir / "plan.json")
+    summary: dict[str, Any] = {"method": plan.method, "n_invocations": plan.n_invocations,
+                               "n_samples": len(plan.samples), "n_clusters": len(plan.clusters),
+                               "synthetic": plan.synthetic}
+    if isinstance(sampler, GclSampler):
+        names = workload.profile["kernel_name"].to_numpy()
+        write_clusters_csv(out_dir / "clusters.csv", sampler.labels_, names)
+        write_silhouette_csv(out_dir / "silhouette.csv", sampler.silhouette_)
+        summary["k"] = int(sampler.k_)
+    if "error_bound" in plan.config:
+        summary["error_bound"] = float(plan.config["error_bound"])
+    if "time_ns" in workload.profile.columns:
+        summary["expected_speedup"] = plan.speedup(workload.profile["time_ns"].to_numpy(dtype=np.float64))
+    return summary

@@ -152,3 +152,23 @@ def test_cluster_yaml_matches_dataclass_defaults():
 
     assert OmegaConf.to_container(OmegaConf.load(CONF / "cluster" / "default.yaml")) == \
         OmegaConf.to_container(OmegaConf.structured(ClusterConfig))
+
+
+def test_run_plan_stage_writes_plan_and_cluster_files(tmp_path):
+    import csv
+
+    from gclsampler.samplers import run_plan_stage
+
+    w = toy_workload(6)
+    summary = run_plan_stage(w, SamplerConfig("gcl_stem", {"epsilon": 0.1}), SMALL, tmp_path, random_state=0)
+    plan = SamplingPlan.load(tmp_path / "plan.json")
+    assert plan.method == "gcl_stem" and summary["n_samples"] == len(plan.samples)
+    with open(tmp_path / "clusters.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    by_inv = {int(r["invocation"]): int(r["cluster"]) for r in rows}
+    assert len(rows) == w.n_invocations
+    assert all(by_inv[s.invocation] == s.cluster for s in plan.samples)
+    assert summary["k"] == len(plan.clusters) == len(set(by_inv.values()))
+    t = w.profile["time_ns"].to_numpy()
+    assert summary["expected_speedup"] == pytest.approx(t.sum() / t[plan.invocations].sum())
+    assert (tmp_path / "silhouette.csv").read_text().startswith("k,score\n")
