@@ -95,20 +95,39 @@ class TimingConfig:
 
 @dataclass
 class CacheState:
-    """L2 contents left by the previous kernel on one arch, most recent sector first.
+    """L2 contents left by the previous kernels on one arch, most recent entry first.
 
-    Each entry is a 32-byte sector id seen in a kernel *sample*; ``weight`` is how
-    many real sectors it stands for (1 / the footprint fraction of that sample),
-    so the carried list is truncated at the real L2 capacity, not at the sample's.
+    Entry i is the 32-byte-sector range ``[lo[i], hi[i])``: either one sector a
+    kernel *sample* touched, standing for ``weight`` real sectors (1 / that
+    sample's footprint fraction), or a dense range extrapolated over the CTAs the
+    sample skipped (weight = its length). The list is truncated at the real L2
+    capacity (sum of weights), not at the sample's.
     """
 
     arch: str
-    sectors: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     weight: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+
+    @property
+    def n_entries(self) -> int:
+        return int(self.lo.size)
 
     @property
     def resident_bytes(self) -> float:
         return float(self.weight.sum()) * 32.0
+
+    def covers(self, sectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which ``sectors`` are resident, and the index of an entry holding each (recency rank)."""
+        if self.lo.size == 0 or sectors.size == 0:
+            return np.zeros(sectors.size, dtype=bool), np.zeros(sectors.size, dtype=np.int64)
+        o = np.argsort(self.lo, kind="stable")
+        los = self.lo[o]
+        his = np.maximum.accumulate(self.hi[o])
+        i = np.searchsorted(los, sectors, side="right") - 1
+        ok = i >= 0
+        ic = np.maximum(i, 0)
+        return ok & (his[ic] > sectors), o[ic].astype(np.int64)
 
 
 # ----------------------------------------------------------------------------- opcode classes
@@ -434,6 +453,47 @@ def _shared_wavefronts(t: KernelTrace, ii: np.ndarray, cnt_all: np.ndarray) -> n
     return out
 
 
+def _carry(arch: str, old: CacheState | None, s2: np.ndarray, useq: np.ndarray, u_full: float,
+           frac: float, n_kept: int, reps: float, l2_sectors: int, cfg: "TimingConfig") -> CacheState:
+    """L2 state after a kernel: its own data first, then older entries up to the real capacity.
+
+    When the sample skipped CTAs, the kernel's data is extrapolated to dense sector
+    ranges: the gaps between neighbouring sample sectors are filled, smallest
+    first, while the covered length stays within 2 U (U = the extrapolated
+    footprint), so data split across sampled CTAs of one array merges into one
+    range and distinct arrays stay apart. This lets a consumer kernel find the
+    producer's whole output warm, not only the sampled CTAs' part.
+    """
+    rev = s2[::-1]
+    recent = rev[_first_occurrence(rev)]  # distinct sectors, most recently used first
+    lo = recent
+    hi = recent + np.uint64(1)
+    w = np.full(recent.size, 1.0 / frac)
+    if reps > 1.0 and useq.size > 1:
+        gaps = np.diff(useq).astype(np.float64) - 1.0  # untouched sectors between neighbours
+        # fill the smallest gaps first while the covered length stays within 2 U
+        order = np.argsort(gaps, kind="stable")
+        n_fill = int(np.searchsorted(np.cumsum(gaps[order]), 2.0 * u_full - useq.size, side="right"))
+        filled = np.zeros(gaps.size, dtype=bool)
+        filled[order[:n_fill]] = True
+        brk = np.flatnonzero(~filled)
+        lo = useq[np.r_[0, brk + 1]]
+        hi = useq[np.r_[brk, useq.size - 1]] + np.uint64(1)
+        w = (hi - lo).astype(np.float64)
+    if old is not None and old.n_entries:
+        new = CacheState(arch, lo, hi, w)
+        c_lo, _ = new.covers(old.lo)
+        c_hi, _ = new.covers(old.hi - np.uint64(1))
+        keep_old = ~(c_lo & c_hi)  # drop older entries the new data covers
+        lo = np.concatenate([lo, old.lo[keep_old]])
+        hi = np.concatenate([hi, old.hi[keep_old]])
+        w = np.concatenate([w, old.weight[keep_old]])
+    keep = (np.cumsum(w) - w) < l2_sectors
+    n = min(int(keep.sum()), cfg.max_carried_sectors)
+    lo, hi, w = lo[keep][:n], hi[keep][:n], w[keep][:n]
+    return CacheState(arch, lo.astype(np.uint64), hi.astype(np.uint64), w.astype(np.float64))
+
+
 def _popcount32(mask: np.ndarray) -> np.ndarray:
     return np.bitwise_count(mask.astype(np.uint32, copy=False)).astype(np.int64)
 
@@ -723,11 +783,11 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         l2_sets = max(1, int(round(l2_sectors * frac / arch.l2_assoc)))
         warm_keys = np.zeros(0, np.uint64)
         warm_st = np.zeros(0, np.int64)
-        if state_in is not None and state_in.sectors.size:
-            warm = _member(state_in.sectors, useq_all)
-            warm_keys = state_in.sectors[warm]
+        if state_in is not None and state_in.n_entries:
+            warm, rank = state_in.covers(useq_all)
+            warm_keys = useq_all[warm]
             # older entries get lower stamps; all precede this kernel's accesses
-            warm_st = -1 - np.flatnonzero(warm).astype(np.int64)
+            warm_st = -1 - rank[warm]
         n2, (wset, aset) = _compact(_hash_set(warm_keys, l2_sets), _hash_set(s2, l2_sets))
         l2 = _LRU(n2, arch.l2_assoc)
         l2.install(wset, warm_keys, warm_st)
@@ -753,20 +813,9 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         res["_dram_sample"] = (miss_rd + l2_st * wb) * sb * t_scale
         res["_l2_sample"] = float(s2.size) * sb * t_scale
         # ---- carried L2 state: this kernel's sectors (recency order) then older survivors --
-        rev = s2[::-1]
-        recent = rev[_first_occurrence(rev)]  # distinct sectors, most recently used first
-        w_new = np.full(recent.size, 1.0 / frac)
-        if state_in is not None and state_in.sectors.size:
-            old = ~_member(state_in.sectors, np.sort(recent))
-            secs = np.concatenate([recent, state_in.sectors[old]])
-            wts = np.concatenate([w_new, state_in.weight[old]])
-        else:
-            secs, wts = recent, w_new
-        keep = (np.cumsum(wts) - wts) < l2_sectors
-        secs, wts = secs[keep][:cfg.max_carried_sectors], wts[keep][:cfg.max_carried_sectors]
-        new_state = CacheState(arch.name, secs.astype(np.uint64), wts.astype(np.float64))
+        new_state = _carry(arch.name, state_in, s2, useq_all, u_full, frac, n_kept, reps, l2_sectors, cfg)
     elif state_in is not None:
-        new_state = CacheState(arch.name, state_in.sectors.copy(), state_in.weight.copy())
+        new_state = CacheState(arch.name, state_in.lo.copy(), state_in.hi.copy(), state_in.weight.copy())
 
     res["l1_hit"] = l1_hits / l1_acc if l1_acc else 0.0
     l2_acc = l2_ld_acc + l2_st
