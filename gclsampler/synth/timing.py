@@ -488,7 +488,17 @@ def _carry(arch: str, old: CacheState | None, s2: np.ndarray, useq: np.ndarray, 
         lo = np.concatenate([lo, old.lo[keep_old]])
         hi = np.concatenate([hi, old.hi[keep_old]])
         w = np.concatenate([w, old.weight[keep_old]])
-    keep = (np.cumsum(w) - w) < l2_sectors
+    # LRU at the real capacity: the entry that overflows keeps only what still fits (the
+    # end of a range, the part a forward sweep touched last); a single sampled sector
+    # survives if at least half of what it stands for fits
+    room = l2_sectors - (np.cumsum(w) - w)
+    rng_ = (hi - lo) > np.uint64(1)
+    part = (w > room) & (room > 0)
+    cut = part & rng_
+    lo = lo.copy()
+    lo[cut] = hi[cut] - np.floor(room[cut]).astype(np.uint64)
+    w = np.where(cut, np.floor(room), w)
+    keep = (room > 0) & ~(part & ~rng_ & (room < 0.5 * w)) & (w > 0)
     n = min(int(keep.sum()), cfg.max_carried_sectors)
     lo, hi, w = lo[keep][:n], hi[keep][:n], w[keep][:n]
     return CacheState(arch, lo.astype(np.uint64), hi.astype(np.uint64), w.astype(np.float64))
