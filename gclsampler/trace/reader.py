@@ -24,7 +24,6 @@ import lzma
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 

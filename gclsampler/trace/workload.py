@@ -16,8 +16,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from gclsampler.trace.reader import (TraceFormatError, open_bytes, read_header, read_kernel,
-                                     strip_compression)
+from gclsampler.trace.reader import TraceFormatError, read_header, read_kernel, strip_compression
 from gclsampler.trace.types import NO_REG, InvocationInfo, KernelTrace
 from gclsampler.trace.writer import render, write_bytes_atomic
 

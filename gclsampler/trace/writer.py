@@ -65,8 +65,7 @@ def _addr_modes(t: KernelTrace, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if cand.size:
             s = t.addr_ptr[cand]
             first = d[s]
-            # max |d - first| over the instruction's diffs == 0  <=> constant stride
-            seg_ptr = np.concatenate([t.addr_ptr[cand], ])  # starts of diffs
+            # constant stride <=> no diff of the instruction differs from its first diff
             lens = cnt[cand] - 1
             idx = np.repeat(s, lens) + T.ragged_arange(lens)
             dev = (d[idx] != np.repeat(first, lens)).astype(np.int64)
@@ -77,7 +76,6 @@ def _addr_modes(t: KernelTrace, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             ok = (bad == 0) & contig & (first >= -(2**31)) & (first < 2**31)
             mode[cand[ok]] = 1
             stride[cand[ok]] = first[ok]
-            del seg_ptr
     return mode, stride
 
 
@@ -213,7 +211,6 @@ def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -
                 st = rstart[g]
                 kk = krow[g]
                 e = enc[g]
-                heads = []
                 M, L = F.hex_tokens(t.values[st].astype(np.uint64), 1, b"=")
                 M[np.arange(M.shape[0]), M.shape[1] - L] = e
                 asm.add(lines, M, L)
@@ -231,7 +228,6 @@ def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -
                     else:
                         d = ((v64[idx] - v64[idx - 1] + 2**31) & 0xFFFFFFFF) - 2**31
                         asm.add(ln, *F.dec_tokens(d))
-                del heads
     return asm.render()
 
 
