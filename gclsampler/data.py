@@ -216,7 +216,7 @@ class GraphDataset(torch.utils.data.Dataset):
         from gclsampler.trace import list_invocations
 
         self.workload_dir = Path(workload_dir)
-        self.cfg = graph_cfg or GraphConfig()
+        self.cfg = GraphConfig.coerce(graph_cfg)
         self.cfg.validate()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else self.workload_dir / ".graph-cache"
         self._paths = _Paths(self.cache_dir)

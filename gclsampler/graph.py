@@ -262,6 +262,29 @@ class GraphConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def coerce(cls, cfg: "GraphConfig | dict | None") -> "GraphConfig":
+        """Accept a GraphConfig, a plain dict or an OmegaConf node (Hydra's ``cfg.graph``)."""
+        if cfg is None:
+            return cls()
+        if isinstance(cfg, cls):
+            return cfg
+        try:
+            from omegaconf import DictConfig, OmegaConf
+
+            if isinstance(cfg, DictConfig):
+                cfg = OmegaConf.to_container(cfg, resolve=True)
+        except ImportError:  # pragma: no cover
+            pass
+        if not isinstance(cfg, dict):
+            raise GraphConfigError(located("graph config", None, "graph", f"expected a mapping, got {type(cfg).__name__}"))
+        known = set(asdict(cls()))
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise GraphConfigError(located("graph config", None, f"graph.{unknown[0]}",
+                                           f"unknown key (known: {', '.join(sorted(known))})"))
+        return cls(**cfg)
+
 
 # --------------------------------------------------------------------------------------
 # Vectorised helpers
@@ -428,7 +451,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     Node order: instruction nodes (warp-major, temporal), then pseudo nodes, then register
     versions (writes, then live-ins), then memory versions (writes, then live-ins).
     """
-    cfg = cfg or GraphConfig()
+    cfg = GraphConfig.coerce(cfg)
     cfg.validate()
     src_name = trace.source or f"kernel-{trace.header.kernel_id}"
     idx, iw, n_warps = _select_instructions(trace, cfg)

@@ -205,3 +205,18 @@ def test_build_is_deterministic():
     a, b = build_graph(t), build_graph(t)
     for k in ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps"):
         assert torch.equal(a[k], b[k])
+
+
+def test_config_from_hydra_node_and_yaml_defaults_match_dataclass():
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    yaml = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "graph" / "default.yaml")
+    assert GraphConfig.coerce(yaml) == GraphConfig()
+    t = _hand_trace()
+    a = build_graph(t, OmegaConf.create({"max_warps": 1, "mem_granularity": "sector"}))
+    b = build_graph(t, GraphConfig(max_warps=1, mem_granularity="sector"))
+    assert _edges(a) == _edges(b)
+    with pytest.raises(GraphConfigError, match="graph.max_wraps"):
+        GraphConfig.coerce({"max_wraps": 3})
