@@ -480,6 +480,13 @@ def _carry(arch: str, old: CacheState | None, s2: np.ndarray, useq: np.ndarray, 
         lo = useq[np.r_[0, brk + 1]]
         hi = useq[np.r_[brk, useq.size - 1]] + np.uint64(1)
         w = (hi - lo).astype(np.float64)
+        # most recently used range first (e.g. the output written at the end, then inputs)
+        which = np.searchsorted(lo, recent, side="right") - 1
+        first_use = np.full(lo.size, np.iinfo(np.int64).max, dtype=np.int64)
+        ok = which >= 0
+        np.minimum.at(first_use, which[ok], np.flatnonzero(ok))
+        o = np.argsort(first_use, kind="stable")
+        lo, hi, w = lo[o], hi[o], w[o]
     if old is not None and old.n_entries:
         new = CacheState(arch, lo, hi, w)
         c_lo, _ = new.covers(old.lo)
