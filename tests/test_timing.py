@@ -307,6 +307,8 @@ def test_bad_work_summary_is_rejected():
     w = make_work()
     with pytest.raises(TimingError, match="insts_scale"):
         run(WorkSummary(w.header, w.sample, w.sample_cta_ids, 0.0))
+    with pytest.raises(TimingError, match="sample_cta_ids"):
+        run(WorkSummary(w.header, w.sample, w.sample_cta_ids + 1, w.insts_scale))
 
 
 def test_consumer_finds_the_whole_producer_output_warm():

@@ -561,6 +561,12 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     n_sc = max(1, cta_start.size)  # sampled CTAs present in the trace
     cta_of_warp = np.repeat(np.arange(cta_start.size), np.diff(np.r_[cta_start, W])) if W else cta_start
     cta_ids = warp_cta_lin[cta_start] if W else np.zeros(1, np.int64)
+    if W and not np.array_equal(_uniq(cta_ids), _uniq(np.asarray(work.sample_cta_ids, dtype=np.int64))):
+        raise TimingError(located(where, None, "sample_cta_ids", "CTAs of the sample's warps "
+                                  f"{cta_ids[:4].tolist()}... differ from sample_cta_ids "
+                                  f"{np.asarray(work.sample_cta_ids)[:4].tolist()}..."))
+    if W and int(cta_ids.max()) >= n_ctas:
+        raise TimingError(located(where, None, "warp_cta", f"CTA {int(cta_ids.max())} outside grid {h.grid}"))
 
     scale = float(work.insts_scale)
     tot_cls = wcnt.sum(axis=0) * scale  # whole-kernel warp-instructions per class
