@@ -130,6 +130,12 @@ def _bench_cache(base: KernelTrace, args) -> None:
             ds2[i]
         warm = time.perf_counter() - t0
         n_inst = args.invocations * args.warps * args.insts
+        from gclsampler.trace import read_kernel
+
+        t0 = time.perf_counter()
+        read_kernel(Path(d) / names[0])
+        parse = time.perf_counter() - t0
+        print(f"(of which parsing one trace file with gclsampler.trace.read_kernel: {parse:.2f} s wall)")
         print(f"dataset cold build (parse + build + write, 1 worker): {cold:.2f} s "
               f"({n_inst / cold / 1e3:.0f}k trace instructions/s), unique graphs {ds.n_unique}/{len(ds)}")
         print(f"dataset warm reload (hash + load every graph): {warm:.2f} s -> speed-up {cold / warm:.1f}x")

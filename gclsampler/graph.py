@@ -332,6 +332,13 @@ def _versions(order: np.ndarray, new_group: np.ndarray, is_write: np.ndarray
     return prev, gid, order[new_group]
 
 
+def _popcount32(m: np.ndarray) -> np.ndarray:
+    """Active lanes per mask (int64)."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(m).astype(np.int64)
+    return np.unpackbits(m.view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1, dtype=np.int64)
+
+
 def _stable_argsort(key: np.ndarray) -> np.ndarray:
     """Stable argsort of non-negative int64 keys below 2**32: two 16-bit radix passes."""
     if len(key) == 0:
@@ -532,12 +539,12 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     dst = (dst[:, None] if dst.ndim == 1 else dst)[idx]
     srcr = (srcr[:, None] if srcr.ndim == 1 else srcr)[idx]
     n_scol = srcr.shape[1]
-    ops = np.concatenate([srcr, dst], axis=1).astype(np.int64)
+    ops = np.concatenate([srcr, dst], axis=1)
     present = ops != NO_REG
-    nd = present[:, n_scol:].sum(axis=1)
-    ns = present[:, :n_scol].sum(axis=1)
-    e_inst, e_col = np.nonzero(_REG_VARIABLE[ops + 1])
-    e_reg = ops[e_inst, e_col]
+    nd = np.count_nonzero(present[:, n_scol:], axis=1).astype(np.int64)
+    ns = np.count_nonzero(present[:, :n_scol], axis=1).astype(np.int64)
+    e_inst, e_col = np.nonzero(_REG_VARIABLE[ops.astype(np.intp) + 1])
+    e_reg = ops[e_inst, e_col].astype(np.int64)
     ev_w = e_col >= n_scol
     r_idx = np.flatnonzero(~ev_w)
     w_idx = np.flatnonzero(ev_w)
@@ -579,8 +586,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     vals_ok = None
     if trace.values is not None and trace.value_ptr is not None and n:
         vptr = np.asarray(trace.value_ptr, dtype=np.int64)
-        m8 = np.asarray(trace.mask, dtype=np.uint32)[idx].view(np.uint8).reshape(-1, 4)
-        lanes = np.unpackbits(m8, axis=1).sum(axis=1, dtype=np.int64)
+        lanes = _popcount32(np.asarray(trace.mask, dtype=np.uint32)[idx])
         vstart = vptr[idx]
         vlen = vptr[idx + 1] - vstart
         vals_ok = (vlen == (nd + ns) * lanes) & (lanes > 0)
@@ -666,7 +672,10 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     stats[node_base:mem_base] = reg_stats
     stats[mem_base:] = mem_stats
     warp = np.concatenate([iw, iw[mem_inst], var_warp_reg, var_warp_mem]).astype(np.int64)
-    edge_index = np.stack([np.concatenate(e_src), np.concatenate(e_dst)]).astype(np.int64)
+    n_edges = sum(len(x) for x in e_src)
+    edge_index = np.empty((2, n_edges), dtype=np.int64)
+    np.concatenate(e_src, out=edge_index[0], casting="unsafe")
+    np.concatenate(e_dst, out=edge_index[1], casting="unsafe")
     edge_type = np.concatenate(e_typ).astype(np.int64)
     return Data(
         node_type=torch.from_numpy(node_type),
