@@ -6,6 +6,7 @@
 2. Sampled against exact silhouette on a smaller set: the estimator's gap on one
    fixed labelling (5 sample seeds) and its time ratio, then the whole sweep with
    ``sample_size`` below and above N (time ratio and both chosen K).
+3. Stability: the K the sampled sweep picks over several seeds.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> None:
     ap.add_argument("--exact-n", type=int, default=6000)
     ap.add_argument("--sample", type=int, default=2000, help="sample_size for the sampled-vs-exact comparison")
     ap.add_argument("--k-max", type=int, default=50)
+    ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
     args = ap.parse_args()
     print("SYNTHETIC embeddings (Gaussian blobs); timings on this machine, not hardware measurements")
 
@@ -64,6 +66,12 @@ def main() -> None:
           f"sampled({args.sample}) max |gap| over 5 seeds {max(gaps):.4f} in {t2:.2f} s; time ratio {t2 / t1:.3f}")
     print(f"n={args.exact_n} sweep K=2..{k_max}: exact {t_exact:.1f} s (K={exact.k}), sampled({args.sample}) "
           f"{t_samp:.1f} s (K={samp.k}); time ratio sampled/exact = {t_samp / t_exact:.2f}")
+
+    # 3. stability of the chosen K over seeds (multi-start + re-scoring is meant to give this)
+    chosen = [cluster_embeddings(x, ClusterConfig(k_max=k_max, sample_size=args.sample), random_state=s).k
+              for s in range(1, 1 + args.seeds)]
+    print(f"n={args.exact_n} sampled({args.sample}) sweep over seeds 1..{args.seeds}: chosen K {chosen}; "
+          f"share equal to the exact sweep's K={exact.k}: {sum(k == exact.k for k in chosen) / len(chosen):.2f}")
 
 
 if __name__ == "__main__":

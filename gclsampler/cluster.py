@@ -150,14 +150,19 @@ def _sq_dist(x: np.ndarray, x_sq: np.ndarray, c: np.ndarray) -> np.ndarray:
     return d
 
 
-def _kmeans_pp(x: np.ndarray, x_sq: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Greedy k-means++ seeding (Arthur & Vassilvitskii, with 2 + log k local trials), weighted."""
+def _kmeans_pp(x: np.ndarray, x_sq: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator,
+               d2: np.ndarray | None = None) -> np.ndarray:
+    """Greedy k-means++ seeding (Arthur & Vassilvitskii, with 2 + log k local trials), weighted.
+
+    ``d2``: the points' own squared-distance matrix, when the caller keeps one; every
+    candidate is a data point, so seeding then needs no matrix products at all.
+    """
     n = x.shape[0]
     trials = 2 + int(math.log(k))
     first = rng.choice(n, p=w / w.sum())
     centers = np.empty((k, x.shape[1]), dtype=x.dtype)
     centers[0] = x[first]
-    closest = _sq_dist(x, x_sq, centers[:1])[:, 0]
+    closest = d2[first].astype(np.float64) if d2 is not None else _sq_dist(x, x_sq, centers[:1])[:, 0]
     for c in range(1, k):
         pot = w * closest
         total = pot.sum()
@@ -166,7 +171,7 @@ def _kmeans_pp(x: np.ndarray, x_sq: np.ndarray, w: np.ndarray, k: int, rng: np.r
             continue
         cand = np.searchsorted(np.cumsum(pot), rng.random(trials) * total)
         cand = np.minimum(cand, n - 1)
-        d_cand = _sq_dist(x, x_sq, x[cand])  # (n, trials)
+        d_cand = d2[cand].T.astype(np.float64) if d2 is not None else _sq_dist(x, x_sq, x[cand])  # (n, trials)
         np.minimum(d_cand, closest[:, None], out=d_cand)
         best = int(np.argmin(w @ d_cand))
         centers[c] = x[cand[best]]
@@ -293,8 +298,10 @@ def silhouette_score(emb: np.ndarray, labels: np.ndarray, sample_size: int | Non
 # the sweep
 
 
-def _seed(random_state: int, *key: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([int(random_state) & 0xFFFFFFFF, *key]))
+def _seed(random_state: int | None, *key: int) -> np.random.Generator:
+    """Generator for one purpose; None counts as 0 so that plans are always reproducible."""
+    base = 0 if random_state is None else int(random_state) & 0xFFFFFFFF
+    return np.random.default_rng(np.random.SeedSequence([base, *key]))
 
 
 @dataclass
@@ -304,11 +311,14 @@ class _Points:
     x: np.ndarray
     w: np.ndarray
     sq: np.ndarray
+    d2: np.ndarray | None = None  # own squared distances (fit set only: k-means++ lookups)
 
     @classmethod
-    def of(cls, x: np.ndarray, w: np.ndarray) -> "_Points":
+    def of(cls, x: np.ndarray, w: np.ndarray, gram: bool = False) -> "_Points":
         x = np.ascontiguousarray(x, dtype=np.float32)
-        return cls(x, np.asarray(w, dtype=np.float64), np.einsum("ij,ij->i", x, x))
+        sq = np.einsum("ij,ij->i", x, x)
+        d2 = _sq_dist(x, sq, x) if gram else None
+        return cls(x, np.asarray(w, dtype=np.float64), sq, d2)
 
     def assign(self, centers: np.ndarray) -> np.ndarray:
         return np.argmin(_sq_dist(self.x, self.sq, centers), axis=1)
@@ -316,9 +326,12 @@ class _Points:
 
 def _kmeans(fit: _Points, k: int, rng: np.random.Generator, cfg: ClusterConfig, tol: float) -> tuple[np.ndarray, float]:
     """One k-means start on the fit set: centres and weighted inertia."""
-    centers, labels = _lloyd(fit.x, fit.sq, fit.w, _kmeans_pp(fit.x, fit.sq, fit.w, k, rng), cfg.max_iter, tol)
+    centers, labels = _lloyd(fit.x, fit.sq, fit.w, _kmeans_pp(fit.x, fit.sq, fit.w, k, rng, fit.d2), cfg.max_iter, tol)
     d = _sq_dist(fit.x, fit.sq, centers)[np.arange(labels.size), labels]
     return centers, float(fit.w @ d)
+
+
+_GRAM_MAX = 5000  # fit sets up to this many distinct points keep their distance matrix (<= 100 MB)
 
 
 def _pick(curve: dict[int, float], tolerance: float) -> int:
@@ -391,9 +404,9 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if n_scored > cfg.fit_size:
         f_local, f_w = _subsample(np.repeat(np.arange(s_ids.size), s_w.astype(np.int64)), cfg.fit_size,
                                   _seed(random_state, 0xF1, 0x7))
-        fit = _Points.of(score_set.x[f_local], f_w)
+        fit = _Points.of(score_set.x[f_local], f_w, gram=True)
     else:
-        fit = score_set
+        fit = _Points.of(score_set.x, score_set.w, gram=score_set.x.shape[0] <= _GRAM_MAX)
     tol = _kmeans_tol(fit.x.astype(np.float64), fit.w)
 
     hi = min(cfg.k_max, n - 1, fit.x.shape[0], n_scored - 1)
