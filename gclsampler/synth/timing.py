@@ -695,7 +695,6 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     instructions cost L1 data-path wavefronts (128 bytes each, more with bank conflicts).
     """
     N = t.n_insts
-    S = arch.sm_count
     sb = arch.sector_bytes
     n_sc = cta_ids.size
     res = {"sectors": np.zeros(NC), "l1_wavefronts_per_inst": np.zeros(NC)}
@@ -731,7 +730,7 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     l1_acc = l1_hits = l2_ld_acc = l2_ld_hits = l2_st = 0.0
     state_in = cache if (cache is not None and cfg.carry_cache_state) else None
     new_state = CacheState(arch.name)
-    dram_bytes = l2_bytes = 0.0
+    res["dram_bytes"] = res["l2_bytes"] = 0.0  # sample-level bytes; the caller scales by insts_scale
     if mi.size:
         cnt = cnt_all[mi]
         M = mi.size
@@ -833,8 +832,8 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
         # ---- traffic, scaled from the kept stream to the whole sample (caller scales on) ---
         t_scale = float(memi.size) / float(M)
         wb = min(1.0, u_full / l2_sectors)  # stores reach DRAM when the footprint spills L2
-        res["_dram_sample"] = (miss_rd + l2_st * wb) * sb * t_scale
-        res["_l2_sample"] = float(s2.size) * sb * t_scale
+        res["dram_bytes"] = (miss_rd + l2_st * wb) * sb * t_scale
+        res["l2_bytes"] = float(s2.size) * sb * t_scale
         # ---- carried L2 state: this kernel's sectors (recency order) then older survivors --
         new_state = _carry(arch.name, state_in, s2, useq_all, u_full, frac, n_kept, reps, l2_sectors, cfg)
     elif state_in is not None:
@@ -844,8 +843,5 @@ def _memory(arch, t, cls, cls_tab, warp_of, wlen, cta_of_warp, cta_ids, n_ctas, 
     l2_acc = l2_ld_acc + l2_st
     res["l2_hit"] = (l2_ld_hits + l2_st) / l2_acc if l2_acc else 0.0
     res["l2_load_hit"] = l2_ld_hits / l2_ld_acc if l2_ld_acc else 1.0
-    # whole-kernel bytes: the sample stream scaled by the instruction scale of the caller
-    res["dram_bytes"] = res.get("_dram_sample", 0.0)
-    res["l2_bytes"] = res.get("_l2_sample", 0.0)
     res["state"] = new_state
     return res
