@@ -151,12 +151,13 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
     out["invocation"] = np.arange(n, dtype=np.int64)
 
     names = df["kernel_name"]
-    name_str = names.astype(str)
-    empty = names.isna().to_numpy() | (name_str.str.strip() == "").to_numpy()
+    codes, uniq = pd.factorize(names, use_na_sentinel=True)
+    bad_codes = [i for i, u in enumerate(uniq) if not str(u).strip()]
+    empty = (codes < 0) | np.isin(codes, bad_codes)
     if empty.any():
         r = int(np.flatnonzero(empty)[0])
         raise ProfileFormatError(located(where, line_of(r), "kernel_name", "empty kernel name"))
-    out["kernel_name"] = name_str.to_numpy(dtype=object)
+    out["kernel_name"] = names.to_numpy(dtype=object) if names.dtype == object else names.astype(str).to_numpy(dtype=object)
 
     for col in ("grid", "block"):
         out[col] = _normalise_dim3_column(df[col], where, col, line_of)
@@ -184,12 +185,18 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
 
 
 def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndarray:
-    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    raw_missing = series.isna().to_numpy() | (series.astype(str).str.strip() == "").to_numpy()
-    bad = np.isnan(values) & ~raw_missing
-    if bad.any():
-        r = int(np.flatnonzero(bad)[0])
-        raise ProfileFormatError(located(where, line_of(r), col, f"not a number: {series.iloc[r]!r}"))
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:  # text: parse, then look only at the cells that did not parse
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        nan_rows = np.flatnonzero(np.isnan(values))
+        if nan_rows.size:
+            sub = series.iloc[nan_rows]
+            text = sub.astype(object).where(sub.notna(), "").astype(str).str.strip()
+            bad = (text != "") & ~text.str.lower().isin(["nan", "na", "n/a"])
+            if bad.any():
+                r = int(nan_rows[np.flatnonzero(bad.to_numpy())[0]])
+                raise ProfileFormatError(located(where, line_of(r), col, f"not a number: {series.iloc[r]!r}"))
     inf = np.isinf(values)
     if inf.any():
         r = int(np.flatnonzero(inf)[0])
@@ -198,21 +205,19 @@ def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndar
 
 
 def _normalise_dim3_column(series: pd.Series, where: str, col: str, line_of) -> np.ndarray:
-    text = series.astype(str)
-    # Fast path: most files already hold the canonical "(x,y,z)" with no spaces.
-    canon = text.str.fullmatch(r"\(\d+,\d+,\d+\)").to_numpy()
-    result = text.to_numpy(dtype=object).copy()
-    for r in np.flatnonzero(~canon):
+    """Canonical "(x,y,z)" strings; launch shapes repeat, so each distinct value is parsed once."""
+    codes, uniq = pd.factorize(series, use_na_sentinel=True)
+    if (codes < 0).any():
+        r = int(np.flatnonzero(codes < 0)[0])
+        raise ProfileFormatError(located(where, line_of(r), col, "missing value"))
+    canon = np.empty(len(uniq), dtype=object)
+    for i, u in enumerate(uniq):
         try:
-            result[r] = format_dim3(parse_dim3(text.iloc[r]))
+            canon[i] = format_dim3(parse_dim3(str(u)))
         except ValueError as exc:
-            raise ProfileFormatError(located(where, line_of(int(r)), col, str(exc))) from None
-    if canon.any():
-        zero = text.str.contains(r"(?:^\(|,)0+(?:,|\)$)").to_numpy() & canon
-        if zero.any():
-            r = int(np.flatnonzero(zero)[0])
-            raise ProfileFormatError(located(where, line_of(r), col, f"dimensions must be >= 1, found {text.iloc[r]!r}"))
-    return result
+            r = int(np.flatnonzero(codes == i)[0])
+            raise ProfileFormatError(located(where, line_of(r), col, str(exc))) from None
+    return canon[codes]
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,10 +230,10 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     had no cycle counter), ``grid``/``block`` as canonical ``"(x,y,z)"`` strings.
     """
     path = Path(path)
+    text_cols = {"kernel_name": str, "grid": str, "block": str}
     try:
-        # header=None: a row with more fields than the header is then a located parser
-        # error instead of being silently taken as an index column.
-        raw = pd.read_csv(path, dtype=str, header=None, keep_default_na=False, na_values=[])
+        # Only empty cells are missing: a kernel called "NA" stays a name.
+        df = pd.read_csv(path, dtype=text_cols, keep_default_na=False, na_values=[""])
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
     except pd.errors.EmptyDataError:
@@ -237,8 +242,10 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {str(exc).strip()}{_HINT}")) from None
     except UnicodeDecodeError as exc:
         raise ProfileFormatError(located(path, None, None, f"not UTF-8 text: {exc.reason}")) from None
-    df = raw.iloc[1:].reset_index(drop=True)
-    df.columns = [str(c).strip() for c in raw.iloc[0]]
+    if not isinstance(df.index, pd.RangeIndex):
+        # every data row had more fields than the header: pandas took the extras as an index
+        raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
+    df.columns = [str(c).strip() for c in df.columns]
     return validate_profile(df, path)
 
 

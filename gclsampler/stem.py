@@ -240,7 +240,11 @@ def _root_levels(xs: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, eps
     """
     leaf_starts = [np.zeros(0, dtype=np.int64)]
     S, E = seg_start.astype(np.int64), seg_end.astype(np.int64)
+    bar = _progress(int((E - S).sum()))
     while S.size:
+        if bar is not None:
+            bar.set_postfix_str(f"{S.size} segments, {int((E - S).sum())} invocations active", refresh=False)
+            bar.update(1)
         cum = np.cumsum(E - S)
         # chunk boundaries at segment boundaries, ~_CHUNK members each (a bigger segment alone)
         cuts = np.unique(np.searchsorted(cum, np.arange(_CHUNK, int(cum[-1]), _CHUNK), side="left") + 1)
@@ -253,7 +257,21 @@ def _root_levels(xs: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, eps
         s_acc, e_acc, mid = S[accept], E[accept], S[accept] + cut[accept]
         S = np.concatenate([s_acc, mid])
         E = np.concatenate([mid, e_acc])
+    if bar is not None:
+        bar.close()
     return np.concatenate(leaf_starts)
+
+
+def _progress(n_members: int):
+    """A tqdm bar over ROOT levels for big inputs on a terminal (stderr; off when CI is set)."""
+    import os
+    import sys
+
+    if n_members < 1_000_000 or os.environ.get("CI") or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc="ROOT levels", unit="level", file=sys.stderr, leave=False)
 
 
 def _split_level(xs: np.ndarray, S: np.ndarray, E: np.ndarray, epsilon: float, z: float,
@@ -518,7 +536,7 @@ class StemRootSampler(Sampler):
         if self.time_column not in prof.columns:
             raise StemError(f"{workload.name}: profile has no column {self.time_column!r} (stem.time_column)")
         names = prof["kernel_name"].to_numpy()
-        res = stem_root(prof[self.time_column].to_numpy(dtype=np.float64), names, epsilon=self.epsilon, z=self.z,
+        res = stem_root(prof[self.time_column].to_numpy(dtype=np.float64), prof["kernel_name"], epsilon=self.epsilon, z=self.z,
                         min_samples=self.min_samples, root=self.root, min_group=self.min_group,
                         random_state=self.random_state, scope=self.scope)
         self.result_ = res
