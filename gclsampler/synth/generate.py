@@ -33,6 +33,7 @@ import numpy as np
 from gclsampler.errors import GclError
 from gclsampler.synth.families import Launch, build
 from gclsampler.synth.program import Memory, run_program
+import gclsampler.synth.workloads_hpc  # noqa: F401  (registers the HPC workloads)
 from gclsampler.synth.workloads import LOCAL_BASE, SHMEM_BASE, WORKLOADS, Alloc
 from gclsampler.trace.types import KernelHeader, KernelTrace
 

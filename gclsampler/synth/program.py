@@ -117,15 +117,22 @@ class Builder:
         self._next_ur = 4
         self._next_p = 0
         self.slots: list[int] = []
+        self._max_r = 0
 
     # registers -------------------------------------------------------------
     def r(self, n: int = 1) -> int:
         """Fresh general register (``n`` consecutive for vector loads)."""
         code = self._next_r
         self._next_r += n
+        self._max_r = max(self._max_r, self._next_r)
         if self._next_r > 254:
             raise RuntimeError(f"{self.name}: out of registers")
         return code
+
+    def scope(self):
+        """Registers allocated inside the ``with`` block are dead after it and get reused
+        (ptxas-style allocation for unrolled code)."""
+        return _RegScope(self)
 
     def ur(self) -> int:
         code = 256 + self._next_ur
@@ -231,7 +238,7 @@ class Builder:
         return p
 
     def sel(self, a, b, pred: int, dst=None) -> int:
-        return self._op("SEL", (a, b), lambda m, x, y: np.where(m.preds[pred], x, y), dst=dst)
+        return self._op("SEL", (a, b), lambda m, x, y: _bits_where(m.preds[pred], x, y), dst=dst)
 
     def fsel(self, a, b, pred: int, dst=None) -> int:
         return self._op("FSEL", (a, b), lambda m, x, y: np.where(m.preds[pred], _f(x), _f(y)), dst=dst)
@@ -368,8 +375,21 @@ class Builder:
             inst.sid = i
         # the branch targets: imm of BRA = target pc (for realism of the imm column only)
         _fix_branches(body)
-        nregs = min(255, ((self._next_r + 2 + 7) // 8) * 8)
+        nregs = min(255, ((self._max_r + 2 + 7) // 8) * 8)
         return Program(self.name, body, insts, nregs, self.shmem, tuple(self.slots))
+
+
+class _RegScope:
+    def __init__(self, b: Builder):
+        self.b = b
+
+    def __enter__(self):
+        self.mark = self.b._next_r
+        return self
+
+    def __exit__(self, *exc):
+        self.b._next_r = self.mark
+        return False
 
 
 class _LoopCtx:
@@ -458,11 +478,28 @@ def hash_sr(sr: str) -> int:
 
 
 def _i(x: np.ndarray) -> np.ndarray:
-    return x if x.dtype == np.int64 else (x.view(np.uint32).astype(np.int64) if x.dtype == np.float32 else x.astype(np.int64))
+    """Integer view of a register: float32 registers give their IEEE bits."""
+    if x.dtype == np.int64:
+        return x
+    if x.dtype == np.float64:
+        x = x.astype(np.float32)
+    return x.view(np.uint32).astype(np.int64) if x.dtype == np.float32 else x.astype(np.int64)
 
 
 def _f(x: np.ndarray) -> np.ndarray:
-    return x if x.dtype == np.float32 else (x & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    """Float view of a register: integer registers are reinterpreted from their low 32 bits."""
+    if x.dtype == np.float32:
+        return x
+    if x.dtype.kind == "f" or x.dtype == bool:
+        return x.astype(np.float32)
+    return x.astype(np.uint32).view(np.float32)
+
+
+def _bits_where(p, x, y):
+    """SEL moves bits: mixed float/int operands are selected as raw 32-bit patterns."""
+    if x.dtype != y.dtype:
+        x, y = _i(x), _i(y)
+    return np.where(p, x, y)
 
 
 _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
@@ -649,7 +686,7 @@ class Machine:
         live = mask & ~self.preds[n.pred] & ~self.exited
         per_iter = len(n.body) + len(n.post)
         while live.any():
-            if not self._recording and n.straight:
+            if n.straight and not (live.any(axis=1) & (self.count < self.cap)).any():
                 # fast-forward: nothing more is recorded, only the counts matter
                 idx, end, step = _i(self.reg(n.idx)), _i(self.reg(n.end)), np.maximum(_i(self.reg(n.step)), 1)
                 rem = np.where(live, -(-(end - idx) // step), 0)
