@@ -321,3 +321,34 @@ def test_consumer_finds_the_whole_producer_output_warm():
     warm, _ = run(cons, cache=st)
     assert cold["l2_hit_rate"] < 0.1 and warm["l2_hit_rate"] > 0.9
     assert warm["time_ns"] < cold["time_ns"]
+
+
+def test_arch_table_is_consistent():
+    assert set(ARCHS) == {"turing", "ampere", "ada"}
+    for name, a in ARCHS.items():
+        assert a.name == name
+        for f, v in vars(a).items():
+            if isinstance(v, (int, float)):
+                assert v > 0 or f == "smem_reserved_per_cta", (name, f)
+        assert a.max_smem_per_cta <= a.max_smem_per_sm <= a.l1_unified_kb * 1024
+        assert max(a.smem_carveouts_kb) * 1024 == a.max_smem_per_sm
+    # newer generations: more SMs, faster clocks, more DRAM bandwidth
+    t, m, d = ARCHS["turing"], ARCHS["ampere"], ARCHS["ada"]
+    assert t.sm_count < m.sm_count < d.sm_count and t.dram_bw_gbs < m.dram_bw_gbs < d.dram_bw_gbs
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from(sorted(ARCHS)), st.integers(1, 5000), st.integers(1, 8))
+def test_random_address_streams_give_valid_metrics(seed, arch, grid, warps):
+    rng = np.random.default_rng(seed)
+    w = make_work(grid=(grid, 1, 1), block=(32 * warps, 1, 1), iters=4, mem="stream", store=True)
+    t = w.sample
+    t.addrs[:] = (BASE + rng.integers(0, 1 << int(rng.integers(8, 30)), t.addrs.size)).astype(np.uint64)
+    t.mask[:] = rng.integers(1, 2**32, t.mask.size).astype(np.uint32)
+    m, st = simulate(ARCHS[arch], w, None, rng, TimingConfig())
+    assert all(np.isfinite(v) for v in m.values())
+    for k in ("l1_hit_rate", "l2_hit_rate", "achieved_occupancy"):
+        assert 0.0 <= m[k] <= 1.0
+    assert m["time_ns"] > 0 and 1 <= m["pka_divergence_efficiency"] <= 32
+    assert st.resident_bytes <= ARCHS[arch].l2_kb * 1024
+    assert m["pka_coalesced_global_loads"] >= m["pka_thread_global_loads"]  # >= 1 sector each
