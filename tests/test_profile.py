@@ -129,3 +129,32 @@ def test_write_rejects_bad_table(tmp_path):
         write_profile(df, tmp_path / "p.csv")
     assert not (tmp_path / "p.csv").exists()
     assert not list(tmp_path.iterdir())
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(lambda s: s.strip()),
+            st.tuples(*[st.integers(1, 65535)] * 3),
+            st.floats(0, 1e12, allow_nan=False),
+            st.one_of(st.none(), st.floats(0, 1e12, allow_nan=False)),
+        ),
+        min_size=1, max_size=20,
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_write_read_round_trip_property(tmp_path_factory, rows):
+    df = pd.DataFrame({
+        "invocation": np.arange(len(rows)),
+        "kernel_name": [r[0] for r in rows],
+        "grid": [f"({r[1][0]}, {r[1][1]}, {r[1][2]})" for r in rows],
+        "block": ["(32,1,1)"] * len(rows),
+        "time_ns": [r[2] for r in rows],
+        "cycles": [np.nan if r[3] is None else r[3] for r in rows],
+    })
+    p = write_profile(df, tmp_path_factory.mktemp("rt") / "profile.csv")
+    back = read_profile(p)
+    assert list(back["kernel_name"]) == [r[0] for r in rows]
+    assert dim3_array(back["grid"]).tolist() == [list(r[1]) for r in rows]
+    np.testing.assert_array_equal(back["time_ns"].to_numpy(), np.array([r[2] for r in rows]))
+    np.testing.assert_array_equal(np.isnan(back["cycles"].to_numpy()), np.array([r[3] is None for r in rows]))
