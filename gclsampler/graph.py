@@ -430,15 +430,17 @@ def _ragged_stats(values: np.ndarray, owner: np.ndarray, n_groups: int) -> np.nd
 
 def _select_instructions(trace: KernelTrace, cfg: GraphConfig) -> tuple[np.ndarray, np.ndarray, int]:
     """Global instruction indices kept (warp-major, temporal order) and their local warp."""
-    n_w = trace.n_warps
+    ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
+    # warps that executed nothing (traced but exited at once) would be empty pools: skip them
+    live = np.flatnonzero(np.diff(ptr) > 0)
+    n_w = len(live)
     if cfg.max_warps and n_w > cfg.max_warps:
         if cfg.warp_selection == "first":
-            warps = np.arange(cfg.max_warps, dtype=np.int64)
+            warps = live[:cfg.max_warps]
         else:
-            warps = np.unique(np.round(np.linspace(0, n_w - 1, cfg.max_warps)).astype(np.int64))
+            warps = live[np.unique(np.round(np.linspace(0, n_w - 1, cfg.max_warps)).astype(np.int64))]
     else:
-        warps = np.arange(n_w, dtype=np.int64)
-    ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
+        warps = live
     starts = ptr[warps]
     lengths = ptr[warps + 1] - starts
     if cfg.max_insts_per_warp:
@@ -500,7 +502,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     # A kept warp prefix owns one contiguous range of the address column.
     shift = _GRANULARITY_SHIFT[cfg.mem_granularity]
     w_first = np.flatnonzero(np.r_[True, iw[1:] != iw[:-1]]) if n else np.zeros(0, dtype=np.int64)
-    w_last = np.r_[w_first[1:], n].astype(np.int64)
+    w_last = np.r_[w_first[1:], n].astype(np.int64) if n else w_first
     ga_start = addr_ptr[idx[w_first]]
     ga_end = addr_ptr[idx[w_last - 1] + 1]
     all_addrs = np.asarray(trace.addrs, dtype=np.uint64)

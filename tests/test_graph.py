@@ -220,3 +220,11 @@ def test_config_from_hydra_node_and_yaml_defaults_match_dataclass():
     assert _edges(a) == _edges(b)
     with pytest.raises(GraphConfigError, match="graph.max_wraps"):
         GraphConfig.coerce({"max_wraps": 3})
+
+
+def test_empty_warps_are_skipped_and_empty_traces_give_empty_graphs():
+    g = build_graph(make_trace([[], [Inst("EXIT")], [], [Inst("NOP"), Inst("EXIT")]]))
+    assert g.n_warps.tolist() == [2] and g.warp.tolist() == [0, 1, 1]
+    assert torch.bincount(g.warp).min() > 0
+    e = build_graph(make_trace([[]]))
+    assert e.num_nodes == 0 and e.n_warps.tolist() == [0] and e.edge_index.shape == (2, 0)
