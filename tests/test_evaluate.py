@@ -245,3 +245,13 @@ def test_write_workload_report(tmp_path):
     assert "SYNTHETIC" in text and "ada" in text
     res = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(res["arch"]) == {"turing", "ada"}
+
+
+@pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
+def test_training_config_for_embeddings_targets_the_workload_dir(tmp_path):
+    from gclsampler.evaluate import _compose_train_config
+
+    cfg = _compose_train_config([f"workload.dir={tmp_path}", "workload.arch=turing", "post_embedding=false",
+                                 "train.epochs=1"], None)
+    assert cfg.workload.dir == str(tmp_path) and cfg.workload.arch == "turing"
+    assert cfg.post_embedding is False and cfg.train.epochs == 1
