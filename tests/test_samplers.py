@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gclsampler import samplers as S
 from gclsampler.cluster import ClusterConfig
@@ -172,3 +174,29 @@ def test_run_plan_stage_writes_plan_and_cluster_files(tmp_path):
     t = w.profile["time_ns"].to_numpy()
     assert summary["expected_speedup"] == pytest.approx(t.sum() / t[plan.invocations].sum())
     assert (tmp_path / "silhouette.csv").read_text().startswith("k,score\n")
+
+
+def test_gcl_stem_stated_bound_holds_over_seeds():
+    """The workload bound is a 95% statement: over seeds the realised error mostly stays within it."""
+    w = toy_workload(7, n=400)
+    t = w.profile["time_ns"].to_numpy()
+    inside = []
+    for seed in range(40):
+        plan = GclStemSampler(cluster=SMALL, epsilon=0.15, root=False, cluster_random_state=0, random_state=seed).fit(w)
+        bound = plan.config["error_bound"]
+        assert 0 < bound <= 0.15 and len(plan.samples) < w.n_invocations  # really sampled, not a census
+        inside.append(abs(plan.estimate(t) / t.sum() - 1) <= bound)
+    assert np.mean(inside) >= 0.85
+
+
+@given(st.integers(3, 60), st.integers(1, 4), st.integers(0, 2**31 - 1))
+@settings(max_examples=15, deadline=None)
+def test_gcl_plan_accounts_for_every_invocation(n, groups, seed):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, n)
+    emb = rng.normal(size=(groups, 4))[g] * 5 + rng.normal(size=(n, 4))
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": [f"k{x}" for x in g], "time_ns": 1.0 + g})
+    s = GclSampler(cluster=dict(k_max=4, n_init=1, refine_n_init=1), random_state=seed)
+    plan = s.fit(Workload("prop", prof, embeddings=emb))
+    assert plan.weights.sum() == pytest.approx(n)
+    assert sorted(plan.invocations.tolist()) == [int(np.flatnonzero(s.labels_ == c)[0]) for c in range(s.k_)]
