@@ -452,7 +452,8 @@ _NCU_METRICS: list[tuple[str, tuple[str, ...], str]] = [
     ("pka_thread_blocks", ("launch__grid_size",), "count"),
 ]
 _NCU_AUX: list[tuple[str, str]] = [
-    ("ipc_direct", "sm__inst_executed.sum.per_cycle_elapsed"),
+    ("ipc_direct", "sm__inst_executed.avg.per_cycle_elapsed"),
+    ("sm_count", "device__attribute_multiprocessor_count"),
     ("warps_launched", "smsp__warps_launched.sum"),
     ("grid_size", "launch__grid_size"),
     ("block_size", "launch__block_size"),
@@ -554,9 +555,13 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
     if "cycles" not in df:
         df["cycles"] = np.full(len(records), np.nan)
     aux = {key: metric(name, "count") for key, name in _NCU_AUX}
-    if "inst_executed" in df and not np.all(np.isnan(df["cycles"])):
+    # ipc: warp instructions per cycle per SM that had work, min(#SMs, #CTAs) (the synthetic
+    # timing model's definition); from the SM count when known, else ncu's per-SM average
+    if "inst_executed" in df and aux["sm_count"] is not None and not np.all(np.isnan(df["cycles"])):
+        ctas = dim3_array(pd.Series(df["grid"])).prod(axis=1).astype(np.float64)
+        active = np.minimum(aux["sm_count"], ctas)
         with np.errstate(divide="ignore", invalid="ignore"):
-            df["ipc"] = np.where(df["cycles"] > 0, df["inst_executed"] / df["cycles"], np.nan)
+            df["ipc"] = np.where((df["cycles"] > 0) & (active > 0), df["inst_executed"] / (df["cycles"] * active), np.nan)
     elif aux["ipc_direct"] is not None:
         df["ipc"] = aux["ipc_direct"]
     if "inst_executed" in df:

@@ -74,7 +74,8 @@ def test_ncu_metrics_scaled_and_named():
     assert df["pka_divergence_efficiency"][1] == pytest.approx(29.5)
     assert df["shmem"][0] == pytest.approx(16380)  # 16.38 Kbyte/block
     assert df["shmem"][1] == 2048  # byte/block dynamic
-    assert df["ipc"][0] == pytest.approx(2359296 / 164281)
+    assert df["ipc"][0] == pytest.approx(2359296 / (164281 * 108))  # 512 CTAs on 108 SMs
+    assert df["ipc"][1] == pytest.approx(41000 / (1428 * 80))  # 80 CTAs: 80 SMs busy
     assert df["warp_inst_executed_mean"][0] == pytest.approx(2359296 / (512 * 4))
     assert df["nregs"].tolist() == [122, 32, 16, 122]
 
