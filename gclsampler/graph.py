@@ -171,7 +171,7 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
 
