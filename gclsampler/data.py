@@ -113,6 +113,31 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def _trace_digest(path: Path, memo_dir: Path, rehash: bool) -> str:
+    """Content hash of a trace file, memoised by (size, mtime_ns, inode).
+
+    Hashing gigabytes of traces would dominate a warm reload; the memo only skips
+    re-reading a file whose size, nanosecond mtime and inode are unchanged since it was
+    hashed, and the cache key is still the content hash.
+    """
+    st = path.stat()
+    ident = [st.st_size, st.st_mtime_ns, st.st_ino]
+    memo = memo_dir / f"{_digest(str(path.resolve()).encode())}.json"
+    if not rehash:
+        try:
+            m = json.loads(memo.read_text())
+            if m["stat"] == ident and isinstance(m["digest"], str):
+                return m["digest"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    d = _file_digest(path)
+    try:
+        _write_atomic(memo, json.dumps({"stat": ident, "digest": d, "path": str(path)}).encode())
+    except OSError:  # read-only cache: still correct, just slower next time
+        pass
+    return d
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
@@ -144,6 +169,10 @@ class _Paths:
     @property
     def graphs(self) -> Path:
         return self.root / f"v{CACHE_VERSION}" / "graphs"
+
+    @property
+    def trace_memo(self) -> Path:
+        return self.root / f"v{CACHE_VERSION}" / "trace-hashes"
 
     def graph(self, h: str) -> Path:
         return self.graphs / f"{h}.hrg"
@@ -208,11 +237,13 @@ class GraphDataset(torch.utils.data.Dataset):
     ``inv_to_graph[i]`` is the unique-graph index of the i-th listed invocation; invocations
     with equal graphs share one file and one index. ``len(dataset)`` is the number of
     invocations. Graphs are read lazily and the last ``memory_graphs`` are kept in memory.
+    ``rehash=True`` re-reads every trace file instead of trusting the (size, mtime, inode)
+    memo of its content hash.
     """
 
     def __init__(self, workload_dir: str | os.PathLike, graph_cfg: GraphConfig | None = None,
                  cache_dir: str | os.PathLike | None = None, workers: int = 2, *,
-                 memory_graphs: int = 64, progress: bool = True) -> None:
+                 memory_graphs: int = 64, progress: bool = True, rehash: bool = False) -> None:
         from gclsampler.trace import list_invocations
 
         self.workload_dir = Path(workload_dir)
@@ -228,7 +259,8 @@ class GraphDataset(torch.utils.data.Dataset):
         self._pos = {int(v): k for k, v in enumerate(self.invocations)}
         self._trace_paths = [str(self.workload_dir / i.path) for i in infos]
         fp = _config_fingerprint(self.cfg)
-        self._keys = [_digest((_file_digest(Path(p)) + fp).encode()) for p in self._trace_paths]
+        self._keys = [_digest((_trace_digest(Path(p), self._paths.trace_memo, rehash) + fp).encode())
+                      for p in self._trace_paths]
         hashes: list[str | None] = [_read_entry(self._paths, k) for k in self._keys]
         todo = [i for i, h in enumerate(hashes) if h is None]
         n_insts = 0

@@ -32,7 +32,6 @@ instruction.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -705,7 +704,3 @@ def graph_summary(g: Data) -> dict:
         "edges_by_type": dict(zip(EDGE_TYPE_NAMES, et)),
         "bytes": int(nbytes),
     }
-
-
-def _log2_bucket(x: int) -> int:  # documentation helper, mirrors the vectorised rule
-    return min(math.ceil(math.log2(max(x, 1))), _FOOTPRINT_BUCKETS - 1)

@@ -134,3 +134,17 @@ def test_loader_batches_are_seeded_and_carry_warp_offsets(wl):
     assert int(gw[batch.batch == 0].max()) < n0 <= int(gw[batch.batch == 1].min())
     # edges stay within one graph after batching
     assert torch.equal(batch.batch[batch.edge_index[0]], batch.batch[batch.edge_index[1]])
+
+
+def test_changed_trace_is_rebuilt_even_with_hash_memo(wl):
+    a = GraphDataset(wl, CFG, workers=1, progress=False)
+    # rewrite invocation 1 with another body: size/mtime change, so the memo is not trusted
+    t = random_trace(np.random.default_rng(77), n_warps=3, max_len=12)
+    t.header = replace(t.header, kernel_id=2)
+    write_kernel(t, wl / "kernel-2.traceg")
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 1
+    assert _equal(b[1], build_graph(read_kernel(wl / "kernel-2.traceg"), CFG))
+    assert _equal(b[0], a[0])
+    c = GraphDataset(wl, CFG, workers=1, progress=False, rehash=True)
+    assert c.stats["built"] == 0 and c.inv_to_graph.tolist() == b.inv_to_graph.tolist()
