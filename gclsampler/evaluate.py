@@ -324,7 +324,7 @@ class EvaluateConfig:
         "random": {"fraction": 0.1},
         "allegro": {"epsilon": 0.05},
         "stem_root": {"epsilon": 0.25},
-        "gcl_stem": {"epsilon": 0.25},
+        "gcl_stem": {"epsilon": 0.25, "cluster_random_state": 0},
         "gcl": {},
     })
     data_dir: str = "workloads"  # <data_dir>/<name>, as train.py paths.workloads_dir; relative to the launch dir
