@@ -48,24 +48,30 @@ def flops_per_node(cfg: ModelConfig, blocks: int) -> float:
     return 3.0 * fwd
 
 
-def time_steps(model: GCLModel, batch, reps: int) -> float:
+def make_step(model: GCLModel, batch):
     opt = torch.optim.AdamW(model.parameters(), lr=7e-4)
     model.train()
 
-    def step():
+    def step() -> float:
+        t = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         _, p = model(batch)
         half = p.size(0) // 2
         loss = symmetric_info_nce(p[:half], p[half: 2 * half], 0.05)
         loss.backward()
         opt.step()
+        return time.perf_counter() - t
 
     step()  # warm-up
-    best = float("inf")
+    return step
+
+
+def interleaved_best(steps: list, reps: int) -> list[float]:
+    """Best of ``reps`` per implementation, taking turns so load changes hit all alike."""
+    best = [float("inf")] * len(steps)
     for _ in range(reps):
-        t = time.perf_counter()
-        step()
-        best = min(best, time.perf_counter() - t)
+        for i, step in enumerate(steps):
+            best[i] = min(best[i], step())
     return best
 
 
@@ -121,13 +127,13 @@ def main(argv=None) -> int:
     floor_full = gf * 1e9 / flops_per_node(cfg, cfg.num_relations + 1)
     print(f"FLOP floor (R+1={cfg.num_relations + 1} blocks, {flops_per_node(cfg, cfg.num_relations + 1) / 1e6:.2f} "
           f"MFLOP/node): {floor_full:,.0f} nodes/s")
-    base = None
+    times = interleaved_best([make_step(m, batch) for _, m, _ in rows], args.reps)
+    gf_after = matmul_gflops()
+    print(f"fp32 matmul rate again after timing: {gf_after:.1f} GFLOP/s (a large change means the machine was busy)")
     print(f"{'implementation':34s} {'ms/step':>9s} {'nodes/s':>10s} {'vs ref':>7s} {'floor(nodes/s)':>15s}")
-    for label, model, blocks in rows:
-        t = time_steps(model, batch, args.reps)
-        base = base or t
+    for (label, _, blocks), t in zip(rows, times):
         floor = gf * 1e9 / flops_per_node(cfg, blocks + 1)
-        print(f"{label:34s} {t * 1e3:9.1f} {n / t:10,.0f} {base / t:6.2f}x {floor:15,.0f}")
+        print(f"{label:34s} {t * 1e3:9.1f} {n / t:10,.0f} {times[0] / t:6.2f}x {floor:15,.0f}")
     return 0
 
 
