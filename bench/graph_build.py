@@ -138,7 +138,7 @@ def _bench_cache(base: KernelTrace, args) -> None:
         print(f"(of which parsing one trace file with gclsampler.trace.read_kernel: {parse:.2f} s wall)")
         print(f"dataset cold build (parse + build + write, 1 worker): {cold:.2f} s "
               f"({n_inst / cold / 1e3:.0f}k trace instructions/s), unique graphs {ds.n_unique}/{len(ds)}")
-        print(f"dataset warm reload (hash + load every graph): {warm:.2f} s -> speed-up {cold / warm:.1f}x")
+        print(f"dataset warm reload (memoised trace hashes + read and verify every graph): {warm:.2f} s -> speed-up {cold / warm:.1f}x")
 
 
 if __name__ == "__main__":
