@@ -18,6 +18,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="output workload directory (replaced atomically)")
     parser.add_argument("--arch", default="ampere", help="arch whose ground truth becomes profile.csv (default ampere)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=2, help="processes (2: timing model in a worker; output identical)")
     parser.add_argument("--list", action="store_true", help="list workloads with their default knobs")
     parser.add_argument("--quiet", action="store_true", help="no progress bar / summary line")
     parser.set_defaults(handler=_run)
@@ -40,6 +41,7 @@ def _run(args) -> int:
     tail.add_argument("--arch", default=args.arch)
     tail.add_argument("--seed", type=int, default=args.seed)
     tail.add_argument("--quiet", action="store_true", default=args.quiet)
+    tail.add_argument("--jobs", type=int, default=args.jobs)
     tail.add_argument("overrides", nargs="*")
     try:
         args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
@@ -54,5 +56,6 @@ def _run(args) -> int:
     if not args.out:
         raise SynthUsageError("synth: --out DIR is required")
     workload_defaults(args.workload)  # unknown workload -> clear error
-    generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet)
+    generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet,
+             jobs=args.jobs)
     return 0

@@ -217,16 +217,52 @@ def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm:
     return out
 
 
+class _TimingChain:
+    """Per-arch timing state carried across invocations in launch order (cache, rng)."""
+
+    def __init__(self, archs: list[str], seed: int):
+        WorkSummary, TimingConfig, simulate, ARCHS = _timing()
+        self.archs, self.simulate, self.ARCHS = archs, simulate, ARCHS
+        self.cfg = TimingConfig()
+        self.rngs = {a: _arch_rng(seed, a) for a in archs}
+        self.caches = {a: None for a in archs}
+
+    def run(self, items: list[tuple]) -> dict[str, list[dict]]:
+        rows: dict[str, list[dict]] = {a: [] for a in self.archs}
+        for i, name, grid, block, nregs, shmem, work in items:
+            for a in self.archs:
+                metrics, self.caches[a] = self.simulate(self.ARCHS[a], work, self.caches[a], self.rngs[a], self.cfg)
+                row = {"invocation": i, "kernel_name": name, "grid": _dim(grid), "block": _dim(block)}
+                row.update({kk: float(v) for kk, v in metrics.items()})
+                row["nregs"] = nregs
+                row["shmem"] = shmem
+                rows[a].append(row)
+        return rows
+
+
+_WORKER_CHAIN: _TimingChain | None = None
+
+
+def _timing_task(archs: list[str], seed: int, items: list[tuple]) -> dict[str, list[dict]]:
+    """Runs in the single timing worker process; its chain lives there across tasks."""
+    global _WORKER_CHAIN
+    if _WORKER_CHAIN is None:
+        _WORKER_CHAIN = _TimingChain(archs, seed)
+    return _WORKER_CHAIN.run(items)
+
+
 # ----------------------------------------------------------------------------- workload
 def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "ampere", seed: int = 0,
-             progress: bool = True) -> Path:
+             progress: bool = True, jobs: int = 2) -> Path:
     """Synthesize workload ``name`` into ``out_dir`` (replaced if it exists). Returns the path.
 
     ``params`` overrides the workload's synth knobs (see ``workload_defaults``);
-    ``arch`` is the arch whose ground truth becomes ``profile.csv``.
+    ``arch`` is the arch whose ground truth becomes ``profile.csv``. With ``jobs >= 2``
+    the timing model runs in one worker process while this one interprets and writes
+    traces (same files as ``jobs=1``: the timing chain stays sequential).
     """
     k = resolve_params(name, params)
-    WorkSummary, TimingConfig, simulate, ARCHS = _timing()
+    WorkSummary, _, _, ARCHS = _timing()
     archs = list(dict.fromkeys(list(k["archs"]) + [arch]))
     bad = [a for a in archs if a not in ARCHS]
     if bad:
@@ -250,9 +286,6 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     try:
         (tmp / "profiles").mkdir()
         suffix = ".traceg" + (f".{k['compress']}" if k["compress"] else "")
-        rngs = {a: _arch_rng(seed, a) for a in archs}
-        caches = {a: None for a in archs}
-        cfg = TimingConfig()
         rows = {a: [] for a in archs}
         files = []
         it = range(len(launches))
@@ -260,23 +293,41 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
             from tqdm import tqdm
             it = tqdm(it, desc=f"synth {name}", unit="kernel", file=sys.stderr)
         window = int(k["batch_window"])
-        done: list[Interpreted] = []
-        for i in it:
-            if i % window == 0:
-                done = interpret(launches[i:i + window], i + 1, mem, k, n_sm)
-            L, r = launches[i], done[i % window]
-            fname = f"kernel-{i + 1}{suffix}"
-            write_kernel(r.traced, tmp / fname, values=bool(k["values"]))
-            files.append(fname)
-            work = WorkSummary(header=r.traced.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
-                               insts_scale=r.insts_scale)
-            for a in archs:
-                metrics, caches[a] = simulate(ARCHS[a], work, caches[a], rngs[a], cfg)
-                row = {"invocation": i, "kernel_name": L.name, "grid": _dim(L.grid), "block": _dim(L.block)}
-                row.update({kk: float(v) for kk, v in metrics.items()})
-                row["nregs"] = r.nregs
-                row["shmem"] = r.shmem
-                rows[a].append(row)
+        pool = None
+        if jobs >= 2:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        chain = None if pool else _TimingChain(archs, seed)
+        futures = []
+        try:
+            done: list[Interpreted] = []
+            items: list[tuple] = []
+            for i in it:
+                if i % window == 0:
+                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm)
+                L, r = launches[i], done[i % window]
+                fname = f"kernel-{i + 1}{suffix}"
+                write_kernel(r.traced, tmp / fname, values=bool(k["values"]))
+                files.append(fname)
+                work = WorkSummary(header=r.traced.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
+                                   insts_scale=r.insts_scale)
+                items.append((i, L.name, L.grid, L.block, r.nregs, r.shmem, work))
+                if len(items) == window or i == len(launches) - 1:
+                    if pool is None:
+                        futures.append(chain.run(items))
+                    else:
+                        while sum(not f.done() for f in futures) >= 2:  # bound queued samples
+                            time.sleep(0.05)
+                        futures.append(pool.submit(_timing_task, archs, int(seed), items))
+                    items = []
+            for f in futures:
+                part = f if pool is None else f.result()
+                for a in archs:
+                    rows[a].extend(part[a])
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         write_kernelslist(tmp, files)
         import pandas as pd
         for a in archs:
