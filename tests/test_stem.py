@@ -330,3 +330,12 @@ def test_groups_may_be_strings_ints_or_series(rng):
     c = stem_root(t, pd.factorize(names)[0], random_state=2)
     np.testing.assert_array_equal(a.invocations, b.invocations)
     np.testing.assert_array_equal(a.invocations, c.invocations)
+
+
+@pytest.mark.parametrize("n_groups", [3, 5000])
+def test_group_time_order_is_the_total_order(rng, n_groups):
+    from gclsampler.stem import _group_time_order
+
+    t = np.round(rng.gamma(2.0, 10.0, 20000))  # many ties
+    c = rng.integers(0, n_groups, t.size)
+    np.testing.assert_array_equal(_group_time_order(t, c, n_groups), np.lexsort((np.arange(t.size), t, c)))
