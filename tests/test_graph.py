@@ -228,3 +228,44 @@ def test_empty_warps_are_skipped_and_empty_traces_give_empty_graphs():
     assert torch.bincount(g.warp).min() > 0
     e = build_graph(make_trace([[]]))
     assert e.num_nodes == 0 and e.n_warps.tolist() == [0] and e.edge_index.shape == (2, 0)
+
+
+def _reference_memory_reads(t, cfg):
+    """Naive loop: (reading instruction, writing instruction or -1) per memory unit read."""
+    shift = {"line": 7, "sector": 5, "address": 0}[cfg.mem_granularity]
+    out = []
+    for w in range(t.n_warps):
+        last = {}
+        for k in range(int(t.warp_ptr[w]), int(t.warp_ptr[w + 1])):
+            a = t.addrs[t.addr_ptr[k]:t.addr_ptr[k + 1]]
+            if t.mem_width[k] == 0 and len(a) == 0:
+                continue
+            base = t.opcode_table[t.opcode[k]].split(".")[0]
+            space = {"STS": "S", "LDS": "S"}.get(base, "G")
+            units = sorted({int(x) >> shift for x in a})[:cfg.max_units_per_access]
+            reads = base in ("LDG", "ATOMG", "LDS")
+            writes = base in ("STG", "STS", "ATOMG")
+            for u in units:
+                if reads:
+                    out.append((k, last.get((space, u), -1)))
+            for u in units:
+                if writes:
+                    last[(space, u)] = k
+    return sorted(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), gran=st.sampled_from(["line", "sector", "address"]),
+       cap=st.integers(1, 4))
+def test_memory_versions_match_naive_reference(seed, gran, cap):
+    t = random_trace(np.random.default_rng(seed))
+    cfg = GraphConfig(max_warps=0, max_insts_per_warp=0, mem_granularity=gran, max_units_per_access=cap)
+    g = build_graph(t, cfg)
+    nt, ei, et = g.node_type, g.edge_index, g.edge_type
+    mem_var = (nt == NODE_VARIABLE) & (g.token >= VARIABLE_VOCAB.index("MEM.GLOBAL"))
+    writer = torch.full((g.num_nodes,), -1, dtype=torch.long)
+    wr = ei[:, et == W]
+    writer[wr[1]] = wr[0]
+    rd = ei[:, (et == R) & mem_var[ei[0]]]
+    got = sorted(zip(rd[1].tolist(), writer[rd[0]].tolist()))
+    assert got == _reference_memory_reads(t, cfg)
