@@ -39,7 +39,7 @@ import torch
 from torch_geometric.data import Data
 
 from gclsampler.errors import GclError, located
-from gclsampler.graph import FORMAT_VERSION, GraphConfig, build_graph
+from gclsampler.graph import FORMAT_VERSION, GraphBuildError, GraphConfig, build_graph
 
 __all__ = ["GraphDataset", "make_loader", "GraphCacheError", "CACHE_VERSION", "save_graph_bytes",
            "load_graph_bytes"]
@@ -218,6 +218,16 @@ def _build_one(trace_path: str, cfg_dict: dict, cache_root: str, key: str) -> tu
     return h, n_insts, time.perf_counter() - t0
 
 
+def _build_task(trace_path: str, cfg_dict: dict, cache_root: str, key: str) -> tuple[str, int, float]:
+    """Pool entry point: GclError subclasses with custom constructors (TraceFormatError) do
+    not unpickle in the parent, so they cross the process boundary as GraphBuildError with
+    the same located message."""
+    try:
+        return _build_one(trace_path, cfg_dict, cache_root, key)
+    except GclError as exc:
+        raise GraphBuildError(str(exc)) from None
+
+
 def _worker_init() -> None:
     torch.set_num_threads(1)
 
@@ -277,7 +287,7 @@ class GraphDataset(torch.utils.data.Dataset):
                 ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
                 with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
                                          initializer=_worker_init) as pool:
-                    futs = {pool.submit(_build_one, self._trace_paths[i], cfg_dict, str(self.cache_dir),
+                    futs = {pool.submit(_build_task, self._trace_paths[i], cfg_dict, str(self.cache_dir),
                                         self._keys[i]): i for i in todo}
                     for fut in as_completed(futs):
                         h, ni, _ = fut.result()

@@ -148,3 +148,19 @@ def test_changed_trace_is_rebuilt_even_with_hash_memo(wl):
     assert _equal(b[0], a[0])
     c = GraphDataset(wl, CFG, workers=1, progress=False, rehash=True)
     assert c.stats["built"] == 0 and c.inv_to_graph.tolist() == b.inv_to_graph.tolist()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_bad_trace_raises_one_located_error_and_leaves_no_entry(tmp_path, workers):
+    from gclsampler.errors import GclError
+
+    wl = _workload(tmp_path / "wl", [1, 2, 3])
+    p = wl / "kernel-2.traceg"
+    lines = p.read_text().splitlines()
+    body = next(i for i, l in enumerate(lines) if l.startswith("insts"))
+    lines[body + 1] = "0010 ffffffff 1 R1 NOT A VALID LINE"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(GclError, match="kernel-2.traceg"):
+        GraphDataset(wl, CFG, workers=workers, progress=False)
+    idx = wl / ".graph-cache" / "v1" / "index"
+    assert len(list(idx.glob("*.json"))) <= 2  # never an entry for the bad trace
