@@ -1,9 +1,10 @@
 """The ``gclsampler`` console command: one-shot tools around the Hydra pipeline.
 
 Each command group lives in its own module under ``gclsampler.cli`` and exposes
-``register(subparsers)``; the module is imported only when its group is listed
-here, so a broken optional dependency of one group cannot break the others'
-``--help``. Errors derived from ``GclError`` become one line on stderr and exit 2.
+``register(parser)``. Only the group being run is imported: some groups need torch,
+whose import costs seconds, and ``gclsampler --help`` or ``gclsampler trace info``
+should not pay for it. Errors derived from ``GclError`` become one line on stderr
+and exit 2.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser when ``only`` is None (imports every group), else just that group's."""
     parser = argparse.ArgumentParser(
         prog="gclsampler",
         description=(
@@ -37,19 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="group", metavar="COMMAND")
     sub.required = True
     for name, (module, help_text) in GROUPS.items():
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue  # group not built yet
         group = sub.add_parser(name, help=help_text, description=help_text)
-        mod.register(group)
+        if only is None or only == name:
+            importlib.import_module(module).register(group)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    group = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=group if group in GROUPS else "")
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
