@@ -1,8 +1,7 @@
 """Wall time of `gclsampler.synth.generate` (SYNTHETIC workloads).
 
 Prints seconds per invocation for a reduced phi2 with the timing model in a worker
-process (jobs=2) against the in-process baseline (jobs=1) measured in the same run,
-plus the share of time spent interpreting, writing traces and in the timing model.
+process (jobs=2) against the in-process baseline (jobs=1) measured in the same run.
 
     python bench/synth_generate.py [layers=2 decode=7 ...]
 """
