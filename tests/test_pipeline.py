@@ -118,3 +118,13 @@ def test_summarize_sweep(tmp_path):
     assert list(t["final_val_loss"]) == [1.3, 1.5]
     md = (tmp_path / "sweep_summary.md").read_text()
     assert "augment=drops" in md and md.index("augment=drops") < md.index("augment=default")
+
+
+def test_hydra_group_slurm_launcher_and_sweep_callback():
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith("SlurmLauncher")
+    assert cfg.hydra.launcher.cpus_per_task == 8
+    from hydra.utils import get_class
+
+    assert get_class(cfg.hydra.callbacks.sweep_summary._target_).__name__ == "SweepSummaryCallback"
