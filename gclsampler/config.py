@@ -33,6 +33,10 @@ try:
     from gclsampler.stem import StemConfig
 except ImportError:  # pragma: no cover
     StemConfig = None  # type: ignore[assignment,misc]
+try:
+    from gclsampler.samplers import SamplerConfig
+except ImportError:  # pragma: no cover
+    SamplerConfig = None  # type: ignore[assignment,misc]
 
 
 def _typed(cls):
@@ -71,6 +75,7 @@ class PathsConfig:
 _graph_field, _GraphT = _typed(GraphConfig)
 _cluster_field, _ClusterT = _typed(ClusterConfig)
 _stem_field, _StemT = _typed(StemConfig)
+_sampler_field, _SamplerT = _typed(SamplerConfig)
 
 
 @dataclass
@@ -86,7 +91,7 @@ class RootConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     cluster: _ClusterT = _cluster_field  # type: ignore[valid-type]
     stem: _StemT = _stem_field  # type: ignore[valid-type]
-    sampler: Dict[str, Any] = field(default_factory=dict)
+    sampler: _SamplerT = _sampler_field  # type: ignore[valid-type]
     paths: PathsConfig = field(default_factory=PathsConfig)
     seed: int = 0
     workers: int = 2

@@ -168,6 +168,9 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
 
     t = time.perf_counter()
     wdir = ensure_workload(cfg)
+    post_enabled = bool(cfg.get("post_embedding", True))
+    # read profile.csv now, so a bad profile fails before minutes of training, not after
+    workload = _load_workload(wdir) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
@@ -188,9 +191,10 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     atomic_save_npy(emb, out_dir / "embeddings.npy")
     timings["embed_s"] = round(time.perf_counter() - t, 3)
 
-    workload = _load_workload(wdir, emb)
+    if workload is not None:
+        workload.embeddings = emb
     t = time.perf_counter()
-    post = run_post_embedding(cfg, workload, emb, out_dir) if cfg.get("post_embedding", True) else {}
+    post = run_post_embedding(cfg, workload, emb, out_dir) if post_enabled else {}
     timings["post_s"] = round(time.perf_counter() - t, 3)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
 
@@ -209,23 +213,45 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     return summary
 
 
-def _load_workload(wdir: Path, emb: np.ndarray):
+def _load_workload(wdir: Path):
+    """The workload's profile and metadata; the plan and its report need them."""
     from gclsampler.workload import Workload
 
-    try:
-        return Workload.load(wdir, embeddings=emb)
-    except (GclError, OSError) as exc:
-        log.warning("could not load %s as a Workload (%s); post-embedding stages get None", wdir, exc)
-        return None
+    if not (wdir / "profile.csv").exists():
+        raise PipelineError(f"{wdir / 'profile.csv'}: missing; the plan needs kernel names and times "
+                            "(import one with `gclsampler profile import`, or set post_embedding=false)")
+    return Workload.load(wdir)
 
 
-# =============================================================================================
-# POST-EMBEDDING HOOK (clustering -> sampling plan -> report).
-# The coordinator wires gclsampler.cluster / gclsampler.plan / gclsampler.evaluate here.
-# Contract: takes the composed config, the Workload (embeddings attached, may be None when the
-# profile could not be read), the (N, 256) float32 embeddings and the run directory; writes
-# clusters.csv / plan.json / report.md there; returns a small JSON-able summary for run.json.
-# Until it is wired it does nothing.
-# =============================================================================================
 def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_dir: Path) -> dict:
-    return {}
+    """Cluster the embeddings, write the sampling plan and score it against ground truth.
+
+    Writes ``plan.json``, ``clusters.csv`` and ``silhouette.csv`` (gclsampler.samplers),
+    then ``report.md``, ``results.csv`` and plots (gclsampler.evaluate) scored on the
+    workload's own profile and every ``profiles/<arch>.csv`` it has. Returns the plan
+    summary plus the plan's error and speedup on the workload's own arch, which the
+    sweep summary compares across settings.
+    """
+    from gclsampler.evaluate import write_workload_report
+    from gclsampler.plan import SamplingPlan
+    from gclsampler.samplers import run_plan_stage
+
+    summary = run_plan_stage(workload, cfg.sampler, cfg.cluster, out_dir, int(cfg.seed))
+    plan = SamplingPlan.load(out_dir / "plan.json")
+    labels = None
+    clusters_csv = out_dir / "clusters.csv"
+    if clusters_csv.exists():
+        import pandas as pd
+
+        labels = {plan.method: pd.read_csv(clusters_csv)["cluster"].to_numpy()}
+    write_workload_report(workload, plan, out_dir, labels=labels, silhouette=out_dir / "silhouette.csv")
+    results = out_dir / "results.csv"
+    if results.exists():
+        import pandas as pd
+
+        df = pd.read_csv(results)
+        own = df[df["arch"] == (workload.arch or "native")]
+        if len(own):
+            summary["error_pct"] = float(own["error_cycles"].iloc[0])
+            summary["speedup"] = float(own["speedup"].iloc[0])
+    return summary
