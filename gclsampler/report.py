@@ -225,7 +225,7 @@ def plot_silhouette(curves: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("silhouette score")
     ax.set_title("silhouette curve (★ = max)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     out = _savefig(fig, path)
     plt.close(fig)
     return out
