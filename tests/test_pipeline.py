@@ -15,7 +15,7 @@ import gclsampler.config  # noqa: F401  registers the schema
 
 CONF = str(Path(__file__).resolve().parents[1] / "conf")
 TINY = ["debug=default", "workload.synth.prompt=2", "workload.synth.decode=1", "workload.synth.trace_cap=16",
-        "workload.synth.sample_cap=16", "train.epochs=1", "train.threads=1", "post_embedding=false"]
+        "workload.synth.sample_cap=16", "train.epochs=1", "train.threads=1"]
 
 
 def compose_cfg(overrides):
@@ -77,6 +77,28 @@ def test_tiny_pipeline_end_to_end(tiny_run):
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["synthetic"] is True and meta["invocations"] == n
     assert OmegaConf.load(run_dir / "config.yaml").train.epochs == 1
+
+
+def test_tiny_pipeline_writes_plan_clusters_and_report(tiny_run):
+    import pandas as pd
+
+    from gclsampler.plan import SamplingPlan
+
+    _, root, summary = tiny_run
+    run_dir = root / "run"
+    plan = SamplingPlan.load(run_dir / "plan.json")  # validates: every invocation accounted for
+    clusters = pd.read_csv(run_dir / "clusters.csv")
+    n = summary["invocations"]
+    assert plan.n_invocations == n and plan.weights.sum() == pytest.approx(n)
+    assert plan.method == "gcl" and plan.synthetic
+    assert list(clusters["invocation"]) == list(range(n))
+    # the representative of each cluster is its first invocation (paper 3.4)
+    first = clusters.groupby("cluster")["invocation"].min().sort_values().to_numpy()
+    assert sorted(plan.invocations.tolist()) == sorted(first.tolist())
+    report = (run_dir / "report.md").read_text()
+    assert "SYNTHETIC" in report
+    post = summary["post_embedding"]
+    assert post["n_samples"] == len(plan.samples) and post["speedup"] >= 1.0 and post["error_pct"] >= 0.0
 
 
 def test_existing_workload_is_reused_and_stale_one_resynthesized(tiny_run):
