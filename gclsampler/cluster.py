@@ -73,6 +73,9 @@ class ClusterConfig:
     fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
     representative: str = "first"  # first | medoid | random
     normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
+    # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
+    # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
+    launch_weight: float = 2.0
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
         def bad(key: str, msg: str) -> ClusterConfigError:
@@ -92,6 +95,8 @@ class ClusterConfig:
         for key in ("sample_size", "fit_size"):
             if getattr(self, key) < 3:
                 raise bad(key, f"must be >= 3, got {getattr(self, key)}")
+        if not (self.launch_weight >= 0 and math.isfinite(self.launch_weight)):
+            raise bad("launch_weight", f"must be a finite number >= 0, got {self.launch_weight}")
         if self.representative not in REPRESENTATIVES:
             raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
         return self

@@ -21,6 +21,7 @@ import copy
 import hashlib
 import importlib
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Mapping
 
 import numpy as np
@@ -58,6 +59,58 @@ def _embeddings_of(workload, method: str) -> np.ndarray:
     if emb.ndim != 2 or emb.shape[0] != n:
         raise SamplerError(f"{where}: embeddings: shape {emb.shape}, expected ({n}, dims) for {n} invocations")
     return emb
+
+
+def _parse_dims(col) -> np.ndarray:
+    """``"(x,y,z)"`` strings of profile.csv as an (N, 3) int array."""
+    return np.array([[int(v) for v in str(d).strip("()").split(",")] for d in col], dtype=np.float64)
+
+
+def launch_features(workload) -> np.ndarray | None:
+    """Per-invocation launch shape: log2 of CTAs, threads per CTA, shared memory, registers.
+
+    Why: graphs are built from capped traces (instructions per warp, warps per graph) and
+    read out by mean pooling, so two launches of one kernel that differ only in grid size
+    or loop trip count can get the same graph and embedding, while their times differ by
+    orders of magnitude (a decode GEMV for q_proj vs lm_head). The launch shape is in
+    every trace header, costs nothing to read, and tells those apart. Read from the trace
+    headers when the workload has traces, else from profile.csv's grid/block columns;
+    None when it has neither (an in-memory table without launch columns).
+    """
+    root = getattr(workload, "root", None)
+    if root is not None and (Path(root) / "kernelslist.g").exists():
+        from gclsampler.trace import list_invocations
+
+        heads = [i.header for i in list_invocations(root)]
+        f = np.array([[h.n_ctas, h.threads_per_cta, h.shmem, h.nregs] for h in heads], dtype=np.float64)
+    elif {"grid", "block"} <= set(workload.profile.columns):
+        prof = workload.profile
+        grid, block = _parse_dims(prof["grid"]), _parse_dims(prof["block"])
+        extra = [prof[c].to_numpy(dtype=np.float64) if c in prof.columns else np.zeros(len(prof))
+                 for c in ("shmem", "nregs")]
+        f = np.column_stack([grid.prod(1), block.prod(1), *extra])
+    else:
+        return None
+    if f.shape[0] != workload.n_invocations:
+        raise SamplerError(f"{getattr(workload, 'name', 'workload')}: traces list {f.shape[0]} invocations, "
+                           f"profile.csv {workload.n_invocations}")
+    return np.log2(np.nan_to_num(f, nan=0.0) + 1.0)
+
+
+def clustering_input(emb: np.ndarray, launch: np.ndarray | None, weight: float) -> np.ndarray:
+    """Embeddings with the standardised launch block appended.
+
+    The block is scaled so that its total variance is ``weight**2`` times the embeddings'
+    total variance: ``weight`` then means the same thing whatever the embedding scale is.
+    """
+    if launch is None or weight <= 0:
+        return emb
+    sd = launch.std(axis=0)
+    varies = sd > 1e-9  # a constant column's std is rounding noise, not signal
+    z = np.where(varies, (launch - launch.mean(axis=0)) / np.where(varies, sd, 1.0), 0.0)
+    active = max(int(varies.sum()), 1)
+    scale = weight * float(np.sqrt(np.asarray(emb, dtype=np.float64).var(axis=0).sum())) / np.sqrt(active)
+    return np.hstack([emb, (scale * z).astype(emb.dtype, copy=False)])
 
 
 _MEMO: dict[tuple, ClusterResult] = {}
@@ -113,7 +166,9 @@ class GclSampler(Sampler):
     def _cluster(self, workload) -> ClusterResult:
         cfg = ClusterConfig.from_any(self.cluster, "cluster")
         self.cluster_config_ = cfg
-        res = _cached_clustering(_embeddings_of(workload, self.name), cfg, self._cluster_seed())
+        emb = _embeddings_of(workload, self.name)
+        launch = launch_features(workload) if cfg.launch_weight > 0 else None
+        res = _cached_clustering(clustering_input(emb, launch, cfg.launch_weight), cfg, self._cluster_seed())
         self.result_ = res
         self.labels_ = res.labels
         self.k_ = res.k

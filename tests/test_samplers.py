@@ -200,3 +200,41 @@ def test_gcl_plan_accounts_for_every_invocation(n, groups, seed):
     plan = s.fit(Workload("prop", prof, embeddings=emb))
     assert plan.weights.sum() == pytest.approx(n)
     assert sorted(plan.invocations.tolist()) == [int(np.flatnonzero(s.labels_ == c)[0]) for c in range(s.k_)]
+
+
+def _same_code_two_grids(n=60):
+    """SYNTHETIC: one kernel whose graphs (so embeddings) are identical, launched with two grid
+    sizes whose times differ 20x: what capped traces plus mean pooling cannot tell apart."""
+    rng = np.random.default_rng(3)
+    big = (np.arange(n) % 3) == 0
+    emb = np.tile(rng.normal(size=(1, 8)), (n, 1)).astype(np.float32) + rng.normal(size=(n, 8)).astype(np.float32) * 1e-3
+    times = np.where(big, 2000.0, 100.0) * rng.uniform(0.98, 1.02, n)
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": "gemv", "grid": np.where(big, "(400,1,1)", "(20,1,1)"),
+                         "block": "(128,1,1)", "time_ns": times, "cycles": times})
+    return Workload("two_grids", prof, synthetic=True, embeddings=emb), big
+
+
+def test_launch_shape_separates_launches_the_embeddings_cannot():
+    from gclsampler.evaluate import score_plan
+
+    w, big = _same_code_two_grids()
+    paper = GclSampler(cluster=dict(SMALL, launch_weight=0.0)).fit(w)
+    shaped_s = GclSampler(cluster=dict(SMALL, launch_weight=2.0))
+    shaped = shaped_s.fit(w)
+    # with the launch block the two grid sizes never share a cluster
+    assert not (set(shaped_s.labels_[big]) & set(shaped_s.labels_[~big]))
+    assert score_plan(shaped, w.profile)["error_cycles"] < 5.0
+    assert score_plan(paper, w.profile)["error_cycles"] > score_plan(shaped, w.profile)["error_cycles"]
+
+
+def test_launch_features_from_profile_columns_and_scaling():
+    w, big = _same_code_two_grids()
+    f = S.launch_features(w)
+    assert f.shape == (w.n_invocations, 4)
+    np.testing.assert_allclose(f[big, 0], np.log2(401)) and np.testing.assert_allclose(f[~big, 0], np.log2(21))
+    emb = np.asarray(w.embeddings, dtype=np.float64)
+    x = S.clustering_input(emb, f, 2.0)
+    block = x[:, emb.shape[1]:]
+    # the launch block carries weight**2 times the embeddings' total variance
+    assert block.var(axis=0).sum() == pytest.approx(4.0 * emb.var(axis=0).sum(), rel=1e-6)
+    assert S.clustering_input(emb, f, 0.0) is emb
