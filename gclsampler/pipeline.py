@@ -170,7 +170,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     wdir = ensure_workload(cfg)
     post_enabled = bool(cfg.get("post_embedding", True))
     # read profile.csv now, so a bad profile fails before minutes of training, not after
-    workload = _load_workload(wdir) if post_enabled else None
+    workload = _load_workload(wdir, str(cfg.workload.name)) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
@@ -213,14 +213,16 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     return summary
 
 
-def _load_workload(wdir: Path):
-    """The workload's profile and metadata; the plan and its report need them."""
+def _load_workload(wdir: Path, name: str):
+    """The workload's profile and metadata, named as the config names it (plan.json's ``workload``)."""
     from gclsampler.workload import Workload
 
     if not (wdir / "profile.csv").exists():
         raise PipelineError(f"{wdir / 'profile.csv'}: missing; the plan needs kernel names and times "
                             "(import one with `gclsampler profile import`, or set post_embedding=false)")
-    return Workload.load(wdir)
+    workload = Workload.load(wdir)
+    workload.name = name
+    return workload
 
 
 def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_dir: Path) -> dict:

@@ -365,8 +365,9 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "",
         "Definitions: error = |C_full − Σ w·C| / C_full (GCL-Sampler eq. 5) on `cycles`; rate metrics compare the "
         "weighted mean Σ w·M / N with the true per-invocation mean; speedup = Σ time_ns(all) / Σ time_ns(sampled) "
-        "(eq. 6) on the evaluated arch; *sim* = simulated invocations. Stochastic methods: mean over "
-        f"{int(results.loc[results['stochastic'], 'seed'].nunique()) if results['stochastic'].any() else 0} seeds. "
+        "(eq. 6) on the evaluated arch; *sim* = simulated invocations. "
+        + (f"Stochastic methods: mean over {int(results.loc[results['stochastic'], 'seed'].nunique())} seeds. "
+           if results["stochastic"].any() else "") +
         "Errors are arithmetic means. `SU` and *AVG (arith.)* are arithmetic means (GCL-Sampler's averaging); "
         "*speedup h-mean* is the harmonic mean over workloads of per-workload harmonic means over seeds "
         "(STEM+ROOT's averaging).",
