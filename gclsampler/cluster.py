@@ -34,13 +34,13 @@ import io
 import math
 import os
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 
 REPRESENTATIVES = ("first", "medoid", "random")
@@ -505,16 +505,7 @@ def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_
 
 
 def _atomic_write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(path, text, newline="")
 
 
 def write_clusters_csv(path: str | Path, labels: np.ndarray, kernel_names: Sequence[str]) -> Path:

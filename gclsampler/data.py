@@ -26,7 +26,6 @@ import json
 import multiprocessing as mp
 import os
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -38,6 +37,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from gclsampler._atomic import write_bytes_atomic
 from gclsampler.errors import GclError, located
 from gclsampler.graph import FORMAT_VERSION, GraphBuildError, GraphConfig, build_graph
 
@@ -139,18 +139,7 @@ def _trace_digest(path: Path, memo_dir: Path, rehash: bool) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_bytes_atomic(path, data)
 
 
 def _config_fingerprint(cfg: GraphConfig) -> str:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 
 PLAN_FORMAT = "gclsampler-plan/1"
@@ -129,16 +128,7 @@ class SamplingPlan:
         """Validate, then write atomically (temp file in the same directory, then rename)."""
         path = Path(path)
         self.validate(str(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_text_atomic(path, self.to_json())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "plan") -> "SamplingPlan":

@@ -23,15 +23,14 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
+from gclsampler._atomic import atomic_path
 from gclsampler.errors import GclError, located
 
 __all__ = [
@@ -269,15 +268,8 @@ def write_profile(df: pd.DataFrame, path: str | Path) -> Path:
         v = table[col].to_numpy(dtype=np.float64)
         if v.size and not np.isnan(v).any() and np.all(v == np.round(v)) and np.abs(v).max() < 2**62:
             table[col] = v.astype(np.int64)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            table.to_csv(fh, index=False, lineterminator="\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        table.to_csv(fh, index=False, lineterminator="\n")
     return path
 
 

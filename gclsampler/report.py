@@ -10,13 +10,12 @@ synthetic workloads says so in its first lines.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from gclsampler._atomic import atomic_path, write_text_atomic
 from gclsampler.evaluate import RATE_METRICS, method_sort_key, summarize, suite_averages
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
@@ -26,31 +25,11 @@ SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthet
                     "`gclsampler.synth`, not from hardware measurements.")
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def _savefig(fig, path: Path) -> Path:
     """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".png", make_parents=False) as tmp:  # matplotlib picks the format from it
         fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

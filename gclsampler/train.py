@@ -26,7 +26,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
+from gclsampler._atomic import atomic_path, write_text_atomic
 from gclsampler.augment import AugmentConfig, augment_batch
 from gclsampler.errors import GclError
 from gclsampler.loss import symmetric_info_nce
@@ -164,41 +164,17 @@ def _loss(model: GCLModel, graphs: Sequence[Data], aug: AugmentConfig, gen: torc
 
 
 def _atomic_save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
 
 
 def atomic_save_npy(arr: np.ndarray, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npy")
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".npy") as tmp:  # np.save appends .npy to any other name
         np.save(tmp, arr)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_log(rows: list[dict], path: Path) -> None:

@@ -13,11 +13,11 @@ import gzip
 import io
 import lzma
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from gclsampler._atomic import write_bytes_atomic as _write_bytes_atomic
 from gclsampler.trace import _fmt as F
 from gclsampler.trace import _text as T
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace, reg_name
@@ -261,7 +261,7 @@ def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None =
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Compress by suffix and write via a temp file in the same directory + ``os.replace``."""
+    """Compress by suffix, then write atomically (``gclsampler._atomic``: temp file + ``os.replace``)."""
     p = str(path)
     if p.endswith(".gz"):
         bio = io.BytesIO()
@@ -274,19 +274,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
         import zstandard
 
         data = zstandard.ZstdCompressor(level=3).compress(data)
-    d = os.path.dirname(os.path.abspath(p))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(p))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _write_bytes_atomic(p, data)
 
 
 def write_kernel(trace: KernelTrace, path: str | os.PathLike, *, values: bool = True) -> Path:

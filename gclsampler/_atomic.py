@@ -1,0 +1,69 @@
+"""Atomic file writes: a temp file in the same directory, then ``os.replace``.
+
+Why: every file gclsampler writes (plans, profiles, cache entries, checkpoints, traces,
+reports) is later read back and trusted. A process killed mid-write, or an exception
+raised by the serialiser half way through, must never leave a truncated file under the
+final name that a later run reads as valid. Writing to a temp file in the *same*
+directory (same filesystem, so the rename is atomic) and renaming it onto the target
+only after the write completed gives readers either the old file or the new one,
+never a mixture. On failure the temp file is removed, so no debris is left behind.
+
+Scope: this guards against crashes and errors of the writing process. There is no
+``fsync``, so a power loss or kernel crash can still lose the newest write on some
+filesystems (the old content or an empty file may be seen afterwards).
+
+The temp file is created by ``tempfile.mkstemp`` (mode 0600), and the target keeps
+that mode after the rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: bool = True) -> Iterator[str]:
+    """Yield a temp path next to ``path``; rename it onto ``path`` if the block succeeds.
+
+    The temp file already exists (empty) when the block starts; write it by name
+    (``np.save``, ``torch.save``, ``fig.savefig``, ``open(tmp, "w")``). If the block
+    raises (any ``BaseException``, KeyboardInterrupt included) the temp file is removed
+    and ``path`` is left exactly as it was. ``suffix`` is the temp file's ending: writers
+    that pick a format from it (matplotlib) or append one (``np.save`` adds ``.npy``)
+    need the real extension. ``make_parents`` creates missing parent directories.
+    """
+    path = Path(path)
+    if make_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # never hide the original error behind a cleanup one
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module docstring for why)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    return Path(path)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, newline: str | None = None,
+                      encoding: str | None = None) -> Path:
+    """Write ``text`` to ``path`` atomically; ``newline``/``encoding`` as for ``open``."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline=newline, encoding=encoding) as fh:
+            fh.write(text)
+    return Path(path)
