@@ -27,6 +27,7 @@ import numpy as np
 
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, plan_from_labels
+from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
 
 __all__ = [
     "BaselineError",
@@ -40,23 +41,6 @@ __all__ = [
     "sieve_tiers",
     "allegro_m_min",
     "allegro_partition",
-]
-
-# Same names as gclsampler.profile.PKA_METRICS (PKA paper Table 2); repeated here so the
-# baselines import without the profile stage (tests build profiles in memory).
-_PKA_METRICS: list[str] = [
-    "pka_coalesced_global_loads",
-    "pka_coalesced_global_stores",
-    "pka_coalesced_local_loads",
-    "pka_thread_global_loads",
-    "pka_thread_global_stores",
-    "pka_thread_local_loads",
-    "pka_thread_shared_loads",
-    "pka_thread_shared_stores",
-    "pka_thread_global_atomics",
-    "pka_instructions",
-    "pka_divergence_efficiency",
-    "pka_thread_blocks",
 ]
 
 
@@ -168,7 +152,7 @@ class PkaSampler(Sampler):
             raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
         if not (0 < self.pca_variance <= 1):
             raise BaselineError(f"pka: pca_variance: must be in (0, 1], found {self.pca_variance!r}")
-        x = np.column_stack([_column(workload, m, "pka") for m in _PKA_METRICS])
+        x = np.column_stack([_column(workload, m, "pka") for m in PKA_METRICS])
         cycles = _column(workload, "cycles", "pka")
         n = x.shape[0]
         std = x.std(axis=0)
