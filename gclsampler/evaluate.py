@@ -111,24 +111,14 @@ def score_plan(plan: SamplingPlan, truth, where: str = "ground truth") -> dict[s
 
 
 def _registry() -> dict[str, type[Sampler]]:
-    """Every sampler class we can find; modules still being written are skipped."""
-    from gclsampler.baselines import BASELINES
+    """A copy of ``gclsampler.samplers.SAMPLERS``, the one registry of sampling methods.
 
-    reg: dict[str, type[Sampler]] = dict(BASELINES)
-    try:
-        from gclsampler.stem import StemRootSampler
+    That module registers gcl, gcl_stem, stem_root and the baselines; ``register_sampler``
+    adds more. Imported lazily (it pulls in clustering), copied so callers may extend it.
+    """
+    from gclsampler.samplers import SAMPLERS
 
-        reg["stem_root"] = StemRootSampler
-    except ImportError:
-        pass
-    try:
-        from gclsampler.samplers import SAMPLERS
-
-        for k, v in SAMPLERS.items():
-            reg.setdefault(k, v)
-    except ImportError:
-        pass
-    return reg
+    return dict(SAMPLERS)
 
 
 def make_sampler(method: str, params: dict[str, Any] | None = None, seed: int = 0) -> Sampler:
