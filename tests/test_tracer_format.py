@@ -151,3 +151,25 @@ def test_cpp_formatter_round_trips_through_python_reader(format_test, tmp_path, 
             else:
                 np.testing.assert_array_equal(got.astype(np.uint64), inst["values"])
     assert seen == set(expected)
+
+
+def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
+    """The layout gcl_tracer.so writes (compressed raw traces named in `kernelslist`, Memcpy
+    lines between them) is what `gclsampler trace group` turns into a workload directory."""
+    import zstandard
+
+    from gclsampler.trace import list_invocations
+    from gclsampler.trace.workload import group_raw_dir
+
+    expected, text = _generate(5, False)
+    out = subprocess.run([str(format_test)], input=text, capture_output=True, text=True, check=True).stdout
+    raw = tmp_path / "traces"
+    raw.mkdir()
+    (raw / "kernel-7.trace.zst").write_bytes(zstandard.ZstdCompressor().compress(out.encode()))
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x00007f0000000000,4096\nkernel-7.trace.zst\n")
+    group_raw_dir(raw, tmp_path / "wl")
+    (info,) = list_invocations(tmp_path / "wl")
+    assert info.header.kernel_id == 7 and info.path.endswith(".traceg")
+    grouped = read_kernel(tmp_path / "wl" / info.path)
+    direct = read_kernel(raw / "kernel-7.trace.zst")
+    assert grouped.n_warps == len(expected) and grouped.equals(direct)

@@ -274,12 +274,18 @@ static bool wanted(uint64_t id, const char *mangled, const char *demangled) {
   return std::regex_search(mangled, filter_re) || std::regex_search(demangled, filter_re);
 }
 
+/* Suffix of the file GCL_COMPRESS produces; kernelslist names the real file so that
+ * `gclsampler trace group` finds it. */
+static std::string compress_suffix() {
+  return opt.compress == "zstd" ? ".zst" : opt.compress == "xz" ? ".xz" : opt.compress == "gz" ? ".gz" : "";
+}
+
 static FILE *open_trace(const std::string &path, bool *piped) {
   *piped = opt.compress != "none";
   if (!*piped) return fopen(path.c_str(), "w");
-  std::string cmd = opt.compress == "zstd" ? "zstd -q -1 -o '" + path + ".zst'"
-                  : opt.compress == "xz"   ? "xz -1 -T0 > '" + path + ".xz'"
-                                           : "gzip -1 > '" + path + ".gz'";
+  std::string cmd = opt.compress == "zstd" ? "zstd -q -1 -o '" + path + "'"
+                  : opt.compress == "xz"   ? "xz -1 -T0 > '" + path + "'"
+                                           : "gzip -1 > '" + path + "'";
   return popen(cmd.c_str(), "w");
 }
 
@@ -329,7 +335,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       h.local_mem_base_addr = nvbit_get_local_mem_base_addr(ctx);
       h.nvbit_version = NVBIT_VERSION;
       h.lineinfo = opt.lineinfo != 0;
-      std::string file = "kernel-" + std::to_string(invocation_id) + ".trace";
+      std::string file = "kernel-" + std::to_string(invocation_id) + ".trace" + compress_suffix();
       pthread_mutex_lock(&launch_mu);
       cur = Launch();
       cur.out = open_trace(opt.dir + "/" + file, &cur.piped);
