@@ -121,7 +121,8 @@ class SamplingPlan:
         }
 
     def to_json(self) -> str:
-        """Canonical text: sorted samples and keys, fixed float repr, so equal plans are equal bytes."""
+        """Canonical text (samples by invocation, clusters by id, keys in contract order, repr floats),
+        so equal plans are equal bytes."""
         return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False) + "\n"
 
     def save(self, path: str | Path) -> Path:
