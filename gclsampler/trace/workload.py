@@ -132,11 +132,53 @@ def _check_limits(t: KernelTrace, path: str) -> None:
                 f"accepts at most {lim}")
 
 
-def accelsim_text(t: KernelTrace) -> bytes:
-    """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid."""
+def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
+    """Append an ``EXIT`` to every warp whose trace stops before one.
+
+    Traces capped at N instructions per warp (GCL_MAX_INSTS_PER_WARP, synth's
+    ``trace_cap``) end mid-program. Accel-Sim retires a warp only when it executes
+    EXIT; a warp whose trace runs out first makes the simulator fetch past the end
+    and crash (segfault in the scheduler). The EXIT takes the warp's last PC + 16 and
+    last active mask.
+    """
     import dataclasses
 
-    t = _strip_for_accelsim(t)
+    if t.n_insts == 0:
+        return t
+    lens = np.diff(t.warp_ptr)
+    last = (t.warp_ptr[1:] - 1)[lens > 0]
+    base = np.array([op.split(".")[0] for op in t.opcode_table])
+    open_ = last[base[t.opcode[last]] != "EXIT"]
+    if open_.size == 0:
+        return t
+    table = t.opcode_table
+    if "EXIT" not in table:
+        table = table + ("EXIT",)
+    exit_id = table.index("EXIT")
+    at = open_ + 1  # insert after the warp's last instruction
+
+    def ins(a, v):
+        return np.insert(a, at, v, axis=0)
+
+    n_addr = np.diff(t.addr_ptr)
+    addr_ptr = np.zeros(t.n_insts + open_.size + 1, dtype=t.addr_ptr.dtype)
+    np.cumsum(ins(n_addr, 0), out=addr_ptr[1:])
+    warp_ptr = t.warp_ptr.copy()
+    warp_ptr[1:] += np.searchsorted(open_, t.warp_ptr[1:] - 1, side="right")  # EXITs added up to each end
+    return dataclasses.replace(
+        t, warp_ptr=warp_ptr, pc=ins(t.pc, t.pc[open_] + 16), mask=ins(t.mask, t.mask[open_]),
+        opcode=ins(t.opcode, exit_id), opcode_table=table, dst=ins(t.dst, NO_REG), src=ins(t.src, NO_REG),
+        mem_width=ins(t.mem_width, 0), addr_ptr=addr_ptr,
+        line_num=None if t.line_num is None else ins(t.line_num, t.line_num[open_]),
+        imm=None if t.imm is None else ins(t.imm, 0), value_ptr=None, values=None)
+
+
+def accelsim_text(t: KernelTrace) -> bytes:
+    """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid, warps cut off by
+    an instruction cap get their EXIT."""
+    import dataclasses
+
+    t = _close_truncated_warps(_strip_for_accelsim(t))
     _check_limits(t, t.source or t.header.name)
     cta = t.warp_cta
     if cta.shape[0]:

@@ -1,0 +1,64 @@
+"""export-accelsim closes warps that a per-warp instruction cap cut off before their EXIT.
+
+Accel-Sim retires a warp only on EXIT; a trace that runs out first crashes its scheduler
+(found by running synthetic phi2 exports through Accel-Sim's trace-driven simulator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gclsampler.trace import read_kernel, write_kernel
+from gclsampler.trace.testing import random_kernel_trace
+from gclsampler.trace.workload import accelsim_text, export_accelsim, write_kernelslist
+
+
+def _base(t, i):
+    return t.opcode_table[int(t.opcode[i])].split(".")[0]
+
+
+@given(seed=st.integers(0, 2**32 - 1), lineinfo=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_every_exported_warp_ends_in_exit_and_nothing_else_changes(seed, lineinfo, tmp_path_factory):
+    rng = np.random.default_rng(seed)
+    t = random_kernel_trace(rng, n_warps=5, max_insts=12, line_num=lineinfo, max_dst=1, max_src=4)
+    path = tmp_path_factory.mktemp("x") / "kernel-1.traceg"
+    path.write_bytes(accelsim_text(t))
+    out = read_kernel(path)
+    assert out.n_warps == t.n_warps
+    for w in range(t.n_warps):
+        a, b = t.warp_slice(w), out.warp_slice(w)
+        n_in, n_out = a.stop - a.start, b.stop - b.start
+        if n_in == 0:
+            assert n_out == 0
+            continue
+        closed = _base(t, a.stop - 1) == "EXIT"
+        assert n_out == n_in + (0 if closed else 1)
+        assert _base(out, b.stop - 1) == "EXIT"
+        # the original instructions are untouched, in order
+        np.testing.assert_array_equal(out.pc[b.start:b.start + n_in], t.pc[a])
+        np.testing.assert_array_equal(out.mask[b.start:b.start + n_in], t.mask[a])
+        got = [out.opcode_table[i] for i in out.opcode[b.start:b.start + n_in]]
+        assert got == [t.opcode_table[i] for i in t.opcode[a]]
+        np.testing.assert_array_equal(out.addrs[out.addr_ptr[b.start]:out.addr_ptr[b.start + n_in]],
+                                      t.addrs[t.addr_ptr[a.start]:t.addr_ptr[a.stop]])
+        if not closed:
+            e = b.stop - 1
+            assert int(out.pc[e]) == int(t.pc[a.stop - 1]) + 16 and int(out.mask[e]) == int(t.mask[a.stop - 1])
+            assert int(out.mem_width[e]) == 0 and (out.dst[e] < 0).all() and (out.src[e] < 0).all()
+
+
+def test_export_of_a_capped_workload_closes_its_warps(tmp_path):
+    rng = np.random.default_rng(7)
+    src = tmp_path / "wl"
+    src.mkdir()
+    t = random_kernel_trace(rng, n_warps=3, max_insts=10, max_dst=1, max_src=4, kernel_id=1)
+    write_kernel(t, src / "kernel-1.traceg")
+    write_kernelslist(src, ["kernel-1.traceg"])
+    (out_path,) = export_accelsim(src, tmp_path / "out")
+    out = read_kernel(out_path)
+    ends = [_base(out, out.warp_slice(w).stop - 1) for w in range(out.n_warps)
+            if out.warp_slice(w).stop > out.warp_slice(w).start]
+    assert ends and set(ends) == {"EXIT"}
