@@ -13,8 +13,19 @@ from hypothesis import strategies as st
 
 from gclsampler.trace import (TraceFormatError, export_accelsim, group_raw_dir, iter_kernels,
                               list_invocations, read_kernel, write_kernel, write_kernelslist)
+from gclsampler.trace import _text as T
 from gclsampler.trace.testing import random_kernel_trace
 from gclsampler.trace.types import NO_REG, reg_code
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def parser(request, monkeypatch):
+    """Every test here runs with the numba kernels and with the numpy fallback."""
+    if request.param == "numpy":
+        monkeypatch.setattr(T, "_JIT_STATE", [None])
+    elif T.compiled() is None:
+        pytest.skip("compiled parser off: numba missing or GCLSAMPLER_NO_JIT=1")
+    return request.param
 
 HEADER_V5 = """-kernel name = _Z6vecAddPfS_S_i
 -kernel id = {kid}

@@ -9,7 +9,32 @@ digit positions (at most 16-20 iterations of whole-array operations).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+_JIT_STATE: list = []
+
+
+def compiled():
+    """The numba kernels (``_jit``) or None: numba missing, or ``GCLSAMPLER_NO_JIT=1``.
+
+    Imported on first use, not at import time, so commands that never parse a
+    trace body do not pay numba's ~0.7 s import.
+    """
+    if not _JIT_STATE:
+        mod = None
+        if os.environ.get("GCLSAMPLER_NO_JIT", "") not in ("1", "true", "yes"):
+            try:
+                from gclsampler.trace import _jit as mod
+            except ImportError:  # numba absent or incompatible: the numpy versions below still work
+                mod = None
+        _JIT_STATE.append(mod)
+    return _JIT_STATE[0]
+
+
+def _i64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 # digit value of each byte for bases up to 16; 255 = not a digit
 _DIGIT = np.full(256, 255, dtype=np.uint8)
@@ -19,6 +44,43 @@ for _i, _c in enumerate(b"abcdef"):
     _DIGIT[_c] = 10 + _i
 for _i, _c in enumerate(b"ABCDEF"):
     _DIGIT[_c] = 10 + _i
+
+
+def scan(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Token starts/ends and, per line, index of its first token and its token count.
+
+    Lines end at ``\\n`` (and at the end of a buffer without a final newline).
+    """
+    jit = compiled()
+    if jit is not None:
+        return jit.scan(buf)
+    return scan_numpy(buf)
+
+
+def scan_numpy(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ts, te = tokenize(buf)
+    nl = np.flatnonzero(buf == 10)
+    if buf.size and buf[-1] != 10:
+        nl = np.append(nl, buf.size)
+    tok_end = np.searchsorted(ts, nl)  # tokens starting before each newline
+    tok0 = np.zeros(nl.shape[0], dtype=np.int64)
+    tok0[1:] = tok_end[:-1]
+    return ts, te, tok0, (tok_end - tok0).astype(np.int64)
+
+
+def line_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per line, the span from its first to one past its last non-whitespace byte (empty if blank)."""
+    jit = compiled()
+    if jit is not None:
+        return jit.line_spans(buf)
+    ts, te, tok0, ntok = scan_numpy(buf)
+    nl = np.flatnonzero(buf == 10)
+    blank_at = nl if nl.shape[0] == tok0.shape[0] else np.append(nl, buf.size)
+    has = ntok > 0
+    last = np.maximum(tok0 + ntok - 1, 0)
+    ls = np.where(has, ts[np.minimum(tok0, max(ts.size - 1, 0))] if ts.size else 0, blank_at)
+    le = np.where(has, te[last] if te.size else 0, blank_at)
+    return ls.astype(np.int64), le.astype(np.int64)
 
 
 def tokenize(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +112,18 @@ def _by_length(start: np.ndarray, length: np.ndarray, max_len: int):
 def parse_uint(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
                allow_0x: bool = False, max_digits: int | None = None,
                digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Unsigned integers in ``base`` (10 or 16) of the spans ``[start, end)``; see ``parse_uint_numpy``."""
+    jit = compiled()
+    if jit is None or digits is not None:
+        return parse_uint_numpy(buf, start, end, base, allow_0x, max_digits, digits)
+    if max_digits is None:
+        max_digits = 16 if base == 16 else 20
+    return jit.parse_uint(buf, _i64(start), _i64(end), base, bool(allow_0x), max_digits)
+
+
+def parse_uint_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
+                     allow_0x: bool = False, max_digits: int | None = None,
+                     digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Unsigned integers in ``base`` (10 or 16) of the spans ``[start, end)``.
 
     ``digits`` is an optional precomputed ``digit_values(buf)`` (saves one lookup per character).
@@ -127,19 +201,39 @@ def digit_values(buf: np.ndarray) -> np.ndarray:
 
 def parse_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray,
               digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Signed decimal integers (optional leading ``-``) as int64."""
+    """Signed decimal integers (optional leading ``-``, at most 19 digits) as int64."""
+    jit = compiled()
+    if jit is None or digits is not None:
+        return parse_int_numpy(buf, start, end, digits)
+    return jit.parse_int(buf, _i64(start), _i64(end))
+
+
+def parse_int_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray,
+                    digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     start = np.asarray(start, dtype=np.int64)
     if start.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
     neg = buf[start] == ord("-")
-    mag, ok = parse_uint(buf, start + neg, end, 10, max_digits=19, digits=digits)
+    mag, ok = parse_uint_numpy(buf, start + neg, end, 10, max_digits=19, digits=digits)
     ok &= mag <= np.uint64(2**63 - 1)
     v = mag.astype(np.int64)
     return np.where(neg, -v, v), ok
 
 
 def span_hash(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """64-bit FNV-style hash of each span, used to intern opcode strings without Python objects."""
+    """64-bit hash of each span (bytes and length), to intern opcodes and find repeated lines.
+
+    Only equality of hashes matters (which spans are the same text); the compiled
+    and numpy versions use different hash functions. With n distinct spans two
+    collide with probability ~n^2/2^65 (~1e-6 for four million distinct lines).
+    """
+    jit = compiled()
+    if jit is not None:
+        return jit.span_hash(buf, _i64(start), _i64(end))
+    return span_hash_numpy(buf, start, end)
+
+
+def span_hash_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     n = start.shape[0]
     length = end - start
     order, s, counts = _by_length(start, length, 1 << 14)
@@ -176,8 +270,24 @@ def ragged_arange(counts: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - np.repeat(ptr, counts)
 
 
+def first_occurrence(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, group)``: the first index of each distinct key in ascending order, and for
+    every row the position of its key's first index in ``reps``."""
+    jit = compiled()
+    if jit is not None:
+        return jit.first_occurrence(np.ascontiguousarray(keys, dtype=np.uint64))
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order].astype(np.int64), rank[inv.reshape(-1)].astype(np.int64)
+
+
 def ragged_take(ptr: np.ndarray, data: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Reorder a CSR ragged array (``ptr``, ``data``) by row indices ``idx``."""
+    jit = compiled()
+    if jit is not None:
+        return jit.ragged_take(_i64(ptr), data, _i64(idx))
     counts = (ptr[1:] - ptr[:-1])[idx]
     new_ptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=new_ptr[1:])
@@ -200,6 +310,14 @@ def lane_ids(mask: np.ndarray) -> np.ndarray:
 
 
 def line_hashes(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Hash of each line span; repeated lines (same bytes) get the same value. See ``span_hash``."""
+    jit = compiled()
+    if jit is not None:
+        return jit.span_hash(buf, _i64(start), _i64(end))
+    return line_hashes_numpy(buf, start, end)
+
+
+def line_hashes_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """64-bit hash of each span (bytes and length), reading 8 bytes per step.
 
     ``buf`` must have at least 8 readable bytes after the last span. Used to find

@@ -221,6 +221,35 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
 # ----------------------------------------------------------------------------- body
 
 
+class _Lines:
+    """Line view of the body: the trimmed span of every line, and the token view on demand.
+
+    The compiled parser needs only line spans. The numpy parser (no numba, or to
+    word an error the compiled one found) needs every token, which costs a full
+    tokenisation, so ``body`` is built on first use.
+    """
+
+    def __init__(self, path: str, buf: np.ndarray, line0: int):
+        self.path = path
+        self.buf = buf
+        self.line0 = line0
+        self.ls, self.le = T.line_spans(buf)
+        self.n_lines = self.ls.shape[0]
+        self._body: _Body | None = None
+
+    @property
+    def body(self) -> "_Body":
+        if self._body is None:
+            self._body = _Body(self.path, self.buf, self.line0)
+        return self._body
+
+    def fail(self, line_idx: int, field: str, message: str):
+        raise TraceFormatError(self.path, self.line0 + int(line_idx) + 1, field, message)
+
+    def text_of_line(self, li: int) -> str:
+        return bytes(self.buf[self.ls[li]:self.le[li]]).decode("utf-8", "replace")
+
+
 class _Body:
     """Token view of the body; helpers raise errors naming file:line and field."""
 
@@ -228,15 +257,8 @@ class _Body:
         self.path = path
         self.buf = buf
         self.line0 = line0
-        self.ts, self.te = T.tokenize(buf)
-        self.nl = np.flatnonzero(buf == 10)
-        if buf.size and buf[-1] != 10:
-            self.nl = np.append(self.nl, buf.size)
-        self.n_lines = self.nl.shape[0]
-        tok_end = np.searchsorted(self.ts, self.nl)  # tokens starting before each newline
-        self.line_tok0 = np.zeros(self.n_lines, dtype=np.int64)
-        self.line_tok0[1:] = tok_end[:-1]
-        self.line_ntok = tok_end - self.line_tok0
+        self.ts, self.te, self.line_tok0, self.line_ntok = T.scan(buf)
+        self.n_lines = self.line_tok0.shape[0]
         self.digits = None  # per-character lookups only for parsed (distinct) lines
 
     def fail(self, line_idx: int, field: str, message: str):
@@ -327,23 +349,23 @@ class _OpcodeTable:
         self.ids: dict[str, int] = {}
         self.names: list[str] = []
 
-    def intern(self, body: _Body, tok: np.ndarray, lines: np.ndarray) -> np.ndarray:
-        if tok.size == 0:
+    def intern(self, ctx, s: np.ndarray, e: np.ndarray, lines: np.ndarray) -> np.ndarray:
+        """Opcode ids of the spans ``[s, e)`` of ``ctx.buf``; ``lines`` name them in errors."""
+        if s.size == 0:
             return np.zeros(0, dtype=np.int32)
-        s, e = body.ts[tok], body.te[tok]
         # A 64-bit hash of (bytes, length) identifies the opcode; with at most a few
         # thousand distinct opcodes a collision has probability ~1e-13, so spans are not
         # compared byte by byte (that would double the cost of this column).
-        h = T.span_hash(body.buf, s, e)
+        h = T.span_hash(ctx.buf, s, e)
         uh, first, inv = np.unique(h, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")
         gid = np.empty(uh.shape[0], dtype=np.int32)
         for u in order.tolist():
-            text = bytes(body.buf[s[first[u]]:e[first[u]]]).decode("utf-8", "replace")
+            text = bytes(ctx.buf[s[first[u]]:e[first[u]]]).decode("utf-8", "replace")
             if not text[:1].isalpha() and not text[:1] == "_":
-                body.fail(lines[first[u]], "opcode", f"token {text!r} is not a SASS opcode")
+                ctx.fail(lines[first[u]], "opcode", f"token {text!r} is not a SASS opcode")
             gid[u] = self._id(text)
-        return gid[inv]
+        return gid[inv.reshape(-1)]
 
     def _id(self, text: str) -> int:
         i = self.ids.get(text)
@@ -389,7 +411,7 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
         dst[sel, j] = body.regs(cur[sel] + j, lines[sel], "reg_dests")
     cur += ndst
     out["dst"] = dst
-    out["opcode"] = opcodes.intern(body, cur, lines)
+    out["opcode"] = opcodes.intern(body, body.ts[cur], body.te[cur], lines)
     nsrc = body.uint(cur + 1, lines, "src_num", 10, max_value=255).astype(np.int64)
     cur += 2
     _need(body, cur, end, nsrc + 1, lines, "reg_srcs")
@@ -561,7 +583,7 @@ _CHUNK_LINES = 1 << 20
 _DEDUP_MIN_LINES = 1024
 
 
-def _parse_all(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
+def _parse_all(ctx: _Lines, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
     """Parse each distinct instruction line once, then broadcast to its repeats.
 
     Non-memory instructions repeat verbatim across warps and CTAs (same PC, mask,
@@ -572,19 +594,38 @@ def _parse_all(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix:
     """
     n = inst_lines.shape[0]
     if n >= _DEDUP_MIN_LINES and not prefix:
-        t0 = body.line_tok0[inst_lines]
-        t1 = t0 + body.line_ntok[inst_lines] - 1
-        h = T.line_hashes(body.buf, body.ts[t0], body.te[t1])
-        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        if first.size < 0.8 * n:
-            order = np.argsort(first, kind="stable")
-            reps = first[order]
-            rank = np.empty_like(order)
-            rank[order] = np.arange(order.size)
-            cols, names = _parse_chunks(body, inst_lines[reps], layout, prefix)
-            return _take(cols, rank[inv], trim=False), names
-    return _parse_chunks(body, inst_lines, layout, prefix)
+        h = T.line_hashes(ctx.buf, ctx.ls[inst_lines], ctx.le[inst_lines])
+        reps, group = T.first_occurrence(h)
+        if reps.size < 0.8 * n:
+            cols, names = _parse_rows(ctx, inst_lines[reps], layout, prefix)
+            return _take(cols, group, trim=False), names
+    return _parse_rows(ctx, inst_lines, layout, prefix)
+
+
+_JIT_FIELDS = {1: "thread block/warp", 2: "line_num", 3: "PC", 4: "mask", 5: "dest_num", 6: "reg_dests",
+               7: "opcode", 8: "src_num", 9: "reg_srcs", 10: "mem_width", 11: "address mode",
+               12: "mem_addresses", 13: "immediate", 14: "reg_values", 15: "line"}
+
+
+def _parse_rows(ctx: _Lines, lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
+    """Columns of instruction lines ``lines``: compiled parser if numba is there, else numpy.
+
+    The compiled parser only locates the first bad line; the numpy parser then
+    reads that one line and raises the worded error, so both paths report bad
+    input identically.
+    """
+    jit = T.compiled()
+    if jit is None:
+        return _parse_chunks(ctx.body, lines, layout, prefix)
+    err_i, err_f, out = jit.parse_lines(ctx.buf, ctx.ls[lines], ctx.le[lines], prefix,
+                                        layout.line_num, layout.imm, layout.values)
+    if err_i >= 0:
+        bad = lines[err_i:err_i + 1]
+        _parse_lines(ctx.body, bad, layout, _OpcodeTable(), prefix)  # raises the worded error
+        ctx.fail(int(bad[0]), _JIT_FIELDS.get(int(err_f), "line"), "does not follow the trace grammar")
+    opcodes = _OpcodeTable()
+    out["opcode"] = opcodes.intern(ctx, out.pop("opcode_start"), out.pop("opcode_end"), lines)
+    return out, opcodes.names
 
 
 def _parse_chunks(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
@@ -616,16 +657,15 @@ def _concat(parts: list[dict]) -> dict:
     return out
 
 
-def _grouped_structure(body: _Body, header: KernelHeader):
+def _grouped_structure(body: _Lines, header: KernelHeader):
     """Walk the structural lines; returns instruction line indices and per-warp arrays."""
     buf = body.buf
-    nonblank = body.line_ntok > 0
-    first_tok = body.line_tok0
+    nonblank = body.le > body.ls
     c0 = np.zeros(body.n_lines, dtype=np.uint8)
     c1 = np.zeros(body.n_lines, dtype=np.uint8)
     nb = np.flatnonzero(nonblank)
-    c0[nb] = buf[body.ts[first_tok[nb]]]
-    c1[nb] = buf[np.minimum(body.ts[first_tok[nb]] + 1, buf.size - 1)]
+    c0[nb] = buf[body.ls[nb]]
+    c1[nb] = buf[np.minimum(body.ls[nb] + 1, buf.size - 1)]
     struct = nonblank & (np.isin(c0, np.frombuffer(b"#twi", np.uint8)) | ((c0 == ord("c")) & (c1 == ord("l"))))
     is_inst = nonblank & ~struct
     inst_cum = np.concatenate([[0], np.cumsum(is_inst)])
@@ -743,9 +783,9 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> Kernel
         data += b"\n"
     # 8 spare bytes so that 8-byte word reads at the end of the last line stay in bounds
     buf = np.frombuffer(data + b"\n" * 8, dtype=np.uint8)[off:]
-    body = _Body(path, buf, line0)
+    body = _Lines(path, buf, line0)
     if layout.raw:
-        inst_lines = np.flatnonzero(body.line_ntok > 0)
+        inst_lines = np.flatnonzero(body.le > body.ls)
         cols, names = _parse_all(body, inst_lines, layout, prefix=4)
         pre = cols.pop("prefix")
         gx, gy, gz = header.grid

@@ -1,0 +1,580 @@
+"""Compiled (numba) versions of the byte-level loops of ``_text``.
+
+Parsing a trace is a handful of passes over every byte (find tokens, read
+digits, hash lines). In numpy each pass is a chain of whole-array temporaries
+and sorts by token length; compiled, each is one loop with no temporaries,
+which is what moves the parser from ~20 to well over 25 MB/s per core.
+
+``_text`` keeps the numpy versions: they run when numba is missing or
+``GCLSAMPLER_NO_JIT=1``, and the tests check both give identical arrays.
+Functions are compiled on first use and cached on disk (``cache=True``), so
+only the first process after an install pays the ~seconds of compilation.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_DIGIT = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"0123456789"):
+    _DIGIT[_c] = _i
+for _i, _c in enumerate(b"abcdef"):
+    _DIGIT[_c] = 10 + _i
+for _i, _c in enumerate(b"ABCDEF"):
+    _DIGIT[_c] = 10 + _i
+
+_jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+
+
+@_jit
+def scan(buf):
+    """Token spans and, per newline-terminated line, its first token and token count.
+
+    A token is a maximal run of bytes > 0x20; a line ends at each ``\\n`` and,
+    if the buffer does not end with one, at the end of the buffer.
+    """
+    n = buf.size
+    n_tok = 0
+    n_nl = 0
+    prev_ws = True
+    for i in range(n):
+        c = buf[i]
+        if c > 32:
+            if prev_ws:
+                n_tok += 1
+            prev_ws = False
+        else:
+            prev_ws = True
+            if c == 10:
+                n_nl += 1
+    n_lines = n_nl + (1 if n > 0 and buf[n - 1] != 10 else 0)
+    ts = np.empty(n_tok, np.int64)
+    te = np.empty(n_tok, np.int64)
+    tok0 = np.zeros(n_lines, np.int64)
+    ntok = np.zeros(n_lines, np.int64)
+    k = 0
+    line = 0
+    line_first = 0
+    in_tok = False
+    for i in range(n):
+        c = buf[i]
+        if c > 32:
+            if not in_tok:
+                ts[k] = i
+                in_tok = True
+        else:
+            if in_tok:
+                te[k] = i
+                k += 1
+                in_tok = False
+            if c == 10:
+                tok0[line] = line_first
+                ntok[line] = k - line_first
+                line += 1
+                line_first = k
+    if in_tok:
+        te[k] = n
+        k += 1
+    if line < n_lines:
+        tok0[line] = line_first
+        ntok[line] = k - line_first
+    return ts, te, tok0, ntok
+
+
+@_jit
+def parse_uint(buf, start, end, base, allow_0x, max_digits):
+    """Same contract as ``_text.parse_uint``: values wrap on overflow, ``ok`` flags bad spans."""
+    n = start.shape[0]
+    val = np.zeros(n, np.uint64)
+    ok = np.ones(n, np.bool_)
+    size = buf.size
+    b = np.uint64(base)
+    for t in range(n):
+        s = start[t]
+        e = end[t]
+        if allow_0x and e - s >= 3 and buf[s] == 48 and s + 1 < size and (buf[s + 1] | 32) == 120:
+            s += 2
+        if e - s <= 0 or e - s > max_digits:
+            ok[t] = False
+        v = np.uint64(0)
+        for p in range(s, e):
+            d = _DIGIT[buf[p]]
+            if d >= base:
+                ok[t] = False
+                d = 0
+            v = v * b + np.uint64(d)
+        val[t] = v
+    return val, ok
+
+
+@_jit
+def parse_int(buf, start, end):
+    """Signed decimal (optional leading ``-``), at most 19 digits, as int64."""
+    n = start.shape[0]
+    val = np.zeros(n, np.int64)
+    ok = np.ones(n, np.bool_)
+    for t in range(n):
+        s = start[t]
+        e = end[t]
+        neg = buf[s] == 45
+        if neg:
+            s += 1
+        if e - s <= 0 or e - s > 19:
+            ok[t] = False
+            continue
+        v = np.uint64(0)
+        for p in range(s, e):
+            d = _DIGIT[buf[p]]
+            if d >= 10:
+                ok[t] = False
+                d = 0
+            v = v * np.uint64(10) + np.uint64(d)
+        if v > np.uint64(9223372036854775807):
+            ok[t] = False
+            continue
+        iv = np.int64(v)
+        val[t] = -iv if neg else iv
+    return val, ok
+
+
+@_jit
+def span_hash(buf, start, end):
+    """64-bit hash of each span's bytes and length (FNV-1a, then a final mix)."""
+    n = start.shape[0]
+    h = np.empty(n, np.uint64)
+    prime = np.uint64(1099511628211)
+    for t in range(n):
+        s = start[t]
+        e = end[t]
+        x = np.uint64(1469598103934665603) ^ np.uint64(e - s)
+        for p in range(s, e):
+            x = (x ^ np.uint64(buf[p])) * prime
+        x ^= x >> np.uint64(29)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(32)
+        h[t] = x
+    return h
+
+
+# ----------------------------------------------------------------------------- lines
+
+@_jit
+def line_spans(buf):
+    """Per line (split at ``\\n``), the span from its first to one past its last byte > 0x20.
+
+    Blank lines get an empty span at the newline. Newlines are sparse, so the
+    byte loop is a vectorisable count plus one store per line.
+    """
+    n = buf.size
+    n_nl = 0
+    for i in range(n):
+        n_nl += np.int64(buf[i] == 10)
+    n_lines = n_nl + (1 if n > 0 and buf[n - 1] != 10 else 0)
+    ls = np.empty(n_lines, np.int64)
+    le = np.empty(n_lines, np.int64)
+    line = 0
+    s = 0
+    for i in range(n):
+        if buf[i] == 10:
+            ls[line] = s
+            le[line] = i
+            line += 1
+            s = i + 1
+    if line < n_lines:
+        ls[line] = s
+        le[line] = n
+    for j in range(n_lines):
+        a = ls[j]
+        b = le[j]
+        while a < b and buf[a] <= 32:
+            a += 1
+        while b > a and buf[b - 1] <= 32:
+            b -= 1
+        ls[j] = a
+        le[j] = b
+    return ls, le
+
+
+# field codes of ``parse_lines`` errors; ``reader._JIT_FIELDS`` names them
+F_PREFIX, F_LINE_NUM, F_PC, F_MASK, F_NDST, F_DST, F_OPCODE, F_NSRC, F_SRC = 1, 2, 3, 4, 5, 6, 7, 8, 9
+F_MEM_WIDTH, F_MODE, F_ADDR, F_IMM, F_VALUES, F_LINE = 10, 11, 12, 13, 14, 15
+
+
+@_jit
+def _tok(buf, p, e):
+    """(start, end) of the next token at or after byte ``p`` of a line ending at ``e``; start == e if none."""
+    while p < e and buf[p] <= 32:
+        p += 1
+    q = p
+    while q < e and buf[q] > 32:
+        q += 1
+    return p, q
+
+
+@_jit
+def _uint(buf, s, e, base, allow_0x, max_digits):
+    if allow_0x and e - s >= 3 and buf[s] == 48 and (buf[s + 1] | 32) == 120:
+        s += 2
+    ok = (e - s > 0) and (e - s <= max_digits)
+    v = np.uint64(0)
+    b = np.uint64(base)
+    for p in range(s, e):
+        d = _DIGIT[buf[p]]
+        if d >= base:
+            ok = False
+            d = 0
+        v = v * b + np.uint64(d)
+    return v, ok
+
+
+@_jit
+def _int(buf, s, e):
+    neg = s < e and buf[s] == 45
+    if neg:
+        s += 1
+    v, ok = _uint(buf, s, e, 10, False, 19)
+    if v > np.uint64(9223372036854775807):
+        return np.int64(0), False
+    iv = np.int64(v)
+    return (-iv if neg else iv), ok
+
+
+@_jit
+def _reg(buf, s, e):
+    """``reg_code`` of a register token, or -1."""
+    n = e - s
+    if n < 2:
+        return -1
+    c0 = buf[s]
+    c1 = buf[s + 1]
+    base = -1
+    plen = 1
+    limit = 0
+    if c0 == 82:  # R
+        if n == 2 and c1 == 90:
+            return 255
+        base, limit = 0, 256
+    elif c0 == 80:  # P
+        if n == 2 and c1 == 84:
+            return 512 + 7
+        base, limit = 512, 8
+    elif c0 == 85 and (c1 == 82 or c1 == 80):  # UR / UP
+        plen = 2
+        if n == 3 and c1 == 82 and buf[s + 2] == 90:
+            return 256 + 63
+        if n == 3 and c1 == 80 and buf[s + 2] == 84:
+            return 640 + 7
+        base, limit = (256, 64) if c1 == 82 else (640, 8)
+    else:
+        return -1
+    v, ok = _uint(buf, s + plen, e, 10, False, 3)
+    if not ok or v >= np.uint64(limit):
+        return -1
+    return base + np.int64(v)
+
+
+@_jit
+def _popcount32(mask):
+    m = np.int64(mask)
+    m = m - ((m >> 1) & 0x55555555)
+    m = (m & 0x33333333) + ((m >> 2) & 0x33333333)
+    m = (m + (m >> 4)) & 0x0F0F0F0F
+    return ((m * 0x01010101) & 0xFFFFFFFF) >> 24
+
+
+@_jit
+def _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc, mask, k, ndst, nsrc, dpos, spos,
+                  op_s, op_e, mw, cur):
+    """Pass 1: every field up to ``mem_width``; returns ``(err_i, err_f, dmax, smax, n_addr)``."""
+    dmax = 0
+    smax = 0
+    n_addr = 0
+    for i in range(ls.shape[0]):
+        p, e = ls[i], le[i]
+        for j in range(prefix):
+            a, p = _tok(buf, p, e)
+            v, ok = _uint(buf, a, p, 10, False, 20)
+            if not ok:
+                return i, F_PREFIX, 0, 0, 0
+            pre[i, j] = np.int64(v)
+        if has_line_num:
+            a, p = _tok(buf, p, e)
+            v, ok = _uint(buf, a, p, 10, False, 20)
+            if not ok or v > np.uint64(2147483647):
+                return i, F_LINE_NUM, 0, 0, 0
+            line_num[i] = np.int32(v)
+        a, p = _tok(buf, p, e)
+        v, ok = _uint(buf, a, p, 16, True, 16)
+        if not ok or v > np.uint64(9223372036854775807):
+            return i, F_PC, 0, 0, 0
+        pc[i] = np.int64(v)
+        a, p = _tok(buf, p, e)
+        v, ok = _uint(buf, a, p, 16, True, 16)
+        if not ok or v > np.uint64(0xFFFFFFFF):
+            return i, F_MASK, 0, 0, 0
+        mask[i] = np.uint32(v)
+        k[i] = _popcount32(v)
+        a, p = _tok(buf, p, e)
+        v, ok = _uint(buf, a, p, 10, False, 20)
+        if not ok or v > np.uint64(255):
+            return i, F_NDST, 0, 0, 0
+        ndst[i] = np.int64(v)
+        dmax = max(dmax, ndst[i])
+        dpos[i] = p
+        for j in range(ndst[i]):
+            a, p = _tok(buf, p, e)
+            if _reg(buf, a, p) < 0:
+                return i, F_DST, 0, 0, 0
+        a, p = _tok(buf, p, e)
+        if a == p:
+            return i, F_OPCODE, 0, 0, 0
+        op_s[i], op_e[i] = a, p
+        a, p = _tok(buf, p, e)
+        v, ok = _uint(buf, a, p, 10, False, 20)
+        if not ok or v > np.uint64(255):
+            return i, F_NSRC, 0, 0, 0
+        nsrc[i] = np.int64(v)
+        smax = max(smax, nsrc[i])
+        spos[i] = p
+        for j in range(nsrc[i]):
+            a, p = _tok(buf, p, e)
+            if _reg(buf, a, p) < 0:
+                return i, F_SRC, 0, 0, 0
+        a, p = _tok(buf, p, e)
+        v, ok = _uint(buf, a, p, 10, False, 20)
+        if not ok or v > np.uint64(2147483647):
+            return i, F_MEM_WIDTH, 0, 0, 0
+        mw[i] = np.int32(v)
+        cur[i] = p
+        if v > 0:
+            n_addr += k[i]
+    return -1, 0, dmax, smax, n_addr
+
+
+@_jit
+def _registers(buf, le, ndst, nsrc, dpos, spos, dst, src):
+    """Register codes into the padded matrices (pass 1 validated every token)."""
+    for i in range(le.shape[0]):
+        p, e = dpos[i], le[i]
+        for j in range(ndst[i]):
+            a, p = _tok(buf, p, e)
+            dst[i, j] = _reg(buf, a, p)
+        p = spos[i]
+        for j in range(nsrc[i]):
+            a, p = _tok(buf, p, e)
+            src[i, j] = _reg(buf, a, p)
+
+
+@_jit
+def _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker, value_ptr):
+    """Pass 2: lane addresses (modes 0/1/2), immediate, and the '|' value marker."""
+    o = 0
+    for i in range(le.shape[0]):
+        p, e = cur[i], le[i]
+        addr_ptr[i] = o
+        if mw[i] > 0:
+            ki = k[i]
+            a, p = _tok(buf, p, e)
+            mode, ok = _uint(buf, a, p, 10, False, 20)
+            if not ok or mode > np.uint64(2):
+                return i, F_MODE
+            if mode == 0:  # one hex address per active lane
+                for j in range(ki):
+                    a, p = _tok(buf, p, e)
+                    x, ok = _uint(buf, a, p, 16, True, 16)
+                    if not ok:
+                        return i, F_ADDR
+                    addrs[o + j] = x
+            else:
+                a, p = _tok(buf, p, e)
+                base, ok = _uint(buf, a, p, 16, True, 16)
+                if not ok:
+                    return i, F_ADDR
+                if mode == 1:  # base stride
+                    a, p = _tok(buf, p, e)
+                    st, ok = _int(buf, a, p)
+                    if not ok:
+                        return i, F_ADDR
+                    for j in range(ki):
+                        addrs[o + j] = base + np.uint64(st * j)
+                else:  # base, then a delta per further lane
+                    if ki > 0:
+                        addrs[o] = base
+                    for j in range(1, ki):
+                        a, p = _tok(buf, p, e)
+                        d, ok = _int(buf, a, p)
+                        if not ok:
+                            return i, F_ADDR
+                        base += np.uint64(d)
+                        addrs[o + j] = base
+            o += ki
+        if has_imm:
+            a, p = _tok(buf, p, e)
+            x, ok = _int(buf, a, p)
+            if not ok:
+                return i, F_IMM
+            imm[i] = x
+        a, q = _tok(buf, p, e)
+        if q - a == 1 and buf[a] == 124:  # '|'
+            if not has_values:
+                return i, F_VALUES
+            marker[i] = True
+            p = q
+        cur[i] = p
+        value_ptr[i + 1] = value_ptr[i] + (rows[i] * k[i] if marker[i] else 0)
+    addr_ptr[le.shape[0]] = o
+    return -1, 0
+
+
+@_jit
+def _values(buf, le, k, cur, marker, rows, value_ptr, values):
+    """Pass 3: per-lane register values, one row per operand; then no token may remain."""
+    for i in range(le.shape[0]):
+        p, e = cur[i], le[i]
+        ki = k[i]
+        if marker[i] and ki > 0:
+            o = value_ptr[i]
+            for r in range(rows[i]):
+                a, p = _tok(buf, p, e)
+                c = buf[a] if a < p else 0
+                v0, ok = _uint(buf, a + 1, p, 16, False, 8)
+                if not ok or not (c == 61 or c == 43 or c == 126 or c == 58):
+                    return i, F_VALUES
+                v = np.int64(v0)
+                values[o] = np.uint32(v)
+                if c == 61:  # '=' all lanes equal
+                    for j in range(1, ki):
+                        values[o + j] = np.uint32(v)
+                elif c == 43:  # '+' base stride
+                    a, p = _tok(buf, p, e)
+                    st, ok = _int(buf, a, p)
+                    if not ok:
+                        return i, F_VALUES
+                    for j in range(1, ki):
+                        values[o + j] = np.uint32((v + st * j) & 0xFFFFFFFF)
+                elif c == 126:  # '~' base, then a delta per further lane
+                    for j in range(1, ki):
+                        a, p = _tok(buf, p, e)
+                        d, ok = _int(buf, a, p)
+                        if not ok:
+                            return i, F_VALUES
+                        v += d
+                        values[o + j] = np.uint32(v & 0xFFFFFFFF)
+                else:  # ':' one hex value per lane
+                    for j in range(1, ki):
+                        a, p = _tok(buf, p, e)
+                        x, ok = _uint(buf, a, p, 16, False, 8)
+                        if not ok:
+                            return i, F_VALUES
+                        values[o + j] = np.uint32(x)
+                o += ki
+        a, q = _tok(buf, p, e)
+        if a != q:
+            return i, F_LINE
+    return -1, 0
+
+
+def parse_lines(buf, ls, le, prefix, has_line_num, has_imm, has_values):
+    """Parse instruction lines ``[ls, le)`` into columns, as ``reader._parse_lines`` does.
+
+    Three compiled passes over each line, each resuming where the previous
+    stopped: fixed fields (which size the register matrices and the address
+    array), then addresses and immediate (which size the value array), then
+    register values. Returns ``(err_i, err_field, columns)``: on the first bad
+    line ``err_i`` is its position in ``ls`` and ``columns`` is None, so that the
+    caller can re-read that line with the numpy parser to word the error.
+    """
+    M = ls.shape[0]
+    z = lambda dt: np.zeros(M, dt)  # noqa: E731
+    pre = np.zeros((M, prefix), np.int64)
+    line_num, pc, mask, mw = z(np.int32), z(np.int64), z(np.uint32), z(np.int32)
+    k, ndst, nsrc, dpos, spos, op_s, op_e, cur = (z(np.int64) for _ in range(8))
+    err_i, err_f, dmax, smax, n_addr = _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc,
+                                                     mask, k, ndst, nsrc, dpos, spos, op_s, op_e, mw, cur)
+    if err_i >= 0:
+        return err_i, err_f, None
+    dst = np.full((M, dmax), -1, np.int16)
+    src = np.full((M, smax), -1, np.int16)
+    _registers(buf, le, ndst, nsrc, dpos, spos, dst, src)
+    rows = ndst + nsrc
+    addr_ptr = np.zeros(M + 1, np.int64)
+    addrs = np.zeros(n_addr, np.uint64)
+    imm = z(np.int64)
+    marker = z(np.bool_)
+    value_ptr = np.zeros(M + 1, np.int64)
+    err_i, err_f = _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker,
+                              value_ptr)
+    if err_i >= 0:
+        return err_i, err_f, None
+    values = np.zeros(value_ptr[M], np.uint32)
+    err_i, err_f = _values(buf, le, k, cur, marker, rows, value_ptr, values)
+    if err_i >= 0:
+        return err_i, err_f, None
+    cols = {"pc": pc, "mask": mask, "dst": dst, "opcode_start": op_s, "opcode_end": op_e, "src": src,
+            "mem_width": mw, "addr_ptr": addr_ptr, "addrs": addrs}
+    if prefix:
+        cols["prefix"] = pre
+    if has_line_num:
+        cols["line_num"] = line_num
+    if has_imm:
+        cols["imm"] = imm
+    if has_values:
+        cols["value_ptr"], cols["values"] = value_ptr, values
+    return -1, 0, cols
+
+
+# ----------------------------------------------------------------------------- gathers
+
+@_jit
+def first_occurrence(keys):
+    """``(reps, group)``: first index of each distinct key, ascending, and each row's group.
+
+    An open-addressing table, so the cost is one probe per row instead of the
+    sort ``np.unique`` needs.
+    """
+    n = keys.shape[0]
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slot_key = np.zeros(size, np.uint64)
+    slot_grp = np.full(size, -1, np.int64)
+    group = np.empty(n, np.int64)
+    reps = np.empty(n, np.int64)
+    g = 0
+    for i in range(n):
+        k = keys[i]
+        s = (k * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+        s &= mask
+        while True:
+            if slot_grp[s] < 0:
+                slot_key[s] = k
+                slot_grp[s] = g
+                reps[g] = i
+                group[i] = g
+                g += 1
+                break
+            if slot_key[s] == k:
+                group[i] = slot_grp[s]
+                break
+            s = (s + np.uint64(1)) & mask
+    return reps[:g].copy(), group
+
+
+@_jit
+def ragged_take(ptr, data, idx):
+    """Rows ``idx`` of the CSR array (``ptr``, ``data``), as ``_text.ragged_take``."""
+    m = idx.shape[0]
+    new_ptr = np.zeros(m + 1, np.int64)
+    for i in range(m):
+        r = idx[i]
+        new_ptr[i + 1] = new_ptr[i] + ptr[r + 1] - ptr[r]
+    out = np.empty(new_ptr[m], data.dtype)
+    for i in range(m):
+        r = idx[i]
+        o = new_ptr[i]
+        for j in range(ptr[r], ptr[r + 1]):
+            out[o] = data[j]
+            o += 1
+    return new_ptr, out

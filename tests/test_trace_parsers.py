@@ -1,0 +1,209 @@
+"""The compiled (numba) trace parser against the numpy one it replaces in the hot path.
+
+Both must give identical arrays on every valid trace, and on a broken trace both
+must raise the same ``TraceFormatError`` (the compiled parser finds the bad line,
+the numpy one words the error). Mutations are single edits of rendered trace
+text, so most produce exactly one bad line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gclsampler.trace import TraceFormatError, read_kernel
+from gclsampler.trace import _text as T
+from gclsampler.trace.testing import random_kernel_trace
+from gclsampler.trace.writer import render
+
+jit = pytest.importorskip("gclsampler.trace._jit", reason="numba is not installed")
+
+HYP = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _read(path, compiled: bool, monkeypatch):
+    """read_kernel with the compiled kernels on or off; returns the trace or the error text."""
+    with monkeypatch.context() as m:
+        m.setattr(T, "_JIT_STATE", [jit if compiled else None])
+        try:
+            return read_kernel(path)
+        except TraceFormatError as exc:
+            return f"TraceFormatError: {exc}"
+
+
+def _both(path, monkeypatch):
+    return _read(path, True, monkeypatch), _read(path, False, monkeypatch)
+
+
+def _assert_same(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+    else:
+        assert a.equals(b) and a.opcode_table == b.opcode_table
+
+
+def _raw_text(t) -> bytes:
+    """The same trace in the raw (ungrouped, tracer v3-style) layout: cta x y z and warp before each line."""
+    text = render(t).decode()
+    head, _, body = text.partition("#BEGIN_TB")
+    out, cta, warp = [], None, None
+    for line in ("#BEGIN_TB" + body).splitlines():
+        s = line.strip()
+        if s.startswith("thread block"):
+            cta = s.split("=")[1].replace(",", " ").split()
+        elif s.startswith("warp ="):
+            warp = s.split("=")[1].strip()
+        elif s and not s.startswith(("#", "insts")):
+            out.append(" ".join(cta + [warp]) + " " + s)
+    return (head + "\n".join(out) + "\n").encode()
+
+
+@HYP
+@given(seed=st.integers(0, 2**32 - 1), line_num=st.booleans(), imm=st.booleans(), values=st.booleans(),
+       raw=st.booleans(), dense=st.booleans())
+def test_parsers_agree_on_valid_traces(tmp_path, monkeypatch, seed, line_num, imm, values, raw, dense):
+    rng = np.random.default_rng(seed)
+    t = random_kernel_trace(rng, n_warps=5, max_insts=30, line_num=line_num, imm=imm, values=values,
+                            dense=dense, max_dst=3, max_src=5)
+    p = tmp_path / "kernel-1.traceg"
+    p.write_bytes(_raw_text(t) if raw else render(t, values=values))
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert not isinstance(a, str), a
+    if not raw:
+        assert a.equals(t)
+
+
+_EDITS = st.sampled_from(["delete_token", "duplicate_token", "replace_char", "delete_char", "insert_char"])
+
+
+@HYP
+@given(seed=st.integers(0, 2**32 - 1), values=st.booleans(), line_num=st.booleans(), edit=_EDITS,
+       where=st.floats(0, 1, exclude_max=True), char=st.sampled_from(list(b"0x-|=+~:RZUPT g9f\t")))
+def test_parsers_agree_on_broken_traces(tmp_path, monkeypatch, seed, values, line_num, edit, where, char):
+    t = random_kernel_trace(np.random.default_rng(seed), n_warps=3, max_insts=12, values=values,
+                            line_num=line_num)
+    text = render(t, values=values)
+    body0 = text.index(b"#BEGIN_TB")
+    pos = body0 + int(where * (len(text) - body0))
+    if edit in ("delete_token", "duplicate_token"):
+        s = pos
+        while s > body0 and text[s - 1] > 32:
+            s -= 1
+        e = pos
+        while e < len(text) and text[e] > 32:
+            e += 1
+        tok = text[s:e]
+        text = text[:s] + (b"" if edit == "delete_token" else tok + b" " + tok) + text[e:]
+    elif edit == "replace_char":
+        text = text[:pos] + bytes([char]) + text[pos + 1:]
+    elif edit == "delete_char":
+        text = text[:pos] + text[pos + 1:]
+    else:
+        text = text[:pos] + bytes([char]) + text[pos:]
+    p = tmp_path / "kernel-1.traceg"
+    p.write_bytes(text)
+    a, b = _both(p, monkeypatch)
+    if text[body0:].lstrip()[:1] != b"#" and isinstance(a, str):
+        # the edit removed the first '#BEGIN_TB', so every line is now a bad raw-layout line: the
+        # compiled parser names the first bad line, numpy the first bad line of the first bad column
+        assert isinstance(b, str) and "does not follow the trace grammar" not in a
+    else:
+        _assert_same(a, b)
+
+
+def test_dedup_path_agrees_and_errors_name_the_right_line(tmp_path, monkeypatch):
+    """>1024 mostly repeated lines take the parse-distinct-lines path in both parsers."""
+    rng = np.random.default_rng(11)
+    t = random_kernel_trace(rng, n_warps=4, max_insts=40, dense=True, values=True, line_num=True)
+    body = "#BEGIN_TB" + render(t).decode().partition("#BEGIN_TB")[2]
+    # the same CTA body 40 times with different CTA ids: most instruction lines repeat
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, grid=(64, 1, 1)))
+    head = render(t).decode().partition("#BEGIN_TB")[0]
+    ctas = []
+    for c in range(40):
+        lines = [f"thread block = {c},0,0" if ln.startswith("thread block") else ln for ln in body.splitlines()]
+        ctas.append("\n".join(lines) + "\n")
+    good = head + "".join(ctas)
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(good)
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert not isinstance(a, str) and a.n_insts > 1024
+    # corrupt one repeated line in the last CTA only: the error names that line in both parsers
+    lines = good.splitlines()
+    inst = [i for i, ln in enumerate(lines) if ln[:1].isdigit() and len(ln.split()) > 5]
+    bad_i = inst[-1]
+    toks = lines[bad_i].split()
+    toks[1] = "zz"  # PC or mask column
+    lines[bad_i] = " ".join(toks)
+    p.write_text("\n".join(lines) + "\n")
+    a, b = _both(p, monkeypatch)
+    assert isinstance(a, str) and a == b and f":{bad_i + 1}:" in a
+
+
+@HYP
+@given(data=st.lists(st.sampled_from([b"0", b"7", b"f", b"F", b"x", b"X", b"-", b"g", b" ", b"\n", b"R"]),
+                     max_size=60),
+       base=st.sampled_from([10, 16]), allow_0x=st.booleans(), max_digits=st.integers(1, 20))
+def test_number_kernels_match_numpy(data, base, allow_0x, max_digits):
+    buf = np.frombuffer(b"".join(data) + b"\n" * 8, dtype=np.uint8)
+    ts, te = T.tokenize(buf)
+    v1, ok1 = jit.parse_uint(buf, ts, te, base, allow_0x, max_digits)
+    v2, ok2 = T.parse_uint_numpy(buf, ts, te, base, allow_0x, max_digits)
+    assert np.array_equal(ok1, ok2) and np.array_equal(v1[ok1], v2[ok2])
+    i1, iok1 = jit.parse_int(buf, ts, te)
+    i2, iok2 = T.parse_int_numpy(buf, ts, te)
+    assert np.array_equal(iok1, iok2) and np.array_equal(i1[iok1], i2[iok2])
+    s1 = jit.scan(buf)
+    s2 = T.scan_numpy(buf)
+    for x, y in zip(s1, s2):
+        assert np.array_equal(x, y)
+    ls1, le1 = jit.line_spans(buf)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(T, "_JIT_STATE", [None])
+        ls2, le2 = T.line_spans(buf)
+    nonblank = le1 > ls1
+    assert np.array_equal(nonblank, le2 > ls2)
+    assert np.array_equal(ls1[nonblank], ls2[nonblank]) and np.array_equal(le1[nonblank], le2[nonblank])
+    # hashes: equal spans hash equal (the only property the parser relies on)
+    h = jit.span_hash(buf, ts, te)
+    texts = [bytes(buf[s:e]) for s, e in zip(ts.tolist(), te.tolist())]
+    for i in range(len(texts)):
+        for j in range(i):
+            if texts[i] == texts[j]:
+                assert h[i] == h[j]
+
+
+def test_no_jit_environment_variable_selects_numpy(monkeypatch):
+    monkeypatch.setattr(T, "_JIT_STATE", [])
+    monkeypatch.setenv("GCLSAMPLER_NO_JIT", "1")
+    assert T.compiled() is None
+    monkeypatch.setattr(T, "_JIT_STATE", [])
+    monkeypatch.delenv("GCLSAMPLER_NO_JIT")
+    assert T.compiled() is jit
+
+
+@HYP
+@given(keys=st.lists(st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2**63]), max_size=80),
+       rows=st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=5), max_size=20), data=st.data())
+def test_gather_kernels_match_numpy(keys, rows, data):
+    k = np.array(keys, dtype=np.uint64)
+    r1, g1 = jit.first_occurrence(k)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(T, "_JIT_STATE", [None])
+        r2, g2 = T.first_occurrence(k)
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=ptr[1:])
+        flat = np.array([v for r in rows for v in r], dtype=np.uint32)
+        idx = np.array(data.draw(st.lists(st.integers(0, max(len(rows) - 1, 0)),
+                                          max_size=30 if rows else 0)), dtype=np.int64)
+        p2, d2 = T.ragged_take(ptr, flat, idx)
+    assert np.array_equal(r1, r2) and np.array_equal(g1, g2)
+    assert np.array_equal(k[r1][g1], k)  # every row maps to a representative with its key
+    p1, d1 = jit.ragged_take(ptr, flat, idx)
+    assert np.array_equal(p1, p2) and np.array_equal(d1, d2) and d1.dtype == flat.dtype
