@@ -5,6 +5,10 @@ per token would cost ~100 ns each plus a Python object, so instead the body is
 one ``uint8`` array, tokens are ``(start, end)`` offset arrays, and each column
 of the instruction grammar is parsed for all lines at once by walking the
 digit positions (at most 16-20 iterations of whole-array operations).
+
+Each public function dispatches to its compiled twin in ``_jit`` when numba is
+available (~3.5x faster end to end); the numpy bodies (``*_numpy``) remain the
+fallback and the reference the tests compare the compiled loops against.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def compiled():
 
 def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
+
 
 # digit value of each byte for bases up to 16; 255 = not a digit
 _DIGIT = np.full(256, 255, dtype=np.uint8)
