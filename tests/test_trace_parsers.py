@@ -207,3 +207,18 @@ def test_gather_kernels_match_numpy(keys, rows, data):
     assert np.array_equal(k[r1][g1], k)  # every row maps to a representative with its key
     p1, d1 = jit.ragged_take(ptr, flat, idx)
     assert np.array_equal(p1, p2) and np.array_equal(d1, d2) and d1.dtype == flat.dtype
+
+
+def test_broken_numba_falls_back_to_numpy_with_a_warning(tmp_path, monkeypatch):
+    def broken():
+        raise RuntimeError("no LLVM for this CPU")
+
+    monkeypatch.setattr(jit, "warm_up", broken)
+    monkeypatch.setattr(T, "_JIT_STATE", [])
+    monkeypatch.delenv("GCLSAMPLER_NO_JIT", raising=False)
+    with pytest.warns(RuntimeWarning, match="no LLVM for this CPU"):
+        assert T.compiled() is None
+    t = random_kernel_trace(np.random.default_rng(2), values=True)
+    p = tmp_path / "kernel-1.traceg"
+    p.write_bytes(render(t))
+    assert read_kernel(p).equals(t)  # parsed by numpy now

@@ -572,3 +572,25 @@ def ragged_take(ptr, data, idx):
             out[o] = data[j]
             o += 1
     return new_ptr, out
+
+
+def warm_up() -> None:
+    """Run every kernel once on a read-only buffer, the kind ``read_kernel`` passes.
+
+    Raises if a kernel misparses the two known lines (grouped, and raw with line_num).
+    """
+    inst = (b"0010 ffffffff 1 R4 LDG.E 2 R2 UR3 4 2 0x7f0000001000" + b" 4" * 31 + b" 0 | =1 +2 -1 ~3"
+            + b" 1" * 31)
+    buf = np.frombuffer(inst + b"\n1 0 0 3 7 " + inst + b"\n" * 9, dtype=np.uint8)
+    ls, le = line_spans(buf)
+    for row, prefix, line_num in ((0, 0, False), (1, 4, True)):
+        err, _, cols = parse_lines(buf, ls[row:row + 1], le[row:row + 1], prefix, line_num, True, True)
+        if err >= 0 or cols["addrs"][-1] != 0x7f0000001000 + 31 * 4 or cols["values"][-1] != 3 + 31:
+            raise RuntimeError("compiled trace parser misread its warm-up line")
+    reps, group = first_occurrence(span_hash(buf, ls, le))
+    one = np.zeros(1, np.int64)
+    ragged_take(np.array([0, 1], np.int64), np.zeros(1, np.uint64), one)
+    ragged_take(np.array([0, 1], np.int64), np.zeros(1, np.uint32), one)
+    ts, te, _, _ = scan(buf)
+    parse_uint(buf, ts, te, 16, True, 16)
+    parse_int(buf, ts, te)

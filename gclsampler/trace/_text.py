@@ -31,10 +31,37 @@ def compiled():
         if os.environ.get("GCLSAMPLER_NO_JIT", "") not in ("1", "true", "yes"):
             try:
                 from gclsampler.trace import _jit as mod
-            except ImportError:  # numba absent or incompatible: the numpy versions below still work
+            except ImportError:  # numba absent: the numpy versions below still work
                 mod = None
+            else:
+                mod = _warm_up(mod)
         _JIT_STATE.append(mod)
     return _JIT_STATE[0]
+
+
+def _warm_up(mod):
+    """Compile (or load from numba's disk cache) every kernel now, on a tiny trace.
+
+    Doing it here, once, means a numba that cannot compile them (a version that
+    does not match numpy, an unsupported platform) degrades to the numpy parser
+    with a warning instead of failing in the middle of a workload.
+    """
+    import logging
+    import time
+    import warnings
+
+    t0 = time.perf_counter()
+    try:
+        mod.warm_up()
+    except Exception as exc:  # numba raises many error types; any of them means "do not use it"
+        warnings.warn(f"gclsampler: compiled trace parser unavailable ({type(exc).__name__}: {exc}); "
+                      "using the numpy parser (about 3.5x slower)", RuntimeWarning, stacklevel=3)
+        return None
+    dt = time.perf_counter() - t0
+    if dt > 3.0:
+        logging.getLogger("gclsampler.trace").info(
+            "compiled the trace parser in %.0f s (numba caches it on disk for later runs)", dt)
+    return mod
 
 
 def _i64(a) -> np.ndarray:

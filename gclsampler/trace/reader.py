@@ -779,10 +779,10 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> Kernel
     if re.search(rb"\S", data) is None:
         raise TraceFormatError(path, None, "header", "empty trace file")
     header, layout, off, line0 = parse_header(data, path)
-    if not data.endswith(b"\n"):
-        data += b"\n"
-    # 8 spare bytes so that 8-byte word reads at the end of the last line stay in bounds
-    buf = np.frombuffer(data + b"\n" * 8, dtype=np.uint8)[off:]
+    # a final newline, then 8 spare bytes so that the numpy hasher's 8-byte word reads at the
+    # end of the last line stay in bounds (one copy of the text, not two)
+    buf = np.frombuffer(data + b"\n" * (8 + (not data.endswith(b"\n"))), dtype=np.uint8)[off:]
+    del data
     body = _Lines(path, buf, line0)
     if layout.raw:
         inst_lines = np.flatnonzero(body.le > body.ls)
