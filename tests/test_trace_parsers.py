@@ -222,3 +222,23 @@ def test_broken_numba_falls_back_to_numpy_with_a_warning(tmp_path, monkeypatch):
     p = tmp_path / "kernel-1.traceg"
     p.write_bytes(render(t))
     assert read_kernel(p).equals(t)  # parsed by numpy now
+
+
+def test_error_the_numpy_parser_does_not_confirm_still_names_line_and_field(tmp_path, monkeypatch):
+    """If the compiled parser rejects a line the numpy one accepts, the error still locates it."""
+    t = random_kernel_trace(np.random.default_rng(4), n_warps=1, max_insts=5, values=False)
+    while t.n_insts == 0:
+        t = random_kernel_trace(np.random.default_rng(5), n_warps=1, max_insts=5, values=False)
+    p = tmp_path / "kernel-1.traceg"
+    p.write_bytes(render(t, values=False))
+    real = jit.parse_lines
+
+    def rejects_first_line(buf, ls, le, *args):
+        return (0, jit.F_MASK, None) if ls.size else real(buf, ls, le, *args)
+
+    monkeypatch.setattr(jit, "parse_lines", rejects_first_line)
+    monkeypatch.setattr(T, "_JIT_STATE", [jit])
+    first = 1 + next(i for i, ln in enumerate(p.read_text().splitlines()) if ln[:1].isalnum() and " " in ln
+                     and not ln.startswith(("thread", "warp", "insts")))
+    with pytest.raises(TraceFormatError, match=rf"kernel-1.traceg:{first}: mask: does not follow the trace grammar"):
+        read_kernel(p)

@@ -190,9 +190,13 @@ def line_spans(buf):
     return ls, le
 
 
-# field codes of ``parse_lines`` errors; ``reader._JIT_FIELDS`` names them
+# field codes of ``parse_lines`` errors, and the grammar field each one names
 F_PREFIX, F_LINE_NUM, F_PC, F_MASK, F_NDST, F_DST, F_OPCODE, F_NSRC, F_SRC = 1, 2, 3, 4, 5, 6, 7, 8, 9
 F_MEM_WIDTH, F_MODE, F_ADDR, F_IMM, F_VALUES, F_LINE = 10, 11, 12, 13, 14, 15
+FIELD_NAMES = {F_PREFIX: "thread block/warp", F_LINE_NUM: "line_num", F_PC: "PC", F_MASK: "mask",
+               F_NDST: "dest_num", F_DST: "reg_dests", F_OPCODE: "opcode", F_NSRC: "src_num",
+               F_SRC: "reg_srcs", F_MEM_WIDTH: "mem_width", F_MODE: "address mode", F_ADDR: "mem_addresses",
+               F_IMM: "immediate", F_VALUES: "reg_values", F_LINE: "line"}
 
 
 @_jit

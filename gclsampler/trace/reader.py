@@ -602,11 +602,6 @@ def _parse_all(ctx: _Lines, inst_lines: np.ndarray, layout: TraceLayout, prefix:
     return _parse_rows(ctx, inst_lines, layout, prefix)
 
 
-_JIT_FIELDS = {1: "thread block/warp", 2: "line_num", 3: "PC", 4: "mask", 5: "dest_num", 6: "reg_dests",
-               7: "opcode", 8: "src_num", 9: "reg_srcs", 10: "mem_width", 11: "address mode",
-               12: "mem_addresses", 13: "immediate", 14: "reg_values", 15: "line"}
-
-
 def _parse_rows(ctx: _Lines, lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
     """Columns of instruction lines ``lines``: compiled parser if numba is there, else numpy.
 
@@ -622,7 +617,7 @@ def _parse_rows(ctx: _Lines, lines: np.ndarray, layout: TraceLayout, prefix: int
     if err_i >= 0:
         bad = lines[err_i:err_i + 1]
         _parse_lines(ctx.body, bad, layout, _OpcodeTable(), prefix)  # raises the worded error
-        ctx.fail(int(bad[0]), _JIT_FIELDS.get(int(err_f), "line"), "does not follow the trace grammar")
+        ctx.fail(int(bad[0]), jit.FIELD_NAMES.get(int(err_f), "line"), "does not follow the trace grammar")
     opcodes = _OpcodeTable()
     out["opcode"] = opcodes.intern(ctx, out.pop("opcode_start"), out.pop("opcode_end"), lines)
     return out, opcodes.names
