@@ -292,7 +292,7 @@ class SuiteConfig:
     archs: List[str] = field(default_factory=lambda: ["turing", "ampere", "ada"])
     trace_arch: str = "turing"  # P1 in GCL-Sampler Table 3: plans are fitted here
     methods: List[str] = field(default_factory=lambda: ["gcl", "gcl_stem", "stem_root", "pka", "sieve",
-                                                        "allegro", "random"])
+                                                        "allegro", "photon", "random"])
     n_seeds: int = 10
     epsilons: List[float] = field(default_factory=lambda: [0.03, 0.05, 0.10, 0.25])
     sweep_methods: List[str] = field(default_factory=lambda: ["stem_root", "gcl_stem"])
@@ -313,6 +313,7 @@ class EvaluateConfig:
         "sieve": {"cov_threshold": 0.1, "bandwidth": "silverman", "representative": "dominant_cta"},
         "random": {"fraction": 0.1},
         "allegro": {"epsilon": 0.05},
+        "photon": {"threshold": 0.95},
         "stem_root": {"epsilon": 0.25},
         "gcl_stem": {"epsilon": 0.25, "cluster_random_state": 0},
         "gcl": {},

@@ -300,7 +300,8 @@ register_sampler(GclSampler)
 register_sampler(GclStemSampler)
 
 # module -> attribute holding {name: class}, or a class; missing modules are skipped
-_OPTIONAL = (("gclsampler.stem", "StemRootSampler"), ("gclsampler.baselines", "BASELINES"))
+_OPTIONAL = (("gclsampler.stem", "StemRootSampler"), ("gclsampler.baselines", "BASELINES"),
+             ("gclsampler.photon", "PhotonSampler"))
 
 
 def _load_optional() -> None:

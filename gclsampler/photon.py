@@ -1,0 +1,167 @@
+"""Photon-style kernel sampling: reuse an earlier kernel whose GPU BBV is nearly the same.
+
+Photon (Liu, Sun and Carlson, MICRO'23) samples at three levels; this is its
+kernel level as the STEM+ROOT paper (Sec. 4, Table 1) and the STEM talk describe
+it: every invocation gets a GPU basic-block vector, each new invocation is
+compared with the invocations already chosen for simulation, and it reuses the
+most similar one when their similarity reaches a fixed threshold (95 %), else it
+becomes a new simulated invocation. There is no offline clustering, and the
+cost is O(N S d) (S chosen invocations, d blocks), which is why STEM reports
+it does not scale to millions of kernels.
+
+BBVs come from the SASS traces (PCs), not from a profiler:
+
+* basic blocks are found from the dynamic stream: a block starts at a warp's
+  first instruction, at any instruction that does not follow its predecessor's
+  PC by one instruction (a taken branch landed there), and after any
+  control-transfer opcode;
+* a block's entry is the number of warp instructions executed in it (so blocks
+  are weighted by their length), normalised to sum 1;
+* blocks are keyed by (kernel name, first PC), so different kernels never match;
+* similarity is ``sum(min(a, b))`` = 1 - L1/2 of the normalised vectors.
+
+Deviation: Photon scales a reused kernel's result by the new kernel's
+instruction count. A gclsampler plan gives each simulated invocation one weight
+and the weights sum to the number of invocations, so here each reused
+invocation adds weight 1 to its representative (instruction-count scaling would
+break the plan contract every evaluator relies on).
+
+Traces are whatever the tracer captured (for ``gclsampler.synth`` workloads: at
+most 48 instructions per warp of 2 CTAs), so the BBV describes that part of a
+kernel only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from gclsampler.errors import GclError
+from gclsampler.plan import Sampler, SamplingPlan, plan_from_labels
+from gclsampler.trace.types import KernelTrace
+
+__all__ = ["PhotonSampler", "PhotonError", "kernel_bbv", "workload_bbvs", "photon_assign", "CONTROL_OPCODES"]
+
+CONTROL_OPCODES = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "BPT", "BREAK",
+                             "BSYNC", "WARPSYNC", "YIELD"})
+"""SASS opcodes after which a basic block ends even when execution falls through."""
+
+
+class PhotonError(GclError):
+    """Photon cannot run: no traces, or traces that do not match the profile."""
+
+
+def kernel_bbv(trace: KernelTrace) -> tuple[np.ndarray, np.ndarray]:
+    """``(block_start_pcs, warp_instructions)`` of one invocation, blocks ascending by PC."""
+    pc = trace.pc
+    n = pc.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    step = 16 if trace.header.binary_version >= 70 else 8  # Volta+ SASS is 16 bytes per instruction
+    base = np.array([name.split(".")[0] for name in trace.opcode_table])
+    is_ctrl = np.isin(base, list(CONTROL_OPCODES))[trace.opcode]
+    leader = np.ones(n, dtype=bool)
+    leader[1:] = (pc[1:] != pc[:-1] + step) | is_ctrl[:-1]
+    leader[trace.warp_ptr[:-1][np.diff(trace.warp_ptr) > 0]] = True  # each warp's first instruction
+    starts = np.unique(pc[leader])
+    block = np.searchsorted(starts, pc, side="right") - 1
+    return starts, np.bincount(block, minlength=starts.size).astype(np.int64)
+
+
+def workload_bbvs(root: str | Path, n_expected: int | None = None) -> sp.csr_matrix:
+    """Normalised BBVs of every invocation of a workload directory, one row each, launch order."""
+    from gclsampler.trace import iter_kernels, list_invocations
+
+    root = Path(root)
+    infos = list_invocations(root)
+    if n_expected is not None and len(infos) != n_expected:
+        raise PhotonError(f"{root}/kernelslist.g: lists {len(infos)} traces but profile.csv has "
+                          f"{n_expected} invocations; photon needs one trace per invocation")
+    keys: dict[tuple[str, int], int] = {}
+    rows, cols, vals = [], [], []
+    for i, trace in enumerate(iter_kernels(root)):
+        starts, counts = kernel_bbv(trace)
+        name = trace.header.name
+        idx = np.fromiter((keys.setdefault((name, int(s)), len(keys)) for s in starts.tolist()),
+                          dtype=np.int64, count=starts.size)
+        total = counts.sum()
+        rows.append(np.full(idx.size, i, dtype=np.int64))
+        cols.append(idx)
+        vals.append(counts / total if total else counts.astype(float))
+    n = len(infos)
+    if not rows:
+        return sp.csr_matrix((n, 0))
+    m = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(n, len(keys)))
+    m.sort_indices()
+    return m
+
+
+def photon_assign(bbv: sp.csr_matrix, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Online, in launch order: ``(labels, representatives)``.
+
+    Invocation i joins the most similar representative chosen so far (earliest on
+    ties) when the similarity is at least ``threshold``; otherwise it becomes a
+    representative itself. Only representatives sharing a block with i can score
+    above 0, so each comparison runs against those alone.
+    """
+    n = bbv.shape[0]
+    bbv = sp.csr_matrix(bbv)
+    reps: list[int] = []
+    labels = np.empty(n, dtype=np.int64)
+    # block -> representatives that execute it (inverted index keeps the scan to candidates)
+    by_block: dict[int, list[int]] = {}
+    for i in range(n):
+        lo, hi = bbv.indptr[i], bbv.indptr[i + 1]
+        cols, vals = bbv.indices[lo:hi], bbv.data[lo:hi]
+        cand = sorted({r for c in cols.tolist() for r in by_block.get(c, ())})
+        best, best_sim = -1, -1.0
+        for r in cand:
+            rep = reps[r]
+            rlo, rhi = bbv.indptr[rep], bbv.indptr[rep + 1]
+            common, ia, ib = np.intersect1d(cols, bbv.indices[rlo:rhi], assume_unique=True, return_indices=True)
+            sim = float(np.minimum(vals[ia], bbv.data[rlo:rhi][ib]).sum()) if common.size else 0.0
+            if sim > best_sim + 1e-12:
+                best, best_sim = r, sim
+        if best >= 0 and best_sim >= threshold:
+            labels[i] = best
+        else:
+            labels[i] = len(reps)
+            for c in cols.tolist():
+                by_block.setdefault(c, []).append(len(reps))
+            reps.append(i)
+    return labels, np.asarray(reps, dtype=np.int64)
+
+
+class PhotonSampler(Sampler):
+    """Photon's kernel-level sampling on trace BBVs (see the module docstring).
+
+    ``threshold``: similarity (1 - L1/2 of normalised BBVs) at or above which an
+    invocation reuses an earlier representative; Photon's fixed value is 0.95.
+
+    Learned: ``labels_``, ``representatives_``, ``n_blocks_`` (BBV dimensions).
+    """
+
+    name = "photon"
+    stochastic = False
+
+    def __init__(self, threshold: float = 0.95, random_state: int = 0):
+        self.threshold = threshold
+        self.random_state = random_state
+
+    def fit(self, workload) -> SamplingPlan:
+        if not 0.0 < float(self.threshold) <= 1.0:
+            raise PhotonError(f"photon: threshold: must be in (0, 1], found {self.threshold!r}")
+        root = getattr(workload, "root", None)
+        if root is None:
+            raise PhotonError(f"photon: workload {workload.name!r} has no directory, and BBVs come from its traces")
+        bbv = workload_bbvs(root, workload.n_invocations)
+        labels, reps = photon_assign(bbv, float(self.threshold))
+        names = workload.profile["kernel_name"].to_numpy().astype(str)
+        self.labels_, self.representatives_, self.n_blocks_ = labels, reps, int(bbv.shape[1])
+        config = {**self.get_params(), "n_blocks": self.n_blocks_, "n_representatives": int(reps.size)}
+        self.plan_ = plan_from_labels(workload.name, self.name, labels, reps, names, config,
+                                      bool(getattr(workload, "synthetic", False))).validate("photon plan")
+        return self.plan_

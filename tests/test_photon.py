@@ -1,0 +1,112 @@
+"""Photon-style BBV sampling: basic blocks from traces, online reuse, plans on a synthetic workload."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _trace_fixtures import Inst, make_trace
+from gclsampler.photon import PhotonError, PhotonSampler, kernel_bbv, photon_assign
+
+
+def _at(pc: int, op: str = "IADD3") -> Inst:
+    return Inst(op, dst=("R1",), src=("R2",), pc=pc)
+
+
+def test_blocks_split_at_jump_targets_and_after_branches():
+    # a loop body 0x00-0x20 run twice (BRA back to 0x00), then fall through to 0x30-0x40
+    loop = [_at(0x00), _at(0x10), _at(0x20, "BRA")]
+    warp = loop + loop + [_at(0x30), _at(0x40, "EXIT")]
+    starts, counts = kernel_bbv(make_trace([warp], with_values=False))
+    assert starts.tolist() == [0x00, 0x30] and counts.tolist() == [6, 2]
+    # a not-taken BRA (next PC follows) still ends its block; a second warp entering at 0x10 splits 0x00
+    w1 = [_at(0x00), _at(0x10, "BRA.U"), _at(0x20), _at(0x30, "EXIT")]
+    w2 = [_at(0x10, "BRA.U"), _at(0x20), _at(0x30, "EXIT")]
+    starts, counts = kernel_bbv(make_trace([w1, w2], with_values=False))
+    assert starts.tolist() == [0x00, 0x10, 0x20] and counts.tolist() == [1, 2, 4]
+    assert counts.sum() == 7  # every warp instruction lands in one block
+
+
+def _sim(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.minimum(a, b).sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 25), d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+       threshold=st.sampled_from([0.5, 0.8, 0.95, 1.0]))
+def test_online_assignment_matches_brute_force(n, d, seed, threshold):
+    rng = np.random.default_rng(seed)
+    # few distinct BBVs so that exact repeats and near misses both occur
+    protos = rng.integers(0, 4, size=(3, d)).astype(float)
+    protos[protos.sum(axis=1) == 0, 0] = 1.0
+    dense = protos[rng.integers(0, 3, size=n)] + (rng.random((n, d)) < 0.2)
+    dense /= dense.sum(axis=1, keepdims=True)
+    labels, reps = photon_assign(sp.csr_matrix(dense), threshold)
+    assert np.array_equal(labels[reps], np.arange(reps.size))
+    assert np.all(np.diff(reps) > 0) and reps[0] == 0
+    for i in range(n):
+        earlier = reps[reps < i]
+        sims = [_sim(dense[i], dense[r]) for r in earlier]
+        if i in reps:
+            assert all(s < threshold for s in sims)
+        else:
+            best = earlier[int(np.argmax(sims))]
+            assert reps[labels[i]] == best and _sim(dense[i], dense[best]) >= threshold - 1e-9
+
+
+def test_identical_bbvs_share_a_representative_and_threshold_one_needs_equality():
+    a = np.array([0.5, 0.5, 0.0])
+    b = np.array([0.45, 0.55, 0.0])
+    c = np.array([0.0, 0.0, 1.0])
+    labels, reps = photon_assign(sp.csr_matrix(np.stack([a, b, a, c, b])), 0.95)
+    assert reps.tolist() == [0, 3] and labels.tolist() == [0, 0, 0, 1, 0]
+    labels, reps = photon_assign(sp.csr_matrix(np.stack([a, b, a, c, b])), 1.0)
+    assert reps.tolist() == [0, 1, 3] and labels.tolist() == [0, 1, 0, 2, 1]
+
+
+@pytest.fixture(scope="module")
+def tiny_workload(tmp_path_factory):
+    from gclsampler.synth import generate
+    from gclsampler.workload import Workload
+
+    d = tmp_path_factory.mktemp("photon") / "phi2"
+    generate("phi2", d, params=dict(layers=1, prompt=8, decode=1, trace_cap=8, sample_cap=24, sample_ctas=1,
+                                    max_traced_ctas=1), arch="ampere", seed=3, progress=False, jobs=1)
+    return Workload.load(d)
+
+
+def test_plan_on_a_synthetic_workload(tiny_workload):
+    wl = tiny_workload
+    s = PhotonSampler()
+    plan = s.fit(wl)
+    n = wl.n_invocations
+    assert plan.method == "photon" and plan.synthetic
+    assert sum(x.weight for x in plan.samples) == pytest.approx(n)
+    assert sorted(x.invocation for x in plan.samples) == s.representatives_.tolist()
+    # different kernels never share a representative: blocks are keyed by kernel name
+    names = wl.profile["kernel_name"].to_numpy()
+    assert np.array_equal(names, names[s.representatives_[s.labels_]])
+    assert PhotonSampler().fit(wl).to_json() == plan.to_json()  # deterministic
+    strict = PhotonSampler(threshold=1.0).fit(wl)
+    assert len(strict.samples) >= len(plan.samples)
+
+
+def test_bad_threshold_and_missing_traces_are_named(tiny_workload, tmp_path):
+    import dataclasses
+
+    with pytest.raises(PhotonError, match="threshold"):
+        PhotonSampler(threshold=1.5).fit(tiny_workload)
+    short = dataclasses.replace(tiny_workload, profile=tiny_workload.profile.iloc[:-1])
+    with pytest.raises(PhotonError, match="kernelslist.g: lists .* traces but profile.csv has"):
+        PhotonSampler().fit(short)
+    with pytest.raises(PhotonError, match="no directory"):
+        PhotonSampler().fit(dataclasses.replace(tiny_workload, root=None))
+
+
+def test_registered_with_the_other_samplers():
+    from gclsampler.evaluate import make_sampler
+
+    assert isinstance(make_sampler("photon", {"threshold": 0.9}), PhotonSampler)
