@@ -313,7 +313,7 @@ class EvaluateConfig:
         "sieve": {"cov_threshold": 0.1, "bandwidth": "silverman", "representative": "dominant_cta"},
         "random": {"fraction": 0.1},
         "allegro": {"epsilon": 0.05},
-        "photon": {"threshold": 0.95},
+        "photon": {"threshold": 0.95, "match_launch": True},
         "stem_root": {"epsilon": 0.25},
         "gcl_stem": {"epsilon": 0.25, "cluster_random_state": 0},
         "gcl": {},

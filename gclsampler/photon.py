@@ -17,14 +17,19 @@ BBVs come from the SASS traces (PCs), not from a profiler:
   control-transfer opcode;
 * a block's entry is the number of warp instructions executed in it (so blocks
   are weighted by their length), normalised to sum 1;
-* blocks are keyed by (kernel name, first PC), so different kernels never match;
+* blocks are keyed by (kernel name, first PC), so different kernels never match,
+  and with ``match_launch`` (default) also by the launch's grid and block, so
+  only launches of the same shape can reuse each other (see the deviation below);
 * similarity is ``sum(min(a, b))`` = 1 - L1/2 of the normalised vectors.
 
 Deviation: Photon scales a reused kernel's result by the new kernel's
 instruction count. A gclsampler plan gives each simulated invocation one weight
 and the weights sum to the number of invocations, so here each reused
 invocation adds weight 1 to its representative (instruction-count scaling would
-break the plan contract every evaluator relies on).
+break the plan contract every evaluator relies on). Weight 1 stands in for that
+scaling only when both launches do about the same work, hence ``match_launch``:
+a normalised BBV cannot tell a 4-CTA GEMM from a 400-CTA one, Photon's scaling
+would, and unscaled reuse across them is off by the CTA ratio.
 
 Traces are whatever the tracer captured (for ``gclsampler.synth`` workloads: at
 most 48 instructions per warp of 2 CTAs), so the BBV describes that part of a
@@ -70,8 +75,11 @@ def kernel_bbv(trace: KernelTrace) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.bincount(block, minlength=starts.size).astype(np.int64)
 
 
-def workload_bbvs(root: str | Path, n_expected: int | None = None) -> sp.csr_matrix:
-    """Normalised BBVs of every invocation of a workload directory, one row each, launch order."""
+def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch: bool = True) -> sp.csr_matrix:
+    """Normalised BBVs of every invocation of a workload directory, one row each, launch order.
+
+    Block keys carry the kernel name, and with ``match_launch`` the grid and block too.
+    """
     from gclsampler.trace import iter_kernels, list_invocations
 
     root = Path(root)
@@ -83,8 +91,9 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None) -> sp.csr_mat
     rows, cols, vals = [], [], []
     for i, trace in enumerate(iter_kernels(root)):
         starts, counts = kernel_bbv(trace)
-        name = trace.header.name
-        idx = np.fromiter((keys.setdefault((name, int(s)), len(keys)) for s in starts.tolist()),
+        h = trace.header
+        kernel = (h.name, h.grid, h.block) if match_launch else (h.name,)
+        idx = np.fromiter((keys.setdefault((kernel, int(s)), len(keys)) for s in starts.tolist()),
                           dtype=np.int64, count=starts.size)
         total = counts.sum()
         rows.append(np.full(idx.size, i, dtype=np.int64))
@@ -140,6 +149,8 @@ class PhotonSampler(Sampler):
 
     ``threshold``: similarity (1 - L1/2 of normalised BBVs) at or above which an
     invocation reuses an earlier representative; Photon's fixed value is 0.95.
+    ``match_launch``: reuse only within one grid and block shape (the stand-in for
+    Photon's instruction-count scaling; false gives BBV similarity alone).
 
     Learned: ``labels_``, ``representatives_``, ``n_blocks_`` (BBV dimensions).
     """
@@ -147,8 +158,9 @@ class PhotonSampler(Sampler):
     name = "photon"
     stochastic = False
 
-    def __init__(self, threshold: float = 0.95, random_state: int = 0):
+    def __init__(self, threshold: float = 0.95, match_launch: bool = True, random_state: int = 0):
         self.threshold = threshold
+        self.match_launch = match_launch
         self.random_state = random_state
 
     def fit(self, workload) -> SamplingPlan:
@@ -157,7 +169,7 @@ class PhotonSampler(Sampler):
         root = getattr(workload, "root", None)
         if root is None:
             raise PhotonError(f"photon: workload {workload.name!r} has no directory, and BBVs come from its traces")
-        bbv = workload_bbvs(root, workload.n_invocations)
+        bbv = workload_bbvs(root, workload.n_invocations, bool(self.match_launch))
         labels, reps = photon_assign(bbv, float(self.threshold))
         names = workload.profile["kernel_name"].to_numpy().astype(str)
         self.labels_, self.representatives_, self.n_blocks_ = labels, reps, int(bbv.shape[1])

@@ -110,3 +110,17 @@ def test_registered_with_the_other_samplers():
     from gclsampler.evaluate import make_sampler
 
     assert isinstance(make_sampler("photon", {"threshold": 0.9}), PhotonSampler)
+
+
+def test_match_launch_keeps_launch_shapes_apart(tiny_workload):
+    wl = tiny_workload
+    shaped = PhotonSampler(match_launch=True)
+    shaped.fit(wl)
+    loose = PhotonSampler(match_launch=False)
+    loose.fit(wl)
+    grid = wl.profile["grid"].astype(str).to_numpy()
+    block = wl.profile["block"].astype(str).to_numpy()
+    rep = shaped.representatives_[shaped.labels_]
+    assert np.array_equal(grid[rep], grid) and np.array_equal(block[rep], block)
+    # prefill and decode launch the same kernels with different grids: without the shape they merge
+    assert loose.representatives_.size < shaped.representatives_.size
