@@ -145,7 +145,9 @@ def photon_assign(bbv: sp.csr_matrix, threshold: float) -> tuple[np.ndarray, np.
 
 
 class PhotonSampler(Sampler):
-    """Photon's kernel-level sampling on trace BBVs (see the module docstring).
+    """Photon (kernel level): reuse an earlier invocation whose trace BBV is threshold-similar.
+
+    Details and the deviation from Photon are in the module docstring.
 
     ``threshold``: similarity (1 - L1/2 of normalised BBVs) at or above which an
     invocation reuses an earlier representative; Photon's fixed value is 0.95.

@@ -22,6 +22,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "profile": ("gclsampler.cli.profile", "import Nsight Compute / Nsight Systems / torch.profiler exports into profile.csv"),
     "graph": ("gclsampler.cli.graph", "inspect the heterogeneous relational graphs built from traces"),
     "stem": ("gclsampler.cli.stem", "STEM+ROOT error-bounded sampling plan from profile.csv alone"),
+    "sample": ("gclsampler.cli.sample", "a sampling plan from any method (pka, sieve, allegro, photon, gcl, ...)"),
     "plan": ("gclsampler.cli.plan", "show, export to Accel-Sim, and reconstruct estimates from sampling plans"),
 }
 

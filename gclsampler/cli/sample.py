@@ -1,0 +1,109 @@
+"""``gclsampler sample``: a sampling plan from any registered method, without the Hydra suite.
+
+``python evaluate.py`` compares methods against ground truth; this is the single step a
+user takes for their own workload: pick a method, get ``plan.json``, hand it to the
+simulator (``gclsampler plan export-accelsim``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Fit one sampling method on a workload directory and write its plan.json "
+        "(gclsampler-plan/1). Methods: pka, sieve, allegro, random, stem_root read profile.csv; "
+        "photon reads the traces; gcl and gcl_stem need the embeddings a training run wrote "
+        "(--embeddings). Method parameters are the keyword arguments of its class, "
+        "e.g. --set threshold=0.9 for photon or --set epsilon=0.1 for stem_root."
+    )
+    parser.epilog = ("examples:\n"
+                     "  gclsampler sample pka work/phi2 --out plan_pka.json\n"
+                     "  gclsampler sample photon work/phi2 --out plan_photon.json --set threshold=0.9\n"
+                     "  gclsampler sample gcl work/phi2 --embeddings outputs/phi2/embeddings.npy --out plan.json\n"
+                     "  gclsampler sample --list")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("method", nargs="?", help="method name (see --list)")
+    parser.add_argument("workload", nargs="?", type=Path,
+                        help="workload directory (profile.csv, kernelslist.g, traces, workload.json)")
+    parser.add_argument("--out", type=Path, help="plan.json to write (atomically)")
+    parser.add_argument("--seed", type=int, default=0, help="random_state of the method (default 0)")
+    parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                        help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
+    parser.add_argument("--embeddings", type=Path,
+                        help="embeddings.npy (row i = invocation i) for gcl and gcl_stem")
+    parser.add_argument("--list", action="store_true", help="list the methods and their parameters, then exit")
+    parser.set_defaults(handler=_run)
+
+
+def _parse_params(items: list[str]) -> dict:
+    import yaml
+
+    from gclsampler.errors import GclError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise GclError(f"--set {item!r}: expected KEY=VALUE")
+        out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+    return out
+
+
+def _list_methods() -> int:
+    import inspect
+
+    from gclsampler.evaluate import _registry
+
+    for name, cls in sorted(_registry().items()):
+        sig = inspect.signature(cls.__init__)
+        params = ", ".join(f"{p.name}={p.default!r}" for p in list(sig.parameters.values())[1:]
+                           if p.name != "random_state" and p.default is not inspect.Parameter.empty)
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name:10s} {doc}")
+        if params:
+            print(f"{'':10s} {params}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gclsampler.errors import GclError
+
+    if args.list:
+        return _list_methods()
+    if args.method is None or args.workload is None or args.out is None:
+        raise GclError("sample: give METHOD, WORKLOAD and --out (or --list)")
+    from gclsampler.evaluate import EMBEDDING_METHODS, _registry
+    from gclsampler.workload import Workload
+
+    reg = _registry()
+    if args.method not in reg:
+        raise GclError(f"sample: unknown method {args.method!r}; available: {', '.join(sorted(reg))}")
+    if not (args.workload / "profile.csv").exists():
+        raise GclError(f"{args.workload}/profile.csv: no such file (a workload directory needs one)")
+    try:
+        sampler = reg[args.method](**_parse_params(args.params), random_state=args.seed)
+    except TypeError as exc:
+        raise GclError(f"--set: {args.method} does not take that parameter ({exc}); see gclsampler sample --list") from None
+    emb = None
+    if args.embeddings is not None:
+        emb = np.load(args.embeddings)
+    elif args.method in EMBEDDING_METHODS:
+        raise GclError(f"sample {args.method}: needs --embeddings (embeddings.npy from `python train.py`)")
+    wl = Workload.load(args.workload, embeddings=emb)
+    if emb is not None and emb.shape[0] != wl.n_invocations:
+        raise GclError(f"{args.embeddings}: {emb.shape[0]} rows but {args.workload}/profile.csv has "
+                       f"{wl.n_invocations} invocations")
+    plan = sampler.fit(wl)
+    plan.save(args.out)
+    t = wl.profile["time_ns"].to_numpy(dtype=np.float64) if "time_ns" in wl.profile else None
+    print(f"{args.out}: {args.method} plan for {wl.name}" + (" (SYNTHETIC)" if wl.synthetic else ""))
+    print(f"  invocations {wl.n_invocations}, clusters {len(plan.clusters)}, "
+          f"simulated invocations {len(plan.samples)}")
+    if t is not None:
+        print(f"  expected speedup {plan.speedup(t):.1f}x (profile time of all invocations / of the sampled ones)")
+    return 0

@@ -1,0 +1,77 @@
+"""``gclsampler sample``: any registered method from the command line, with named errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gclsampler.cli import main
+
+
+@pytest.fixture(scope="module")
+def wl(tmp_path_factory):
+    from gclsampler.synth import generate
+
+    d = tmp_path_factory.mktemp("sample") / "phi2"
+    generate("phi2", d, params=dict(layers=1, prompt=8, decode=1, trace_cap=8, sample_cap=24, sample_ctas=1,
+                                    max_traced_ctas=1), arch="ampere", seed=3, progress=False, jobs=1)
+    return d
+
+
+def _plan(path):
+    doc = json.loads(path.read_text())
+    n = doc["n_invocations"]
+    assert sum(s["weight"] for s in doc["samples"]) == pytest.approx(n)
+    return doc
+
+
+@pytest.mark.parametrize("method,params", [("pka", []), ("sieve", []), ("allegro", ["--set", "epsilon=0.2"]),
+                                           ("stem_root", ["--set", "epsilon=0.25"]),
+                                           ("photon", ["--set", "threshold=0.9", "--set", "match_launch=false"]),
+                                           ("random", ["--set", "fraction=0.2", "--seed", "3"])])
+def test_methods_write_valid_plans(wl, tmp_path, capsys, method, params):
+    out = tmp_path / f"{method}.json"
+    assert main(["sample", method, str(wl), "--out", str(out), *params]) == 0
+    doc = _plan(out)
+    assert doc["method"] == method and doc["synthetic"] is True
+    printed = capsys.readouterr().out
+    assert f"{method} plan for phi2 (SYNTHETIC)" in printed and "expected speedup" in printed
+    if method == "photon":
+        assert doc["config"]["threshold"] == 0.9 and doc["config"]["match_launch"] is False
+
+
+def test_gcl_reads_embeddings_and_checks_their_rows(wl, tmp_path, capsys):
+    n = len([ln for ln in (wl / "kernelslist.g").read_text().splitlines() if ln.startswith("kernel-")])
+    emb = tmp_path / "emb.npy"
+    np.save(emb, np.random.default_rng(0).standard_normal((n, 8)).astype(np.float32))
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(tmp_path / "g.json")]) == 0
+    assert _plan(tmp_path / "g.json")["method"] == "gcl"
+    np.save(emb, np.zeros((n - 1, 8), np.float32))
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(tmp_path / "g2.json")]) == 2
+    assert f"{n - 1} rows but" in capsys.readouterr().err and not (tmp_path / "g2.json").exists()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["nosuch"], "unknown method 'nosuch'; available:"),
+    (["photon", "--set", "thresh=0.9"], "--set: photon does not take that parameter"),
+    (["photon", "--set", "threshold"], "expected KEY=VALUE"),
+    (["gcl"], "needs --embeddings"),
+])
+def test_bad_requests_are_one_line_errors(wl, tmp_path, capsys, argv, message):
+    method, *rest = argv
+    out = tmp_path / "p.json"
+    assert main(["sample", method, str(wl), "--out", str(out), *rest]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_missing_profile_and_list(tmp_path, capsys):
+    assert main(["sample", "pka", str(tmp_path), "--out", str(tmp_path / "p.json")]) == 2
+    assert "profile.csv: no such file" in capsys.readouterr().err
+    assert main(["sample", "--list"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("pka", "sieve", "allegro", "random", "stem_root", "photon", "gcl", "gcl_stem"):
+        assert f"\n{name} " in "\n" + listed
+    assert "threshold=0.95" in listed
