@@ -80,12 +80,13 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
 
     Block keys carry the kernel name, and with ``match_launch`` the grid and block too.
     """
-    from gclsampler.trace import iter_kernels, list_invocations
+    from gclsampler.trace import iter_kernels
+    from gclsampler.trace.workload import trace_files
 
     root = Path(root)
-    infos = list_invocations(root)
-    if n_expected is not None and len(infos) != n_expected:
-        raise PhotonError(f"{root}/kernelslist.g: lists {len(infos)} traces but profile.csv has "
+    n = len(trace_files(root))  # kernelslist.g only; iter_kernels reads the headers
+    if n_expected is not None and n != n_expected:
+        raise PhotonError(f"{root}/kernelslist.g: lists {n} traces but profile.csv has "
                           f"{n_expected} invocations; photon needs one trace per invocation")
     keys: dict[tuple[str, int], int] = {}
     rows, cols, vals = [], [], []
@@ -99,7 +100,6 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
         rows.append(np.full(idx.size, i, dtype=np.int64))
         cols.append(idx)
         vals.append(counts / total if total else counts.astype(float))
-    n = len(infos)
     if not rows:
         return sp.csr_matrix((n, 0))
     m = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),

@@ -282,6 +282,22 @@ def _popcount32(mask):
 
 
 @_jit
+def _operands(buf, p, e):
+    """A register list ``n R.. R..``: ``(n, start of the list, end, bad)``; bad 1 = count, 2 = register."""
+    a, p = _tok(buf, p, e)
+    v, ok = _uint(buf, a, p, 10, False, 20)
+    if not ok or v > np.uint64(255):
+        return 0, p, p, 1
+    n = np.int64(v)
+    start = p
+    for j in range(n):
+        a, p = _tok(buf, p, e)
+        if _reg(buf, a, p) < 0:
+            return n, start, p, 2
+    return n, start, p, 0
+
+
+@_jit
 def _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc, mask, k, ndst, nsrc, dpos, spos,
                   op_s, op_e, mw, cur):
     """Pass 1: every field up to ``mem_width``; returns ``(err_i, err_f, dmax, smax, n_addr)``."""
@@ -313,32 +329,20 @@ def _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc, mask, k,
             return i, F_MASK, 0, 0, 0
         mask[i] = np.uint32(v)
         k[i] = _popcount32(v)
-        a, p = _tok(buf, p, e)
-        v, ok = _uint(buf, a, p, 10, False, 20)
-        if not ok or v > np.uint64(255):
-            return i, F_NDST, 0, 0, 0
-        ndst[i] = np.int64(v)
-        dmax = max(dmax, ndst[i])
-        dpos[i] = p
-        for j in range(ndst[i]):
-            a, p = _tok(buf, p, e)
-            if _reg(buf, a, p) < 0:
-                return i, F_DST, 0, 0, 0
+        n, dpos[i], p, bad = _operands(buf, p, e)
+        if bad:
+            return i, F_NDST if bad == 1 else F_DST, 0, 0, 0
+        ndst[i] = n
+        dmax = max(dmax, n)
         a, p = _tok(buf, p, e)
         if a == p:
             return i, F_OPCODE, 0, 0, 0
         op_s[i], op_e[i] = a, p
-        a, p = _tok(buf, p, e)
-        v, ok = _uint(buf, a, p, 10, False, 20)
-        if not ok or v > np.uint64(255):
-            return i, F_NSRC, 0, 0, 0
-        nsrc[i] = np.int64(v)
-        smax = max(smax, nsrc[i])
-        spos[i] = p
-        for j in range(nsrc[i]):
-            a, p = _tok(buf, p, e)
-            if _reg(buf, a, p) < 0:
-                return i, F_SRC, 0, 0, 0
+        n, spos[i], p, bad = _operands(buf, p, e)
+        if bad:
+            return i, F_NSRC if bad == 1 else F_SRC, 0, 0, 0
+        nsrc[i] = n
+        smax = max(smax, n)
         a, p = _tok(buf, p, e)
         v, ok = _uint(buf, a, p, 10, False, 20)
         if not ok or v > np.uint64(2147483647):
