@@ -17,63 +17,9 @@ import numba
 import numpy as np
 
 from gclsampler.trace._text import _DIGIT  # byte -> digit value (255: not a hex digit), a compile-time constant
+from gclsampler.trace._text import tokenize
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-
-
-@_jit
-def scan(buf):
-    """Token spans and, per newline-terminated line, its first token and token count.
-
-    A token is a maximal run of bytes > 0x20; a line ends at each ``\\n`` and,
-    if the buffer does not end with one, at the end of the buffer.
-    """
-    n = buf.size
-    n_tok = 0
-    n_nl = 0
-    prev_ws = True
-    for i in range(n):
-        c = buf[i]
-        if c > 32:
-            if prev_ws:
-                n_tok += 1
-            prev_ws = False
-        else:
-            prev_ws = True
-            if c == 10:
-                n_nl += 1
-    n_lines = n_nl + (1 if n > 0 and buf[n - 1] != 10 else 0)
-    ts = np.empty(n_tok, np.int64)
-    te = np.empty(n_tok, np.int64)
-    tok0 = np.zeros(n_lines, np.int64)
-    ntok = np.zeros(n_lines, np.int64)
-    k = 0
-    line = 0
-    line_first = 0
-    in_tok = False
-    for i in range(n):
-        c = buf[i]
-        if c > 32:
-            if not in_tok:
-                ts[k] = i
-                in_tok = True
-        else:
-            if in_tok:
-                te[k] = i
-                k += 1
-                in_tok = False
-            if c == 10:
-                tok0[line] = line_first
-                ntok[line] = k - line_first
-                line += 1
-                line_first = k
-    if in_tok:
-        te[k] = n
-        k += 1
-    if line < n_lines:
-        tok0[line] = line_first
-        ntok[line] = k - line_first
-    return ts, te, tok0, ntok
 
 
 @_jit
@@ -599,6 +545,6 @@ def warm_up() -> None:
     one = np.zeros(1, np.int64)
     ragged_take(np.array([0, 1], np.int64), np.zeros(1, np.uint64), one)
     ragged_take(np.array([0, 1], np.int64), np.zeros(1, np.uint32), one)
-    ts, te, _, _ = scan(buf)
+    ts, te = tokenize(buf)
     parse_uint(buf, ts, te, 16, True, 16)
     parse_int(buf, ts, te)

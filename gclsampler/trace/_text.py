@@ -81,15 +81,10 @@ for _i, _c in enumerate(b"ABCDEF"):
 def scan(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Token starts/ends and, per line, index of its first token and its token count.
 
-    Lines end at ``\\n`` (and at the end of a buffer without a final newline).
+    Lines end at ``\\n`` (and at the end of a buffer without a final newline). Only the
+    token-level numpy parser needs this (the fallback, and wording an error the compiled
+    parser found), so it has no compiled twin.
     """
-    jit = compiled()
-    if jit is not None:
-        return jit.scan(buf)
-    return scan_numpy(buf)
-
-
-def scan_numpy(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     ts, te = tokenize(buf)
     nl = np.flatnonzero(buf == 10)
     if buf.size and buf[-1] != 10:
@@ -105,7 +100,7 @@ def line_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     jit = compiled()
     if jit is not None:
         return jit.line_spans(buf)
-    ts, te, tok0, ntok = scan_numpy(buf)
+    ts, te, tok0, ntok = scan(buf)
     nl = np.flatnonzero(buf == 10)
     blank_at = nl if nl.shape[0] == tok0.shape[0] else np.append(nl, buf.size)
     has = ntok > 0
