@@ -121,5 +121,6 @@ def augment_batch(batch: Data, cfg: AugmentConfig, gen: torch.Generator) -> Data
     return Data(
         node_type=take(batch.node_type), token=take(batch.token), pc=take(batch.pc), stats=take(batch.stats),
         warp=take(batch.warp), batch=take(node_batch), n_warps=batch.n_warps.view(-1),
+        kfeat=getattr(batch, "kfeat", None),
         edge_index=edge_index, edge_type=edge_type, noise_std=noise_std, num_nodes=int(take(batch.node_type).numel()),
     )

@@ -76,6 +76,12 @@ class ClusterConfig:
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
     # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
     launch_weight: float = 2.0
+    # Embeddings closer than identical_tol x their RMS spread count as one point: k = 1 when
+    # every embedding is within it of another. Below silhouette_min_points such points,
+    # silhouette cannot rank partitions (with 3 points it only says which pair is closer, not
+    # whether to merge it), so every distinct point is its own cluster.
+    identical_tol: float = 1e-4
+    silhouette_min_points: int = 4
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
         def bad(key: str, msg: str) -> ClusterConfigError:
@@ -97,6 +103,10 @@ class ClusterConfig:
                 raise bad(key, f"must be >= 3, got {getattr(self, key)}")
         if not (self.launch_weight >= 0 and math.isfinite(self.launch_weight)):
             raise bad("launch_weight", f"must be a finite number >= 0, got {self.launch_weight}")
+        if not (self.identical_tol >= 0 and math.isfinite(self.identical_tol)):
+            raise bad("identical_tol", f"must be a finite number >= 0, got {self.identical_tol}")
+        if self.silhouette_min_points < 3:
+            raise bad("silhouette_min_points", f"must be >= 3 (silhouette needs k < points), got {self.silhouette_min_points}")
         if self.representative not in REPRESENTATIVES:
             raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
         return self
@@ -351,6 +361,31 @@ def _one_cluster(n: int, cfg: ClusterConfig, random_state: int) -> ClusterResult
                          False, 0, asdict(cfg))
 
 
+def _near_identical(uniq: np.ndarray, counts: np.ndarray, tol: float, min_points: int) -> np.ndarray | None:
+    """Group labels of the distinct embeddings when they form fewer than ``min_points``
+    groups of near-identical points (distance <= tol x RMS spread), else None.
+
+    Why: a trained network maps two graphs that differ in an irrelevant bit to embeddings a
+    rounding error apart; those must still count as "all identical" (k = 1).
+    """
+    m = uniq.shape[0]
+    if m >= 64:  # the grouping only matters when few groups can result; 64 distinct rows can't collapse cheaply
+        return None
+    w = counts.astype(np.float64)
+    mean = (uniq * w[:, None]).sum(axis=0) / w.sum()
+    spread = math.sqrt(float((((uniq - mean) ** 2).sum(axis=1) * w).sum() / w.sum()))
+    d = _pairwise(uniq)
+    adj = d <= tol * spread
+    labels = np.arange(m)
+    for _ in range(m):  # connected components by label propagation (m < 64)
+        new = np.where(adj, labels[None, :], m).min(axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    labels = _compact(labels)
+    return labels if int(labels.max()) + 1 < min_points else None
+
+
 def _subsample(inverse: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A uniform sample of ``size`` invocations as (distinct ids, multiplicities)."""
     pick = rng.choice(inverse.size, size=size, replace=False)
@@ -387,14 +422,21 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if cfg.normalize and n:
         norm = np.linalg.norm(x_all, axis=1, keepdims=True)
         x_all = x_all / np.where(norm > 0, norm, 1.0)
-    if n < 3:
+    if n < 2:
         return _one_cluster(n, cfg, random_state)
 
     # distinct embeddings with multiplicities: exact, and much smaller for repeated kernels
     uniq, inverse, counts = np.unique(x_all, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    if uniq.shape[0] < 2:
-        return _one_cluster(n, cfg, random_state)
+    groups = _near_identical(uniq, counts, cfg.identical_tol, cfg.silhouette_min_points)
+    if groups is not None:
+        n_groups = int(groups.max()) + 1
+        if n_groups == 1:
+            return _one_cluster(n, cfg, random_state)
+        # too few distinct points for silhouette: each one is its own cluster
+        labels = _compact(groups[inverse])
+        reps = _representatives(labels, x_all, cfg.representative, random_state)
+        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg))
     every = _Points.of(uniq, counts)
 
     sampled = n > cfg.sample_size

@@ -48,7 +48,7 @@ CACHE_VERSION = 1
 """Layout/serialisation version of the cache files (graph semantics: ``graph.FORMAT_VERSION``)."""
 
 _MAGIC = b"GCLHRG1\n"
-_FIELDS = ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps")
+_FIELDS = ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps", "kfeat")
 
 
 class GraphCacheError(GclError):

@@ -52,8 +52,10 @@ __all__ = [
 ]
 
 RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
-METHOD_ORDER: list[str] = ["gcl", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
-EMBEDDING_METHODS = ("gcl", "gcl_stem")
+METHOD_ORDER: list[str] = ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
+EMBEDDING_METHODS = ("gcl", "gcl_stem", "gcl_paper")
+PAPER_EMBEDDING_METHODS = ("gcl_paper",)
+"""Methods clustering embeddings of the paper's encoder (``model=paper``), trained separately."""
 
 
 class EvaluationError(GclError):
@@ -386,10 +388,12 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
     or an earlier ``<out_dir>/train/<workload>/embeddings.npy`` is reused.
     """
 
-    def embed(workload) -> np.ndarray:
-        run_dir = out_dir / "train" / workload.name
+    def embed(workload, variant: str = "project") -> np.ndarray:
+        paper = variant == "paper"
+        run_dir = out_dir / "train" / (workload.name + ("-paper" if paper else ""))
         if cfg.embeddings == "cached":
-            for cand in (Path(workload.root) / "embeddings.npy", run_dir / "embeddings.npy"):
+            own = Path(workload.root) / ("paper_embeddings.npy" if paper else "embeddings.npy")
+            for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
                     return np.load(cand)
         elif cfg.embeddings != "train":
@@ -404,6 +408,8 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
             overrides.append(f"workload.name={workload.name}")
         overrides += [f"workload.dir={Path(workload.root).resolve()}", f"workload.arch={workload.arch}",
                       "post_embedding=false", f"seed={cfg.seed}", *cfg.suite.train_overrides]
+        if paper:
+            overrides.append("model=paper")
         tcfg = _compose_train_config(overrides, cfg.train_config_dir)
         pipeline.run(tcfg, out_dir=run_dir)
         emb = np.load(run_dir / "embeddings.npy")
@@ -470,6 +476,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         synthetic_all &= bool(workload.synthetic)
         if needs_emb:
             workload.embeddings = embed_fn(workload)
+            if any(m in PAPER_EMBEDDING_METHODS for m in suite.methods):
+                workload.paper_embeddings = embed_fn(workload, "paper")
         runs = fit_methods(workload, list(suite.methods), method_params, n_seeds=suite.n_seeds,
                            epsilons=list(suite.epsilons), sweep_methods=suite.sweep_methods, seed0=cfg.seed)
         archs = [a for a in suite.archs] or [workload.arch]

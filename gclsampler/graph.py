@@ -61,6 +61,9 @@ __all__ = [
     "VARIABLE_VOCAB",
     "opcode_token",
     "graph_summary",
+    "kernel_features",
+    "N_KERNEL_FEATURES",
+    "KERNEL_FEATURE_NAMES",
 ]
 
 NUM_NODE_TYPES = 3
@@ -170,8 +173,16 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
+
+N_KERNEL_FEATURES = 8
+"""Columns of ``kfeat``, the per-invocation size vector (see ``kernel_features``)."""
+KERNEL_FEATURE_NAMES = ("insts_per_warp_mean", "insts_per_warp_max", "insts_on_sm", "warps_on_sm",
+                        "ctas_on_sm", "grid_ctas", "threads_per_cta", "addresses_per_warp")
+
+# Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
+INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM = 0, 1, 2
 
 
 def _opcode_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -233,7 +244,13 @@ class GraphConfig:
     """Warps kept per kernel graph (0 = all). Chosen evenly spread over the trace's warps
     (``warp_selection: spread``) so that several CTAs are represented."""
     max_insts_per_warp: int = 512
-    """Instructions kept per warp (0 = all): the first ones, so data flow stays intact."""
+    """Instructions kept per warp (0 = all), as contiguous runs so data flow stays intact."""
+    inst_selection: str = "windows"
+    """``prefix`` (the first ``max_insts_per_warp``, as before) or ``windows``: ``windows``
+    equal runs spread evenly over the whole warp stream, so a long kernel's later phases
+    (the loop's last trips, the epilogue, the stores) reach the graph too."""
+    windows: int = 4
+    """Runs per warp with ``inst_selection: windows``."""
     warp_selection: str = "spread"
     """``spread`` (evenly spaced over all traced warps) or ``first``."""
     mem_granularity: str = "line"
@@ -252,6 +269,10 @@ class GraphConfig:
                 raise bad(key, f"must be an integer >= 0 (0 = no cap), got {v!r}")
         if not isinstance(self.max_units_per_access, int) or self.max_units_per_access < 1:
             raise bad("max_units_per_access", f"must be an integer >= 1, got {self.max_units_per_access!r}")
+        if self.inst_selection not in ("prefix", "windows"):
+            raise bad("inst_selection", f"must be 'prefix' or 'windows', got {self.inst_selection!r}")
+        if not isinstance(self.windows, int) or isinstance(self.windows, bool) or self.windows < 1:
+            raise bad("windows", f"must be an integer >= 1, got {self.windows!r}")
         if self.warp_selection not in ("spread", "first"):
             raise bad("warp_selection", f"must be 'spread' or 'first', got {self.warp_selection!r}")
         if self.mem_granularity not in _GRANULARITY_SHIFT:
@@ -427,8 +448,10 @@ def _ragged_stats(values: np.ndarray, owner: np.ndarray, n_groups: int) -> np.nd
     return out.astype(np.float32)
 
 
-def _select_instructions(trace: KernelTrace, cfg: GraphConfig) -> tuple[np.ndarray, np.ndarray, int]:
-    """Global instruction indices kept (warp-major, temporal order) and their local warp."""
+def _select_instructions(trace: KernelTrace, cfg: GraphConfig
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Global instruction indices kept (warp-major, temporal order), their local warp, and
+    the kept warps' indices in the trace."""
     ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
     # warps that executed nothing (traced but exited at once) would be empty pools: skip them
     live = np.flatnonzero(np.diff(ptr) > 0)
@@ -441,11 +464,73 @@ def _select_instructions(trace: KernelTrace, cfg: GraphConfig) -> tuple[np.ndarr
     else:
         warps = live
     starts = ptr[warps]
-    lengths = ptr[warps + 1] - starts
-    if cfg.max_insts_per_warp:
-        lengths = np.minimum(lengths, cfg.max_insts_per_warp)
-    idx, owner = _ragged_index(starts, lengths)
-    return idx, owner, len(warps)
+    full = ptr[warps + 1] - starts
+    cap = cfg.max_insts_per_warp
+    if not cap:
+        idx, owner = _ragged_index(starts, full)
+    elif cfg.inst_selection == "prefix" or cfg.windows == 1:
+        idx, owner = _ragged_index(starts, np.minimum(full, cap))
+    else:
+        # W runs per warp (cap // W each, the remainder spread over the first runs), starting at
+        # evenly spaced offsets of the warp's stream; a warp no longer than the cap is kept whole
+        w = int(cfg.windows)
+        run = cap // w + (np.arange(w) < cap % w)
+        short = full <= cap
+        starts_in = np.concatenate([[0], np.cumsum(run)[:-1]])
+        frac = np.arange(w, dtype=np.float64) / max(w - 1, 1)
+        span = np.maximum(full - cap, 0)[:, None]
+        # run j starts at its place in a cap-long prefix, shifted right by an even share of the
+        # slack: runs never overlap and the last one ends at the warp's last instruction
+        offs = starts_in[None, :] + np.round(frac[None, :] * span).astype(np.int64)
+        r_start = (starts[:, None] + offs).reshape(-1)
+        r_len = np.broadcast_to(run[None, :], offs.shape).reshape(-1)
+        r_owner = np.repeat(np.arange(len(warps)), w)
+        keep_runs = ~short[r_owner]
+        s_start = np.concatenate([starts[short], r_start[keep_runs]])
+        s_len = np.concatenate([full[short], r_len[keep_runs]])
+        s_own = np.concatenate([np.flatnonzero(short), r_owner[keep_runs]])
+        o = np.argsort(s_own * (1 << 40) + s_start, kind="stable")
+        idx, run_owner = _ragged_index(s_start[o], s_len[o])
+        owner = s_own[o][run_owner]
+    return idx, owner, warps
+
+
+def kernel_features(trace: KernelTrace) -> np.ndarray:
+    """The invocation's size on the traced SM, log2(1 + x), as a (8,) float32 vector.
+
+    Why: the HRG of a capped warp sample looks the same whether a loop turned 80 or 320
+    times or whether SM 0 ran 2 or 160 CTAs, yet those are what set the cycle count. These
+    numbers come from the complete trace (every warp, every instruction), not from the
+    kept sample, so they still tell such launches apart. log2: a doubling is one unit.
+    """
+    ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
+    lens = np.diff(ptr)
+    n_w = max(len(lens), 1)
+    ctas = len(np.unique(np.asarray(trace.warp_cta), axis=0)) if len(lens) else 0
+    g = trace.header.grid
+    b = trace.header.block
+    n_addr = len(trace.addrs) if trace.addrs is not None else 0
+    raw = np.array([lens.mean() if len(lens) else 0.0, lens.max() if len(lens) else 0.0, float(lens.sum()),
+                    float(len(lens)), float(ctas), float(g[0] * g[1] * g[2]), float(b[0] * b[1] * b[2]),
+                    n_addr / n_w], dtype=np.float64)
+    return np.log2(1.0 + raw).astype(np.float32)
+
+
+def _pc_counts(trace: KernelTrace, warps: np.ndarray, idx: np.ndarray, iw: np.ndarray) -> np.ndarray:
+    """How many times each kept instruction's PC ran in its warp over the whole stream.
+
+    This is the repetition count a folded loop would carry: the kept window shows one
+    trip of the body, the count says how many trips there were.
+    """
+    ptr = np.asarray(trace.warp_ptr, dtype=np.int64)
+    full_idx, full_owner = _ragged_index(ptr[warps], ptr[warps + 1] - ptr[warps])
+    pc = np.asarray(trace.pc, dtype=np.int64)
+    upc, pc_code = np.unique(pc[full_idx], return_inverse=True)
+    span = max(len(upc), 1)
+    key = full_owner * span + pc_code.reshape(-1)
+    counts = np.bincount(key, minlength=len(warps) * span)
+    kept_code = np.searchsorted(upc, pc[idx])
+    return counts[iw * span + kept_code]
 
 
 # --------------------------------------------------------------------------------------
@@ -462,7 +547,8 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     cfg = GraphConfig.coerce(cfg)
     cfg.validate()
     src_name = trace.source or f"kernel-{trace.header.kernel_id}"
-    idx, iw, n_warps = _select_instructions(trace, cfg)
+    idx, iw, kept_warps = _select_instructions(trace, cfg)
+    n_warps = len(kept_warps)
     n = len(idx)
 
     # ---- instruction nodes
@@ -498,17 +584,15 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     pseudo_id[mem_inst] = n + np.arange(n_pseudo)
 
     # memory units touched by each memory instruction: unique (instruction, unit) pairs.
-    # A kept warp prefix owns one contiguous range of the address column.
+    # Kept instructions that follow each other in the trace own one contiguous range of the
+    # address column (a whole-warp prefix does): slice it instead of gathering.
     shift = _GRANULARITY_SHIFT[cfg.mem_granularity]
-    w_first = np.flatnonzero(np.r_[True, iw[1:] != iw[:-1]]) if n else np.zeros(0, dtype=np.int64)
-    w_last = np.r_[w_first[1:], n].astype(np.int64) if n else w_first
-    ga_start = addr_ptr[idx[w_first]]
-    ga_end = addr_ptr[idx[w_last - 1] + 1]
     all_addrs = np.asarray(trace.addrs, dtype=np.uint64)
-    if len(ga_start) and np.array_equal(ga_start[1:], ga_end[:-1]):  # one contiguous range: slice
-        addrs = all_addrs[int(ga_start[0]):int(ga_end[-1])]
+    a_lo = addr_ptr[idx] if n else np.zeros(0, dtype=np.int64)
+    if n and np.array_equal(a_lo[1:], addr_ptr[idx[:-1] + 1]):
+        addrs = all_addrs[int(a_lo[0]):int(a_lo[0] + n_addr.sum())]
     else:
-        addrs = all_addrs[_ragged_index(ga_start, ga_end - ga_start)[0]]
+        addrs = all_addrs[_ragged_index(a_lo, n_addr)[0]]
     a_inst = np.repeat(np.arange(n, dtype=np.int64), n_addr)  # local instruction of each address
     unit = addrs >> np.uint64(shift)
     n_a = len(unit)
@@ -661,18 +745,59 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
             vv = np.log1p((addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64))
         mem_stats[n_mw:] = _ragged_stats(vv, owner, n_mlive)
 
+    # ---- constant-bank words (kernel arguments: K, N, strides, trip counts). ULDC/LDC carry no
+    # address in the trace, so the load above left the word invisible. Per section 3.2 a variable
+    # nobody wrote is initialised from its traced value: one live-in MEM.CONST variable per
+    # (warp, PC) -- the same static load reads the same word -- with the statistics of the value
+    # the load returned, read by every dynamic instance of that load.
+    const_ld = np.flatnonzero((space == _SP["CONST"]) & ~is_mem & (nd > 0))
+    n_const = 0
+    const_stats = np.zeros((0, 8), dtype=np.float32)
+    const_warp = np.zeros(0, dtype=np.int64)
+    if len(const_ld):
+        ckey = iw[const_ld] * (1 << 40) + pc_all[idx[const_ld]]
+        ukey, cfirst, cinv = np.unique(ckey, return_index=True, return_inverse=True)
+        cinv = cinv.reshape(-1)
+        n_const = len(ukey)
+        const_base = n + n_pseudo + n_wver + n_live + n_mw + n_mlive
+        e_src.append(const_base + cinv)
+        e_dst.append(const_ld)
+        e_typ.append(np.full(len(const_ld), EDGE_READ, dtype=np.int64))
+        ci = const_ld[cfirst]
+        const_warp = iw[ci]
+        const_stats = np.zeros((n_const, 8), dtype=np.float32)
+        if vals_ok is not None:
+            ok = vals_ok[ci]
+            v_idx, v_own = _ragged_index(np.asarray(trace.value_ptr, dtype=np.int64)[idx[ci[ok]]], lanes[ci[ok]])
+            vv = _interpret(np.asarray(trace.values)[v_idx], _OP_DST_CLS[tok[ci[ok]]][v_own])
+            const_stats[np.flatnonzero(ok)] = _ragged_stats(vv, v_own, int(ok.sum()))
+
+    # ---- instruction statistics: repetition count of the PC in its warp (what a folded loop
+    # carries), the warp's full length, and the immediate (loop bounds, strides, offsets)
+    inst_stats = np.zeros((n, 8), dtype=np.float32)
+    if n:
+        inst_stats[:, INST_STAT_COUNT] = np.log1p(_pc_counts(trace, kept_warps, idx, iw))
+        wlen = np.diff(np.asarray(trace.warp_ptr, dtype=np.int64))[kept_warps]
+        inst_stats[:, INST_STAT_WARP_LEN] = np.log1p(wlen[iw])
+        if trace.imm is not None:
+            imm = np.asarray(trace.imm)[idx].astype(np.float64)
+            inst_stats[:, INST_STAT_IMM] = np.sign(imm) * np.log1p(np.abs(imm))
+
     # ---- assemble
-    n_var = n_wver + n_live + n_mw + n_mlive
+    n_var = n_wver + n_live + n_mw + n_mlive + n_const
     n_nodes = n + n_pseudo + n_var
     node_type = np.concatenate([np.full(n, NODE_INSTRUCTION), np.full(n_pseudo, NODE_PSEUDO),
                                 np.full(n_var, NODE_VARIABLE)]).astype(np.int64)
-    token = np.concatenate([tok, p_tok, var_tok_reg, var_tok_mem]).astype(np.int64)
+    var_tok_const = np.full(n_const, _VAR_MEM_BASE + _SP["CONST"], dtype=np.int64)
+    token = np.concatenate([tok, p_tok, var_tok_reg, var_tok_mem, var_tok_const]).astype(np.int64)
     pcs = np.zeros(n_nodes, dtype=np.float32)
     pcs[:n] = pc
     stats = np.zeros((n_nodes, 8), dtype=np.float32)
+    stats[:n] = inst_stats
     stats[node_base:mem_base] = reg_stats
-    stats[mem_base:] = mem_stats
-    warp = np.concatenate([iw, iw[mem_inst], var_warp_reg, var_warp_mem]).astype(np.int64)
+    stats[mem_base:mem_base + n_mw + n_mlive] = mem_stats
+    stats[mem_base + n_mw + n_mlive:] = const_stats
+    warp = np.concatenate([iw, iw[mem_inst], var_warp_reg, var_warp_mem, const_warp]).astype(np.int64)
     n_edges = sum(len(x) for x in e_src)
     edge_index = np.empty((2, n_edges), dtype=np.int64)
     np.concatenate(e_src, out=edge_index[0], casting="unsafe")
@@ -687,6 +812,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         edge_type=torch.from_numpy(edge_type),
         warp=torch.from_numpy(warp),
         n_warps=torch.tensor([n_warps], dtype=torch.long),
+        kfeat=torch.from_numpy(kernel_features(trace)).view(1, -1),
         num_nodes=n_nodes,
     )
 

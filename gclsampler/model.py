@@ -68,6 +68,15 @@ class ModelConfig:
     stats_scale: float = 0.0625
     conv: str = "fast"
     basis_mixing: str = "never"
+    inst_stats: bool = True
+    """Deviation from the paper: instruction nodes also carry the repetition count of their PC
+    in the warp, the warp's length and the immediate (graph ``stats`` columns 0-2), so a window
+    of a loop says how many trips the loop made."""
+    kernel_features: bool = True
+    """Deviation from the paper: the readout appends the invocation's size vector ``kfeat``
+    (instructions per warp, warps, CTAs on the SM, grid; log2) scaled by ``kfeat_scale`` to z,
+    so z has ``out_dim + 8`` columns. Mean pooling alone cannot see how much work there was."""
+    kfeat_scale: float = 1.0
     # vocabulary sizes; None = take gclsampler.graph.vocab_sizes()
     vocab_instruction: Optional[int] = None
     vocab_pseudo: Optional[int] = None
@@ -88,7 +97,16 @@ class ModelConfig:
             raise ModelConfigError("model.var_token_dim: variable token + stats exceed model.in_dim")
         if max(self.inst_token_dim, self.pseudo_token_dim) > self.in_dim:
             raise ModelConfigError("model.inst_token_dim/pseudo_token_dim: larger than model.in_dim")
+        if not (self.kfeat_scale >= 0 and math.isfinite(self.kfeat_scale)):
+            raise ModelConfigError(f"model.kfeat_scale: must be a finite number >= 0, got {self.kfeat_scale}")
         return self
+
+    @property
+    def embedding_dim(self) -> int:
+        """Columns of z (embeddings.npy): the pooled RGCN output, plus the size vector if on."""
+        from gclsampler.graph import N_KERNEL_FEATURES
+
+        return self.out_dim + (N_KERNEL_FEATURES if self.kernel_features else 0)
 
 
 def _vocab(cfg: ModelConfig) -> dict[str, int]:
@@ -122,6 +140,9 @@ def pc_encoding(pc: Tensor, dim: int) -> Tensor:
 
 
 
+_N_INST_STATS = 3  # gclsampler.graph INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM
+
+
 class FeatureEncoder(nn.Module):
     r"""Initial node features of paper 3.3.1, zero-padded to ``in_dim`` (64).
 
@@ -138,8 +159,10 @@ class FeatureEncoder(nn.Module):
     """
 
     def __init__(self, vocab: dict[str, int], in_dim: int = 64, inst_dim: int = 64, var_dim: int = 32,
-                 pseudo_dim: int = 16, n_stats: int = 8, stats_scale: float = 1.0 / 16):
+                 pseudo_dim: int = 16, n_stats: int = 8, stats_scale: float = 1.0 / 16, inst_stats: bool = False):
         super().__init__()
+        # instruction statistics (repetition count, warp length, immediate) enter linearly
+        self.inst_lin = nn.Linear(_N_INST_STATS, inst_dim, bias=False) if inst_stats else None
         self.stats_scale = float(stats_scale)
         self.in_dim, self.inst_dim, self.var_dim, self.pseudo_dim, self.n_stats = in_dim, inst_dim, var_dim, pseudo_dim, n_stats
         self.vocab = dict(vocab)
@@ -151,6 +174,8 @@ class FeatureEncoder(nn.Module):
     def reset_parameters(self) -> None:
         for emb in (self.inst_emb, self.var_emb, self.pseudo_emb):
             nn.init.normal_(emb.weight, std=1.0 / math.sqrt(emb.embedding_dim))
+        if self.inst_lin is not None:
+            self.inst_lin.reset_parameters()
 
     def forward(self, node_type: Tensor, token: Tensor, pc: Tensor, stats: Tensor) -> Tensor:
         n = node_type.numel()
@@ -167,6 +192,8 @@ class FeatureEncoder(nn.Module):
             feat = emb(tok)
             if t == INSTRUCTION:
                 feat = feat + pc_encoding(pc[idx].to(feat.dtype), self.inst_dim)
+                if self.inst_lin is not None:
+                    feat = feat + self.inst_lin(stats[idx, :_N_INST_STATS].to(feat.dtype) * self.stats_scale)
             elif t == VARIABLE:
                 feat = torch.cat([feat, stats[idx].to(feat.dtype) * self.stats_scale], dim=1)
             out = out.index_copy(0, idx, F.pad(feat, (0, self.in_dim - feat.size(1))))
@@ -400,7 +427,7 @@ class RGCNEncoder(nn.Module):
         cfg.validate()
         self.cfg = cfg
         self.features = FeatureEncoder(_vocab(cfg), cfg.in_dim, cfg.inst_token_dim, cfg.var_token_dim,
-                                       cfg.pseudo_token_dim, cfg.n_stats, cfg.stats_scale)
+                                       cfg.pseudo_token_dim, cfg.n_stats, cfg.stats_scale, cfg.inst_stats)
         dims = [cfg.in_dim] + [cfg.hidden_dim] * (cfg.num_layers - 1) + [cfg.out_dim]
         mix = cfg.basis_mixing == "always" or (
             cfg.basis_mixing == "auto" and cfg.num_bases is not None and cfg.num_bases < cfg.num_relations)
@@ -442,7 +469,13 @@ class RGCNEncoder(nn.Module):
             x = F.relu(norm(x))
             if i < last:
                 x = F.dropout(x, self.dropout, self.training)
-        return warp_kernel_readout(x, _batch_vector(data), data.warp, data.n_warps.view(-1))
+        z = warp_kernel_readout(x, _batch_vector(data), data.warp, data.n_warps.view(-1))
+        if self.cfg.kernel_features:
+            kf = getattr(data, "kfeat", None)
+            if kf is None:
+                raise ModelConfigError("model.kernel_features: the graphs carry no kfeat (rebuild the graph cache)")
+            z = torch.cat([z, kf.view(z.size(0), -1).to(z.dtype) * self.cfg.kfeat_scale], dim=1)
+        return z
 
 
 def _batch_vector(data) -> Tensor:
@@ -477,7 +510,7 @@ class GCLModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = RGCNEncoder(cfg)
-        self.head = ProjectionHead(cfg.out_dim, cfg.proj_hidden, cfg.proj_dim, cfg.dropout)
+        self.head = ProjectionHead(cfg.embedding_dim, cfg.proj_hidden, cfg.proj_dim, cfg.dropout)
 
     def reset_parameters(self) -> None:
         self.encoder.reset_parameters()

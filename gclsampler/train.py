@@ -348,7 +348,7 @@ def embed_graphs(model: GCLModel, graphs: Sequence[Data], batch_size: int = 32, 
     """(G, 256) float32 kernel embeddings z of ``graphs`` (eval mode, no augmentation)."""
     device = next(model.parameters()).device
     model.eval()
-    out = np.zeros((len(graphs), model.cfg.out_dim), dtype=np.float32)
+    out = np.zeros((len(graphs), model.cfg.embedding_dim), dtype=np.float32)
     sizes = [int(g.num_nodes) for g in graphs]
     batches: list[list[int]] = []
     cur, nodes = [], 0

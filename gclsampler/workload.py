@@ -29,7 +29,8 @@ class Workload:
     """Everything a sampler may look at. Traces stay on disk and are read on demand.
 
     ``profile`` is the table of ``gclsampler.profile.read_profile`` (row i = invocation i).
-    ``embeddings`` (N, 256) float32 is present only after training.
+    ``embeddings`` (N, d) float32 is present only after training; ``paper_embeddings`` holds
+    those of the paper's encoder (``model=paper``) for ``gcl_paper`` when both were trained.
     """
 
     name: str
@@ -38,6 +39,7 @@ class Workload:
     arch: str | None = None
     synthetic: bool = False
     embeddings: np.ndarray | None = None
+    paper_embeddings: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
 
     @property

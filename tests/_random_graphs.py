@@ -60,7 +60,11 @@ def random_graph(
     stats = np.zeros((n, 8), np.float32)
     is_var = node_type_a == 2
     stats[is_var] = rng.normal(size=(int(is_var.sum()), 8)).astype(np.float32)
+    is_inst = node_type_a == 0
+    stats[is_inst, :3] = np.abs(rng.normal(size=(int(is_inst.sum()), 3))).astype(np.float32)
+    kfeat = np.abs(rng.normal(size=(1, 8))).astype(np.float32) * 4
     return Data(
+        kfeat=torch.from_numpy(kfeat),
         node_type=torch.from_numpy(node_type_a),
         token=torch.from_numpy(np.concatenate(token).astype(np.int64)),
         pc=torch.from_numpy(np.concatenate(pc)),

@@ -99,8 +99,8 @@ def test_identical_embeddings_are_one_cluster():
 def test_fewer_distinct_points_than_k(rng):
     x = np.repeat(rng.normal(size=(3, 5)) * 5, [10, 7, 4], axis=0)[rng.permutation(21)]
     r = cluster_embeddings(x, dict(SMALL, k_max=20))
-    assert max(r.silhouette) <= 3
-    assert r.k == 3
+    # 3 distinct points are too few for silhouette to rank partitions: each is a cluster
+    assert r.silhouette == {} and r.k == 3
     # every duplicate lands with its twins
     for row in np.unique(x, axis=0):
         assert np.unique(r.labels[(x == row).all(axis=1)]).size == 1

@@ -82,8 +82,14 @@ def test_hand_written_trace_exact_graph():
     # statistics only on live-ins: R1 read by IADD3 as int32, R6 read by FADD as float32
     np.testing.assert_allclose(g.stats[14].numpy(), _stats8(_slog([-5, 1000])), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(g.stats[15].numpy(), _stats8(_slog([1.5, -3.0e6])), rtol=1e-5, atol=1e-5)
+    # instruction nodes: each PC ran once in a 7-instruction warp, no immediates
+    inst = g.stats[:7].numpy()
+    np.testing.assert_allclose(inst[:, 0], np.log1p(1.0), rtol=1e-6)
+    np.testing.assert_allclose(inst[:, 1], np.log1p(7.0), rtol=1e-6)
+    assert (inst[:, 2:] == 0).all()
     other = torch.ones(17, dtype=torch.bool)
     other[[14, 15]] = False
+    other[:7] = False
     assert (g.stats[other] == 0).all()
 
 

@@ -88,7 +88,9 @@ def test_architecture_shapes_and_no_dropout_after_last_layer():
     assert [(c.in_channels, c.out_channels) for c in convs] == [(64, 128), (128, 128), (128, 256)]
     batch = Batch.from_data_list(random_graphs(3, seed=0))
     z, p = m(batch)
-    assert z.shape == (3, 256) and p.shape == (3, 64)
+    # z = pooled RGCN output (256) followed by the 8-column size vector of each graph
+    assert z.shape == (3, 256 + 8) and p.shape == (3, 64)
+    torch.testing.assert_close(z[:, 256:], batch.kfeat * m.cfg.kfeat_scale)
     # the last conv output (after LayerNorm+ReLU) is pooled without dropout: in eval and
     # train mode the embedding of a fixed last-layer input must be identical
     m.eval()

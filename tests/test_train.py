@@ -64,7 +64,7 @@ def test_fit_writes_outputs_and_is_deterministic(tmp_path):
     inv = np.array([0, 3, 3, 9, 0])
     e1 = embed_invocations(r1.model, graphs, inv)
     e2 = embed_invocations(r2.model, graphs, inv)
-    assert e1.dtype == np.float32 and e1.shape == (5, 256)
+    assert e1.dtype == np.float32 and e1.shape == (5, 256 + 8)
     assert e1.tobytes() == e2.tobytes()
     assert np.array_equal(e1[1], e1[2]) and np.array_equal(e1[0], e1[4])
     assert not np.array_equal(e1[0], e1[1])
@@ -104,7 +104,7 @@ def test_single_unique_graph_skips_training(tmp_path):
     r = fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path)
     assert r.log == [] and (tmp_path / "model.pt").exists()
     e = embed_invocations(r.model, g, np.zeros(3, dtype=np.int64))
-    assert e.shape == (3, 256) and np.all(e == e[0])
+    assert e.shape == (3, 256 + 8) and np.all(e == e[0])
 
 
 @pytest.mark.parametrize("bad", [dict(batch_size=1), dict(lr=0.0), dict(device="tpu"), dict(val_fraction=1.0)])

@@ -59,7 +59,10 @@ def resolve_params(name: str, params: dict | None) -> dict:
         if key not in k:
             raise SynthConfigError(f"synth.{key}: unknown knob for workload {name!r}; known: {', '.join(sorted(k))}")
         k[key] = _coerce(name, key, k[key], val)
-    for key in ("trace_cap", "sample_cap", "max_traced_ctas", "sample_ctas"):
+    for key in ("trace_cap", "max_traced_ctas"):
+        if int(k[key]) < 0:
+            raise SynthConfigError(f"synth.{key}: must be >= 0 (0 = no cap: the complete trace), got {k[key]!r}")
+    for key in ("sample_cap", "sample_ctas", "batch_window", "batch_insts"):
         if int(k[key]) < 1:
             raise SynthConfigError(f"synth.{key}: must be >= 1, got {k[key]!r}")
     if k["compress"] not in ("", "gz", "xz", "zst"):
@@ -116,8 +119,9 @@ def _cta_coords(ids: np.ndarray, grid) -> np.ndarray:
 
 
 def traced_cta_ids(n_ctas: int, n_sm: int, max_ctas: int) -> np.ndarray:
-    """CTAs the round-robin block scheduler places on SM 0, in issue order."""
-    return np.arange(0, n_ctas, max(1, n_sm), dtype=np.int64)[:max_ctas]
+    """CTAs the round-robin block scheduler places on SM 0, in issue order (``max_ctas`` 0: all)."""
+    ids = np.arange(0, n_ctas, max(1, n_sm), dtype=np.int64)
+    return ids[:max_ctas] if max_ctas else ids
 
 
 def sample_cta_ids(n_ctas: int, k: int) -> np.ndarray:
@@ -190,31 +194,53 @@ def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm:
     for j, (L, p) in enumerate(zip(launches, progs)):
         groups.setdefault((L.grid, L.block, p.signature()), []).append(j)
     out: list[Interpreted | None] = [None] * len(launches)
-    tcap, scap = int(k["trace_cap"]), int(k["sample_cap"])
+    tcap = int(k["trace_cap"]) or _NO_CAP
+    budget = int(k["batch_insts"])
     for members in groups.values():
-        L0, p0 = launches[members[0]], progs[members[0]]
-        n = L0.n_ctas
-        t_ids = traced_cta_ids(n, n_sm, int(k["max_traced_ctas"]))
-        s_ids = sample_cta_ids(n, int(k["sample_ctas"]))
-        ids = np.concatenate([t_ids, s_ids])
-        per = len(ids)
-        coords = np.tile(_cta_coords(ids, L0.grid), (len(members), 1))
-        caps = np.tile(np.concatenate([np.full(len(t_ids), tcap), np.full(len(s_ids), scap)]), len(members))
-        vals = np.tile(np.concatenate([np.ones(len(t_ids), bool), np.zeros(len(s_ids), bool)]), len(members))
-        vals &= bool(k["values"])
-        params = np.repeat(np.array([progs[j].slots for j in members], np.int64).reshape(len(members), -1), per, axis=0)
-        res = run_program(p0, _header(L0, first_id + members[0], p0), coords, mem, caps, vals, params)
-        wpc = (L0.threads + 31) // 32
-        for g, j in enumerate(members):
-            w0 = g * per * wpc
-            nt = len(t_ids) * wpc
-            hdr = _header(launches[j], first_id + j, progs[j])
-            traced = subset_warps(res.trace, np.arange(w0, w0 + nt), header=hdr, values=bool(k["values"]))
-            sample = subset_warps(res.trace, np.arange(w0 + nt, w0 + per * wpc), header=hdr, values=False)
-            per_cta = res.insts_total[w0 + nt:w0 + per * wpc].reshape(len(s_ids), wpc).sum(axis=1)
-            total = float(per_cta.mean()) * n
-            out[j] = Interpreted(traced, sample, s_ids, total / max(1, sample.n_insts), p0.nregs, p0.shmem)
+        # complete traces of long kernels do not fit many launches in one batch: the first
+        # launch runs alone, and the largest recorded size seen so far sizes the next chunks
+        i, per_launch = 0, 0
+        while i < len(members):
+            take = 1 if per_launch == 0 else max(1, budget // per_launch)
+            chunk = members[i:i + take]
+            per_launch = max(per_launch, _interpret_group(launches, progs, chunk, first_id, mem, k, n_sm, tcap, out))
+            i += len(chunk)
     return out
+
+
+_NO_CAP = 1 << 62
+
+
+def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Memory, k: dict, n_sm: int,
+                     tcap: int, out: list) -> int:
+    """One interpreter batch of same-program launches; fills ``out``; returns the largest
+    number of warp instructions recorded for one launch's traced CTAs."""
+    scap = int(k["sample_cap"])
+    L0, p0 = launches[members[0]], progs[members[0]]
+    n = L0.n_ctas
+    t_ids = traced_cta_ids(n, n_sm, int(k["max_traced_ctas"]))
+    s_ids = sample_cta_ids(n, int(k["sample_ctas"]))
+    ids = np.concatenate([t_ids, s_ids])
+    per = len(ids)
+    coords = np.tile(_cta_coords(ids, L0.grid), (len(members), 1))
+    caps = np.tile(np.concatenate([np.full(len(t_ids), tcap), np.full(len(s_ids), scap)]), len(members))
+    vals = np.tile(np.concatenate([np.ones(len(t_ids), bool), np.zeros(len(s_ids), bool)]), len(members))
+    vals &= bool(k["values"])
+    params = np.repeat(np.array([progs[j].slots for j in members], np.int64).reshape(len(members), -1), per, axis=0)
+    res = run_program(p0, _header(L0, first_id + members[0], p0), coords, mem, caps, vals, params)
+    wpc = (L0.threads + 31) // 32
+    largest = 0
+    for g, j in enumerate(members):
+        w0 = g * per * wpc
+        nt = len(t_ids) * wpc
+        hdr = _header(launches[j], first_id + j, progs[j])
+        traced = subset_warps(res.trace, np.arange(w0, w0 + nt), header=hdr, values=bool(k["values"]))
+        sample = subset_warps(res.trace, np.arange(w0 + nt, w0 + per * wpc), header=hdr, values=False)
+        per_cta = res.insts_total[w0 + nt:w0 + per * wpc].reshape(len(s_ids), wpc).sum(axis=1)
+        total = float(per_cta.mean()) * n
+        out[j] = Interpreted(traced, sample, s_ids, total / max(1, sample.n_insts), p0.nregs, p0.shmem)
+        largest = max(largest, int(traced.n_insts))
+    return largest
 
 
 class _TimingChain:

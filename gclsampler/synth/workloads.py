@@ -23,13 +23,14 @@ from gclsampler.synth.program import Memory
 
 # knobs every workload has (trace/sample sizes, archs); workload defaults override
 COMMON_DEFAULTS: dict = {
-    "trace_cap": 48,  # instructions recorded per traced warp
-    "max_traced_ctas": 2,  # CTAs of the traced SM kept in the trace
+    "trace_cap": 0,  # instructions recorded per traced warp (0 = all: the complete trace, as the paper's tracer)
+    "max_traced_ctas": 0,  # CTAs of the traced SM kept in the trace (0 = every CTA the SM runs)
     "sample_cap": 256,  # instructions per warp recorded for the timing model's sample
     "sample_ctas": 2,  # CTAs sampled uniformly across the whole grid for timing
     "archs": ["turing", "ampere", "ada"],
-    "compress": "",  # "", "gz", "xz" or "zst": suffix of kernel-<id>.traceg
+    "compress": "zst",  # "", "gz", "xz" or "zst": suffix of kernel-<id>.traceg
     "batch_window": 128,  # launches interpreted together (same-program launches share one batch)
+    "batch_insts": 2000000,  # recorded warp instructions one interpreter batch may hold (bounds memory)
     "values": True,  # write per-lane register values (gclsampler's trace extension)
 }
 

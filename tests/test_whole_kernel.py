@@ -1,0 +1,148 @@
+"""What tells invocations of one kernel apart reaches the graph and the readout (issue: GCL that
+sees the whole kernel); tiny workloads are not merged by rule; ``gcl_paper`` is the paper's method."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import Batch
+
+from gclsampler.cluster import ClusterConfig, cluster_embeddings
+from gclsampler.graph import (
+    INST_STAT_COUNT, NODE_INSTRUCTION, NODE_VARIABLE, VARIABLE_VOCAB, GraphConfig, build_graph,
+    kernel_features,
+)
+from gclsampler.model import GCLModel, ModelConfig
+from gclsampler.samplers import GclPaperSampler, GclSampler, make_sampler
+from gclsampler.synth.families import Launch, build
+from gclsampler.synth.generate import _header, traced_cta_ids
+from gclsampler.synth.program import Memory, run_program
+from gclsampler.workload import Workload
+
+from _trace_fixtures import random_trace
+
+SMALL_GRAPH = GraphConfig(max_warps=4, max_insts_per_warp=64)
+
+
+def _gemm_trace(K: int, grid_n: int = 2, n_sm: int = 1):
+    """Complete trace of the synthesizer's tensor-core GEMM on SM 0 (every CTA, every instruction)."""
+    launch = Launch("gemm", "gemm_tc", (grid_n, 1, 1), (128, 1, 1),
+                    dict(M=64, N=64 * grid_n, K=K, A=0x10000000, B=0x20000000, C=0x30000000, bias=0, bm=64, bn=64))
+    prog = build(launch)
+    ids = traced_cta_ids(launch.n_ctas, n_sm, 0)
+    coords = np.stack([ids % grid_n, np.zeros_like(ids), np.zeros_like(ids)], axis=1)
+    res = run_program(prog, _header(launch, 1, prog), coords, Memory(), 1 << 40, True,
+                      np.repeat(np.asarray(prog.slots, np.int64).reshape(1, -1), len(ids), axis=0))
+    return res.trace
+
+
+def _embed(model, graphs):
+    return model.embed(Batch.from_data_list(graphs)).numpy()
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    return GCLModel(ModelConfig(hidden_dim=32, out_dim=32, proj_hidden=16, proj_dim=8, **kw))
+
+
+def test_loop_trips_reach_the_graph_and_the_readout():
+    short, long_ = _gemm_trace(K=128), _gemm_trace(K=512)
+    g1, g2 = build_graph(short, SMALL_GRAPH), build_graph(long_, SMALL_GRAPH)
+    # the capped sample of the warp looks alike, the counts and the size vector do not
+    assert not torch.equal(g1.kfeat, g2.kfeat)
+    ins1, ins2 = g1.node_type == NODE_INSTRUCTION, g2.node_type == NODE_INSTRUCTION
+    assert g2.stats[ins2, INST_STAT_COUNT].max() > g1.stats[ins1, INST_STAT_COUNT].max()
+    # 4x the trips: about 4x the instructions per warp, i.e. about 2 more in log2
+    assert 1.5 < float(g2.kfeat[0, 0] - g1.kfeat[0, 0]) < 2.1
+    z = _embed(_model(), [g1, g2])
+    assert np.linalg.norm(z[0] - z[1]) > 1.0
+    # the paper's encoder, given the same two graphs, sees only opcodes, PCs and values
+    zp = _embed(_model(inst_stats=False, kernel_features=False), [g1, g2])
+    assert zp.shape[1] == 32 and z.shape[1] == 32 + g1.kfeat.shape[1]
+
+
+def test_grid_reaches_the_readout():
+    t1, t2 = _gemm_trace(K=128, grid_n=2), _gemm_trace(K=128, grid_n=4)
+    f1, f2 = kernel_features(t1), kernel_features(t2)
+    assert f2[5] - f1[5] == pytest.approx(np.log2(5 / 3), abs=1e-5)  # grid CTAs, log2(1 + x)
+    assert f2[4] > f1[4]  # CTAs on SM 0 (one SM here: all of them)
+    z = _embed(_model(), [build_graph(t1, SMALL_GRAPH), build_graph(t2, SMALL_GRAPH)])
+    assert not np.allclose(z[0], z[1])
+
+
+def test_constant_bank_words_become_valued_variables():
+    g = build_graph(_gemm_trace(K=128), SMALL_GRAPH)
+    const = (g.node_type == NODE_VARIABLE) & (g.token == VARIABLE_VOCAB.index("MEM.CONST"))
+    assert int(const.sum()) > 0
+    # live-ins with the value the ULDC returned, and every one is read by an instruction
+    assert (g.stats[const].abs().sum(dim=1) > 0).any()
+    ids = torch.nonzero(const).view(-1)
+    assert torch.isin(ids, g.edge_index[0]).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), cap=st.integers(1, 40), windows=st.integers(1, 6))
+def test_windows_keep_cap_instructions_per_warp_in_order(seed, cap, windows):
+    t = random_trace(np.random.default_rng(seed), n_warps=3, max_len=60)
+    g = build_graph(t, GraphConfig(max_warps=0, max_insts_per_warp=cap, windows=windows))
+    lens = np.diff(t.warp_ptr)
+    ins = g.node_type == NODE_INSTRUCTION
+    counts = torch.bincount(g.warp[ins], minlength=len(lens)).numpy()
+    live = lens[lens > 0]
+    assert counts.tolist() == np.minimum(live, cap).tolist()
+    # instruction nodes follow the stream: PCs of a kept window are consecutive trace entries
+    pc = g.pc[ins].numpy()
+    assert np.isfinite(pc).all()
+
+
+def test_two_different_kernels_give_two_clusters_and_identical_launches_one():
+    two = np.array([[0.0, 1.0], [5.0, -2.0]])
+    assert cluster_embeddings(two).k == 2
+    same = np.tile([[0.3, 0.7]], (5, 1))
+    assert cluster_embeddings(same).k == 1
+    near = same + np.linspace(0, 1e-9, 5)[:, None]
+    assert cluster_embeddings(near).k == 1
+    three = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 10.0]])
+    res = cluster_embeddings(three)
+    assert res.k == 3 and sorted(res.labels.tolist()) == [0, 1, 2]
+
+
+def _workload(emb, names):
+    prof = pd.DataFrame({"invocation": range(len(names)), "kernel_name": names,
+                         "time_ns": np.arange(1.0, len(names) + 1), "grid": ["(1,1,1)"] * len(names),
+                         "block": ["(128,1,1)"] * len(names)})
+    return Workload(name="tiny", profile=prof, embeddings=np.asarray(emb, dtype=np.float32))
+
+
+def test_a_two_invocation_workload_of_two_kernels_simulates_both():
+    wl = _workload([[0.0, 1.0], [3.0, 1.0]], ["k_a", "k_b"])
+    for name in ("gcl", "gcl_paper"):
+        plan = make_sampler(name).fit(wl)
+        assert sorted(s.invocation for s in plan.samples) == [0, 1]
+
+
+def test_gcl_paper_uses_none_of_the_deviations():
+    wl = _workload(np.r_[np.zeros((6, 2)), np.ones((6, 2))] + np.arange(12)[:, None] * 1e-3,
+                   ["k"] * 12)
+    wl.paper_embeddings = np.r_[np.zeros((6, 2)), np.ones((6, 2))].astype(np.float32) + 0.5
+    project = {"launch_weight": 2.0, "representative": "medoid"}
+    s = GclPaperSampler(cluster=project).fit(wl)
+    cfg = s.config["cluster"]
+    assert cfg["launch_weight"] == 0.0 and cfg["representative"] == "first"
+    # it clusters the paper encoder's embeddings, and simulates the first member of each cluster
+    assert sorted(x.invocation for x in s.samples) == [0, 6]
+    paper_model = ModelConfig(**{f.name: getattr(ModelConfig(), f.name) for f in dataclasses.fields(ModelConfig)})
+    from omegaconf import OmegaConf
+    from pathlib import Path
+    conf = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "model" / "paper.yaml")
+    assert conf.inst_stats is False and conf.kernel_features is False
+    assert paper_model.embedding_dim == paper_model.out_dim + 8  # the default has the size vector
+    # the project's sampler with the same config does use them
+    g = GclSampler(cluster=project).fit(wl)
+    assert g.config["cluster"]["representative"] == "medoid"
