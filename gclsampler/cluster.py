@@ -82,6 +82,11 @@ class ClusterConfig:
     # whether to merge it), so every distinct point is its own cluster.
     identical_tol: float = 1e-4
     silhouette_min_points: int = 4
+    # Deviation (project's gcl): after silhouette k-means, a cluster whose members' work
+    # (embedding column split_column, by default the size vector's log2 instructions on SM 0)
+    # spans more than split_tolerance is cut at its widest gap until none does. 0 = off (paper).
+    split_tolerance: float = 0.0
+    split_column: int = -6
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
         def bad(key: str, msg: str) -> ClusterConfigError:
@@ -107,6 +112,8 @@ class ClusterConfig:
             raise bad("identical_tol", f"must be a finite number >= 0, got {self.identical_tol}")
         if self.silhouette_min_points < 3:
             raise bad("silhouette_min_points", f"must be >= 3 (silhouette needs k < points), got {self.silhouette_min_points}")
+        if not (self.split_tolerance >= 0 and math.isfinite(self.split_tolerance)):
+            raise bad("split_tolerance", f"must be a finite number >= 0 (0 = off), got {self.split_tolerance}")
         if self.representative not in REPRESENTATIVES:
             raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
         return self
@@ -149,9 +156,11 @@ class ClusterResult:
     n_scored: int = 0
     config: dict[str, Any] = field(default_factory=dict)
 
+    k_silhouette: int = 0  # K the silhouette chose, before any work split (0: no sweep ran)
+
     @property
     def score(self) -> float | None:
-        return self.silhouette.get(self.k)
+        return self.silhouette.get(self.k_silhouette or self.k)
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,7 +445,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         # too few distinct points for silhouette: each one is its own cluster
         labels = _compact(groups[inverse])
         reps = _representatives(labels, x_all, cfg.representative, random_state)
-        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg))
+        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg), n_groups)
     every = _Points.of(uniq, counts)
 
     sampled = n > cfg.sample_size
@@ -509,10 +518,40 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         return _one_cluster(n, cfg, random_state)
 
     labels = _compact(refined[chosen][inverse])
+    if cfg.split_tolerance > 0:
+        labels = split_by_work(labels, x_all[:, cfg.split_column], cfg.split_tolerance)
     reps = _representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), dict(sorted(curve.items())), reps, sizes,
-                         sampled, n_scored, asdict(cfg))
+                         sampled, n_scored, asdict(cfg), int(chosen))
+
+
+def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
+    """Cut every cluster whose ``work`` values span more than ``tolerance`` at its widest gap,
+    recursively, until none does; labels renumbered by first appearance.
+
+    Why: silhouette rewards the most separated structure -- which kernels behave alike --
+    and is indifferent to a smooth spread of sizes inside one kernel's launches (a BFS
+    frontier, the shrinking LU trailing matrix, a growing KV cache). A representative stands
+    for its cluster only if the members do about the same work; cutting at the widest gap
+    keeps launches that do the same work together.
+    """
+    out = labels.astype(np.int64).copy()
+    next_label = int(out.max()) + 1 if out.size else 0
+    order = np.lexsort((work, out))
+    bounds = np.flatnonzero(np.r_[True, out[order][1:] != out[order][:-1], True])
+    stack = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    while stack:
+        members = stack.pop()  # sorted by work
+        v = work[members]
+        if v[-1] - v[0] <= tolerance:
+            continue
+        cut = int(np.argmax(np.diff(v))) + 1
+        hi = members[cut:]
+        out[hi] = next_label
+        next_label += 1
+        stack += [members[:cut], hi]
+    return _compact(out)
 
 
 def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:

@@ -341,17 +341,22 @@ def register_configs() -> None:
 def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
     """The workload directory, generating it with ``gclsampler.synth`` when missing."""
     wdir = data_dir / name
+    params = dict(suite.synth_params or {})
+    per = params.pop("per_workload", {}) or {}
+    params.update(per.get(name, {}) or {})
     if (wdir / "profile.csv").exists():
-        return wdir
+        from gclsampler.synth.generate import stale_reason
+
+        why = stale_reason(wdir, name, params or None, suite.trace_arch, seed) if generate else None
+        if why is None:
+            return wdir
+        print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
     if not generate:
         raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
     try:
         from gclsampler.synth import generate as synth_generate
     except ImportError as exc:
         raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
-    params = dict(suite.synth_params or {})
-    per = params.pop("per_workload", {}) or {}
-    params.update(per.get(name, {}) or {})
     out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
         if cand is not None and (cand / "profile.csv").exists():

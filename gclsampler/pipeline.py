@@ -84,23 +84,10 @@ def _synth_request(cfg: DictConfig) -> dict:
 
 def _stale_synthetic(wdir: Path, cfg: DictConfig) -> Optional[str]:
     """Why an existing synthesized dir does not match the requested knobs (None = it matches)."""
-    meta_path = wdir / "workload.json"
-    if not meta_path.exists():
-        return None
-    meta = json.loads(meta_path.read_text())
-    if meta.get("generator") != "gclsampler.synth":
-        return None  # traced on hardware or written by hand: never replaced
-    from gclsampler.synth.generate import resolve_params
+    from gclsampler.synth.generate import stale_reason
 
     req = _synth_request(cfg)
-    want = json.loads(json.dumps(resolve_params(str(cfg.workload.name), req["params"])))
-    if meta.get("synth") is not None and meta.get("synth") != want:
-        return "synth knobs differ"
-    if "seed" in meta and int(meta["seed"]) != req["seed"]:
-        return "seed differs"
-    if "arch" in meta and str(meta["arch"]) != req["arch"]:
-        return "arch differs"
-    return None
+    return stale_reason(wdir, str(cfg.workload.name), req["params"], req["arch"], req["seed"])
 
 
 def ensure_workload(cfg: DictConfig) -> Path:

@@ -189,6 +189,7 @@ class GclSampler(Sampler):
             "random_state": self.random_state,
             "cluster_random_state": self._cluster_seed(),
             "k": int(res.k),
+            "k_silhouette": int(res.k_silhouette),
             "silhouette": _silhouette_list(res.silhouette),
             "silhouette_sampled": bool(res.sampled),
             "silhouette_n_scored": int(res.n_scored),
@@ -316,7 +317,7 @@ class GclPaperSampler(GclSampler):
 
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
-    PAPER = {"launch_weight": 0.0, "representative": "first"}
+    PAPER = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0}
 
     def _cluster_config(self) -> ClusterConfig:
         cfg = ClusterConfig.from_any(self.cluster, "cluster")

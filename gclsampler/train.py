@@ -67,7 +67,7 @@ class TrainConfig:
     seed: int = 0
     patience: int = 5
     min_delta: float = 0.0
-    max_train_graphs: int = 0
+    max_train_graphs: int = 256
     embed_batch_size: int = 32
     device: str = "auto"
     threads: int = 0

@@ -66,7 +66,7 @@ def test_tiny_pipeline_end_to_end(tiny_run):
     wdir = root / "workloads" / "phi2"
     n = len(read_profile(wdir / "profile.csv"))
     emb = np.load(run_dir / "embeddings.npy")
-    assert emb.dtype == np.float32 and emb.shape == (n, 256) and np.isfinite(emb).all()
+    assert emb.dtype == np.float32 and emb.shape == (n, 256 + 8) and np.isfinite(emb).all()
     ds = GraphDataset(wdir, __import__("gclsampler.graph", fromlist=["GraphConfig"]).GraphConfig(
         **OmegaConf.to_container(cfg.graph)), workers=1, progress=False)
     inv_to_graph = ds.inv_to_graph

@@ -70,6 +70,25 @@ def resolve_params(name: str, params: dict | None) -> dict:
     return k
 
 
+def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> str | None:
+    """Why a directory ``gclsampler.synth`` wrote does not match this request (None = it does,
+    or it was not written by the synthesizer: traced or hand-made data is never replaced)."""
+    meta_path = Path(wdir) / "workload.json"
+    if not meta_path.exists():
+        return None
+    meta = json.loads(meta_path.read_text())
+    if meta.get("generator") != "gclsampler.synth":
+        return None
+    want = json.loads(json.dumps(resolve_params(name, params)))
+    if meta.get("synth") is not None and meta.get("synth") != want:
+        return "synth knobs differ (e.g. capped traces from an older version)"
+    if "seed" in meta and int(meta["seed"]) != int(seed):
+        return "seed differs"
+    if "arch" in meta and str(meta["arch"]) != str(arch):
+        return "arch differs"
+    return None
+
+
 def _coerce(name, key, default, val):
     if isinstance(default, bool):
         if isinstance(val, str):
