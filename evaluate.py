@@ -16,7 +16,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
-from gclsampler.errors import GclError
+from gclsampler._guard import check_config_keys, run_hydra_main
 from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
 
 register_configs()
@@ -28,14 +28,12 @@ def main(cfg) -> None:
     out = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
     if not out.is_absolute():
         out = launch / out
+    check_config_keys(cfg)  # unknown keys added with `+` fail too
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
-    try:
-        run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
-    except GclError as exc:
-        print(f"evaluate: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
 
 
 if __name__ == "__main__":
-    main()
+    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
+    sys.exit(run_hydra_main(main, "evaluate"))

@@ -16,20 +16,19 @@ import hydra
 from omegaconf import DictConfig
 
 import gclsampler.config  # noqa: F401  (registers the structured config schema)
-from gclsampler.errors import GclError
+from gclsampler._guard import run_hydra_main
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    from gclsampler._guard import check_config_keys
     from gclsampler.pipeline import run
 
-    try:
-        summary = run(cfg)
-    except GclError as exc:
-        print(f"gclsampler: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    check_config_keys(cfg)  # `+train.epoch=3` must fail, not train with the default
+    summary = run(cfg)
     return summary.get("best_val_loss")
 
 
 if __name__ == "__main__":
-    main()
+    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
+    sys.exit(run_hydra_main(main, "train.py"))

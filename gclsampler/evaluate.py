@@ -391,7 +391,9 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
         if cfg.embeddings == "cached":
             for cand in (Path(workload.root) / "embeddings.npy", run_dir / "embeddings.npy"):
                 if cand.exists():
-                    return np.load(cand)
+                    from gclsampler.embeddings import load_embeddings
+
+                    return load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
@@ -457,6 +459,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise
             skipped.append(f"{name} ({exc})")
             continue
+        from gclsampler.validate import require_valid_workload
+
+        require_valid_workload(wdir)  # traces vs profile.csv, before this workload's fitting/training
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch

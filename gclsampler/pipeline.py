@@ -164,11 +164,17 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
     resolve_device(train_cfg.device)  # fail before synthesis/graph building
+    if bool(cfg.get("post_embedding", True)):
+        _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
     wdir = ensure_workload(cfg)
     post_enabled = bool(cfg.get("post_embedding", True))
+    from gclsampler.validate import require_valid_workload
+
+    # kernelslist.g vs trace headers vs profile.csv: seconds, before minutes of graphs and training
+    require_valid_workload(wdir, profile=post_enabled, traces=True)
     # read profile.csv now, so a bad profile fails before minutes of training, not after
     workload = _load_workload(wdir, str(cfg.workload.name)) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
@@ -211,6 +217,18 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     atomic_write_text(out_dir / "run.json", json.dumps(summary, indent=2, default=str) + "\n")
     log.info("done in %.1fs: %s", timings["total_s"], out_dir)
     return summary
+
+
+def _check_plan_stage(cfg: DictConfig) -> None:
+    """Build the configured sampler and check its parameters without fitting it."""
+    from gclsampler.samplers import sampler_from_config
+    from gclsampler.validate import check_sampler_params
+
+    try:
+        sampler = sampler_from_config(cfg.sampler, cfg.cluster, int(cfg.seed))
+    except TypeError as exc:
+        raise PipelineError(f"sampler.params: {exc}") from None
+    check_sampler_params(sampler, "sampler.params")
 
 
 def _load_workload(wdir: Path, name: str):

@@ -78,6 +78,15 @@ OPTIONAL_COLUMNS: list[str] = [
 
 NUMERIC_COLUMNS: list[str] = ["time_ns", "cycles", *OPTIONAL_COLUMNS]
 
+VALUE_RANGES: dict[str, tuple[float, float, str]] = {
+    "l1_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "l2_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "achieved_occupancy": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "nregs": (0.0, 255.0, "registers per thread, 0..255"),
+}
+"""Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
+(a percentage) was accepted and silently skewed every metric estimate built on it."""
+
 
 class ProfileFormatError(GclError):
     """A profile or profiler export that cannot be read (names path:line and the field)."""
@@ -137,6 +146,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         )
     out: dict[str, Any] = {}
     n = len(df)
+    if n == 0:
+        raise ProfileFormatError(located(where, 2, None, "no invocation rows after the header"))
 
     inv = pd.to_numeric(df["invocation"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     expected = np.arange(n, dtype=np.float64)
@@ -171,7 +182,13 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         neg = values < 0
         if neg.any():
             r = int(np.flatnonzero(neg)[0])
-            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {values[r]!r}"))
+            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {float(values[r])!r}"))
+        if col in VALUE_RANGES:
+            hi, what = VALUE_RANGES[col][1], VALUE_RANGES[col][2]
+            above = values > hi * (1 + 1e-9)
+            if above.any():
+                r = int(np.flatnonzero(above)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is out of range: {what}"))
         out[col] = values
 
     extras = [c for c in df.columns if c not in REQUIRED_COLUMNS and c not in OPTIONAL_COLUMNS]

@@ -1,0 +1,161 @@
+"""Issue 14, class 2: ``gclsampler validate`` and the same checks before any expensive work.
+
+One test per kind of inconsistency between kernelslist.g, the trace headers and
+profile.csv; each asserts the exit status, that the problem is one line naming the file
+(and line and field), and that commands which would work on the workload refuse it first.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gclsampler.cli import main
+from gclsampler.validate import check_workload, require_valid_workload, WorkloadError
+
+
+def _errors(capsys) -> list[str]:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return [ln for ln in err.splitlines() if ln.strip()]
+
+
+def _set_header(path: Path, key: str, value: str) -> None:
+    text = path.read_text()
+    text, n = re.subn(rf"^-{re.escape(key)} = .*$", f"-{key} = {value}", text, count=1, flags=re.M)
+    assert n == 1
+    path.write_text(text)
+
+
+def _edit_profile(wl: Path, fn) -> None:
+    df = pd.read_csv(wl / "profile.csv", dtype={"kernel_name": str, "grid": str, "block": str},
+                     keep_default_na=False, na_values=[""])
+    new = fn(df)
+    (df if new is None else new).to_csv(wl / "profile.csv", index=False)
+
+
+def test_clean_workload_passes(tiny_workload, capsys):
+    assert main(["validate", str(tiny_workload)]) == 0
+    assert "ok" in capsys.readouterr().out
+    assert check_workload(tiny_workload) == []
+
+
+def test_missing_profile_row(wl_copy, capsys):
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and "rows, but kernelslist.g lists" in line
+
+
+def test_kernel_name_grid_and_block_mismatch(wl_copy, capsys):
+    def edit(df):
+        df.loc[3, "kernel_name"] = "not_the_traced_kernel"
+        df.loc[5, "grid"] = "(999,1,1)"
+        df.loc[6, "block"] = "(3,1,1)"
+    _edit_profile(wl_copy, edit)
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert len(lines) == 3
+    assert "profile.csv:5: kernel_name: 'not_the_traced_kernel', but kernel-4.traceg is" in lines[0]
+    assert "profile.csv:7: grid: (999,1,1), but kernel-6.traceg has" in lines[1]
+    assert "profile.csv:8: block: (3,1,1), but kernel-7.traceg has" in lines[2]
+
+
+def test_duplicate_kernel_id(wl_copy, capsys):
+    _set_header(wl_copy / "kernel-3.traceg", "kernel id", "2")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert any("kernel-3.traceg: -kernel id: 2 is also the id of kernel-2.traceg" in ln for ln in lines)
+
+
+def test_duplicate_and_missing_list_entries(wl_copy, capsys):
+    kl = wl_copy / "kernelslist.g"
+    kl.write_text(kl.read_text() + "kernel-1.traceg\nkernel-999.traceg\nrubbish\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    n = len(kl.read_text().splitlines())
+    assert f"kernelslist.g:{n - 2}: kernelslist: 'kernel-1.traceg' is listed again (first on line 1)" in lines[0]
+    assert f"kernelslist.g:{n - 1}: kernelslist: lists 'kernel-999.traceg', which does not exist" in lines[1]
+    assert f"kernelslist.g:{n}: kernelslist: neither a trace file name nor a Memcpy line" in lines[2]
+
+
+def test_traces_out_of_launch_order(wl_copy, capsys):
+    kl = wl_copy / "kernelslist.g"
+    names = kl.read_text().split()
+    names[1], names[2] = names[2], names[1]
+    kl.write_text("\n".join(names) + "\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    assert any("launch order" in ln for ln in _errors(capsys))
+
+
+@pytest.mark.parametrize("column,value,needle", [
+    ("l1_hit_rate", 24.0, "l1_hit_rate: 24.0 is out of range: a fraction 0..1"),
+    ("achieved_occupancy", 1.5, "achieved_occupancy: 1.5 is out of range"),
+    ("nregs", 300, "nregs: 300.0 is out of range"),
+    ("cycles", -1, "cycles: negative value"),
+])
+def test_value_ranges_of_known_columns(wl_copy, capsys, column, value, needle):
+    _edit_profile(wl_copy, lambda df: df.__setitem__(column, [value] + list(df[column].iloc[1:])))
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv:2: " + needle in line
+
+
+def test_all_zero_times_are_an_error(wl_copy, tmp_path, capsys):
+    _edit_profile(wl_copy, lambda df: df.__setitem__("time_ns", 0))
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: time_ns: every value is 0" in line
+    out = tmp_path / "plan.json"
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 2  # once "speedup nanx"
+    assert "every value is 0" in _errors(capsys)[0] and not out.exists()
+
+
+def test_unknown_binary_version_is_a_warning(wl_copy, capsys):
+    _set_header(wl_copy / "kernel-2.traceg", "binary version", "61")
+    assert main(["validate", str(wl_copy)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: " in captured.err and "kernel-2.traceg: -binary version: 61" in captured.err
+    assert "1 warning" in captured.out
+
+
+def test_unreadable_inputs_are_located_lines(wl_copy, tmp_path, capsys):
+    (wl_copy / "kernel-2.traceg").write_bytes(b"\x1f\x8b not really anything")
+    (wl_copy / "workload.json").write_text("{broken")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert any(ln.startswith("gclsampler: error: ") and "workload.json:1: not JSON" in ln for ln in lines)
+    assert any("kernel-2.traceg" in ln for ln in lines)
+    assert main(["validate", str(tmp_path / "nope")]) == 2
+    assert "nope: no such directory" in _errors(capsys)[0]
+
+
+def test_sample_and_stem_check_before_fitting(wl_copy, tmp_path, capsys):
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    out = tmp_path / "plan.json"
+    assert main(["sample", "pka", str(wl_copy), "--out", str(out)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and not out.exists()
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and not out.exists()
+
+
+def test_require_valid_workload_counts_the_rest(wl_copy):
+    _edit_profile(wl_copy, lambda df: df.__setitem__("kernel_name", "x"))
+    with pytest.raises(WorkloadError, match=r"kernel_name: 'x', but kernel-1\.traceg is .* more problem"):
+        require_valid_workload(wl_copy)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--set", "epsilon=-1"], "epsilon: must be a number > 0"),
+    (["--set", "epsilon=abc"], "epsilon: must be a number > 0"),
+])
+def test_sampler_parameters_fail_before_any_work(tiny_workload, tmp_path, capsys, argv, needle):
+    out = tmp_path / "p.json"
+    assert main(["sample", "stem_root", str(tiny_workload), "--out", str(out), *argv]) == 2
+    (line,) = _errors(capsys)
+    assert needle in line and "--set (stem_root)" in line and not out.exists()
