@@ -16,7 +16,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
-from gclsampler._guard import check_config_keys, run_hydra_main
+from gclsampler._guard import call_guarded, check_config_keys, run_hydra_main
 from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
 
 register_configs()
@@ -24,6 +24,10 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg) -> None:
+    call_guarded(lambda: _main(cfg), "evaluate")
+
+
+def _main(cfg) -> None:
     launch = Path(hydra.utils.get_original_cwd())
     out = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
     if not out.is_absolute():

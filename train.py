@@ -21,12 +21,14 @@ from gclsampler._guard import run_hydra_main
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    from gclsampler._guard import check_config_keys
+    from gclsampler._guard import call_guarded, check_config_keys
     from gclsampler.pipeline import run
 
-    check_config_keys(cfg)  # `+train.epoch=3` must fail, not train with the default
-    summary = run(cfg)
-    return summary.get("best_val_loss")
+    def task():
+        check_config_keys(cfg)  # `+train.epoch=3` must fail, not train with the default
+        return run(cfg).get("best_val_loss")
+
+    return call_guarded(task, "train.py")
 
 
 if __name__ == "__main__":

@@ -86,33 +86,45 @@ def config_error_text(exc: BaseException) -> str | None:
     return None
 
 
-def run_guarded(fn: Callable[[], Any], prog: str) -> int:
-    """Call ``fn`` under the policy above; returns the exit status (0 when ``fn`` returns)."""
+def call_guarded(fn: Callable[[], Any], prog: str) -> Any:
+    """Return ``fn()``; on a user or environment error print one line and raise ``SystemExit``.
+
+    ``SystemExit`` passes through Hydra's job runner untouched, so this is what a
+    ``@hydra.main`` task uses: Hydra would otherwise add its own "Error executing job"
+    line in front of ours.
+    """
     if debug_enabled():
-        result = fn()
-        return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
+        return fn()
     try:
-        result = fn()
-        return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
+        return fn()
     except GclError as exc:
         print(f"{prog}: error: {_one_line(str(exc))}", file=sys.stderr)
-        return EXIT_ERROR
+        raise SystemExit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:  # `gclsampler trace info ... | head`
         _silence_stdout()
-        return 0
+        raise SystemExit(0) from None
     except OSError as exc:
         text = config_error_text(exc)  # MissingConfigException is an OSError too
         print(f"{prog}: error: {_one_line(text or os_error_text(exc))}", file=sys.stderr)
-        return EXIT_ERROR
+        raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         text = config_error_text(exc)
         if text is None:
             raise
         print(f"{prog}: error: {_one_line(text)}", file=sys.stderr)
-        return EXIT_ERROR
+        raise SystemExit(EXIT_ERROR) from None
+
+
+def run_guarded(fn: Callable[[], Any], prog: str) -> int:
+    """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
+    try:
+        result = call_guarded(fn, prog)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
 def _one_line(text: str) -> str:

@@ -53,6 +53,19 @@ def load_embeddings(path: str | os.PathLike, n_invocations: int | None = None,
     """Load ``path`` (a ``.npy`` array; pickles are refused) and ``check_embeddings`` it."""
     path = Path(path)
     try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except FileNotFoundError:
+        raise EmbeddingsError(located(path, None, None, "no such file")) from None
+    except IsADirectoryError:
+        raise EmbeddingsError(located(path, None, None, "is a directory, not an .npy file")) from None
+    except OSError as exc:
+        raise EmbeddingsError(located(path, None, None, f"cannot read: {exc.strerror or exc}")) from None
+    if magic != b"\x93NUMPY":
+        kind = "an .npz archive; give the .npy array itself" if magic[:4] == b"PK\x03\x04" else \
+            "not a numpy .npy file (np.save writes one)"
+        raise EmbeddingsError(located(path, None, None, kind))
+    try:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise EmbeddingsError(located(path, None, None, "no such file")) from None
