@@ -445,6 +445,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}
+    silhouette_k: dict[str, int] = {}
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
@@ -492,6 +493,11 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                     histograms.append({"workload": name, "method": m,
                                        "times_ns": workload.profile["time_ns"].to_numpy(),
                                        "labels": r.labels, "representatives": r.plan.invocations})
+        gcl_run = next((r for r in runs if r.method == "gcl" and not r.sweep), None)
+        if gcl_run is not None:
+            from gclsampler.cluster_table import chosen_k
+
+            silhouette_k[name] = chosen_k(gcl_run.plan, gcl_run.labels)  # the plan's k, not the curve's max
         for cand in (wdir / "silhouette.csv", out / "train" / name / "silhouette.csv"):
             if cand.exists():
                 silhouettes[name] = cand
@@ -520,7 +526,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
                  synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
-                 config_text=config_text, plots=cfg.plots, notes=notes)
+                 config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k)
     return results
 
 
@@ -562,6 +568,13 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
         hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
                      "labels": lab, "representatives": plan.invocations if plan is not None else ()})
     sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
+    from gclsampler.cluster_table import chosen_k, cluster_table
+
+    times = workload.profile["time_ns"].to_numpy()
+    sections = [(f"Clusters of the {p.method} plan ({workload.arch or 'native'} time)",
+                 cluster_table(p, times, (labels or {}).get(p.method))) for p in plans]
+    gcl = next((p for p in plans if p.method == "gcl"), plans[0] if len(plans) == 1 else None)
+    sil_k = {workload.name: chosen_k(gcl, (labels or {}).get(gcl.method))} if sil and gcl is not None else None
     return write_report(results, out, title=f"{workload.name}: sampling plans",
                         synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
-                        histograms=hist, silhouette=sil, plots=plots)
+                        histograms=hist, silhouette=sil, plots=plots, silhouette_k=sil_k, sections=sections)

@@ -24,6 +24,7 @@ import io
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -346,7 +347,7 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
-    except (UnicodeDecodeError, OSError, EOFError) as exc:
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
 
 
