@@ -10,7 +10,6 @@ consumer (``gclsampler sample gcl``, evaluation with cached embeddings) reads th
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -66,22 +65,20 @@ def load_embeddings(path: str | os.PathLike, n_invocations: int | None = None,
             "not a numpy .npy file (np.save writes one)"
         raise EmbeddingsError(located(path, None, None, kind))
     try:
-        arr = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise EmbeddingsError(located(path, None, None, "no such file")) from None
-    except IsADirectoryError:
-        raise EmbeddingsError(located(path, None, None, "is a directory, not an .npy file")) from None
+        # memory-mapped: a corrupt header claiming a huge shape fails here instead of allocating it
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except OSError as exc:
         raise EmbeddingsError(located(path, None, None, f"cannot read: {exc.strerror or exc}")) from None
     except ValueError as exc:
         msg = str(exc)
-        if "pickle" in msg.lower():
+        if "pickle" in msg.lower() or "python objects" in msg.lower():
             msg = "holds pickled Python objects, not a numeric array (refused: loading a pickle runs code)"
         else:
-            msg = f"not a numpy .npy file ({msg.splitlines()[0] if msg else 'unreadable'})"
+            msg = f"truncated or corrupt .npy file ({msg.splitlines()[0] if msg else 'unreadable'})"
         raise EmbeddingsError(located(path, None, None, msg)) from None
-    except (EOFError, zipfile.BadZipFile) as exc:
-        raise EmbeddingsError(located(path, None, None, f"truncated or corrupt ({exc})")) from None
-    if not isinstance(arr, np.ndarray):  # np.load of an .npz gives an NpzFile
-        raise EmbeddingsError(located(path, None, None, "an .npz archive; give the .npy array itself"))
-    return check_embeddings(arr, path, n_invocations, profile)
+    except Exception as exc:  # the header is parsed with ast.literal_eval: SyntaxError, TypeError, ...
+        raise EmbeddingsError(located(path, None, None, f"corrupt .npy header ({type(exc).__name__})")) from None
+    if not isinstance(arr, np.ndarray):
+        raise EmbeddingsError(located(path, None, None, "not a numpy .npy array"))
+    arr = check_embeddings(arr, path, n_invocations, profile)  # shape and rows before reading the data
+    return np.array(arr, dtype=np.float32, copy=True)

@@ -49,7 +49,8 @@ class Problem:
 
 
 class _Report:
-    def __init__(self) -> None:
+    def __init__(self, root: Path) -> None:
+        self.root = root
         self.problems: list[Problem] = []
         self._counts: dict[str, int] = {}
 
@@ -65,7 +66,8 @@ class _Report:
         for kind, c in self._counts.items():
             if c > MAX_PER_CHECK:
                 sev, _, what = kind.partition(":")
-                self.problems.append(Problem(sev, f"{what}: {c - MAX_PER_CHECK} more like the above"))
+                self.problems.append(Problem(sev, located(self.root, None, what,
+                                                          f"{c - MAX_PER_CHECK} more like the above")))
         return self.problems
 
 
@@ -229,7 +231,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     from gclsampler.profile import ProfileFormatError, read_profile
 
     root = Path(root)
-    rep = _Report()
+    rep = _Report(root)
     if not root.exists():
         return [Problem("error", located(root, None, None, "no such directory"))]
     if not root.is_dir():
