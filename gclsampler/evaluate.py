@@ -440,8 +440,10 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     if needs_emb and embed_fn is None:
         embed_fn = default_embed_fn(cfg, out)
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
-    for m in suite.methods:  # a misspelt method or parameter fails before any work starts
-        make_sampler(m, method_params.get(m, {}), cfg.seed)
+    from gclsampler.validate import check_sampler_params
+
+    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
+        check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}

@@ -159,3 +159,62 @@ def test_sampler_parameters_fail_before_any_work(tiny_workload, tmp_path, capsys
     assert main(["sample", "stem_root", str(tiny_workload), "--out", str(out), *argv]) == 2
     (line,) = _errors(capsys)
     assert needle in line and "--set (stem_root)" in line and not out.exists()
+
+
+def _compose(overrides):
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_pipeline_checks_the_workload_before_graphs_and_training(wl_copy, tmp_path):
+    """train.py on a workload whose profile lost a row: fails in seconds naming profile.csv,
+    with no graph cache, model or embeddings written (it used to train, then fail on a shape)."""
+    from gclsampler.pipeline import run
+
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl_copy}", "train.epochs=1",
+                    "train.threads=1"])
+    with pytest.raises(WorkloadError, match=r"profile\.csv: invocation: .* rows, but kernelslist\.g lists"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (wl_copy / ".graph-cache").exists()
+    assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "embeddings.npy").exists()
+
+
+def test_pipeline_checks_sampler_parameters_before_training(tiny_workload, tmp_path):
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", "sampler=gcl_stem",
+                    "sampler.params.epsilon=-1", "train.threads=1"])
+    with pytest.raises(GclError, match=r"sampler\.params: epsilon: must be a number > 0"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tiny_workload / ".graph-cache").exists() and not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_default_parameters_of_every_method_pass_the_early_check():
+    from gclsampler.evaluate import make_sampler, _registry
+    from gclsampler.validate import check_sampler_params
+
+    for name in _registry():
+        check_sampler_params(make_sampler(name), name)  # no false alarms on the defaults
+
+
+@pytest.mark.parametrize("method,params,needle", [
+    ("gcl_stem", {"z": 0}, "z: must be a number > 0"),
+    ("gcl", {"cluster": {"k_min": 1}}, "cluster.k_min: must be >= 2"),
+    ("pka", {"target_error": -0.1}, "target_error: must be a number > 0"),
+    ("random", {"fraction": 3}, "fraction: must be at most 1"),
+    ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number > 0"),
+])
+def test_bad_method_parameters_fail_early(method, params, needle):
+    from gclsampler.errors import GclError
+    from gclsampler.evaluate import make_sampler
+    from gclsampler.validate import check_sampler_params
+
+    with pytest.raises(GclError, match=re.escape(needle)):
+        check_sampler_params(make_sampler(method, params), f"method_params.{method}")
