@@ -330,6 +330,7 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
         own()
         return
     params = {k: v for k, v in vars(sampler).items() if not k.startswith("_") and not k.endswith("_")}
+    _check_types_against_defaults(sampler, params, where)
     if all(k in params for k in _STEM_KEYS):
         from gclsampler.stem import StemError, _check_params
 
@@ -357,3 +358,27 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
         raise GclError(f"{where}: fraction: must be at most 1, found {params['fraction']!r}")
     if "threshold" in params and isinstance(params["threshold"], (int, float)) and params["threshold"] > 1:
         raise GclError(f"{where}: threshold: must be at most 1, found {params['threshold']!r}")
+
+
+def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
+    """A value must have its default's kind: a number for a numeric default (whole for an
+    int), true/false for a bool. ``--set k_max=abc`` reached ``int('abc')`` inside fit."""
+    import inspect
+    import math
+
+    try:
+        sig = inspect.signature(type(sampler).__init__)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return
+    for name, p in sig.parameters.items():
+        if name not in params or p.default is inspect.Parameter.empty or p.default is None:
+            continue
+        d, v = p.default, params[name]
+        if isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise GclError(f"{where}: {name}: must be true or false, found {v!r}")
+        elif isinstance(d, (int, float)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise GclError(f"{where}: {name}: must be a number, found {v!r}")
+            if isinstance(d, int) and not (isinstance(v, int) or (math.isfinite(v) and float(v).is_integer())):
+                raise GclError(f"{where}: {name}: must be a whole number, found {v!r}")

@@ -152,7 +152,7 @@ def test_require_valid_workload_counts_the_rest(wl_copy):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--set", "epsilon=-1"], "epsilon: must be a number > 0"),
-    (["--set", "epsilon=abc"], "epsilon: must be a number > 0"),
+    (["--set", "epsilon=abc"], "epsilon: must be a number, found 'abc'"),
 ])
 def test_sampler_parameters_fail_before_any_work(tiny_workload, tmp_path, capsys, argv, needle):
     out = tmp_path / "p.json"
@@ -210,6 +210,9 @@ def test_default_parameters_of_every_method_pass_the_early_check():
     ("pka", {"target_error": -0.1}, "target_error: must be a number > 0"),
     ("random", {"fraction": 3}, "fraction: must be at most 1"),
     ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number > 0"),
+    ("pka", {"k_max": "abc"}, "k_max: must be a number, found 'abc'"),
+    ("pka", {"k_max": 2.5}, "k_max: must be a whole number"),
+    ("photon", {"match_launch": "yes"}, "match_launch: must be true or false"),
 ])
 def test_bad_method_parameters_fail_early(method, params, needle):
     from gclsampler.errors import GclError
