@@ -33,6 +33,10 @@ def _main(cfg) -> None:
     if not out.is_absolute():
         out = launch / out
     check_config_keys(cfg)  # unknown keys added with `+` fail too
+    if cfg.out_dir:  # a directory the user chose: never write into files evaluate did not write
+        from gclsampler._safe_out import claim_dir
+
+        claim_dir(out, "evaluate")
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
     run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")

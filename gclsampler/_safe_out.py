@@ -189,6 +189,17 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
     return out
 
 
+def claim_dir(out: str | os.PathLike, command: str,
+              inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
+    """For commands that write *into* a directory (not replace it): check it, create it
+    and mark it, so a later run of the same command may write there again."""
+    out = check_out_dir(out, command, inputs)
+    out.mkdir(parents=True, exist_ok=True)
+    if written_by(out) != command:
+        write_text_atomic(out / MARKER, json.dumps({"command": command}) + "\n")
+    return out
+
+
 @contextlib.contextmanager
 def replace_dir(out: str | os.PathLike, command: str,
                 inputs: Iterable[str | os.PathLike | None] = ()) -> Iterator[Path]:

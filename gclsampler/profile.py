@@ -258,12 +258,25 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     except pd.errors.ParserError as exc:
         raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {str(exc).strip()}{_HINT}")) from None
     except UnicodeDecodeError as exc:
-        raise ProfileFormatError(located(path, None, None, f"not UTF-8 text: {exc.reason}")) from None
+        raise ProfileFormatError(located(path, _first_non_utf8_line(path), None,
+                                         f"not UTF-8 text: {exc.reason}")) from None
     if not isinstance(df.index, pd.RangeIndex):
         # every data row had more fields than the header: pandas took the extras as an index
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
     return validate_profile(df, path)
+
+
+def _first_non_utf8_line(path: Path) -> int | None:
+    """Line of the first byte that is not UTF-8 (pandas reports a position in its own buffer)."""
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1
+    except OSError:
+        return None
+    return None
 
 
 _HINT = " (profiler exports are converted with `gclsampler profile import FILE --out profile.csv`)"

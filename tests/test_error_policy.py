@@ -208,3 +208,15 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert p.returncode == 130 and lines == ["gclsampler: interrupted"], err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_non_utf8_kernel_names_are_located_errors(wl_copy, tmp_path, capsys):
+    """A non-UTF-8 kernel name used to become a different (replacement-character) name."""
+    prof = tmp_path / "profile.csv"
+    prof.write_bytes(b'invocation,kernel_name,grid,block,time_ns,cycles\n0,k\xff,"(1,1,1)","(1,1,1)",5,5\n')
+    assert main(["profile", "info", str(prof)]) == 2
+    _line(capsys, f"{prof}:2: not UTF-8 text")
+    trace = wl_copy / "kernel-1.traceg"
+    trace.write_bytes(trace.read_bytes().replace(b"-kernel name = ", b"-kernel name = \xff", 1))
+    assert main(["trace", "info", str(wl_copy)]) == 2
+    _line(capsys, "kernel-1.traceg:1: -kernel name: not UTF-8 text")

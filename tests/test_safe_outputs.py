@@ -149,3 +149,33 @@ def test_backwards_or_empty_invocation_ranges_are_errors(wl_copy, tmp_path, caps
         assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", spec]) == 2, spec
         _one_line_error(capsys, needle)
         assert not out.exists()
+
+
+def test_claim_dir_for_commands_that_write_into_a_directory(tmp_path):
+    from gclsampler._safe_out import OutputError, claim_dir
+
+    mine = tmp_path / "paper"
+    mine.mkdir()
+    (mine / "report.md").write_text("my report\n")
+    with pytest.raises(OutputError, match="not written by `gclsampler evaluate`"):
+        claim_dir(mine, "evaluate")
+    assert (mine / "report.md").read_text() == "my report\n"
+    out = claim_dir(tmp_path / "ev", "evaluate")
+    (out / "report.md").write_text("ours\n")
+    assert claim_dir(out, "evaluate") == out  # a later run may write there again
+
+
+def test_evaluate_py_refuses_a_foreign_out_dir(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x\n")
+    r = subprocess.run([sys.executable, str(root / "evaluate.py"), f"out_dir={mine}",
+                        f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and str(mine) in lines[0], r.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
