@@ -220,9 +220,17 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
 
 
 def _check_plan_stage(cfg: DictConfig) -> None:
-    """Build the configured sampler and check its parameters without fitting it."""
+    """Check the cluster, stem and sampler groups and build the sampler, without fitting it."""
+    from gclsampler.cluster import ClusterConfig
     from gclsampler.samplers import sampler_from_config
     from gclsampler.validate import check_sampler_params
+
+    ClusterConfig.from_any(cfg.get("cluster"), "cluster")
+    if cfg.get("stem") is not None:
+        from gclsampler.stem import _check_params
+
+        st = cfg.stem
+        _check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
 
     try:
         sampler = sampler_from_config(cfg.sampler, cfg.cluster, int(cfg.seed))

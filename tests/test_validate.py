@@ -221,3 +221,15 @@ def test_bad_method_parameters_fail_early(method, params, needle):
 
     with pytest.raises(GclError, match=re.escape(needle)):
         check_sampler_params(make_sampler(method, params), f"method_params.{method}")
+
+
+@pytest.mark.parametrize("override,needle", [("stem.epsilon=0", "stem.epsilon: must be a number > 0"),
+                                             ("cluster.k_min=1", "cluster.k_min: must be >= 2")])
+def test_pipeline_checks_stem_and_cluster_groups_first(tiny_workload, tmp_path, override, needle):
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", override])
+    with pytest.raises(GclError, match=re.escape(needle)):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tiny_workload / ".graph-cache").exists()
