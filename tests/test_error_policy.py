@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import gzip
-import json
 import os
 import pickle
 import subprocess
@@ -220,3 +219,26 @@ def test_non_utf8_kernel_names_are_located_errors(wl_copy, tmp_path, capsys):
     trace.write_bytes(trace.read_bytes().replace(b"-kernel name = ", b"-kernel name = \xff", 1))
     assert main(["trace", "info", str(wl_copy)]) == 2
     _line(capsys, "kernel-1.traceg:1: -kernel name: not UTF-8 text")
+
+
+def test_hydra_tasks_leave_through_system_exit(capsys):
+    """Hydra's job runner adds its own line to any Exception but lets SystemExit through, so the
+    train.py/evaluate.py tasks turn errors into SystemExit themselves."""
+    from gclsampler._guard import call_guarded
+    from gclsampler.errors import GclError
+
+    def bad():
+        raise GclError("wl/profile.csv:3: kernel_name: mismatch")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(bad, "train.py")
+    assert e.value.code == 2
+    _line(capsys, "train.py: error: wl/profile.csv:3: kernel_name: mismatch")
+    with pytest.raises(SystemExit) as e:
+        call_guarded(interrupted, "train.py")
+    assert e.value.code == 130
+    _line(capsys, "train.py: interrupted")
+    assert call_guarded(lambda: 0.25, "train.py") == 0.25  # the sweep's objective passes through
