@@ -444,6 +444,13 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
     for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
         check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
+    from gclsampler.validate import require_valid_workload
+
+    checked: set[Path] = set()
+    for name in suite.workloads:  # every workload already on disk is checked before any work starts
+        if (data_dir / name / "profile.csv").exists():
+            require_valid_workload(data_dir / name)
+            checked.add(data_dir / name)
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}
@@ -462,9 +469,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise
             skipped.append(f"{name} ({exc})")
             continue
-        from gclsampler.validate import require_valid_workload
-
-        require_valid_workload(wdir)  # traces vs profile.csv, before this workload's fitting/training
+        if wdir not in checked:  # synthesized just now
+            require_valid_workload(wdir)
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch

@@ -202,6 +202,17 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
                             f"warning:{col}")
 
 
+def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> None:
+    """Row i of every ``profiles/<arch>.csv`` must be the same launch as row i of profile.csv."""
+    if len(prof) != len(ref):
+        rep.add("error", located(path, None, "invocation", f"{len(prof)} rows, but {ref_path.name} has {len(ref)}"))
+    a, b = prof["kernel_name"].astype(str).tolist(), ref["kernel_name"].astype(str).tolist()
+    for i in range(min(len(a), len(b))):
+        if a[i] != b[i]:
+            rep.add("error", located(path, i + 2, "kernel_name", f"{a[i][:100]!r}, but {ref_path.name} line {i + 2} "
+                                                                 f"is {b[i][:100]!r}"), f"error:{path.name} kernel_name")
+
+
 def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "time_ns") -> None:
     """Raise ``WorkloadError`` when a (format-valid) profile cannot drive a plan.
 
@@ -282,6 +293,8 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
                 continue
             if heads is not None:
                 _profile_vs_traces(other, p2, names, heads, rep, own=False)
+            elif prof is not None:  # a profile-only workload: the arch profiles must align with profile.csv
+                _profile_vs_profile(other, p2, prof_path, prof, rep)
     return rep.finish()
 
 

@@ -233,3 +233,36 @@ def test_pipeline_checks_stem_and_cluster_groups_first(tiny_workload, tmp_path, 
     with pytest.raises(GclError, match=re.escape(needle)):
         run(cfg, out_dir=tmp_path / "run")
     assert not (tiny_workload / ".graph-cache").exists()
+
+
+def test_profile_only_workload_checks_arch_profiles_against_profile_csv(wl_copy, capsys):
+    for p in list(wl_copy.glob("kernel*")):
+        p.unlink()
+    assert main(["validate", str(wl_copy)]) == 0  # profile-only workloads are fine for profile-based methods
+    capsys.readouterr()
+    other = wl_copy / "profiles" / "turing.csv"
+    other.write_text("\n".join(other.read_text().splitlines()[:-2]) + "\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profiles/turing.csv: invocation:" in line and "rows, but profile.csv has" in line
+
+
+def test_evaluate_checks_every_workload_before_any_fitting(tmp_path, monkeypatch):
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    for i, name in enumerate(["wa", "wb"]):
+        t = make_profile(40, i)
+        _write_workload(data / name, {"turing": t, "ampere": t.assign(time_ns=t["time_ns"] * 1.3)})
+    amp = data / "wb" / "profiles" / "ampere.csv"
+    amp.write_text("\n".join(amp.read_text().splitlines()[:-1]) + "\n")  # the last workload is broken
+    fitted = []
+    monkeypatch.setattr(ev, "fit_methods", lambda workload, *a, **k: fitted.append(workload.name) or [])
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa,wb]", "suite.data_dir=null",
+                               "suite.methods=[pka]", f"data_dir={data}", "generate=false", "plots=false"])
+    with pytest.raises(WorkloadError, match=r"wb/profiles/ampere\.csv: invocation: 39 rows, but profile\.csv has 40"):
+        ev.run_suite(cfg, tmp_path / "out")
+    assert fitted == []  # wa was not fitted before wb's problem was found
