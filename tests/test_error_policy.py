@@ -242,3 +242,15 @@ def test_hydra_tasks_leave_through_system_exit(capsys):
     assert e.value.code == 130
     _line(capsys, "train.py: interrupted")
     assert call_guarded(lambda: 0.25, "train.py") == 0.25  # the sweep's objective passes through
+
+
+def test_ctrl_c_while_a_group_imports_torch(monkeypatch, capsys):
+    """Building the graph group's parser imports torch (seconds); Ctrl-C there is one line too."""
+    from gclsampler import cli
+
+    def slow_import(only=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", slow_import)
+    assert cli.main(["graph", "build", "wl"]) == 130
+    _line(capsys, "gclsampler: interrupted")

@@ -48,16 +48,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gclsampler._guard import EXIT_INTERRUPTED, debug_enabled, run_guarded
+
     argv = sys.argv[1:] if argv is None else list(argv)
     group = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(only=group if group in GROUPS else "")
-    args = parser.parse_args(argv)
+    try:  # building a group's parser may import torch (seconds): Ctrl-C there is no traceback either
+        parser = build_parser(only=group if group in GROUPS else "")
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        if debug_enabled():
+            raise
+        print("gclsampler: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.parse_args([args.group, "--help"])
         return 2
-    from gclsampler._guard import run_guarded
-
     return run_guarded(lambda: int(handler(args) or 0), "gclsampler")
 
 
