@@ -12,12 +12,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf
+from gclsampler._guard import call_guarded, check_config_keys, exit_on_interrupt, run_hydra_main
 
-from gclsampler._guard import call_guarded, check_config_keys, run_hydra_main
-from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
+with exit_on_interrupt("evaluate"):  # hydra, pandas, matplotlib: seconds
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
 
 register_configs()
 

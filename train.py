@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import sys
 
-import hydra
-from omegaconf import DictConfig
+from gclsampler._guard import exit_on_interrupt, run_hydra_main
 
-import gclsampler.config  # noqa: F401  (registers the structured config schema)
-from gclsampler._guard import run_hydra_main
+with exit_on_interrupt("train.py"):  # these imports load hydra, numpy and torch (seconds)
+    import hydra
+    from omegaconf import DictConfig
+
+    import gclsampler.config  # noqa: F401  (registers the structured config schema)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -23,6 +23,7 @@ so an interrupted or failed command leaves no half-written file behind.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -138,6 +139,39 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+@contextlib.contextmanager
+def exit_on_interrupt(prog: str):
+    """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130.
+
+    Some libraries import optional parts inside ``try/except`` blocks broad enough to
+    swallow the KeyboardInterrupt, and the half-imported module then fails with an
+    unrelated error (seen: AttributeError from numpy). So the SIGINT itself is recorded,
+    and any error after it counts as the interrupt.
+    """
+    import signal
+
+    hit: list[int] = []
+
+    def on_sigint(signum, frame):
+        hit.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: leave signals alone
+        old = None
+    try:
+        yield
+    except BaseException as exc:
+        if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
+            print(f"{prog}: interrupted", file=sys.stderr)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 def run_hydra_main(main: Callable[[], Any], prog: str) -> int:
