@@ -455,6 +455,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}
     silhouette_k: dict[str, int] = {}
+    cluster_sections: list[tuple[str, str]] = []
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
@@ -501,6 +502,10 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                     histograms.append({"workload": name, "method": m,
                                        "times_ns": workload.profile["time_ns"].to_numpy(),
                                        "labels": r.labels, "representatives": r.plan.invocations})
+                    from gclsampler.cluster_table import cluster_table
+
+                    cluster_sections.append((f"Clusters of the {m} plan for {name} ({workload.arch})",
+                                             cluster_table(r.plan, workload.profile["time_ns"].to_numpy(), r.labels)))
         gcl_run = next((r for r in runs if r.method == "gcl" and not r.sweep), None)
         if gcl_run is not None:
             from gclsampler.cluster_table import chosen_k
@@ -534,7 +539,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
                  synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
-                 config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k)
+                 config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
+                 sections=cluster_sections)
     return results
 
 

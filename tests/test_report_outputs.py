@@ -102,3 +102,20 @@ def test_workload_report_has_the_cluster_table(tiny_workload, tmp_path, captured
     stars = np.vstack([c.get_offsets() for c in sil_fig.axes[0].collections])
     assert stars.tolist() == [[codes.max() + 1, 0.5]]
     assert all(s for _, _, s in captured)  # the workload is synthetic: every plot is stamped
+
+
+def test_suite_report_has_cluster_tables_of_the_histogram_workload(tmp_path, monkeypatch):
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    _write_workload(data / "wa", {"turing": make_profile(60, 0)})
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa]", "suite.data_dir=null", "suite.archs=[turing]",
+                               "suite.methods=[pka,sieve]", "suite.hist_workload=wa", "suite.hist_methods=[sieve]",
+                               f"data_dir={data}", "generate=false", "plots=false"])
+    ev.run_suite(cfg, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "## Clusters of the sieve plan for wa (turing)" in md
+    assert "| cluster | size | representative (invocation: kernel) | weight | share of time (%) |" in md
