@@ -98,6 +98,8 @@ CASES = {
     "grid-differs": lambda wl, t: (_set_col(wl, "grid", 1, "(7,7,7)"), ["validate", str(wl)], "profile.csv:3: grid", None)[1:],
     "duplicate-kernel-id": lambda wl, t: (_header(wl, "kernel-4.traceg", "kernel id", "3"),
                                           ["sample", "sieve", str(wl), "--out", str(t / "p.json")], "-kernel id", t / "p.json")[1:],
+    "export-duplicate-ids": lambda wl, t: (_header(wl, "kernel-6.traceg", "kernel id", "5"),
+                                           ["trace", "export-accelsim", str(wl), str(t / "as")], "-kernel id", t / "as")[1:],
     "duplicate-list-entry": lambda wl, t: ((wl / "kernelslist.g").write_text((wl / "kernelslist.g").read_text() + "kernel-2.traceg\n"),
                                            ["validate", str(wl)], "listed again", None)[1:],
     "listed-file-missing": lambda wl, t: ((wl / "kernel-5.traceg").unlink(),

@@ -151,6 +151,9 @@ def _export(args: argparse.Namespace) -> int:
     from gclsampler._safe_out import check_out_dir
 
     check_out_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan])
+    from gclsampler.validate import require_valid_workload
+
+    require_valid_workload(args.workload_dir, profile=False, traces=True)  # duplicate ids would overwrite each other
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}

@@ -79,8 +79,11 @@ def _export(args) -> int:
 
     from gclsampler._safe_out import check_out_dir, replace_dir
 
+    from gclsampler.validate import require_valid_workload
+
     inv = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
+    require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
         paths = export_accelsim(args.src, tmp, invocations=inv)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
