@@ -21,8 +21,9 @@ def tiny_workload(tmp_path_factory):
     from gclsampler.synth import generate
 
     d = tmp_path_factory.mktemp("tiny") / "phi2"
+    # plain .traceg files (compress=""), whatever synth's default compression: tests edit them in place
     generate("phi2", d, params=dict(layers=1, prompt=8, decode=1, trace_cap=8, sample_cap=24, sample_ctas=1,
-                                    max_traced_ctas=1), arch="ampere", seed=3, progress=False, jobs=1)
+                                    max_traced_ctas=1, compress=""), arch="ampere", seed=3, progress=False, jobs=1)
     return d
 
 
