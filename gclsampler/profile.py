@@ -88,6 +88,10 @@ VALUE_RANGES: dict[str, tuple[float, float, str]] = {
 """Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
 (a percentage) was accepted and silently skewed every metric estimate built on it."""
 
+WHOLE_NUMBER_COLUMNS: tuple[str, ...] = ("nregs",)
+"""Registers per thread are whole; a fraction means a wrong column (byte and instruction counts
+may legitimately come out fractional from unit conversions, so they are not checked)."""
+
 
 class ProfileFormatError(GclError):
     """A profile or profiler export that cannot be read (names path:line and the field)."""
@@ -184,6 +188,11 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         if neg.any():
             r = int(np.flatnonzero(neg)[0])
             raise ProfileFormatError(located(where, line_of(r), col, f"negative value {float(values[r])!r}"))
+        if col in WHOLE_NUMBER_COLUMNS:
+            frac = ~np.isnan(values) & (values != np.round(values))
+            if frac.any():
+                r = int(np.flatnonzero(frac)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is not a whole number"))
         if col in VALUE_RANGES:
             hi, what = VALUE_RANGES[col][1], VALUE_RANGES[col][2]
             above = values > hi * (1 + 1e-9)

@@ -117,6 +117,11 @@ CASES = {
                                      ["stem", str(wl / "profile.csv"), "--out", str(t / "p.json")], "time_ns: every value is 0", t / "p.json")[1:],
     "hit-rate-percent": lambda wl, t: (_set_col(wl, "l2_hit_rate", 0, "85"),
                                        ["sample", "pka", str(wl), "--out", str(t / "p.json")], "profile.csv:2: l2_hit_rate", t / "p.json")[1:],
+    "fractional-registers": lambda wl, t: (_set_col(wl, "nregs", 4, "31.5"),
+                                           ["stem", str(wl / "profile.csv"), "--out", str(t / "p.json")], "profile.csv:6: nregs", t / "p.json")[1:],
+    "graph-build-duplicate-ids": lambda wl, t: (_header(wl, "kernel-6.traceg", "kernel id", "5"),
+                                                ["graph", "build", str(wl), "--cache-dir", str(t / "cache"), "--workers", "1"],
+                                                "-kernel id", t / "cache")[1:],
     "plan-fractional-invocation": lambda wl, t: (["plan", "show", str(_plan_file(t, {
         "format": "gclsampler-plan/1", "workload": "w", "method": "m", "n_invocations": 2,
         "samples": [{"invocation": 0.5, "kernel_name": "k", "cluster": 0, "weight": 2.0}],
