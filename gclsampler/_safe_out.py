@@ -94,12 +94,19 @@ def written_by(directory: str | os.PathLike) -> str | None:
             return "synth"
     except (OSError, ValueError):
         pass
+    if (d / "last.pt").is_file() or (d / "run.json").is_file():  # a train.py run from before the marker
+        return "train"
     return None
 
 
 def check_out_dir(out: str | os.PathLike, command: str,
-                  inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
-    """Raise ``OutputError`` unless ``out`` may be (re)written as a whole by ``command``."""
+                  inputs: Iterable[str | os.PathLike | None] = (), ignore: Iterable[str] = ()) -> Path:
+    """Raise ``OutputError`` unless ``out`` may be (re)written as a whole by ``command``.
+
+    ``ignore``: entries that do not make the directory someone else's (Hydra's ``.hydra/``
+    and job log, which Hydra writes into the run directory before the task starts).
+    """
+    ignore = set(ignore)
     out = Path(out)
     check_not_input(out, inputs, directory=True)
     blocker = _blocking_file(out)
@@ -111,7 +118,7 @@ def check_out_dir(out: str | os.PathLike, command: str,
         if not out.is_dir():
             raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
                               "(remove it yourself or choose another --out)")
-        if any(out.iterdir()) and written_by(out) != command:
+        if any(p.name not in ignore for p in out.iterdir()) and written_by(out) != command:
             raise OutputError(f"{out}: directory exists and was not written by `gclsampler {command}` "
                               f"(no {MARKER} marker); not replaced (remove it yourself or choose another path)")
     return out
@@ -190,10 +197,10 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
 
 
 def claim_dir(out: str | os.PathLike, command: str,
-              inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
+              inputs: Iterable[str | os.PathLike | None] = (), ignore: Iterable[str] = ()) -> Path:
     """For commands that write *into* a directory (not replace it): check it, create it
     and mark it, so a later run of the same command may write there again."""
-    out = check_out_dir(out, command, inputs)
+    out = check_out_dir(out, command, inputs, ignore)
     out.mkdir(parents=True, exist_ok=True)
     if written_by(out) != command:
         write_text_atomic(out / MARKER, json.dumps({"command": command}) + "\n")

@@ -157,8 +157,10 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         from hydra.core.hydra_config import HydraConfig
 
         out_dir = Path(HydraConfig.get().runtime.output_dir)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from gclsampler._safe_out import claim_dir
+
+    # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
+    out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()

@@ -179,3 +179,31 @@ def test_evaluate_py_refuses_a_foreign_out_dir(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and str(mine) in lines[0], r.stderr
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
+def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_path):
+    """hydra.run.dir=<a directory with the user's files>: refused before anything is written;
+    Hydra's own .hydra/ and train.log, and earlier runs (resume), are fine."""
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+    from gclsampler._safe_out import OutputError, claim_dir
+    from gclsampler.pipeline import run
+
+    root = Path(__file__).resolve().parents[1]
+    with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}"])
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "model.pt").write_bytes(b"my model")
+    with pytest.raises(OutputError, match="not written by `gclsampler train`"):
+        run(cfg, out_dir=mine)
+    assert [p.name for p in mine.iterdir()] == ["model.pt"] and (mine / "model.pt").read_bytes() == b"my model"
+    hydra_dir = tmp_path / "hydra-run"
+    (hydra_dir / ".hydra").mkdir(parents=True)
+    (hydra_dir / "train.log").write_text("")
+    assert claim_dir(hydra_dir, "train", ignore=(".hydra", "train.log")) == hydra_dir
+    old_run = tmp_path / "old-run"
+    old_run.mkdir()
+    (old_run / "last.pt").write_bytes(b"")
+    assert claim_dir(old_run, "train") == old_run  # a run from before the marker can be resumed
