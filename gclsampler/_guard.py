@@ -123,8 +123,8 @@ def run_guarded(fn: Callable[[], Any], prog: str) -> int:
     """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
     try:
         result = call_guarded(fn, prog)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except SystemExit as exc:  # sys.exit() / sys.exit(None) is success, like the interpreter treats it
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_ERROR
     return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
