@@ -400,7 +400,9 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
             own = Path(workload.root) / ("paper_embeddings.npy" if paper else "embeddings.npy")
             for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
-                    return np.load(cand)
+                    from gclsampler.embeddings import load_embeddings
+
+                    return load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
@@ -449,11 +451,22 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     if needs_emb and embed_fn is None:
         embed_fn = default_embed_fn(cfg, out)
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
-    for m in suite.methods:  # a misspelt method or parameter fails before any work starts
-        make_sampler(m, method_params.get(m, {}), cfg.seed)
+    from gclsampler.validate import check_sampler_params
+
+    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
+        check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
+    from gclsampler.validate import require_valid_workload
+
+    checked: set[Path] = set()
+    for name in suite.workloads:  # every workload already on disk is checked before any work starts
+        if (data_dir / name / "profile.csv").exists():
+            require_valid_workload(data_dir / name)
+            checked.add(data_dir / name)
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}
+    silhouette_k: dict[str, int] = {}
+    cluster_sections: list[tuple[str, str]] = []
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
@@ -468,6 +481,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise
             skipped.append(f"{name} ({exc})")
             continue
+        if wdir not in checked:  # synthesized just now
+            require_valid_workload(wdir)
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch
@@ -500,6 +515,15 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                     histograms.append({"workload": name, "method": m,
                                        "times_ns": workload.profile["time_ns"].to_numpy(),
                                        "labels": r.labels, "representatives": r.plan.invocations})
+                    from gclsampler.cluster_table import cluster_table
+
+                    cluster_sections.append((f"Clusters of the {m} plan for {name} ({workload.arch})",
+                                             cluster_table(r.plan, workload.profile["time_ns"].to_numpy(), r.labels)))
+        gcl_run = next((r for r in runs if r.method == "gcl" and not r.sweep), None)
+        if gcl_run is not None:
+            from gclsampler.cluster_table import chosen_k
+
+            silhouette_k[name] = chosen_k(gcl_run.plan, gcl_run.labels)  # the plan's k, not the curve's max
         for cand in (wdir / "silhouette.csv", out / "train" / name / "silhouette.csv"):
             if cand.exists():
                 silhouettes[name] = cand
@@ -528,7 +552,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
                  synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
-                 config_text=config_text, plots=cfg.plots, notes=notes)
+                 config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
+                 sections=cluster_sections)
     return results
 
 
@@ -570,6 +595,13 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
         hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
                      "labels": lab, "representatives": plan.invocations if plan is not None else ()})
     sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
+    from gclsampler.cluster_table import chosen_k, cluster_table
+
+    times = workload.profile["time_ns"].to_numpy()
+    sections = [(f"Clusters of the {p.method} plan ({workload.arch or 'native'} time)",
+                 cluster_table(p, times, (labels or {}).get(p.method))) for p in plans]
+    gcl = next((p for p in plans if p.method == "gcl"), plans[0] if len(plans) == 1 else None)
+    sil_k = {workload.name: chosen_k(gcl, (labels or {}).get(gcl.method))} if sil and gcl is not None else None
     return write_report(results, out, title=f"{workload.name}: sampling plans",
                         synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
-                        histograms=hist, silhouette=sil, plots=plots)
+                        histograms=hist, silhouette=sil, plots=plots, silhouette_k=sil_k, sections=sections)

@@ -144,18 +144,26 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         from hydra.core.hydra_config import HydraConfig
 
         out_dir = Path(HydraConfig.get().runtime.output_dir)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from gclsampler._safe_out import claim_dir
+
+    # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
+    out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
     resolve_device(train_cfg.device)  # fail before synthesis/graph building
+    if bool(cfg.get("post_embedding", True)):
+        _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
     wdir = ensure_workload(cfg)
     post_enabled = bool(cfg.get("post_embedding", True))
+    from gclsampler.validate import require_valid_workload
+
+    # kernelslist.g vs trace headers vs profile.csv: seconds, before minutes of graphs and training
+    require_valid_workload(wdir, profile=post_enabled, traces=True)
     # read profile.csv now, so a bad profile fails before minutes of training, not after
     workload = _load_workload(wdir, str(cfg.workload.name)) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
@@ -198,6 +206,26 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     atomic_write_text(out_dir / "run.json", json.dumps(summary, indent=2, default=str) + "\n")
     log.info("done in %.1fs: %s", timings["total_s"], out_dir)
     return summary
+
+
+def _check_plan_stage(cfg: DictConfig) -> None:
+    """Check the cluster, stem and sampler groups and build the sampler, without fitting it."""
+    from gclsampler.cluster import ClusterConfig
+    from gclsampler.samplers import sampler_from_config
+    from gclsampler.validate import check_sampler_params
+
+    ClusterConfig.from_any(cfg.get("cluster"), "cluster")
+    if cfg.get("stem") is not None:
+        from gclsampler.stem import _check_params
+
+        st = cfg.stem
+        _check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
+
+    try:
+        sampler = sampler_from_config(cfg.sampler, cfg.cluster, int(cfg.seed))
+    except TypeError as exc:
+        raise PipelineError(f"sampler.params: {exc}") from None
+    check_sampler_params(sampler, "sampler.params")
 
 
 def _load_workload(wdir: Path, name: str):

@@ -24,6 +24,7 @@ import io
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -77,6 +78,19 @@ OPTIONAL_COLUMNS: list[str] = [
 ]
 
 NUMERIC_COLUMNS: list[str] = ["time_ns", "cycles", *OPTIONAL_COLUMNS]
+
+VALUE_RANGES: dict[str, tuple[float, float, str]] = {
+    "l1_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "l2_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "achieved_occupancy": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "nregs": (0.0, 255.0, "registers per thread, 0..255"),
+}
+"""Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
+(a percentage) was accepted and silently skewed every metric estimate built on it."""
+
+WHOLE_NUMBER_COLUMNS: tuple[str, ...] = ("nregs",)
+"""Registers per thread are whole; a fraction means a wrong column (byte and instruction counts
+may legitimately come out fractional from unit conversions, so they are not checked)."""
 
 
 class ProfileFormatError(GclError):
@@ -137,6 +151,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         )
     out: dict[str, Any] = {}
     n = len(df)
+    if n == 0:
+        raise ProfileFormatError(located(where, 2, None, "no invocation rows after the header"))
 
     inv = pd.to_numeric(df["invocation"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     expected = np.arange(n, dtype=np.float64)
@@ -171,7 +187,18 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         neg = values < 0
         if neg.any():
             r = int(np.flatnonzero(neg)[0])
-            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {values[r]!r}"))
+            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {float(values[r])!r}"))
+        if col in WHOLE_NUMBER_COLUMNS:
+            frac = ~np.isnan(values) & (values != np.round(values))
+            if frac.any():
+                r = int(np.flatnonzero(frac)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is not a whole number"))
+        if col in VALUE_RANGES:
+            hi, what = VALUE_RANGES[col][1], VALUE_RANGES[col][2]
+            above = values > hi * (1 + 1e-9)
+            if above.any():
+                r = int(np.flatnonzero(above)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is out of range: {what}"))
         out[col] = values
 
     extras = [c for c in df.columns if c not in REQUIRED_COLUMNS and c not in OPTIONAL_COLUMNS]
@@ -240,12 +267,25 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     except pd.errors.ParserError as exc:
         raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {str(exc).strip()}{_HINT}")) from None
     except UnicodeDecodeError as exc:
-        raise ProfileFormatError(located(path, None, None, f"not UTF-8 text: {exc.reason}")) from None
+        raise ProfileFormatError(located(path, _first_non_utf8_line(path), None,
+                                         f"not UTF-8 text: {exc.reason}")) from None
     if not isinstance(df.index, pd.RangeIndex):
         # every data row had more fields than the header: pandas took the extras as an index
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
     return validate_profile(df, path)
+
+
+def _first_non_utf8_line(path: Path) -> int | None:
+    """Line of the first byte that is not UTF-8 (pandas reports a position in its own buffer)."""
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1
+    except OSError:
+        return None
+    return None
 
 
 _HINT = " (profiler exports are converted with `gclsampler profile import FILE --out profile.csv`)"
@@ -329,7 +369,7 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
-    except (UnicodeDecodeError, OSError, EOFError) as exc:
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
 
 

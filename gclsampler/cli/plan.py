@@ -148,6 +148,12 @@ def _export(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan
     from gclsampler.trace import export_accelsim, list_invocations
 
+    from gclsampler._safe_out import check_out_dir
+
+    check_out_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan])
+    from gclsampler.validate import require_valid_workload
+
+    require_valid_workload(args.workload_dir, profile=False, traces=True)  # duplicate ids would overwrite each other
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}
@@ -160,8 +166,11 @@ def _export(args: argparse.Namespace) -> int:
         if got is not None and got != names[i]:
             print(f"gclsampler: warning: invocation {i}: trace kernel name {got!r} differs from the plan's "
                   f"{names[i]!r}", file=sys.stderr)
-    written = export_accelsim(args.workload_dir, args.out_dir, invocations=inv)
-    plan.save(Path(args.out_dir) / "plan.json")
+    from gclsampler._safe_out import replace_dir
+
+    with replace_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan]) as tmp:
+        written = export_accelsim(args.workload_dir, tmp, invocations=inv)
+        plan.save(tmp / "plan.json")
     print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
           f"+ kernelslist.g + plan.json")
     print("  run Accel-Sim on kernelslist.g, then: gclsampler plan reconstruct "

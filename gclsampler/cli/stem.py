@@ -46,7 +46,17 @@ def _run(args: argparse.Namespace) -> int:
     from gclsampler.stem import StemRootSampler
     from gclsampler.workload import Workload
 
+    from gclsampler._safe_out import check_out_file
+
+    check_out_file(args.out, "plan", inputs=[args.profile])
+    if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
+        from gclsampler.validate import require_valid_workload
+
+        require_valid_workload(args.profile.parent)  # profile vs the traces beside it
     profile = read_profile(args.profile)
+    from gclsampler.validate import check_profile_usable
+
+    check_profile_usable(profile, args.profile, args.time_column)
     name, synthetic = _workload_meta(args.profile)
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,
                               root=not args.no_root, random_state=args.seed, min_group=args.min_group,

@@ -42,7 +42,12 @@ def read_kernelslist(root: str | os.PathLike) -> list[str]:
         p = root / name
         if p.exists():
             out = []
-            for i, line in enumerate(p.read_text().splitlines(), 1):
+            raw = p.read_bytes()
+            try:
+                text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
+            except UnicodeDecodeError as exc:
+                raise TraceFormatError(p, raw[:exc.start].count(b"\n") + 1, "kernelslist", "not UTF-8 text") from None
+            for i, line in enumerate(text.splitlines(), 1):
                 s = line.strip()
                 if not s:
                     continue
