@@ -202,3 +202,63 @@ def method_sort_key(method: str) -> tuple[int, str]:
 def write_results_csv(results, path: Path) -> Path:
     """Atomic, deterministic CSV (fixed float format, fixed column order)."""
     return write_text_atomic(Path(path), results.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+
+
+# ---------------------------------------------------------------------------------------
+# estimates from simulated (or measured) sampled invocations: totals and weighted means
+# ---------------------------------------------------------------------------------------
+_RATE_SUFFIXES = ("_rate", "_ratio", "_efficiency", "_pct", "_percent", "occupancy")
+
+
+def is_rate_metric(name: str) -> bool:
+    """True for per-invocation ratios (IPC, hit rates, occupancy, efficiencies).
+
+    Why it matters: Σ w·M estimates the workload total of an additive metric (cycles,
+    instructions, time), but the weighted *sum* of 256 IPCs is no IPC at all; a ratio is
+    estimated by the weighted mean Σ w·M / N, the same quantity ``score_plan`` compares.
+    """
+    return name in RATE_METRICS or name == "ipc" or name.endswith(_RATE_SUFFIXES)
+
+
+def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
+                      rates: Iterable[str] = ()) -> dict[str, dict[str, float | None]]:
+    """``{"totals": {m: Σ w·M}, "means": {m: Σ w·M / N}}`` over the plan's samples.
+
+    ``values[m]`` is indexed by invocation (length ``n_invocations``; only the sampled
+    entries are read). Rate metrics (``is_rate_metric`` or named in ``rates``) go to
+    ``means``, every other metric to ``totals``. A metric missing (NaN) for some sampled
+    invocation has no estimate (None): silently dropping a sample would reweight the rest.
+    """
+    extra = set(rates)
+    inv, w, n = plan.invocations, plan.weights, plan.n_invocations
+    out: dict[str, dict[str, float | None]] = {"totals": {}, "means": {}}
+    for m, v in values.items():
+        v = np.asarray(v, dtype=np.float64)
+        s = v[inv]
+        est = None if np.isnan(s).any() else float(np.dot(w, s))
+        if is_rate_metric(m) or m in extra:
+            out["means"][m] = None if est is None else est / n
+        else:
+            out["totals"][m] = est
+    return out
+
+
+def cluster_contributions(plan: SamplingPlan, values: np.ndarray) -> list[dict[str, Any]]:
+    """Per cluster: size, samples, Σ w·M of its samples and its share of the plan's estimate.
+
+    Why: a whole-workload estimate dominated by one cluster of a few samples is only as good
+    as those samples; the table shows where the estimate comes from.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    total = plan.estimate(v)
+    by: dict[int, list] = {}
+    for s in plan.samples:
+        by.setdefault(s.cluster, []).append(s)
+    rows = []
+    for c in sorted(plan.clusters, key=lambda c: c.id):
+        members = by.get(c.id, [])
+        contrib = float(sum(s.weight * v[s.invocation] for s in members))
+        rows.append({"cluster": int(c.id), "size": int(c.size), "samples": len(members),
+                     "estimate": contrib, "share": contrib / total if total else float("nan"),
+                     "error_bound": c.error_bound})
+    return rows

@@ -55,9 +55,13 @@ def _info(args) -> int:
 
 def _export(args) -> int:
     from gclsampler.trace import export_accelsim
+    from gclsampler.trace.workload import describe_export
 
-    paths = export_accelsim(args.src, args.dst, invocations=_parse_invocations(args.invocations))
+    facts: list = []
+    paths = export_accelsim(args.src, args.dst, invocations=_parse_invocations(args.invocations), facts=facts)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
+    for line in describe_export(facts):
+        print(f"  note: {line}")
     return 0
 
 
