@@ -243,10 +243,10 @@ def parse_log(text: str) -> list[dict[str, Any]]:
                 cur["instructions"] = float(val)
             elif key == "gpu_occupancy":
                 cur["achieved_occupancy"] = float(val.rstrip("% ")) / 100.0
-            elif key == "L1D_total_cache_miss_rate":
-                cur["l1_hit_rate"] = 1.0 - float(val)
+            elif key == "L1D_total_cache_miss_rate":  # printed with 4 decimals: keep those
+                cur["l1_hit_rate"] = round(1.0 - float(val), 4)
             elif key == "L2_total_cache_miss_rate":
-                cur["l2_hit_rate"] = 1.0 - float(val)
+                cur["l2_hit_rate"] = round(1.0 - float(val), 4)
         except (ValueError, IndexError):
             continue  # a garbled value: check_log reports the missing metric
     for b in blocks:
@@ -256,7 +256,7 @@ def parse_log(text: str) -> list[dict[str, Any]]:
 
 
 def _last_words(path: Path) -> str:
-    """The last non-empty line of a file (at most 200 characters), '' when none."""
+    """The last non-empty line of a file (both ends of a long one), '' when none."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -265,7 +265,8 @@ def _last_words(path: Path) -> str:
     except OSError:
         return ""
     line = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "")
-    return line[:200]
+    # C++ assertions put the signature first and the reason last: keep both ends
+    return line if len(line) <= 200 else f"{line[:80]} ... {line[-110:]}"
 
 
 def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: float | None,
@@ -278,9 +279,9 @@ def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: flo
     where = f"invocation {invocation}"
     dead = _DEADLOCK.search(text)
     if dead:
-        raise SimulationFailed(f"{where}: Accel-Sim aborted on a deadlock at gpu_sim_cycle {dead.group(1)} "
-                               f"(its detector false-alarms on long kernels; leave -gpgpu_deadlock_detect at 0); "
-                               f"log {log}")
+        raise SimulationFailed(f"{where}: Accel-Sim aborted: deadlock detected (no instruction written back "
+                               f"since gpu_sim_cycle {dead.group(1)}; the detector false-alarms on long "
+                               f"tensor-core kernels, drop --deadlock-detect or -gpgpu_deadlock_detect 1); log {log}")
     if timed_out:
         raise SimulationFailed(f"{where}: no answer within {timeout_s:g} s (--timeout); partial log {log}")
     if returncode != 0:
@@ -476,6 +477,17 @@ def run_key(trace_hash: str, invocation: int | None, sim: Simulator, flags: Sequ
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def _clean_debris(job_dir: Path) -> None:
+    """Remove what a killed earlier attempt of this run left (its run directory, temp logs)."""
+    if not job_dir.is_dir():
+        return
+    for p in job_dir.glob(".run-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in job_dir.glob(".accelsim.*.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
 def default_flags(one_sm: bool = True, deadlock_detect: bool = False, extra: Sequence[str] = ()) -> list[str]:
     return [*(ONE_SM_FLAGS if one_sm else ()), *(() if deadlock_detect else NO_DEADLOCK_FLAGS), *extra]
 
@@ -542,6 +554,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
             if on_record:
                 on_record(rec)
             continue
+        _clean_debris(job_dir)
         tdir = job_dir / "trace"
         fname = f"kernel-{h.kernel_id}.traceg"
         write_bytes_atomic(tdir / fname, text)

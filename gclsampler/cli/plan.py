@@ -285,7 +285,8 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
             raise ResultsFormatError(located(path, 1, "invocation", "no such column"))
         header = [h.strip() for h in header]
         inv_col = header.index("invocation")
-        cols = [j for j, h in enumerate(header) if j != inv_col and h]
+        # plan columns that `gclsampler simulate` copies into simulated.csv are not metrics
+        cols = [j for j, h in enumerate(header) if j != inv_col and h and h not in ("cluster", "weight")]
         rows: dict[int, tuple[int, list[str]]] = {}
         for lineno, row in enumerate(reader, 2):
             if not row or all(not c.strip() for c in row):
