@@ -355,6 +355,11 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "(STEM+ROOT's averaging).",
         "",
     ]
+    simulated = [a for a in archs if str(a).startswith("accelsim-")]
+    if simulated:
+        lines += [f"Ground truth {', '.join(f'`{a}`' for a in simulated)} is SIMULATED by Accel-Sim "
+                  "(`gclsampler simulate --all`; one SM unless run with --full-gpu, so cycles are SM 0's share; "
+                  "time_ns = cycles / the config's core clock), not measured on hardware.", ""]
     wall_at = len(lines)
     for note in notes:
         lines += [f"- {note}"]

@@ -676,6 +676,13 @@ def provenance(run: SimulationRun, synthetic: bool) -> str:
             + ("; SYNTHETIC traces (gclsampler.synth), not a hardware measurement" if synthetic else ""))
 
 
+def row_label(run: SimulationRun, synthetic: bool) -> str:
+    """The short form of ``provenance`` for a CSV column, repeated on every row."""
+    one_sm = "-gpgpu_n_clusters" in run.flags and "-gpgpu_n_cores_per_cluster" in run.flags
+    return (f"Accel-Sim {run.simulator.config}" + (", one SM (SM 0's share)" if one_sm else "")
+            + (", synthetic traces" if synthetic else ""))
+
+
 def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
@@ -687,7 +694,7 @@ def _fmt(v: Any) -> str:
 def write_simulated_csv(path: Path, run: SimulationRun, plan=None, synthetic: bool = False) -> Path:
     """``simulated.csv``: one row per simulated invocation (deterministic: no wall times)."""
     weights = {s.invocation: (s.cluster, s.weight) for s in plan.samples} if plan is not None else {}
-    label = f"accelsim:{run.simulator.config}" + (":synthetic" if synthetic else "")
+    label = row_label(run, synthetic)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["invocation", "kernel_name", "cluster", "weight", *METRICS, "time_ns", "simulated_by", "log"])
@@ -767,6 +774,7 @@ def write_profile(path: Path, run: SimulationRun, synthetic: bool, n_invocations
         "time_ns": cyc * 1000.0 / run.simulator.core_clock_mhz, "cycles": cyc,
         **{m: [r.stats.get(m, np.nan) for r in recs] for m in ("ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy")},
         "instructions": [r.stats.get("instructions") for r in recs],
+        "simulated_by": row_label(run, synthetic),
     })
     out = _write(df, path)
     side = {"format": "gclsampler-simulated-profile/1", "simulated": True, "synthetic": bool(synthetic),

@@ -215,7 +215,7 @@ def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     sim = pd.read_csv(tmp_path / "out" / "simulated.csv")
     assert sim["invocation"].tolist() == [0, 2, 3, 4]
     assert sim["cycles"].tolist() == [1000, 3000, 1300, 500]
-    assert set(sim["simulated_by"]) == {"accelsim:SM86_RTX3070:synthetic"}
+    assert set(sim["simulated_by"]) == {"Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"}
     assert all(Path(p).is_file() for p in sim["log"])
     # one process per invocation, in a directory holding the config, with the one-SM defaults
     calls = stub.calls()
@@ -282,13 +282,25 @@ def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
     prof = read_profile(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]
     assert prof["time_ns"].tolist() == pytest.approx([CYC[k] * 1000 / CLOCK_MHZ for k in range(1, 7)])
+    assert set(prof["simulated_by"]) == {"Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"}
     side = json.loads((wl / "profiles" / "accelsim-SM86_RTX3070.json").read_text())
     assert side["simulated"] is True and side["synthetic"] is True and "SIMULATED" in side["note"]
     row = score_plan(SamplingPlan.load(plan_path), prof)
     full = sum(CYC.values())
     est = 1 * 1000 + 2 * 1300 + 2 * 3000 + 1 * 500
     assert row["error_cycles"] == pytest.approx(abs(full - est) / full * 100)
-    # the sampled run of the same plan reuses nothing from --all without a shared cache, but agrees with it
+    # the single-workload report scores on every profiles/*.csv and says which ground truth is simulated
+    from gclsampler.report import write_workload_report
+    from gclsampler.workload import Workload
+
+    own = prof.assign(cycles=prof["cycles"] * 2)
+    wk = Workload("toy", own, root=wl, arch="ampere", synthetic=True)
+    write_workload_report(wk, SamplingPlan.load(plan_path), tmp_path / "rep", plots=False)
+    res = pd.read_csv(tmp_path / "rep" / "results.csv")
+    assert set(res["arch"]) == {"ampere", "accelsim-SM86_RTX3070"}
+    assert res.loc[res["arch"] == "accelsim-SM86_RTX3070", "error_cycles"].item() == pytest.approx(row["error_cycles"])
+    assert "`accelsim-SM86_RTX3070` is SIMULATED by Accel-Sim" in (tmp_path / "rep" / "report.md").read_text()
+    # sharing the --all run's cache, the sampled run simulates nothing new and agrees with the profile
     assert _simulate(tmp_path, "--cache-dir", str(tmp_path / "out" / "runs"), out="sampled") == 0
     assert len(stub.calls()) == 6
     got = json.loads((tmp_path / "sampled" / "estimate.json").read_text())["totals"]["cycles"]
