@@ -64,7 +64,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="simulate byte-identical traces once and reuse the result (off by default)")
     parser.add_argument("--keep-traces", action="store_true",
                         help="keep each run's exported trace next to its log (default: deleted after success)")
-    parser.add_argument("--json", action="store_true", help="print estimate.json instead of the summary")
+    parser.add_argument("--json", action="store_true", help="print estimate.json instead of the summary (not with --all)")
     parser.set_defaults(handler=_simulate)
 
 
@@ -116,6 +116,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from gclsampler.trace.workload import describe_export
 
     plan_path, wdir = _paths(args)
+    if args.all and args.json:
+        raise GclError("--json: prints estimate.json, which --all does not write (it writes the profile)")
     if args.jobs < 1:
         raise GclError(f"--jobs {args.jobs}: must be at least 1")
     if args.timeout is not None and not args.timeout > 0:
@@ -194,16 +196,24 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     doc = S.estimate_document(plan, plan_path, wdir, run, synthetic)
     doc["trace_export"] = {"notes": notes, "per_invocation": run.export_facts}
-    write_text_atomic(out / "estimate.json", json.dumps(doc, indent=1, allow_nan=False, default=_nan_none) + "\n")
+    doc = _no_nan(doc)
+    write_text_atomic(out / "estimate.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.json:
-        print(json.dumps(doc, indent=1, default=_nan_none))
+        print(json.dumps(doc, indent=1))
         return 0
     _summary_plan(doc, run, out, label, notes)
     return 0
 
 
-def _nan_none(o):  # pragma: no cover - json default hook
-    return None
+def _no_nan(o):
+    """NaN/inf -> None, so estimate.json is strict JSON that any reader accepts."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _no_nan(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_no_nan(v) for v in o]
+    return o
 
 
 def _run_line(run) -> str:
