@@ -362,8 +362,9 @@ def run_job(job: Job) -> dict[str, Any]:
                 proc = subprocess.Popen(list(job.argv), cwd=run_dir, env=job.env, stdout=out, stderr=errf,
                                         stdin=subprocess.DEVNULL)
             except OSError as exc:
-                return {"invocation": job.invocation, "key": job.key,
-                        "error": f"invocation {job.invocation}: cannot start {job.argv[0]}: {exc.strerror}"}
+                return {"invocation": job.invocation, "key": job.key, "broken": True,
+                        "error": f"{job.argv[0]}: cannot start: {exc.strerror}; rebuild Accel-Sim "
+                                 f"({_INSTALL_HINT})"}
             with _LIVE_LOCK:
                 _LIVE.add(proc)
             if _STOP.is_set():
@@ -386,6 +387,12 @@ def run_job(job: Job) -> dict[str, Any]:
         shutil.rmtree(run_dir, ignore_errors=True)
     wall = time.perf_counter() - t0
     text = log.read_text(errors="replace")
+    said = _last_words(err)
+    if rc == 127 or "error while loading shared libraries" in said:
+        # the binary cannot run at all: a broken build or environment, not this invocation's fault
+        return {"invocation": job.invocation, "key": job.key, "broken": True,
+                "error": f"{job.argv[0]}: cannot run ({said or f'exit status {rc}'}); rebuild Accel-Sim or fix "
+                         f"its environment (setup_environment.sh release; {_INSTALL_HINT})"}
     try:
         stats = check_log(text, rc, timed_out, job.timeout_s, job.invocation, log)
     except SimulationFailed as exc:
@@ -426,6 +433,7 @@ class RunRecord:
     error: str | None = None
     source: str = "run"  # run | cache | dedup:<invocation>
     sim_wall_s: float | None = None
+    broken: bool = False  # the simulator itself could not run (not this invocation's failure)
 
 
 @dataclass
@@ -567,6 +575,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
         rec = by_inv[int(res["invocation"])]
         if "error" in res:
             rec.error = str(res["error"])
+            rec.broken = bool(res.get("broken", False))
         else:
             rec.stats, rec.source, rec.sim_wall_s = res["stats"], "run", res.get("sim_wall_s")
         if on_record:

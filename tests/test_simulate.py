@@ -355,6 +355,39 @@ def test_bad_input_is_one_line_exit_2(tmp_path, stub, capsys):
     assert "6 kernel invocations, but" in capsys.readouterr().err
 
 
+def test_binary_that_cannot_run_is_one_line_exit_2(tmp_path, stub, capsys):
+    _workload(tmp_path)
+    binary = stub.root / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
+    binary.write_text("#!/bin/sh\necho 'accel-sim.out: error while loading shared libraries: libcudart.so.11.0: "
+                      "cannot open shared object file: No such file or directory' >&2\nexit 127\n")
+    assert _simulate(tmp_path) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("gclsampler: error:")]
+    assert len(err) == 1 and "accel-sim.out: cannot run (accel-sim.out: error while loading shared libraries" in err[0]
+    assert "rebuild Accel-Sim" in err[0]
+
+
+def test_export_states_traced_ctas_and_capped_warps(tmp_path, capsys):
+    import dataclasses
+
+    from gclsampler.trace.workload import describe_export, export_facts
+
+    capped = [Inst("FADD", ("R0",), ("R1", "R2")), Inst("FADD", ("R0",), ("R1", "R2"))]  # no EXIT: cut by a cap
+    t = make_trace([capped, [Inst("FADD", ("R0",), ("R1",)), Inst("EXIT")]], kernel_id=1, name="k")
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, grid=(8, 1, 1)))  # 1 of 8 CTAs traced
+    assert export_facts(t) == {"ctas_traced": 1, "ctas_grid": 8, "warps": 2, "warps_cut": 1}
+    lines = describe_export([export_facts(t)])
+    assert "1 of 1 traces hold only some CTAs of their launch (1 of 8 CTAs" in lines[0]
+    assert "1 of 1 traces have warps cut by an instruction cap (1 of 2 warps" in lines[1]
+    wl = tmp_path / "wl"
+    write_kernel(t, wl / "kernel-1.traceg")
+    write_kernelslist(wl, ["kernel-1.traceg"])
+    assert main(["trace", "export-accelsim", str(wl), str(tmp_path / "x")]) == 0
+    out = capsys.readouterr().out
+    assert "note: 1 of 1 traces hold only some CTAs" in out and "warps cut by an instruction cap" in out
+    complete = make_trace([[Inst("EXIT")]], kernel_id=1, name="k")
+    assert describe_export([export_facts(complete)]) == []
+
+
 def test_missing_submitit_is_one_line(tmp_path, stub, capsys, monkeypatch):
     _workload(tmp_path)
     monkeypatch.setitem(sys.modules, "submitit", None)

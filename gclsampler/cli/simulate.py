@@ -177,6 +177,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from gclsampler._atomic import write_text_atomic
 
     write_text_atomic(out / "run.json", json.dumps(run_info, indent=1) + "\n")
+    broken = [r for r in run.failures if r.broken]
+    if broken:
+        raise S.SimulatorNotFound(broken[0].error)
     if run.failures:
         for r in run.failures[:10]:
             print(f"gclsampler: error: {r.error}", file=sys.stderr)
