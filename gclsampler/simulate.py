@@ -98,8 +98,10 @@ class Simulator:
     core_clock_mhz: float = float("nan")
 
     def fingerprint(self) -> str:
-        """Hash of the config files' bytes: a changed config invalidates cached results."""
+        """Hash of the binary's and the config files' bytes: a rebuilt simulator or a changed
+        config invalidates cached results (a cache must never answer for another simulator)."""
         h = hashlib.sha256()
+        h.update(self.binary.read_bytes())
         for p in sorted(self.config_dir.iterdir()) + [self.trace_config]:
             if p.is_file():
                 h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
@@ -479,9 +481,10 @@ def content_hash(trace_text: bytes) -> str:
     return hashlib.sha256(re.sub(rb"(?m)^-kernel id = \d+$", b"-kernel id = ?", trace_text, count=1)).hexdigest()
 
 
-def run_key(trace_hash: str, invocation: int | None, sim: Simulator, flags: Sequence[str]) -> str:
-    spec = {"v": CACHE_VERSION, "trace": trace_hash, "invocation": invocation, "config": sim.config,
-            "config_files": sim.fingerprint(), "flags": list(flags)}
+def run_key(trace_hash: str, invocation: int | None, config: str, fingerprint: str, flags: Sequence[str]) -> str:
+    """The cache key of one run: trace content (+ invocation unless deduplicating), simulator, config, flags."""
+    spec = {"v": CACHE_VERSION, "trace": trace_hash, "invocation": invocation, "config": config,
+            "simulator": fingerprint, "flags": list(flags)}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -538,6 +541,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     twins: list[tuple[RunRecord, RunRecord]] = []
     n_cached = 0
     facts: list[dict[str, Any]] = []
+    fingerprint = sim.fingerprint()
     for inv in sorted(set(int(i) for i in invocations)):
         info = infos[inv]
         h = info.header
@@ -545,7 +549,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
         facts.append({"invocation": inv, **export_facts(trace)})
         text = accelsim_text(trace)
         del trace
-        key = run_key(content_hash(text), None if dedup else inv, sim, flags)
+        key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
         job_dir = cache / key
         name = h.name
         rec = RunRecord(inv, name, f"({h.grid[0]},{h.grid[1]},{h.grid[2]})",

@@ -249,6 +249,10 @@ def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):
     cfg.write_text(cfg.read_text() + "-gpgpu_l1_latency 40\n")
     assert _simulate(tmp_path) == 0
     assert len(stub.calls()) == 3 * n
+    binary = stub.root / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
+    binary.write_text(binary.read_text() + "\n# rebuilt\n")  # another build answers for itself
+    assert _simulate(tmp_path) == 0
+    assert len(stub.calls()) == 4 * n
 
 
 def test_full_gpu_and_deadlock_detect_flags(tmp_path, stub):
