@@ -430,14 +430,14 @@ def _wait_results(runs: Path, n: int, timeout: float = 60) -> list[Path]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_resume_after_kill(tmp_path, stub, sig):
     wl, plan = _workload(tmp_path)
-    stub.set({str(k): {"cycles": CYC[k], "insn": INSN[k], "sleep": 0.6} for k in CYC})
+    stub.set({str(k): {"cycles": CYC[k], "insn": INSN[k], "sleep": 0.3} for k in CYC})
     p = _cli(tmp_path, "--all", wl, "--out", tmp_path / "out")
     done = _wait_results(tmp_path / "out" / "runs", 2)
     p.send_signal(sig)
     _, err = p.communicate(timeout=30)
     if sig == signal.SIGTERM:
         assert p.returncode == 130 and "rerun the same command to continue" in err
-    time.sleep(1.0)  # a SIGKILLed driver leaves its running simulator behind: let it end
+    time.sleep(0.5)  # a SIGKILLed driver leaves its running simulator behind: let it end
     finished = {json.loads(f.read_text())["invocation"] for f in _wait_results(tmp_path / "out" / "runs", len(done))}
     n_before = len(stub.calls())
     assert _simulate(tmp_path, "--all", wl=wl) == 0
