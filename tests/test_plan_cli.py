@@ -156,6 +156,7 @@ def test_reconstruct_accelsim_log(tmp_path, capsys):
     samples, cyc, insn = _log_for(plan, np.random.default_rng(0))
     (tmp_path / "sim.log").write_text(accelsim_log([(s.kernel_name, cyc[s.invocation], insn[s.invocation]) for s in samples]))
     got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")
+    assert got["simulated_by"].startswith("Accel-Sim log ")
     tot = got["totals"]
     assert tot["cycles"] == pytest.approx(weighted(plan, cyc))
     assert tot["instructions"] == pytest.approx(weighted(plan, insn))

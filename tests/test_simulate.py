@@ -230,6 +230,9 @@ def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     assert rec["totals"]["cycles"] == pytest.approx(est["totals"]["cycles"])
     assert rec["means"]["ipc"] == pytest.approx(est["means"]["ipc"])
     assert "cluster" not in rec["totals"] and "weight" not in rec["totals"]
+    assert rec["simulated_by"] == "Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"
+    assert main(["plan", "reconstruct", str(plan_path), str(tmp_path / "out" / "simulated.csv")]) == 0
+    assert "SIMULATED values: Accel-Sim SM86_RTX3070" in capsys.readouterr().out
 
 
 def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):

@@ -376,13 +376,17 @@ def _reconstruct(args: argparse.Namespace) -> int:
     plan = SamplingPlan.load(args.plan)
     est = reconstruct(plan, args.results, args.format, not args.no_name_check, tuple(args.rate))
     n = plan.n_invocations
+    fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(args.results) else "accelsim")
+    sim_by = _simulated_by(args.results) if fmt == "csv" else f"Accel-Sim log {args.results}"
     if args.json:
         print(json.dumps({"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
-                          "method": plan.method, "synthetic": plan.synthetic, "n_invocations": n,
-                          "n_sampled": len(plan.samples), **est}, indent=1))
+                          "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
+                          "n_invocations": n, "n_sampled": len(plan.samples), **est}, indent=1))
         return 0
     tag = " (SYNTHETIC)" if plan.synthetic else ""
     print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}; {len(plan.samples)} sampled of {n} invocations")
+    if sim_by:
+        print(f"  SIMULATED values: {sim_by}")
     print("  totals are sums of weight x metric; rates are weighted means per invocation (sum of weight x metric / N)")
     print(f"  {'metric':<28} {'estimate':>18}  kind")
     for m, v in est["totals"].items():
@@ -392,6 +396,17 @@ def _reconstruct(args: argparse.Namespace) -> int:
     if "ipc_of_totals" in est:
         print(f"  {'ipc_of_totals':<28} {_num(est['ipc_of_totals']):>18}  instructions / cycles")
     return 0
+
+
+def _simulated_by(path: Path) -> str | None:
+    """The ``simulated_by`` label of a ``gclsampler simulate`` CSV (first row), so the estimate
+    built from it is labelled as simulated too; None for other files."""
+    try:
+        with open(path, newline="", errors="replace") as fh:
+            row = next(csv.DictReader(fh), None)
+    except (OSError, csv.Error):
+        return None
+    return (row or {}).get("simulated_by") or None
 
 
 def _num(v) -> str:
