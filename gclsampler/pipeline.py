@@ -244,12 +244,12 @@ def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_di
     """Cluster the embeddings, write the sampling plan and score it against ground truth.
 
     Writes ``plan.json``, ``clusters.csv`` and ``silhouette.csv`` (gclsampler.samplers),
-    then ``report.md``, ``results.csv`` and plots (gclsampler.evaluate) scored on the
+    then ``report.md``, ``results.csv`` and plots (gclsampler.report) scored on the
     workload's own profile and every ``profiles/<arch>.csv`` it has. Returns the plan
     summary plus the plan's error and speedup on the workload's own arch, which the
     sweep summary compares across settings.
     """
-    from gclsampler.evaluate import write_workload_report
+    from gclsampler.report import write_workload_report
     from gclsampler.plan import SamplingPlan
     from gclsampler.samplers import run_plan_stage
 

@@ -16,10 +16,13 @@ from typing import Any, Iterable
 import numpy as np
 
 from gclsampler._atomic import atomic_path, write_text_atomic
-from gclsampler.evaluate import RATE_METRICS, method_sort_key, summarize, suite_averages
+from gclsampler.plan import SamplingPlan
+from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, MethodRun, evaluate_workload, method_sort_key,
+                               summarize, suite_averages, write_results_csv)
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
-           "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER"]
+           "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER",
+           "write_workload_report"]
 
 SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthetic workloads written by "
                     "`gclsampler.synth`, not from hardware measurements.")
@@ -380,6 +383,11 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "(STEM+ROOT's averaging).",
         "",
     ]
+    simulated = [a for a in archs if str(a).startswith("accelsim-")]
+    if simulated:
+        lines += [f"Ground truth {', '.join(f'`{a}`' for a in simulated)} is SIMULATED by Accel-Sim "
+                  "(`gclsampler simulate --all`; one SM unless run with --full-gpu, so cycles are SM 0's share; "
+                  "time_ns = cycles / the config's core clock), not measured on hardware.", ""]
     wall_at = len(lines)
     for note in notes:
         lines += [f"- {note}"]
@@ -431,3 +439,44 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     if config_text:
         lines += ["## Configuration", "", "```yaml", config_text.rstrip(), "```", ""]
     return write_text_atomic(out / "report.md", "\n".join(lines))
+
+
+def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[str, np.ndarray] | None = None,
+                          silhouette: str | Path | None = None, archs: list[str] | None = None,
+                          plots: bool = True) -> Path:
+    """Single-workload ``report.md`` (+ results.csv, plots) for ``python train.py``.
+
+    ``plans``: a SamplingPlan, a list of them, or method -> plan. Scored on the workload's
+    own profile and on every ``profiles/<arch>.csv`` present (or ``archs``).
+    """
+    import pandas as pd
+
+    if isinstance(plans, SamplingPlan):
+        plans = [plans]
+    if isinstance(plans, dict):
+        plans = list(plans.values())
+    if archs is None:
+        archs = [workload.arch or "native"]
+        if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
+            archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
+                            if p.stem != workload.arch)
+    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, None, 0.0, False) for p in plans]
+    results = pd.DataFrame(evaluate_workload(workload, runs, archs), columns=RESULT_COLUMNS)
+    out = Path(out_dir)
+    write_results_csv(results, out / "results.csv")
+    hist = []
+    for m, lab in (labels or {}).items():
+        plan = next((p for p in plans if p.method == m), None)
+        hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
+                     "labels": lab, "representatives": plan.invocations if plan is not None else ()})
+    sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
+    from gclsampler.cluster_table import chosen_k, cluster_table
+
+    times = workload.profile["time_ns"].to_numpy()
+    sections = [(f"Clusters of the {p.method} plan ({workload.arch or 'native'} time)",
+                 cluster_table(p, times, (labels or {}).get(p.method))) for p in plans]
+    gcl = next((p for p in plans if p.method == "gcl"), plans[0] if len(plans) == 1 else None)
+    sil_k = {workload.name: chosen_k(gcl, (labels or {}).get(gcl.method))} if sil and gcl is not None else None
+    return write_report(results, out, title=f"{workload.name}: sampling plans",
+                        synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
+                        histograms=hist, silhouette=sil, plots=plots, silhouette_k=sil_k, sections=sections)

@@ -25,6 +25,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "stem": ("gclsampler.cli.stem", "STEM+ROOT error-bounded sampling plan from profile.csv alone"),
     "sample": ("gclsampler.cli.sample", "a sampling plan from any method (pka, sieve, allegro, photon, gcl, ...)"),
     "plan": ("gclsampler.cli.plan", "show, export to Accel-Sim, and reconstruct estimates from sampling plans"),
+    "simulate": ("gclsampler.cli.simulate", "run your Accel-Sim on a plan's invocations (or --all) and estimate the workload"),
 }
 
 

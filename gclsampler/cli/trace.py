@@ -76,6 +76,7 @@ def _info(args) -> int:
 
 def _export(args) -> int:
     from gclsampler.trace import export_accelsim
+    from gclsampler.trace.workload import describe_export
 
     from gclsampler._safe_out import check_out_dir, replace_dir
 
@@ -84,9 +85,12 @@ def _export(args) -> int:
     inv = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
     require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
+    facts: list = []
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
-        paths = export_accelsim(args.src, tmp, invocations=inv)
+        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
+    for line in describe_export(facts):
+        print(f"  note: {line}")
     return 0
 
 
