@@ -419,6 +419,13 @@ def test_group_scope_bounds_every_group(rng):
         assert res.leaf_error_bound[k] <= 0.05 + 1e-12
     glob = stem_root(t, g, epsilon=0.05, root=False, scope="global")
     assert glob.sample_sizes.sum() < res.sample_sizes.sum()
+    # with ROOT, a group's bound is stratified over its leaves; each is at most epsilon
+    t2 = np.concatenate([_two_peaks(rng, 3000), rng.gamma(4.0, 2.5, 3000)])
+    res = stem_root(t2, g, epsilon=0.05, scope="group")
+    for name in ("large", "tiny"):
+        k = res.leaf_group == name
+        var = _fpc_var(res.sample_sizes[k], res.leaf_sizes[k], res.leaf_std[k]).sum()
+        assert 1.96 * np.sqrt(var) / t2[g == name].sum() <= 0.05 * (1 + 1e-9)
 
 
 @pytest.mark.parametrize(
