@@ -461,6 +461,9 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     path = Path(path)
     if fmt not in ("auto", *FORMATS):
         raise ProfileFormatError(located(path, None, "format", f"unknown format {fmt!r}; choose auto, {', '.join(FORMATS)}"))
+    df = _import_nsys_mapped(path, fmt)
+    if df is not None:
+        return _fill_cycles(df, path, clock_mhz)
     text = _read_text(path)
     if fmt == "auto":
         fmt = detect_format(path, text)
@@ -472,6 +475,35 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
         df = _import_nsys(path, text)
     else:
         df = _import_torch_text(path, text)
+    return _fill_cycles(df, path, clock_mhz)
+
+
+def _import_nsys_mapped(path: Path, fmt: str) -> pd.DataFrame | None:
+    """An nsys CSV read straight from the mapped file, without first decoding all of it.
+
+    Only for plain (not gzipped) files that are, or are detected from their first
+    megabyte to be, nsys exports; None otherwise, and for anything the fast path does
+    not accept (the caller then reads the text and the row reader decides).
+    """
+    if fmt not in ("auto", "nsys") or path.suffix == ".gz":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20).decode("utf-8-sig", errors="ignore")
+    except OSError:
+        return None
+    try:
+        if fmt == "auto" and detect_format(path, head) != "nsys":
+            return None
+    except ProfileFormatError:
+        return None
+    try:
+        return _import_nsys_arrow(path)
+    except ProfileFormatError:
+        return None
+
+
+def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.DataFrame:
     if clock_mhz is not None:
         if not (clock_mhz > 0):
             raise ProfileFormatError(located(path, None, "clock_mhz", f"must be > 0, found {clock_mhz}"))
@@ -678,17 +710,27 @@ def _import_nsys(path: Path, text: str) -> pd.DataFrame:
     return df if df is not None else _import_nsys_text(path, text)
 
 
-def _import_nsys_arrow(path: Path, text: str) -> pd.DataFrame | None:
+def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | None:
+    """The fast path: ``text`` already read, or (None) the file mapped into memory as bytes."""
     try:
         import pyarrow as pa
         import pyarrow.csv as pacsv
     except ImportError:  # pragma: no cover - pyarrow is a dependency; keep the row reader usable
         return None
+    try:
+        data = pa.py_buffer(text.encode("utf-8")) if text is not None else pa.memory_map(str(path)).read_buffer()
+    except (OSError, UnicodeError):
+        return None
     # the header is within the first few lines (nsys prints a short preamble)
-    offset, header = 0, None
-    for raw in text[: 1 << 16].splitlines(keepends=True)[:200]:
-        offset += len(raw)
-        row = next(csv.reader([raw]), [])
+    head = data.slice(0, min(data.size, 1 << 20)).to_pybytes()
+    offset = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    header = None
+    for raw in head[offset:].split(b"\n")[:200]:
+        offset += len(raw) + 1
+        try:
+            row = next(csv.reader([raw.decode("utf-8")]), [])
+        except UnicodeDecodeError:
+            return None
         names = [_split_unit(c.strip())[0] for c in row]
         if ("Name" in names and "GrdX" in names) or ("Kernel Name" in names and "GridXYZ" in names):
             header = [c.strip() for c in row]
@@ -720,7 +762,7 @@ def _import_nsys_arrow(path: Path, text: str) -> pd.DataFrame | None:
         types.update({base[c]: pa.string() for c in dims})
     try:
         table = pacsv.read_csv(
-            pa.py_buffer(text[offset:].encode("utf-8")),
+            data.slice(min(offset, data.size)),
             read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
             parse_options=pacsv.ParseOptions(newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(dict.fromkeys(cols)),

@@ -313,6 +313,7 @@ def test_nsys_fast_path_equals_row_reader(tmp_path_factory, rows, shuffle):
     fast = _import_nsys_arrow(p, text)
     assert fast is not None
     pd.testing.assert_frame_equal(fast, _import_nsys_text(p, text))
+    pd.testing.assert_frame_equal(_import_nsys_arrow(p), fast)  # the file mapped as bytes
     exec_head = FIXTURES["nsys_exec"].read_text().splitlines()[:3]
     ex = [f"{c},4512,,,1100480,{dur},127723,41213,41213,0,cudaLaunchKernel_v7000,\"{gx:>4}    1    1\",\"  128    1    1\","
           + '"' + name.replace('"', '""') + '"' for (name, dur, gx, _, _), c in zip(rows, corr)]
