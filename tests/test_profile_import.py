@@ -362,6 +362,17 @@ def test_profile_writer_bytes_equal_pandas(tmp_path_factory, n, seed):
     p = tmp_path_factory.mktemp("w") / "profile.csv"
     write_profile(df, p)
     assert _csv_bytes(read_profile(p)) is not None  # the columnar writer handled this table
+    # and the columnar reader reads what pandas' reader reads (an extra column sends it to pandas)
+    import gclsampler.profile as P
+
+    plain = df.drop(columns=["note"])
+    write_profile(plain, p)
+    fast = P._read_profile_arrow(p)
+    assert fast is not None
+    pd.testing.assert_frame_equal(fast, P.validate_profile(pd.read_csv(p, dtype={"kernel_name": str, "grid": str, "block": str},
+                                                                       keep_default_na=False, na_values=[""]), p))
+    write_profile(df, p)
+    assert P._read_profile_arrow(p) is None
     # what write_profile hands to the writer, written by pandas
     from gclsampler.profile import NUMERIC_COLUMNS, validate_profile
 
