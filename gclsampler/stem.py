@@ -456,16 +456,18 @@ def _root(xs, lv: _Leaves, U: int, epsilon, z, min_samples, min_group) -> _Leave
         if bar is not None:
             bar.set_postfix_str(f"{lv.S.size} leaves", refresh=False)
             bar.update(1)
-        lo = lambda n: np.minimum(max(int(min_samples), 1), n.astype(np.float64))  # noqa: E731
         cand = np.flatnonzero(lv.has & (lam[lv.unit] > 0))
         if not cand.size:
             break
         c = lv.take(cand)
         lam_c = lam[c.unit]
-        nfp = c.n.astype(np.float64)
-        parent = _leaf_cost(lam_c, nfp, c.mu, _corrected_b(c.n, c.sd), lo(c.n))
-        halves = sum(_leaf_cost(lam_c, c.cn[:, h].astype(np.float64), c.cmu[:, h], _corrected_b(c.cn[:, h], c.csd[:, h]),
-                                lo(c.cn[:, h])) for h in (0, 1))
+
+        def cost_of(n, mu, sd):
+            nf = n.astype(np.float64)
+            return _leaf_cost(lam_c, nf, mu, _corrected_b(n, sd), np.minimum(max(int(min_samples), 1), nf))
+
+        parent = cost_of(c.n, c.mu, c.sd)
+        halves = cost_of(c.cn[:, 0], c.cmu[:, 0], c.csd[:, 0]) + cost_of(c.cn[:, 1], c.cmu[:, 1], c.csd[:, 1])
         gain = parent - halves
         ok = gain > 1e-12 * np.maximum(parent, 1e-300)
         if not ok.any():
