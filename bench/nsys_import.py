@@ -28,47 +28,72 @@ PREAMBLE = ("Generating SQLite file report1.sqlite from report1.nsys-rep\n"
 
 
 def write_nsys_csv(path: Path, times: np.ndarray, names: np.ndarray, report: str = "cuda_gpu_trace") -> None:
-    """An nsys stats CSV of these kernels in launch order (SYNTHETIC), written with pandas."""
+    """An nsys stats CSV of these kernels in launch order (SYNTHETIC), written by pyarrow.
+
+    cuda_gpu_trace files get a memcpy row (empty launch dimensions) after every 1000
+    kernels, as real traces interleave copies with launches.
+    """
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
 
     n = times.size
     t = np.round(times).astype(np.int64)
-    start = 1_000_000 + np.cumsum(t + 500)
     codes, uniq = pd.factorize(names)
-    grid_x = (64 * (1 + codes % 8)).astype(np.int64)
-    quoted = np.array(['"' + str(u).replace('"', '""') + '"' for u in uniq], dtype=object)[codes]
-    with open(path, "w", newline="") as fh:
-        fh.write(PREAMBLE.format(r=report))
-        if report == "cuda_gpu_trace":
-            fh.write('"Start (ns)","Duration (ns)","CorrId","GrdX","GrdY","GrdZ","BlkX","BlkY","BlkZ","Reg/Trd",'
-                     '"StcSMem (MB)","DymSMem (MB)","Bytes (MB)","Throughput (MBps)","SrcMemKd","DstMemKd","Device",'
-                     '"Ctx","GreenCtx","Strm","Name"\n')
-            df = pd.DataFrame({"s": start, "d": t, "c": 100 + 2 * np.arange(n), "gx": grid_x, "gy": 1, "gz": 1,
-                               "bx": 256, "by": 1, "bz": 1, "r": 32 + codes % 64, "st": "0.016", "dy": "0.000",
-                               "b": "", "tp": "", "sk": "", "dk": "", "dev": "NVIDIA A100-SXM4-40GB (0)", "ctx": 1,
-                               "g": "", "strm": 7, "name": quoted})
-            memcpy = '{s},2100,{c},,,,,,,,,,0.004,1.905,Device,Pageable,NVIDIA A100-SXM4-40GB (0),1,,7,[CUDA memcpy Device-to-Host]\n'
-        else:
-            fh.write('"API Start (ns)","API Dur (ns)","Queue Start (ns)","Queue Dur (ns)","Kernel Start (ns)",'
-                     '"Kernel Dur (ns)","Total Dur (ns)","PID","TID","DevId","API Function","GridXYZ","BlockXYZ",'
-                     '"Kernel Name"\n')
-            gxyz = np.array([f'"{g:>4}    1    1"' for g in range(64, 64 * 9, 64)], dtype=object)[codes % 8]
-            df = pd.DataFrame({"a": start - 9000, "ad": 4512, "q": "", "qd": "", "ks": start, "d": t, "td": t + 9000,
-                               "pid": 41213, "tid": 41213, "dev": 0, "fn": "cudaLaunchKernel_v7000", "g": gxyz,
-                               "b": '"  256    1    1"', "name": quoted})
-            memcpy = None
-        step = 1000
-        for lo in range(0, n, step * 100):
-            chunk = df.iloc[lo:lo + step * 100]
-            text = chunk.to_csv(header=False, index=False, quoting=3, lineterminator="\n")  # QUOTE_NONE: pre-quoted
-            if memcpy is not None:
-                lines = text.splitlines(keepends=True)
-                out = []
-                for k in range(0, len(lines), step):
-                    out.extend(lines[k:k + step])
-                    out.append(memcpy.format(s=int(start[min(lo + k, n - 1)]) + 1, c=99 + 2 * (lo + k)))
-                text = "".join(out)
-            fh.write(text)
+    if report == "cuda_gpu_trace":
+        k = np.arange(n)
+        pos = k + k // 1000  # row of kernel k once a memcpy row follows every 1000 kernels
+        rows = n + n // 1000
+        is_k = np.zeros(rows, dtype=bool)
+        is_k[pos] = True
+        start = 1_000_000 + np.cumsum(np.where(is_k, 0, 2100)) + np.zeros(rows, dtype=np.int64)
+        start[pos] += np.cumsum(t + 500)
+
+        def col(values, memcpy_value=None, dtype=None):
+            full = np.empty(rows, dtype=dtype or np.asarray(values).dtype)
+            full[pos] = values
+            arr = pa.array(full)
+            if memcpy_value is None:
+                return pa.array(full, mask=~is_k)
+            return pc_fill(arr, ~is_k, memcpy_value)
+
+        def pc_fill(arr, mask, value):
+            import pyarrow.compute as pc
+
+            return pc.if_else(pa.array(mask), pa.scalar(value, arr.type), arr)
+
+        codes_full = np.zeros(rows, dtype=np.int64)
+        codes_full[pos] = codes
+        name_dict = pa.array(list(uniq) + ["[CUDA memcpy Device-to-Host]"], type=pa.string())
+        name_idx = np.where(is_k, codes_full, len(uniq))
+        table = pa.table({
+            "Start (ns)": start, "Duration (ns)": col(t, 2100), "CorrId": 100 + np.arange(rows),
+            "GrdX": col(64 * (1 + codes % 8)), "GrdY": col(np.ones(n, np.int64)), "GrdZ": col(np.ones(n, np.int64)),
+            "BlkX": col(np.full(n, 256)), "BlkY": col(np.ones(n, np.int64)), "BlkZ": col(np.ones(n, np.int64)),
+            "Reg/Trd": col(32 + codes % 64), "StcSMem (MB)": col(np.full(n, "0.016", dtype=object), dtype=object),
+            "DymSMem (MB)": col(np.full(n, "0.000", dtype=object), dtype=object),
+            "Bytes (MB)": pa.array(np.where(is_k, "", "0.004")), "Throughput (MBps)": pa.array(np.where(is_k, "", "1.905")),
+            "SrcMemKd": pa.array(np.where(is_k, "", "Device")), "DstMemKd": pa.array(np.where(is_k, "", "Pageable")),
+            "Device": pa.array(np.full(rows, "NVIDIA A100-SXM4-40GB (0)")), "Ctx": np.ones(rows, np.int64),
+            "GreenCtx": pa.array(np.full(rows, "")), "Strm": np.full(rows, 7),
+            "Name": pa.DictionaryArray.from_arrays(pa.array(name_idx), name_dict).cast(pa.string()),
+        })
+    else:
+        start = 1_000_000 + np.cumsum(t + 9500)
+        gxyz = pa.array([f"{g:>4}    1    1" for g in range(64, 64 * 9, 64)])
+        table = pa.table({
+            "API Start (ns)": start - 9000, "API Dur (ns)": np.full(n, 4512), "Queue Start (ns)": pa.array(np.full(n, "")),
+            "Queue Dur (ns)": pa.array(np.full(n, "")), "Kernel Start (ns)": start, "Kernel Dur (ns)": t,
+            "Total Dur (ns)": t + 9000, "PID": np.full(n, 41213), "TID": np.full(n, 41213), "DevId": np.zeros(n, np.int64),
+            "API Function": pa.array(np.full(n, "cudaLaunchKernel_v7000")),
+            "GridXYZ": pa.DictionaryArray.from_arrays(pa.array(codes % 8), gxyz).cast(pa.string()),
+            "BlockXYZ": pa.array(np.full(n, "  256    1    1")),
+            "Kernel Name": pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(uniq))).cast(pa.string()),
+        })
+    with open(path, "wb") as fh:
+        fh.write(PREAMBLE.format(r=report).encode())
+        fh.write((",".join(f'"{c}"' for c in table.column_names) + "\n").encode())
+        pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
 
 
 def main() -> int:
@@ -89,9 +114,12 @@ def main() -> int:
         print(f"SYNTHETIC {args.report} CSV: {args.n:,} kernel rows, {csv.stat().st_size / 1e6:.0f} MB "
               f"(written in {time.perf_counter() - t0:.1f} s)")
         cmd = [sys.executable, "-c",
-               "import resource, sys, time; from gclsampler.cli import main; t0 = time.perf_counter(); "
-               "rc = main(sys.argv[1:]); dt = time.perf_counter() - t0; "
-               "print(f'import: {dt:.2f} s wall, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB'); "
+               "import os, resource, sys, time; t00 = time.perf_counter(); from gclsampler.cli import main; "
+               "t0 = time.perf_counter(); rc = main(sys.argv[1:]); dt = time.perf_counter() - t0; "
+               "u = resource.getrusage(resource.RUSAGE_SELF); "
+               "print(f'import: {dt:.2f} s wall in the command ({time.perf_counter() - t00:.2f} s with Python imports), '"
+               "      f'{u.ru_utime + u.ru_stime:.2f} s CPU, peak RSS {u.ru_maxrss / 1024:.0f} MB, '"
+               "      f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores'); "
                "sys.exit(rc)",
                "profile", "import", str(csv), "--out", str(d / "profile.csv")]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
