@@ -347,14 +347,21 @@ def write_profile(df: pd.DataFrame, path: str | Path) -> Path:
         v = table[col].to_numpy(dtype=np.float64)
         if v.size and not np.isnan(v).any() and np.all(v == np.round(v)) and np.abs(v).max() < 2**62:
             table[col] = v.astype(np.int64)
-    body = _csv_bytes(table)
-    with atomic_path(path) as tmp, open(tmp, "wb" if body is not None else "w", **({} if body is not None else {"newline": ""})) as fh:
-        if body is not None:
-            fh.write(body[0])
-            fh.write(body[1])
+    plan = _csv_plan(table)
+    with atomic_path(path) as tmp, open(tmp, "wb" if plan is not None else "w", **({} if plan is not None else {"newline": ""})) as fh:
+        if plan is not None:
+            fh.write((",".join(_csv_quote(np.asarray([str(c) for c in table.columns], dtype=object)).tolist()) + "\n").encode("utf-8"))
+            for lo in range(0, len(table), _CSV_ROWS):
+                rows = _csv_text_rows(plan, lo, min(lo + _CSV_ROWS, len(table)))
+                off = np.frombuffer(rows.buffers()[1], dtype=np.int64)[rows.offset: rows.offset + len(rows) + 1]
+                fh.write(memoryview(rows.buffers()[2])[int(off[0]): int(off[-1])])
         else:
             table.to_csv(fh, index=False, lineterminator="\n")
     return path
+
+
+_CSV_ROWS = 1 << 20
+"""Rows formatted per pass when writing profile.csv (bounds the text held in memory)."""
 
 
 def _csv_quote(values: np.ndarray) -> np.ndarray:
@@ -365,49 +372,59 @@ def _csv_quote(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _csv_bytes(table: pd.DataFrame) -> list | None:
-    """The bytes ``table.to_csv(index=False, lineterminator="\\n")`` writes, built by columns.
+def _csv_plan(table: pd.DataFrame) -> list | None:
+    """How to format each column the way ``table.to_csv(index=False)`` does, by columns.
 
-    pandas writes a million-row profile in about 3 s, one Python row at a time; here
-    numbers are formatted the way pandas formats them (numpy's ``astype(str)``, NaN as
-    an empty cell), text columns are quoted once per distinct value, and pyarrow joins
-    the cells. Returns None for a column kind it does not handle (pandas then writes).
-    A test checks the bytes equal pandas' on generated tables.
+    pandas writes a million-row profile in about 3 s, one Python row at a time. Here
+    integers are written in plain decimal, floats the way pandas formats them (numpy's
+    ``astype(str)``, NaN as an empty cell), text quoted once per distinct value (csv's
+    QUOTE_MINIMAL), and pyarrow joins the cells (``_csv_text_rows``). Returns None for a
+    column kind it does not handle (pandas then writes). A test checks the bytes equal
+    pandas' on generated tables.
     """
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import pyarrow  # noqa: F401
     except ImportError:  # pragma: no cover
         return None
     if not len(table) or not len(table.columns):
         return None
-    cells = []
+    plan = []
     for name in table.columns:
         col = table[name]
         kind = col.dtype.kind if isinstance(col.dtype, np.dtype) else None
-        if kind in ("i", "u"):
-            cells.append(pa.array(col.to_numpy()).cast(pa.large_string()))  # plain decimal, as str(int)
-            continue
-        elif kind == "f":
-            v = col.to_numpy()
-            nan = np.isnan(v)
-            text = np.where(nan, "", v.astype(str)) if not nan.all() else np.full(v.size, "")
+        if kind in ("i", "u", "f"):
+            plan.append((kind, col.to_numpy()))
         elif kind == "O" or pd.api.types.is_string_dtype(col.dtype):
             codes, uniq = pd.factorize(col, sort=False, use_na_sentinel=True)
             if not all(isinstance(u, str) for u in uniq):
                 return None
-            q = np.append(_csv_quote(np.asarray(uniq, dtype=object)), "")  # code -1 (missing) -> ""
-            text = q[codes]
+            plan.append(("s", np.asarray(codes), np.append(_csv_quote(np.asarray(uniq, dtype=object)), "")))  # -1 -> ""
         else:
             return None
-        cells.append(pa.array(text, type=pa.large_string()))
+    return plan
+
+
+def _csv_text_rows(plan: list, lo: int, hi: int):
+    """Rows lo..hi of a ``_csv_plan`` as one arrow large_string array, each row ending in a newline."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = []
+    for kind, values, *rest in plan:
+        v = values[lo:hi]
+        if kind in ("i", "u"):
+            cells.append(pa.array(v).cast(pa.large_string()))  # plain decimal, as str(int)
+        elif kind == "f":
+            nan = np.isnan(v)
+            text = np.where(nan, "", v.astype(str)) if not nan.all() else np.full(v.size, "")
+            cells.append(pa.array(text, type=pa.large_string()))
+        else:
+            d = pa.DictionaryArray.from_arrays(pa.array(np.where(v < 0, rest[0].size - 1, v)),
+                                               pa.array(list(rest[0]), type=pa.large_string()))
+            cells.append(d.cast(pa.large_string()))
     rows = pc.binary_join_element_wise(*cells, pa.scalar(",", pa.large_string()))
     rows = pc.binary_join_element_wise(rows, pa.scalar("\n", pa.large_string()), pa.scalar("", pa.large_string()))
-    rows = pa.concat_arrays([rows]) if isinstance(rows, pa.ChunkedArray) else rows
-    off = np.frombuffer(rows.buffers()[1], dtype=np.int64)[rows.offset: rows.offset + len(rows) + 1]
-    data = memoryview(rows.buffers()[2])[int(off[0]): int(off[-1])]
-    head = ",".join(_csv_quote(np.asarray([str(c) for c in table.columns], dtype=object)).tolist()) + "\n"
-    return [head.encode("utf-8"), data, rows]  # rows keeps the buffer alive while it is written
+    return pa.concat_arrays([rows]) if isinstance(rows, pa.ChunkedArray) else rows
 
 
 # ---------------------------------------------------------------------------------------
@@ -850,7 +867,7 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
     n = table.num_rows
     names = table.column(base[name_col])
     # names: the row reader strips them; factorise first, strip each distinct name once
-    codes, uniq = pd.factorize(pd.Series(names.to_numpy(zero_copy_only=False), dtype=object), sort=False)
+    codes, uniq = _arrow_factorize(names)
     uniq = np.asarray([str(u).strip() for u in uniq], dtype=object)
     if exec_trace:
         grid = _dim3_strings(table.column(base["GridXYZ"]))
@@ -882,6 +899,13 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
     return validate_profile(pd.DataFrame(df), path, line_of=lambda r: r)
 
 
+def _arrow_factorize(col) -> tuple[np.ndarray, list]:
+    """Codes (in order of first appearance) and distinct values of an arrow string column,
+    without making a Python object per row."""
+    enc = col.combine_chunks().dictionary_encode() if hasattr(col, "combine_chunks") else col.dictionary_encode()
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+
+
 def _dim3_from_ints(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct "(x,y,z)" strings and each row's code; launch shapes repeat, so each is formatted once."""
     if d.size and d.max() < 1 << 20:  # CUDA: x < 2^31, y, z < 2^16; pack into one int64 and hash
@@ -895,7 +919,7 @@ def _dim3_from_ints(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _dim3_strings(col) -> tuple[np.ndarray, np.ndarray] | None:
     """Canonical dims from nsys's "  64    8    1" cells, each distinct cell parsed once."""
-    codes, uniq = pd.factorize(pd.Series(col.to_numpy(zero_copy_only=False), dtype=object), sort=False)
+    codes, uniq = _arrow_factorize(col)
     try:
         text = np.asarray([format_dim3(parse_dim3(str(u).replace(",", " "))) for u in uniq], dtype=object)
     except ValueError:

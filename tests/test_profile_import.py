@@ -348,7 +348,7 @@ def test_profile_writer_bytes_equal_pandas(tmp_path_factory, n, seed):
     """write_profile builds the CSV by columns; the bytes are those pandas' to_csv writes."""
     import pandas as pd
 
-    from gclsampler.profile import _csv_bytes, write_profile
+    from gclsampler.profile import _csv_plan, write_profile
 
     rng = np.random.default_rng(seed)
     names = np.array(["a", "b,c", 'q"uote', "x y", "NA", "é"], dtype=object)[rng.integers(0, 6, n)]
@@ -361,7 +361,7 @@ def test_profile_writer_bytes_equal_pandas(tmp_path_factory, n, seed):
     })
     p = tmp_path_factory.mktemp("w") / "profile.csv"
     write_profile(df, p)
-    assert _csv_bytes(read_profile(p)) is not None  # the columnar writer handled this table
+    assert _csv_plan(read_profile(p)) is not None  # the columnar writer handled this table
     # and the columnar reader reads what pandas' reader reads (an extra column sends it to pandas)
     import gclsampler.profile as P
 
