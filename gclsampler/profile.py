@@ -294,7 +294,9 @@ def _read_profile_arrow(path: Path) -> pd.DataFrame | None:
     if not header or len(set(header)) != len(header) or not set(header) <= known or \
             any(c not in header for c in REQUIRED_COLUMNS):
         return None
-    types = {c: (pa.large_string() if c in ("kernel_name", "grid", "block") else pa.float64()) for c in header}
+    # text columns repeat a few distinct values: read them dictionary-encoded
+    types = {c: (pa.dictionary(pa.int32(), pa.large_string()) if c in ("kernel_name", "grid", "block") else pa.float64())
+             for c in header}
     types["invocation"] = pa.int64()
     try:
         table = pacsv.read_csv(
@@ -317,14 +319,14 @@ def _read_profile_arrow(path: Path) -> pd.DataFrame | None:
 
 
 def _arrow_strings(col) -> Any:
-    """An arrow string column as pandas' string array (no Python objects when pandas' strings are arrow's)."""
-    want = pd.Series(["a"]).dtype
-    if getattr(want, "storage", None) == "pyarrow":
-        import pyarrow as pa
-
-        col = col.combine_chunks()
-        return pd.array(col if col.type == pa.large_string() else col.cast(pa.large_string()), dtype=want)
-    return col.to_numpy(zero_copy_only=False)
+    """A dictionary-encoded arrow column as pandas' string array, decoded once per distinct value."""
+    col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    if not chunks:
+        return np.zeros(0, dtype=object)
+    uniq = np.asarray(chunks[0].dictionary.to_pylist(), dtype=object)
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return _take_strings(uniq, codes)
 
 
 _HINT = " (profiler exports are converted with `gclsampler profile import FILE --out profile.csv`)"
@@ -827,15 +829,16 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
         return None
     cols = [base[c] for c in need] + ([base[order_col]] if order_col in base else []) + \
         ([base["Reg/Trd"]] if not exec_trace and "Reg/Trd" in base else [])
-    types = {base[dur_col]: pa.float64(), base[name_col]: pa.string()}
+    text = pa.dictionary(pa.int32(), pa.string())  # names and shapes repeat: read them dictionary-encoded
+    types = {base[dur_col]: pa.float64(), base[name_col]: text}
     if order_col in base:
         types[base[order_col]] = pa.float64()
     if not exec_trace:
-        types.update({base[c]: pa.int64() for c in dims})
+        types.update({base[c]: pa.int32() for c in dims})
         if "Reg/Trd" in base:
             types[base["Reg/Trd"]] = pa.float64()
     else:
-        types.update({base[c]: pa.string() for c in dims})
+        types.update({base[c]: text for c in dims})
     try:
         table = pacsv.read_csv(
             data.slice(min(offset, data.size)),
@@ -902,8 +905,16 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
 def _arrow_factorize(col) -> tuple[np.ndarray, list]:
     """Codes (in order of first appearance) and distinct values of an arrow string column,
     without making a Python object per row."""
-    enc = col.combine_chunks().dictionary_encode() if hasattr(col, "combine_chunks") else col.dictionary_encode()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(col.type):
+        col = col.dictionary_encode()
+    col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    if not chunks:
+        return np.zeros(0, dtype=np.int64), []
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return codes, chunks[0].dictionary.to_pylist()
 
 
 def _dim3_from_ints(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

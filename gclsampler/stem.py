@@ -745,7 +745,7 @@ class StemRootSampler(Sampler):
         prof = workload.profile
         if self.time_column not in prof.columns:
             raise StemError(f"{workload.name}: profile has no column {self.time_column!r} (stem.time_column)")
-        names = prof["kernel_name"].to_numpy()
+        names = prof["kernel_name"]
         res = stem_root(prof[self.time_column].to_numpy(dtype=np.float64), prof["kernel_name"], epsilon=self.epsilon, z=self.z,
                         min_samples=self.min_samples, root=self.root, min_group=self.min_group,
                         random_state=self.random_state, scope=self.scope)
@@ -763,10 +763,12 @@ def result_to_plan(res: StemResult, kernel_names, *, workload: str, method: str,
     """A ``SamplingPlan`` whose clusters are the ROOT leaves (with their error bounds)."""
     import pandas as pd
 
-    names = np.asarray(kernel_names)
+    # only the sampled invocations' names are needed (a million-row column stays as it is)
+    names = kernel_names.iloc[res.invocations].to_numpy(dtype=object) if isinstance(kernel_names, pd.Series) \
+        else np.asarray(kernel_names)[res.invocations]
     leaf_of = res.leaf[res.invocations]
-    samples = [Sample(int(i), str(names[i]), int(c), float(w))
-               for i, c, w in zip(res.invocations.tolist(), leaf_of.tolist(), res.weights.tolist())]
+    samples = [Sample(int(i), str(nm), int(c), float(w))
+               for i, nm, c, w in zip(res.invocations.tolist(), names.tolist(), leaf_of.tolist(), res.weights.tolist())]
     clusters = [ClusterInfo(int(c), int(s), float(e))
                 for c, (s, e) in enumerate(zip(res.leaf_sizes.tolist(), res.leaf_error_bound.tolist()))]
     cfg = dict(config or {})
