@@ -311,7 +311,7 @@ def _read_profile_arrow(path: Path) -> pd.DataFrame | None:
     if table.num_rows == 0 or table.column("invocation").null_count:
         return None
     df = pd.DataFrame({c: (_arrow_strings(table.column(c)) if c in ("kernel_name", "grid", "block")
-                           else table.column(c).to_numpy()) for c in header})
+                           else table.column(c).to_numpy()) for c in header}, copy=False)
     try:
         return validate_profile(df, path)
     except ProfileFormatError:
@@ -337,14 +337,17 @@ def _parser_error_line(exc: Exception) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def write_profile(df: pd.DataFrame, path: str | Path) -> Path:
+def write_profile(df: pd.DataFrame, path: str | Path, *, validated: bool = False) -> Path:
     """Validate, then write ``profile.csv`` atomically (temp file in the same dir, rename).
 
     Integral numeric columns are written as integers so that a round trip and two
-    runs over the same input give the same bytes.
+    runs over the same input give the same bytes. ``validated=True`` is for a frame
+    just returned by ``validate_profile`` / ``read_profile`` / ``import_profile`` and
+    not changed since: it skips the second check (and its copy of every column, which
+    at ten million rows is over a gigabyte).
     """
     path = Path(path)
-    table = validate_profile(df, f"{path} (table being written)", line_of=lambda r: r)
+    table = df.copy(deep=False) if validated else validate_profile(df, f"{path} (table being written)", line_of=lambda r: r)
     for col in [c for c in NUMERIC_COLUMNS if c in table.columns]:
         v = table[col].to_numpy(dtype=np.float64)
         if v.size and not np.isnan(v).any() and np.all(v == np.round(v)) and np.abs(v).max() < 2**62:
@@ -899,7 +902,7 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
         regs = num("Reg/Trd")
         if not np.isnan(regs).all():
             df["nregs"] = regs[perm]
-    return validate_profile(pd.DataFrame(df), path, line_of=lambda r: r)
+    return validate_profile(pd.DataFrame(df, copy=False), path, line_of=lambda r: r)
 
 
 def _arrow_factorize(col) -> tuple[np.ndarray, list]:

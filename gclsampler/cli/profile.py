@@ -38,7 +38,7 @@ def _import(args: argparse.Namespace) -> int:
     from gclsampler.profile import import_profile, write_profile
 
     df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz)
-    write_profile(df, args.out)
+    write_profile(df, args.out, validated=True)  # import_profile returns a validated table
     print(f"{args.out}: {len(df)} invocations, {df['kernel_name'].nunique()} kernel names, "
           f"{len(df.columns)} columns")
     return 0
