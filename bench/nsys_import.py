@@ -50,17 +50,15 @@ def write_nsys_csv(path: Path, times: np.ndarray, names: np.ndarray, report: str
         start[pos] += np.cumsum(t + 500)
 
         def col(values, memcpy_value=None, dtype=None):
-            full = np.empty(rows, dtype=dtype or np.asarray(values).dtype)
-            full[pos] = values
-            arr = pa.array(full)
-            if memcpy_value is None:
-                return pa.array(full, mask=~is_k)
-            return pc_fill(arr, ~is_k, memcpy_value)
-
-        def pc_fill(arr, mask, value):
+            """A kernel column with the memcpy rows empty (or set to memcpy_value)."""
             import pyarrow.compute as pc
 
-            return pc.if_else(pa.array(mask), pa.scalar(value, arr.type), arr)
+            full = np.empty(rows, dtype=dtype or np.asarray(values).dtype)
+            full[pos] = values
+            if memcpy_value is None:
+                return pa.array(full, mask=~is_k)
+            arr = pa.array(full)
+            return pc.if_else(pa.array(~is_k), pa.scalar(memcpy_value, arr.type), arr)
 
         codes_full = np.zeros(rows, dtype=np.int64)
         codes_full[pos] = codes

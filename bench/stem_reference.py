@@ -82,7 +82,6 @@ def write_exec_trace(path: Path, times: np.ndarray, names: np.ndarray) -> None:
     """An ``nsys stats --report cuda_kern_exec_trace --format csv`` file of these launches."""
     import pandas as pd
 
-    n = times.size
     t = times.astype(np.int64)
     api = 1_000_000 + np.cumsum(t + 7000)
     df = pd.DataFrame({"API Start (ns)": api, "API Dur (ns)": 4500, "Queue Start (ns)": "", "Queue Dur (ns)": "",
@@ -94,7 +93,6 @@ def write_exec_trace(path: Path, times: np.ndarray, names: np.ndarray) -> None:
         fh.write("Processing [report1.sqlite] with [cuda_kern_exec_trace.py]... \n\n")
         fh.write(",".join(df.columns) + "\n")  # the reference looks for this header unquoted
         df.to_csv(fh, header=False, index=False, lineterminator="\n")
-    del n
 
 
 # ---- the two sides (child processes) ---------------------------------------------------------
