@@ -211,18 +211,19 @@ class GclStemSampler(GclSampler):
     ``time_column`` the profile column STEM reads; ``cluster_random_state`` seeds the
     k-means (default: ``random_state``; fix it to vary only STEM's draws over seeds). Plan clusters are the GCL clusters;
     each carries the predicted relative error of its own total time at confidence
-    ``z`` (with ``scope="group"`` every one is at most epsilon, and by Theorem 3.1 so is
-    the workload total, stored as ``config.error_bound``).
+    ``z``. The workload total's bound is ``config.error_bound`` (at most epsilon); with
+    ``scope="group"`` every cluster's bound is at most epsilon too (default ``global``:
+    only the total, as in the STEM paper).
     Learned: those of ``GclSampler`` plus ``stem_`` (``StemResult``), ``error_bound_``,
     ``cluster_error_bounds_`` (K,).
     """
 
     name = "gcl_stem"
-    stochastic = True  # STEM draws invocations at random (with replacement) inside each leaf
+    stochastic = True  # STEM draws invocations at random (without replacement) inside each leaf
 
     def __init__(self, cluster: ClusterConfig | Mapping[str, Any] | None = None, epsilon: float = 0.05,
                  z: float = 1.96, min_samples: int = 1, root: bool = True, min_group: int = 2,
-                 scope: str = "group", time_column: str = "time_ns", cluster_random_state: int | None = None,
+                 scope: str = "global", time_column: str = "time_ns", cluster_random_state: int | None = None,
                  random_state: int = 0):
         super().__init__(cluster, random_state)
         self.cluster_random_state = cluster_random_state

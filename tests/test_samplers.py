@@ -80,7 +80,7 @@ def test_gcl_plan_first_member_weights(tmp_path):
 @pytest.mark.parametrize("root", [True, False])
 def test_gcl_stem_bounds_every_cluster(root):
     w = toy_workload(1)
-    s = GclStemSampler(cluster=SMALL, epsilon=0.1, root=root, random_state=2)
+    s = GclStemSampler(cluster=SMALL, epsilon=0.1, root=root, random_state=2, scope="group")
     plan = s.fit(w)
     assert plan.weights.sum() == pytest.approx(w.n_invocations)
     assert len(plan.clusters) == s.k_

@@ -41,7 +41,7 @@ def _import(args: argparse.Namespace) -> int:
 
     check_out_file(args.out, "profile", inputs=[args.file])
     df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz)
-    write_profile(df, args.out)
+    write_profile(df, args.out, validated=True)  # import_profile returns a validated table
     print(f"{args.out}: {len(df)} invocations, {df['kernel_name'].nunique()} kernel names, "
           f"{len(df.columns)} columns")
     return 0
