@@ -57,7 +57,7 @@ class TrainConfig:
     ``patience`` 0 disables early stopping. ``device``: auto | cpu | cuda.
     """
 
-    epochs: int = 15
+    epochs: int = 8
     batch_size: int = 32
     max_nodes_per_batch: int = 60000
     lr: float = 7e-4
@@ -65,7 +65,7 @@ class TrainConfig:
     tau: float = 0.05
     val_fraction: float = 0.2
     seed: int = 0
-    patience: int = 5
+    patience: int = 3
     min_delta: float = 0.0
     max_train_graphs: int = 256
     embed_batch_size: int = 32
