@@ -521,6 +521,10 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
 
     labels = _compact(refined[chosen][inverse])
     if cfg.split_tolerance > 0:
+        if not -x_all.shape[1] <= cfg.split_column < x_all.shape[1]:
+            raise ClusterConfigError(
+                f"cluster.split_column: {cfg.split_column} is outside embeddings of {x_all.shape[1]} columns; the work "
+                "split needs the size vector (model.kernel_features=true) or cluster.split_tolerance=0")
         labels = split_by_work(labels, x_all[:, cfg.split_column], cfg.split_tolerance)
     reps = _representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)

@@ -25,7 +25,7 @@ from gclsampler.samplers import (
 from gclsampler.workload import Workload
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-SMALL = dict(k_max=6, n_init=2, refine_n_init=2)
+SMALL = dict(k_max=6, n_init=2, refine_n_init=2, representative="first", split_tolerance=0.0)
 
 
 def toy_workload(seed=0, n=150, k=4, embeddings=True) -> Workload:
@@ -196,7 +196,8 @@ def test_gcl_plan_accounts_for_every_invocation(n, groups, seed):
     g = rng.integers(0, groups, n)
     emb = rng.normal(size=(groups, 4))[g] * 5 + rng.normal(size=(n, 4))
     prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": [f"k{x}" for x in g], "time_ns": 1.0 + g})
-    s = GclSampler(cluster=dict(k_max=4, n_init=1, refine_n_init=1), random_state=seed)
+    s = GclSampler(cluster=dict(k_max=4, n_init=1, refine_n_init=1, representative="first", split_tolerance=0.0),
+                   random_state=seed)
     plan = s.fit(Workload("prop", prof, embeddings=emb))
     assert plan.weights.sum() == pytest.approx(n)
     assert sorted(plan.invocations.tolist()) == [int(np.flatnonzero(s.labels_ == c)[0]) for c in range(s.k_)]
