@@ -147,10 +147,14 @@ def _silhouette_list(curve: Mapping[int, float]) -> list[list[float]]:
 
 
 class GclSampler(Sampler):
-    """GCL-Sampler: silhouette k-means on ``workload.embeddings``, first member per cluster.
+    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, medoid.
+
+    With the default ``cluster`` group: k-means with silhouette-chosen K on the embeddings
+    (which end in the trace's size vector), clusters cut where their work spans more than
+    ``split_tolerance``, the medoid simulated. ``gcl_paper`` is the paper's version.
 
     Parameters: ``cluster`` (``ClusterConfig``, a mapping of its fields, or None for
-    the paper's defaults) and ``random_state`` (k-means starts, silhouette sample).
+    its defaults) and ``random_state`` (k-means starts, silhouette sample).
     Learned: ``result_`` (``ClusterResult``), ``labels_``, ``k_``, ``silhouette_``
     ({K: score}), ``representatives_``, ``plan_``.
     """
