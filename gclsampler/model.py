@@ -178,25 +178,33 @@ class FeatureEncoder(nn.Module):
             self.inst_lin.reset_parameters()
 
     def forward(self, node_type: Tensor, token: Tensor, pc: Tensor, stats: Tensor) -> Tensor:
-        n = node_type.numel()
-        out = torch.zeros(n, self.in_dim, dtype=self.inst_emb.weight.dtype, device=node_type.device)
-        for t, (name, emb) in enumerate([("instruction", self.inst_emb), ("pseudo", self.pseudo_emb),
-                                         ("variable", self.var_emb)]):
-            idx = (node_type == t).nonzero(as_tuple=True)[0]
-            if idx.numel() == 0:
-                continue
-            tok = token[idx]
-            if int(tok.max()) >= emb.num_embeddings or int(tok.min()) < 0:
-                raise ModelConfigError(
-                    f"model.vocab_{name}: token id {int(tok.max())} outside vocabulary of {emb.num_embeddings}")
-            feat = emb(tok)
-            if t == INSTRUCTION:
-                feat = feat + pc_encoding(pc[idx].to(feat.dtype), self.inst_dim)
-                if self.inst_lin is not None:
-                    feat = feat + self.inst_lin(stats[idx, :_N_INST_STATS].to(feat.dtype) * self.stats_scale)
-            elif t == VARIABLE:
-                feat = torch.cat([feat, stats[idx].to(feat.dtype) * self.stats_scale], dim=1)
-            out = out.index_copy(0, idx, F.pad(feat, (0, self.in_dim - feat.size(1))))
+        # Assembled in whole-batch passes rather than per node type: one lookup in the three
+        # tables stacked (each zero-padded to in_dim), plus a constant part (PC encoding,
+        # variable stats) built without autograd. The per-type index_copy version copied the
+        # N x in_dim output once per type and scattered it back in the backward pass.
+        tables = (self.inst_emb, self.pseudo_emb, self.var_emb)  # row order = node type id
+        sizes = torch.tensor([e.num_embeddings for e in tables], device=token.device)
+        bad = (token < 0) | (token >= sizes[node_type])
+        if bool(bad.any()):
+            t = int(node_type[bad][0])
+            tok = token[node_type == t]
+            raise ModelConfigError(f"model.vocab_{('instruction', 'pseudo', 'variable')[t]}: token id "
+                                   f"{int(tok.max())} outside vocabulary of {tables[t].num_embeddings}")
+        table = torch.cat([F.pad(e.weight, (0, self.in_dim - e.embedding_dim)) for e in tables])
+        offset = torch.cumsum(sizes, 0) - sizes
+        out = F.embedding(token + offset[node_type], table)
+        dtype = out.dtype
+        with torch.no_grad():
+            inst = (node_type == INSTRUCTION).nonzero(as_tuple=True)[0]
+            var = (node_type == VARIABLE).nonzero(as_tuple=True)[0]
+            const = torch.zeros_like(out)
+            const[inst, : self.inst_dim] = pc_encoding(pc[inst].to(dtype), self.inst_dim)
+            const[var, self.var_dim: self.var_dim + self.n_stats] = stats[var].to(dtype) * self.stats_scale
+        out = out + const
+        if self.inst_lin is not None:
+            s = torch.zeros(out.size(0), _N_INST_STATS, dtype=dtype, device=out.device)
+            s[inst] = stats[inst, :_N_INST_STATS].to(dtype) * self.stats_scale
+            out = torch.addmm(out, s, F.pad(self.inst_lin.weight.t(), (0, self.in_dim - self.inst_dim)))
         return out
 
     def __repr__(self) -> str:
