@@ -204,7 +204,8 @@ class FeatureEncoder(nn.Module):
         if self.inst_lin is not None:
             s = torch.zeros(out.size(0), _N_INST_STATS, dtype=dtype, device=out.device)
             s[inst] = stats[inst, :_N_INST_STATS].to(dtype) * self.stats_scale
-            out = torch.addmm(out, s, F.pad(self.inst_lin.weight.t(), (0, self.in_dim - self.inst_dim)))
+            with torch.autocast(out.device.type, enabled=False):  # features stay float32 under autocast
+                out = torch.addmm(out, s, F.pad(self.inst_lin.weight.t(), (0, self.in_dim - self.inst_dim)))
         return out
 
     def __repr__(self) -> str:
@@ -263,8 +264,11 @@ def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_r
     """Build the sparse operators of :class:`TypedAdjacency` (once per batch).
 
     Edges go ``edge_index[0] -> edge_index[1]`` (source to target, PyG convention);
-    duplicate edges count twice, as in PyG's mean aggregation.
+    duplicate edges count twice, as in PyG's mean aggregation. Values are at least
+    float32 (``dtype`` bfloat16 under autocast gives float32): the sparse kernels take
+    no reduced precision on CPU.
     """
+    dtype = torch.promote_types(dtype, torch.float32)
     src, dst = edge_index[0], edge_index[1]
     seg = dst * num_relations + edge_type
     deg = torch.bincount(seg, minlength=num_nodes * num_relations).to(dtype)
@@ -289,10 +293,12 @@ def _sparse_dense(a: Tensor, x: Tensor) -> Tensor:
     suffices (measured 2-4x slower than this on the bench batch). ``beta=0`` tells
     MKL not to read the uninitialised output.
     """
-    if a.device.type != "cpu":
-        return torch.sparse.mm(a, x)
-    out = torch.empty(a.size(0), x.size(1), dtype=x.dtype, device=x.device)
-    return torch.addmm(out, a, x, beta=0, out=out)
+    x = x.to(a.dtype)  # sparse kernels are float32-only on CPU (autocast may hand over bfloat16)
+    with torch.autocast(x.device.type, enabled=False):
+        if a.device.type != "cpu":
+            return torch.sparse.mm(a, x)
+        out = torch.empty(a.size(0), x.size(1), dtype=x.dtype, device=x.device)
+        return torch.addmm(out, a, x, beta=0, out=out)
 
 
 class _SpMM(torch.autograd.Function):
@@ -377,7 +383,9 @@ class TypedRGCNConv(nn.Module):
             weight = (self.comp @ weight.view(self.num_bases, -1)).view(self.num_relations, f, self.out_channels)
         stacked = torch.cat([self.root.unsqueeze(0), weight], 0).view(-1, self.out_channels)
         h = spmm(adj.fwd, adj.bwd, x).view(n, -1)  # [x_v, mean_1, ..., mean_R]
-        return torch.addmm(self.bias, h, stacked)
+        # Under bfloat16 autocast (train.precision=bf16) only this GEMM runs in bfloat16; the
+        # output returns to float32 so LayerNorm and the readout's sums keep full precision.
+        return torch.addmm(self.bias, h, stacked).float()
 
     def _forward_mixed(self, x: Tensor, adj: TypedAdjacency) -> Tensor:
         n, f = x.shape
@@ -389,7 +397,7 @@ class TypedRGCNConv(nn.Module):
         out = torch.addmm(self.bias, x, self.root)
         for b in range(self.num_bases):  # B+1 accumulating GEMMs: no N x (B+1)F concatenation
             out = torch.addmm(out, mixed[b], self.weight[b])
-        return out
+        return out.float()  # float32 under bf16 autocast too, as in forward()
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, "
