@@ -237,30 +237,31 @@ class TypedAdjacency:
     mean_bwd: Optional[Tensor] = None
 
 
-def _csr(rows: Tensor, cols: Tensor, vals: Tensor, shape: tuple[int, int]) -> Tensor:
-    """CSR with int32 indices from unsorted (row, col, val) triples.
+def _csr(rows, cols, vals, shape: tuple[int, int]) -> Tensor:
+    """CSR with int32 indices from unsorted (row, col, val) triples (numpy arrays or tensors).
 
     Why this shape: MKL's sparse BLAS (LP64) takes int32 indices, so int64 ones are
     converted on every product; and only the row order matters to a CSR x dense
     product, so one sort by the small row key suffices (the order of the columns
     within a row only changes the summation order). A stable sort keeps the result
-    independent of the sort implementation. On CPU numpy sorts: torch's parallel sort
-    spends ~100x longer (≈190 ms instead of ≈2 ms for 120k keys) on 2 threads of a busy
-    2-core machine, where each of its many thread barriers waits for a descheduled thread.
+    independent of the sort implementation.
     """
-    if rows.device.type == "cpu":
-        order = torch.from_numpy(np.argsort(rows.numpy(), kind="stable"))
+    if isinstance(rows, np.ndarray):
+        order = np.argsort(rows, kind="stable")
+        crow = np.zeros(shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(rows, minlength=shape[0]), out=crow[1:])
+        parts = (torch.from_numpy(crow), torch.from_numpy(cols[order].astype(np.int32)), torch.from_numpy(vals[order]))
     else:
         order = torch.argsort(rows, stable=True)
-    crow = torch.zeros(shape[0] + 1, dtype=torch.int32, device=rows.device)
-    torch.cumsum(torch.bincount(rows, minlength=shape[0]), 0, out=crow[1:])
+        crow = torch.zeros(shape[0] + 1, dtype=torch.int32, device=rows.device)
+        torch.cumsum(torch.bincount(rows, minlength=shape[0]), 0, out=crow[1:])
+        parts = (crow, cols[order].to(torch.int32), vals[order])
     with warnings.catch_warnings():  # "CSR support is in beta" / invariant-check notices on every batch otherwise
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(crow, cols[order].to(torch.int32), vals[order], size=shape,
-                                       check_invariants=False)
+        return torch.sparse_csr_tensor(*parts, size=shape, check_invariants=False)
 
 
-def _csr_pair(rows: Tensor, cols: Tensor, vals: Tensor, shape: tuple[int, int]) -> tuple[Tensor, Tensor]:
+def _csr_pair(rows, cols, vals, shape: tuple[int, int]) -> tuple[Tensor, Tensor]:
     """The CSR of ``(rows, cols, vals)`` and the CSR of its transpose."""
     return _csr(rows, cols, vals, shape), _csr(cols, rows, vals, (shape[1], shape[0]))
 
@@ -273,20 +274,34 @@ def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_r
     duplicate edges count twice, as in PyG's mean aggregation. Values are at least
     float32 (``dtype`` bfloat16 under autocast gives float32): the sparse kernels take
     no reduced precision on CPU.
+
+    On CPU the index work runs in numpy, single-threaded. Why: each of the ~30 small
+    torch ops here is split over the 2 threads, and on the busy 2-core machine every such
+    split waits a scheduler slice for the second thread (≈2.7 ms per op whatever its
+    size; torch's parallel sort ≈190 ms instead of ≈2 ms): ≈290 ms per 40k-node batch,
+    against a few ms in numpy.
     """
     dtype = torch.promote_types(dtype, torch.float32)
-    src, dst = edge_index[0], edge_index[1]
-    seg = dst * num_relations + edge_type
-    deg = torch.bincount(seg, minlength=num_nodes * num_relations).to(dtype)
-    val = 1.0 / deg[seg]
+    if edge_index.device.type == "cpu":
+        xp, src, dst, et = np, edge_index[0].numpy(), edge_index[1].numpy(), edge_type.numpy()
+        cat, ones, arange = np.concatenate, np.ones, np.arange
+        fdtype = torch.empty(0, dtype=dtype).numpy().dtype
+    else:
+        xp, src, dst, et = torch, edge_index[0], edge_index[1], edge_type
+        cat, fdtype = torch.cat, dtype
+        ones = lambda n, dtype: torch.ones(n, dtype=dtype, device=src.device)  # noqa: E731
+        arange = lambda n: torch.arange(n, device=src.device)  # noqa: E731
+    seg = dst * num_relations + et
+    deg = xp.bincount(seg, minlength=num_nodes * num_relations)
+    val = 1.0 / (deg.astype(fdtype) if xp is np else deg.to(fdtype))[seg]
     if relation_major_mean:
-        mean_fwd, mean_bwd = _csr_pair(edge_type * num_nodes + dst, src, val, (num_nodes * num_relations, num_nodes))
+        mean_fwd, mean_bwd = _csr_pair(et * num_nodes + dst, src, val, (num_nodes * num_relations, num_nodes))
         return TypedAdjacency(num_nodes, num_relations, None, None, mean_fwd, mean_bwd)
     r1 = num_relations + 1
-    ar = torch.arange(num_nodes, device=edge_index.device)
-    rows = torch.cat([ar * r1, dst * r1 + 1 + edge_type])
-    cols = torch.cat([ar, src])
-    vals = torch.cat([torch.ones(num_nodes, dtype=dtype, device=edge_index.device), val])
+    ar = arange(num_nodes)
+    rows = cat([ar * r1, dst * r1 + 1 + et])
+    cols = cat([ar, src])
+    vals = cat([ones(num_nodes, dtype=fdtype), val])
     fwd, bwd = _csr_pair(rows, cols, vals, (num_nodes * r1, num_nodes))
     return TypedAdjacency(num_nodes, num_relations, fwd, bwd)
 
