@@ -79,7 +79,7 @@ class TrainConfig:
     embed_batch_size: int = 32
     device: str = "auto"
     threads: int = 0
-    precision: str = "fp32"
+    precision: str = "bf16"
     resume: bool = True
     progress: bool = True
 
@@ -231,6 +231,8 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
+    if cfg.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise TrainConfigError("train.precision: this GPU has no bfloat16 support, set train.precision=fp32")
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
     model = GCLModel(model_cfg).to(device)
