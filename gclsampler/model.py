@@ -405,8 +405,8 @@ class TypedRGCNConv(nn.Module):
         stacked = torch.cat([self.root.unsqueeze(0), weight], 0).view(-1, self.out_channels)
         h = spmm(adj.fwd, adj.bwd, x).view(n, -1)  # [x_v, mean_1, ..., mean_R]
         # Under bfloat16 autocast (train.precision=bf16) only this GEMM runs in bfloat16; the
-        # output returns to float32 so LayerNorm and the readout's sums keep full precision.
-        return torch.addmm(self.bias, h, stacked).float()
+        # output returns to x's dtype (float32) so LayerNorm and the readout's sums keep full precision.
+        return torch.addmm(self.bias, h, stacked).to(x.dtype)
 
     def _forward_mixed(self, x: Tensor, adj: TypedAdjacency) -> Tensor:
         n, f = x.shape
@@ -418,7 +418,7 @@ class TypedRGCNConv(nn.Module):
         out = torch.addmm(self.bias, x, self.root)
         for b in range(self.num_bases):  # B+1 accumulating GEMMs: no N x (B+1)F concatenation
             out = torch.addmm(out, mixed[b], self.weight[b])
-        return out.float()  # float32 under bf16 autocast too, as in forward()
+        return out.to(x.dtype)  # float32 under bf16 autocast too, as in forward()
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, "
