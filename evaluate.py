@@ -12,30 +12,38 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf
+from gclsampler._guard import call_guarded, check_config_keys, exit_on_interrupt, run_hydra_main
 
-from gclsampler.errors import GclError
-from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
+with exit_on_interrupt("evaluate"):  # hydra, pandas, matplotlib: seconds
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg) -> None:
+    call_guarded(lambda: _main(cfg), "evaluate")
+
+
+def _main(cfg) -> None:
     launch = Path(hydra.utils.get_original_cwd())
     out = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
     if not out.is_absolute():
         out = launch / out
+    check_config_keys(cfg)  # unknown keys added with `+` fail too
+    if cfg.out_dir:  # a directory the user chose: never write into files evaluate did not write
+        from gclsampler._safe_out import claim_dir
+
+        claim_dir(out, "evaluate")
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
-    try:
-        run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
-    except GclError as exc:
-        print(f"evaluate: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
 
 
 if __name__ == "__main__":
-    main()
+    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
+    sys.exit(run_hydra_main(main, "evaluate"))

@@ -12,24 +12,27 @@ from __future__ import annotations
 
 import sys
 
-import hydra
-from omegaconf import DictConfig
+from gclsampler._guard import exit_on_interrupt, run_hydra_main
 
-import gclsampler.config  # noqa: F401  (registers the structured config schema)
-from gclsampler.errors import GclError
+with exit_on_interrupt("train.py"):  # these imports load hydra, numpy and torch (seconds)
+    import hydra
+    from omegaconf import DictConfig
+
+    import gclsampler.config  # noqa: F401  (registers the structured config schema)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    from gclsampler._guard import call_guarded, check_config_keys
     from gclsampler.pipeline import run
 
-    try:
-        summary = run(cfg)
-    except GclError as exc:
-        print(f"gclsampler: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    return summary.get("best_val_loss")
+    def task():
+        check_config_keys(cfg)  # `+train.epoch=3` must fail, not train with the default
+        return run(cfg).get("best_val_loss")
+
+    return call_guarded(task, "train.py")
 
 
 if __name__ == "__main__":
-    main()
+    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
+    sys.exit(run_hydra_main(main, "train.py"))

@@ -12,8 +12,10 @@ Scope: this guards against crashes and errors of the writing process. There is n
 ``fsync``, so a power loss or kernel crash can still lose the newest write on some
 filesystems (the old content or an empty file may be seen afterwards).
 
-The temp file is created by ``tempfile.mkstemp`` (mode 0600), and the target keeps
-that mode after the rename.
+The temp file is created by ``tempfile.mkstemp`` (mode 0600, so no other user sees a
+half-written file); just before the rename it gets the mode a plain ``open(path, "w")``
+would have given (0666 minus the umask), so outputs are as readable as any other file
+the user creates (a plan handed to a colleague, a shared cache).
 """
 
 from __future__ import annotations
@@ -24,7 +26,25 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["atomic_path", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["atomic_path", "current_umask", "write_bytes_atomic", "write_text_atomic"]
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc).
+
+    ``os.umask`` can only be read by setting it, which races with other threads
+    creating files; /proc/self/status reports it directly.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 @contextlib.contextmanager
@@ -45,6 +65,7 @@ def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: 
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):  # never hide the original error behind a cleanup one

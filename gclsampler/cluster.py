@@ -58,8 +58,10 @@ class EmbeddingError(GclError):
 class ClusterConfig:
     """Hydra structured config of the ``cluster`` group (``conf/cluster/default.yaml``).
 
-    Defaults follow GCL-Sampler 3.4 (silhouette-chosen K, first invocation as
-    representative); the sampling/restart knobs follow DESIGN.md's measurements.
+    Defaults are the project's ``gcl``: GCL-Sampler 3.4's silhouette-chosen K, then the
+    work split (``split_tolerance``) and the medoid as representative; ``gcl_paper``
+    overrides those two (and ``launch_weight``) with the paper's settings. The
+    sampling/restart knobs follow DESIGN.md's measurements.
     """
 
     k_min: int = 2
@@ -71,17 +73,22 @@ class ClusterConfig:
     max_iter: int = 300
     sample_size: int = 5000  # above this many invocations, silhouette is scored on a seeded sample
     fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
-    representative: str = "first"  # first | medoid | random
+    representative: str = "medoid"  # medoid (project) | first (paper) | random
     normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
     # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
-    launch_weight: float = 2.0
+    launch_weight: float = 0.0
     # Embeddings closer than identical_tol x their RMS spread count as one point: k = 1 when
     # every embedding is within it of another. Below silhouette_min_points such points,
     # silhouette cannot rank partitions (with 3 points it only says which pair is closer, not
     # whether to merge it), so every distinct point is its own cluster.
     identical_tol: float = 1e-4
     silhouette_min_points: int = 4
+    # Deviation (project's gcl): after silhouette k-means, a cluster whose members' work
+    # (embedding column split_column, by default the size vector's log2 instructions on SM 0)
+    # spans more than split_tolerance is cut at its widest gap until none does. 0 = off (paper).
+    split_tolerance: float = 0.5
+    split_column: int = -6
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
         def bad(key: str, msg: str) -> ClusterConfigError:
@@ -107,6 +114,8 @@ class ClusterConfig:
             raise bad("identical_tol", f"must be a finite number >= 0, got {self.identical_tol}")
         if self.silhouette_min_points < 3:
             raise bad("silhouette_min_points", f"must be >= 3 (silhouette needs k < points), got {self.silhouette_min_points}")
+        if not (self.split_tolerance >= 0 and math.isfinite(self.split_tolerance)):
+            raise bad("split_tolerance", f"must be a finite number >= 0 (0 = off), got {self.split_tolerance}")
         if self.representative not in REPRESENTATIVES:
             raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
         return self
@@ -149,9 +158,11 @@ class ClusterResult:
     n_scored: int = 0
     config: dict[str, Any] = field(default_factory=dict)
 
+    k_silhouette: int = 0  # K the silhouette chose, before any work split (0: no sweep ran)
+
     @property
     def score(self) -> float | None:
-        return self.silhouette.get(self.k)
+        return self.silhouette.get(self.k_silhouette or self.k)
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,7 +447,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         # too few distinct points for silhouette: each one is its own cluster
         labels = _compact(groups[inverse])
         reps = _representatives(labels, x_all, cfg.representative, random_state)
-        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg))
+        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg), n_groups)
     every = _Points.of(uniq, counts)
 
     sampled = n > cfg.sample_size
@@ -509,10 +520,44 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         return _one_cluster(n, cfg, random_state)
 
     labels = _compact(refined[chosen][inverse])
+    if cfg.split_tolerance > 0:
+        if not -x_all.shape[1] <= cfg.split_column < x_all.shape[1]:
+            raise ClusterConfigError(
+                f"cluster.split_column: {cfg.split_column} is outside embeddings of {x_all.shape[1]} columns; the work "
+                "split needs the size vector (model.kernel_features=true) or cluster.split_tolerance=0")
+        labels = split_by_work(labels, x_all[:, cfg.split_column], cfg.split_tolerance)
     reps = _representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), dict(sorted(curve.items())), reps, sizes,
-                         sampled, n_scored, asdict(cfg))
+                         sampled, n_scored, asdict(cfg), int(chosen))
+
+
+def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
+    """Cut every cluster whose ``work`` values span more than ``tolerance`` at its widest gap,
+    recursively, until none does; labels renumbered by first appearance.
+
+    Why: silhouette rewards the most separated structure -- which kernels behave alike --
+    and is indifferent to a smooth spread of sizes inside one kernel's launches (a BFS
+    frontier, the shrinking LU trailing matrix, a growing KV cache). A representative stands
+    for its cluster only if the members do about the same work; cutting at the widest gap
+    keeps launches that do the same work together.
+    """
+    out = labels.astype(np.int64).copy()
+    next_label = int(out.max()) + 1 if out.size else 0
+    order = np.lexsort((work, out))
+    bounds = np.flatnonzero(np.r_[True, out[order][1:] != out[order][:-1], True])
+    stack = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    while stack:
+        members = stack.pop()  # sorted by work
+        v = work[members]
+        if v[-1] - v[0] <= tolerance:
+            continue
+        cut = int(np.argmax(np.diff(v))) + 1
+        hi = members[cut:]
+        out[hi] = next_label
+        next_label += 1
+        stack += [members[:cut], hi]
+    return _compact(out)
 
 
 def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:

@@ -1,22 +1,12 @@
-"""Score sampling plans against ground-truth profiles: error, speedup, simulated invocations.
+"""The evaluation suite (``python evaluate.py``): fit every method on every workload, score, report.
 
-Definitions (GCL-Sampler paper Sec. 4, eq. 5 and 6; STEM+ROOT paper Sec. 4.1):
-
-* cycle error  = |C_full - sum_s w_s C[s]| / C_full x 100 %, with C_full the sum of the
-  ground-truth ``cycles`` of every invocation (eq. 5).
-* rate metrics (``ipc``, ``l1_hit_rate``, ``l2_hit_rate``, ``achieved_occupancy``) are
-  per-invocation ratios, so a weighted *sum* would have no meaning; the plan's estimate is
-  the weighted mean sum_s w_s M[s] / N, compared against the true per-invocation mean
-  (1/N) sum_i M[i] with the same relative-error formula. This is "the same weighted sum as
-  for cycles" (GCL Sec. 5.3) divided by N on both sides.
-* speedup = sum_i time_ns[i] / sum_s time_ns[s] over the sampled invocations (eq. 6),
-  both from the evaluated arch's ground truth.
-* cross-arch: a plan fitted on the trace arch's ``profile.csv`` is scored against
-  ``profiles/<arch>.csv`` of every other arch (GCL Sec. 5.2, P1 -> P2, P3).
-
-Stochastic methods run once per seed; ``summarize`` averages errors arithmetically and
-gives speedup both as the arithmetic mean (the GCL paper's averages) and as the harmonic
-mean (the STEM+ROOT paper's, after Eeckhout 2024).
+The scoring arithmetic (GCL-Sampler eq. 5 and 6, weighted-mean rate metrics, averaging
+over seeds) lives in ``gclsampler.score``, below this module, the training pipeline and
+the report, so none of them import each other in a circle; its names are re-exported here
+for existing callers. Cross-arch: a plan fitted on the trace arch's ``profile.csv`` is
+scored against ``profiles/<arch>.csv`` of every other arch (GCL Sec. 5.2, P1 -> P2, P3),
+and ``profiles/accelsim-<config>.csv`` written by ``gclsampler simulate --all`` is scored
+the same way (simulated ground truth: the papers' sampled-versus-full simulation).
 """
 
 from __future__ import annotations
@@ -31,8 +21,25 @@ from typing import Any, Callable, Dict, Iterable, List, Optional  # plain types 
 
 import numpy as np
 
+from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 from gclsampler.plan import Sampler, SamplingPlan
+from gclsampler.report import write_workload_report
+from gclsampler.score import (  # noqa: F401  (re-exported: the suite's public names before the split)
+    METHOD_ORDER,
+    RATE_METRICS,
+    RESULT_COLUMNS,
+    EvaluationError,
+    MethodRun,
+    _rel_error_pct,
+    evaluate_workload,
+    harmonic_mean,
+    method_sort_key,
+    score_plan,
+    suite_averages,
+    summarize,
+    write_results_csv,
+)
 
 __all__ = [
     "EvaluationError",
@@ -51,65 +58,9 @@ __all__ = [
     "write_workload_report",
 ]
 
-RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
-METHOD_ORDER: list[str] = ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
 EMBEDDING_METHODS = ("gcl", "gcl_stem", "gcl_paper")
 PAPER_EMBEDDING_METHODS = ("gcl_paper",)
 """Methods clustering embeddings of the paper's encoder (``model=paper``), trained separately."""
-
-
-class EvaluationError(GclError):
-    """A plan and a ground truth that cannot be compared, or a bad evaluation config key."""
-
-
-def harmonic_mean(x: Iterable[float]) -> float:
-    a = np.asarray(list(x), dtype=np.float64)
-    a = a[np.isfinite(a)]
-    if a.size == 0 or np.any(a <= 0):
-        return float("nan")
-    return float(a.size / np.sum(1.0 / a))
-
-
-def _rel_error_pct(true: float, est: float) -> float:
-    if not math.isfinite(true) or not math.isfinite(est):
-        return float("nan")
-    if true == 0:
-        return 0.0 if est == 0 else float("inf")
-    return abs(true - est) / abs(true) * 100.0
-
-
-def score_plan(plan: SamplingPlan, truth, where: str = "ground truth") -> dict[str, Any]:
-    """Error (%) of cycles and rate metrics, speedup and simulated invocations of one plan.
-
-    ``truth`` is a profile table (row i = invocation i) of the arch being evaluated.
-    Metric columns missing from ``truth`` give NaN errors.
-    """
-    n = len(truth)
-    if n != plan.n_invocations:
-        raise EvaluationError(
-            f"{where}: n_invocations: plan {plan.workload!r}/{plan.method} has {plan.n_invocations} "
-            f"invocations, the ground truth has {n} rows")
-    inv, w = plan.invocations, plan.weights
-    row: dict[str, Any] = {"n_invocations": n, "n_simulated": int(inv.size), "n_clusters": len(plan.clusters)}
-    cycles = truth["cycles"].to_numpy(dtype=np.float64)
-    if np.isnan(cycles).any():
-        raise EvaluationError(f"{where}: cycles: the ground truth has rows without a cycle count")
-    row["cycles_true"] = float(cycles.sum())
-    row["cycles_est"] = float(np.dot(w, cycles[inv]))
-    row["error_cycles"] = _rel_error_pct(row["cycles_true"], row["cycles_est"])
-    for m in RATE_METRICS:
-        if m in truth.columns:
-            v = truth[m].to_numpy(dtype=np.float64)
-            true_mean = float(np.mean(v))
-            est_mean = float(np.dot(w, v[inv]) / n)
-            row[f"error_{m}"] = _rel_error_pct(true_mean, est_mean)
-        else:
-            row[f"error_{m}"] = float("nan")
-    t = truth["time_ns"].to_numpy(dtype=np.float64)
-    row["time_full_ns"] = float(t.sum())
-    row["time_sampled_ns"] = float(t[inv].sum())
-    row["speedup"] = row["time_full_ns"] / row["time_sampled_ns"] if row["time_sampled_ns"] > 0 else float("inf")
-    return row
 
 
 def _registry() -> dict[str, type[Sampler]]:
@@ -132,22 +83,6 @@ def make_sampler(method: str, params: dict[str, Any] | None = None, seed: int = 
         return reg[method](**dict(params or {}), random_state=int(seed))
     except TypeError as exc:
         raise EvaluationError(f"method_params.{method}: {exc}") from None
-
-
-@dataclass
-class MethodRun:
-    """One fitted plan: which method, parameters, seed, and what it learned."""
-
-    method: str
-    seed: int
-    epsilon: float | None
-    sweep: bool
-    plan: SamplingPlan
-    labels: np.ndarray | None
-    fit_seconds: float
-    stochastic: bool
-    params: dict[str, Any] = field(default_factory=dict)
-    silhouette: dict[int, float] | None = None  # k -> score, for samplers that learn one (gcl)
 
 
 def _labels_of(sampler: Sampler) -> np.ndarray | None:
@@ -199,84 +134,6 @@ def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str,
                 runs.append(MethodRun(method, seed, eps, sweep, plan, _labels_of(sampler), dt,
                                       stochastic, params, dict(sil) if isinstance(sil, dict) else None))
     return runs
-
-
-def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None = None) -> list[dict[str, Any]]:
-    """One row per run x arch: the plan (fitted on ``workload.arch``) against each arch's truth."""
-    plan_arch = workload.arch or "native"
-    archs = list(archs) if archs else [plan_arch]
-    truths = {}
-    for arch in archs:
-        if arch == plan_arch:
-            truths[arch] = (workload.profile, f"{workload.root or workload.name}/profile.csv")
-            continue
-        path = (Path(workload.root) / "profiles" / f"{arch}.csv") if workload.root is not None else None
-        if path is None or not path.exists():
-            raise EvaluationError(f"{path or workload.name}: archs: no ground truth for arch {arch!r}")
-        truths[arch] = (workload.ground_truth(arch), str(path))
-    rows = []
-    for run in runs:
-        for arch in archs:
-            truth, where = truths[arch]
-            score = score_plan(run.plan, truth, where)
-            rows.append({
-                "workload": workload.name, "method": run.method, "arch": arch, "plan_arch": plan_arch,
-                "cross_arch": arch != plan_arch, "seed": run.seed,
-                "epsilon": float("nan") if run.epsilon is None else run.epsilon,
-                "sweep": run.sweep, "stochastic": run.stochastic,
-                **score, "fit_seconds": run.fit_seconds,
-                "synthetic": bool(getattr(workload, "synthetic", False)),
-            })
-    return rows
-
-
-RESULT_COLUMNS = [
-    "workload", "method", "arch", "plan_arch", "cross_arch", "seed", "epsilon", "sweep", "stochastic",
-    "n_invocations", "n_simulated", "n_clusters", "error_cycles",
-    *[f"error_{m}" for m in RATE_METRICS],
-    "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
-]
-
-
-def summarize(results, sweep: bool = False):
-    """Per workload x method x arch (x ε): mean errors over seeds, speedup arith + harmonic.
-
-    Returns a DataFrame with ``error_*`` (arithmetic mean over seeds), ``speedup_mean``
-    (arithmetic), ``speedup_hmean`` (harmonic), ``n_simulated`` (mean), ``n_seeds``.
-    """
-    import pandas as pd
-
-    df = results[results["sweep"] == sweep] if not sweep else results.copy()
-    keys = ["workload", "method", "arch", "cross_arch"] + (["epsilon"] if sweep else [])
-    if sweep:
-        df = df[df["method"].isin(df.loc[df["sweep"], "method"].unique())]
-    err_cols = ["error_cycles", *[f"error_{m}" for m in RATE_METRICS]]
-    g = df.groupby(keys, sort=False, dropna=False)
-    out = g[err_cols].mean()
-    out["speedup_mean"] = g["speedup"].mean()
-    out["speedup_hmean"] = g["speedup"].agg(harmonic_mean)
-    out["n_simulated"] = g["n_simulated"].mean()
-    out["n_invocations"] = g["n_invocations"].first()
-    out["n_seeds"] = g["seed"].nunique()
-    return out.reset_index()
-
-
-def suite_averages(summary):
-    """Across workloads per method x arch: mean error; speedup arithmetic mean of per-workload
-    arithmetic means (GCL style) and harmonic mean of per-workload harmonic means (STEM style)."""
-    keys = [k for k in ("method", "arch", "cross_arch", "epsilon") if k in summary.columns]
-    err_cols = [c for c in summary.columns if c.startswith("error_")]
-    g = summary.groupby(keys, sort=False, dropna=False)
-    out = g[err_cols].mean()
-    out["speedup_mean"] = g["speedup_mean"].mean()
-    out["speedup_hmean"] = g["speedup_hmean"].agg(harmonic_mean)
-    out["n_simulated"] = g["n_simulated"].mean()
-    out["n_workloads"] = g["workload"].nunique()
-    return out.reset_index()
-
-
-def method_sort_key(method: str) -> tuple[int, str]:
-    return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
 
 
 # ---------------------------------------------------------------------------------------
@@ -341,17 +198,22 @@ def register_configs() -> None:
 def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
     """The workload directory, generating it with ``gclsampler.synth`` when missing."""
     wdir = data_dir / name
+    params = dict(suite.synth_params or {})
+    per = params.pop("per_workload", {}) or {}
+    params.update(per.get(name, {}) or {})
     if (wdir / "profile.csv").exists():
-        return wdir
+        from gclsampler.synth.generate import stale_reason
+
+        why = stale_reason(wdir, name, params or None, suite.trace_arch, seed) if generate else None
+        if why is None:
+            return wdir
+        print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
     if not generate:
         raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
     try:
         from gclsampler.synth import generate as synth_generate
     except ImportError as exc:
         raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
-    params = dict(suite.synth_params or {})
-    per = params.pop("per_workload", {}) or {}
-    params.update(per.get(name, {}) or {})
     out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
         if cand is not None and (cand / "profile.csv").exists():
@@ -395,7 +257,9 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
             own = Path(workload.root) / ("paper_embeddings.npy" if paper else "embeddings.npy")
             for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
-                    return np.load(cand)
+                    from gclsampler.embeddings import load_embeddings
+
+                    return load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
@@ -444,11 +308,22 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     if needs_emb and embed_fn is None:
         embed_fn = default_embed_fn(cfg, out)
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
-    for m in suite.methods:  # a misspelt method or parameter fails before any work starts
-        make_sampler(m, method_params.get(m, {}), cfg.seed)
+    from gclsampler.validate import check_sampler_params
+
+    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
+        check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
+    from gclsampler.validate import require_valid_workload
+
+    checked: set[Path] = set()
+    for name in suite.workloads:  # every workload already on disk is checked before any work starts
+        if (data_dir / name / "profile.csv").exists():
+            require_valid_workload(data_dir / name)
+            checked.add(data_dir / name)
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}
+    silhouette_k: dict[str, int] = {}
+    cluster_sections: list[tuple[str, str]] = []
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
@@ -463,6 +338,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise
             skipped.append(f"{name} ({exc})")
             continue
+        if wdir not in checked:  # synthesized just now
+            require_valid_workload(wdir)
         workload = Workload.load(wdir)
         if workload.arch is None:
             workload.arch = suite.trace_arch
@@ -495,6 +372,15 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                     histograms.append({"workload": name, "method": m,
                                        "times_ns": workload.profile["time_ns"].to_numpy(),
                                        "labels": r.labels, "representatives": r.plan.invocations})
+                    from gclsampler.cluster_table import cluster_table
+
+                    cluster_sections.append((f"Clusters of the {m} plan for {name} ({workload.arch})",
+                                             cluster_table(r.plan, workload.profile["time_ns"].to_numpy(), r.labels)))
+        gcl_run = next((r for r in runs if r.method == "gcl" and not r.sweep), None)
+        if gcl_run is not None:
+            from gclsampler.cluster_table import chosen_k
+
+            silhouette_k[name] = chosen_k(gcl_run.plan, gcl_run.labels)  # the plan's k, not the curve's max
         for cand in (wdir / "silhouette.csv", out / "train" / name / "silhouette.csv"):
             if cand.exists():
                 silhouettes[name] = cand
@@ -504,8 +390,6 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
             if learned:
                 curve = pd.DataFrame({"k": sorted(learned), "score": [learned[k] for k in sorted(learned)]})
                 silhouettes[name] = curve
-                from gclsampler.report import write_text_atomic
-
                 write_text_atomic(out / "silhouette" / f"{name}.csv", curve.to_csv(index=False, lineterminator="\n"))
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if results.empty:
@@ -523,48 +407,6 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
                  synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
-                 config_text=config_text, plots=cfg.plots, notes=notes)
+                 config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
+                 sections=cluster_sections)
     return results
-
-
-def write_results_csv(results, path: Path) -> Path:
-    """Atomic, deterministic CSV (fixed float format, fixed column order)."""
-    from gclsampler.report import write_text_atomic
-
-    return write_text_atomic(Path(path), results.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
-
-
-def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[str, np.ndarray] | None = None,
-                          silhouette: str | Path | None = None, archs: list[str] | None = None,
-                          plots: bool = True) -> Path:
-    """Single-workload ``report.md`` (+ results.csv, plots) for ``python train.py``.
-
-    ``plans``: a SamplingPlan, a list of them, or method -> plan. Scored on the workload's
-    own profile and on every ``profiles/<arch>.csv`` present (or ``archs``).
-    """
-    import pandas as pd
-
-    from gclsampler.report import write_report
-
-    if isinstance(plans, SamplingPlan):
-        plans = [plans]
-    if isinstance(plans, dict):
-        plans = list(plans.values())
-    if archs is None:
-        archs = [workload.arch or "native"]
-        if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
-            archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
-                            if p.stem != workload.arch)
-    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, None, 0.0, False) for p in plans]
-    results = pd.DataFrame(evaluate_workload(workload, runs, archs), columns=RESULT_COLUMNS)
-    out = Path(out_dir)
-    write_results_csv(results, out / "results.csv")
-    hist = []
-    for m, lab in (labels or {}).items():
-        plan = next((p for p in plans if p.method == m), None)
-        hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
-                     "labels": lab, "representatives": plan.invocations if plan is not None else ()})
-    sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
-    return write_report(results, out, title=f"{workload.name}: sampling plans",
-                        synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
-                        histograms=hist, silhouette=sil, plots=plots)

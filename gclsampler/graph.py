@@ -240,10 +240,10 @@ class GraphConfig:
     nodes, and a kernel's behaviour is already visible in a prefix of a few warps.
     """
 
-    max_warps: int = 16
+    max_warps: int = 4
     """Warps kept per kernel graph (0 = all). Chosen evenly spread over the trace's warps
     (``warp_selection: spread``) so that several CTAs are represented."""
-    max_insts_per_warp: int = 512
+    max_insts_per_warp: int = 128
     """Instructions kept per warp (0 = all), as contiguous runs so data flow stays intact."""
     inst_selection: str = "windows"
     """``prefix`` (the first ``max_insts_per_warp``, as before) or ``windows``: ``windows``

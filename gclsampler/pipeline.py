@@ -84,23 +84,10 @@ def _synth_request(cfg: DictConfig) -> dict:
 
 def _stale_synthetic(wdir: Path, cfg: DictConfig) -> Optional[str]:
     """Why an existing synthesized dir does not match the requested knobs (None = it matches)."""
-    meta_path = wdir / "workload.json"
-    if not meta_path.exists():
-        return None
-    meta = json.loads(meta_path.read_text())
-    if meta.get("generator") != "gclsampler.synth":
-        return None  # traced on hardware or written by hand: never replaced
-    from gclsampler.synth.generate import resolve_params
+    from gclsampler.synth.generate import stale_reason
 
     req = _synth_request(cfg)
-    want = json.loads(json.dumps(resolve_params(str(cfg.workload.name), req["params"])))
-    if meta.get("synth") is not None and meta.get("synth") != want:
-        return "synth knobs differ"
-    if "seed" in meta and int(meta["seed"]) != req["seed"]:
-        return "seed differs"
-    if "arch" in meta and str(meta["arch"]) != req["arch"]:
-        return "arch differs"
-    return None
+    return stale_reason(wdir, str(cfg.workload.name), req["params"], req["arch"], req["seed"])
 
 
 def ensure_workload(cfg: DictConfig) -> Path:
@@ -157,18 +144,26 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         from hydra.core.hydra_config import HydraConfig
 
         out_dir = Path(HydraConfig.get().runtime.output_dir)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from gclsampler._safe_out import claim_dir
+
+    # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
+    out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
     resolve_device(train_cfg.device)  # fail before synthesis/graph building
+    if bool(cfg.get("post_embedding", True)):
+        _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
     wdir = ensure_workload(cfg)
     post_enabled = bool(cfg.get("post_embedding", True))
+    from gclsampler.validate import require_valid_workload
+
+    # kernelslist.g vs trace headers vs profile.csv: seconds, before minutes of graphs and training
+    require_valid_workload(wdir, profile=post_enabled, traces=True)
     # read profile.csv now, so a bad profile fails before minutes of training, not after
     workload = _load_workload(wdir, str(cfg.workload.name)) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
@@ -213,6 +208,26 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     return summary
 
 
+def _check_plan_stage(cfg: DictConfig) -> None:
+    """Check the cluster, stem and sampler groups and build the sampler, without fitting it."""
+    from gclsampler.cluster import ClusterConfig
+    from gclsampler.samplers import sampler_from_config
+    from gclsampler.validate import check_sampler_params
+
+    ClusterConfig.from_any(cfg.get("cluster"), "cluster")
+    if cfg.get("stem") is not None:
+        from gclsampler.stem import _check_params
+
+        st = cfg.stem
+        _check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
+
+    try:
+        sampler = sampler_from_config(cfg.sampler, cfg.cluster, int(cfg.seed))
+    except TypeError as exc:
+        raise PipelineError(f"sampler.params: {exc}") from None
+    check_sampler_params(sampler, "sampler.params")
+
+
 def _load_workload(wdir: Path, name: str):
     """The workload's profile and metadata, named as the config names it (plan.json's ``workload``)."""
     from gclsampler.workload import Workload
@@ -229,12 +244,12 @@ def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_di
     """Cluster the embeddings, write the sampling plan and score it against ground truth.
 
     Writes ``plan.json``, ``clusters.csv`` and ``silhouette.csv`` (gclsampler.samplers),
-    then ``report.md``, ``results.csv`` and plots (gclsampler.evaluate) scored on the
+    then ``report.md``, ``results.csv`` and plots (gclsampler.report) scored on the
     workload's own profile and every ``profiles/<arch>.csv`` it has. Returns the plan
     summary plus the plan's error and speedup on the workload's own arch, which the
     sweep summary compares across settings.
     """
-    from gclsampler.evaluate import write_workload_report
+    from gclsampler.report import write_workload_report
     from gclsampler.plan import SamplingPlan
     from gclsampler.samplers import run_plan_stage
 

@@ -133,37 +133,119 @@ class SamplingPlan:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "plan") -> "SamplingPlan":
-        try:
-            if d.get("format") != PLAN_FORMAT:
-                raise PlanError(f"{where}: format: expected {PLAN_FORMAT!r}, found {d.get('format')!r}")
-            plan = cls(
-                workload=str(d["workload"]),
-                method=str(d["method"]),
-                n_invocations=int(d["n_invocations"]),
-                samples=[Sample(int(s["invocation"]), str(s["kernel_name"]), int(s["cluster"]),
-                                float(s["weight"])) for s in d["samples"]],
-                clusters=[ClusterInfo(int(c["id"]), int(c["size"]),
-                                      None if c.get("error_bound") is None else float(c["error_bound"]))
-                          for c in d["clusters"]],
-                config=dict(d.get("config") or {}),
-                synthetic=bool(d.get("synthetic", False)),
-            )
-        except KeyError as exc:
-            raise PlanError(f"{where}: missing field {exc.args[0]!r}") from None
-        except (TypeError, ValueError) as exc:
-            raise PlanError(f"{where}: malformed field: {exc}") from None
+        """Parse the file form strictly: a value of the wrong type is an error, never coerced.
+
+        ``int(0.5)`` used to turn ``"invocation": 0.5`` into invocation 0, and a JSON list
+        at the top level raised AttributeError; both now name the file and the field.
+        """
+        if not isinstance(d, dict):
+            raise PlanError(f"{where}: expected a JSON object (gclsampler-plan/1), found a JSON {_json_type(d)}")
+        if d.get("format") != PLAN_FORMAT:
+            raise PlanError(f"{where}: format: expected {PLAN_FORMAT!r}, found {d.get('format')!r}")
+        for key in ("workload", "method", "n_invocations", "samples", "clusters"):
+            if key not in d:
+                raise PlanError(f"{where}: missing field {key!r}")
+        samples_raw, clusters_raw = d["samples"], d["clusters"]
+        if not isinstance(samples_raw, list):
+            raise PlanError(f"{where}: samples: expected a list, found a JSON {_json_type(samples_raw)}")
+        if not isinstance(clusters_raw, list):
+            raise PlanError(f"{where}: clusters: expected a list, found a JSON {_json_type(clusters_raw)}")
+        config = d.get("config") or {}
+        if not isinstance(config, dict):
+            raise PlanError(f"{where}: config: expected an object, found a JSON {_json_type(config)}")
+        samples = []
+        for j, s in enumerate(samples_raw):
+            f = f"samples[{j}]"
+            if not isinstance(s, dict):
+                raise PlanError(f"{where}: {f}: expected an object, found a JSON {_json_type(s)}")
+            samples.append(Sample(_int_field(s, "invocation", f, where), _str_field(s, "kernel_name", f, where),
+                                  _int_field(s, "cluster", f, where), _float_field(s, "weight", f, where)))
+        clusters = []
+        for j, c in enumerate(clusters_raw):
+            f = f"clusters[{j}]"
+            if not isinstance(c, dict):
+                raise PlanError(f"{where}: {f}: expected an object, found a JSON {_json_type(c)}")
+            bound = None if c.get("error_bound") is None else _float_field(c, "error_bound", f, where)
+            clusters.append(ClusterInfo(_int_field(c, "id", f, where), _int_field(c, "size", f, where), bound))
+        synthetic = d.get("synthetic", False)
+        if not isinstance(synthetic, bool):
+            raise PlanError(f"{where}: synthetic: expected true or false, found {synthetic!r}")
+        plan = cls(
+            workload=_str_field(d, "workload", None, where),
+            method=_str_field(d, "method", None, where),
+            n_invocations=_int_field(d, "n_invocations", None, where),
+            samples=samples,
+            clusters=clusters,
+            config=dict(config),
+            synthetic=synthetic,
+        )
+        if plan.n_invocations < 0:
+            raise PlanError(f"{where}: n_invocations: must be >= 0, found {plan.n_invocations}")
+        if any(c.size < 0 for c in plan.clusters):
+            raise PlanError(f"{where}: clusters: a size is negative")
+        if len({c.id for c in plan.clusters}) != len(plan.clusters):
+            raise PlanError(f"{where}: clusters: an id appears more than once")
         return plan.validate(where)
 
     @classmethod
     def load(cls, path: str | Path) -> "SamplingPlan":
         path = Path(path)
         try:
-            d = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise PlanError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise PlanError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise PlanError(f"{path}: is a directory, not a plan file") from None
         except OSError as exc:
             raise PlanError(f"{path}: cannot read: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = raw[:exc.start].count(b"\n") + 1
+            raise PlanError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x})") from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+        except RecursionError:
+            raise PlanError(f"{path}: not a plan: JSON nested too deeply") from None
         return cls.from_dict(d, str(path))
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number" if isinstance(v, (int, float)) else type(v).__name__)
+
+
+def _field_name(key: str, parent: str | None) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _int_field(d: dict, key: str, parent: str | None, where: str) -> int:
+    if key not in d:
+        raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+        raise PlanError(f"{where}: {_field_name(key, parent)}: expected an integer, found {v!r}")
+    return int(v)
+
+
+def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
+    if key not in d:
+        raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise PlanError(f"{where}: {_field_name(key, parent)}: expected a finite number, found {v!r}")
+    return float(v)
+
+
+def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:
+    if key not in d:
+        raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
+    v = d[key]
+    if not isinstance(v, str):
+        raise PlanError(f"{where}: {_field_name(key, parent)}: expected a string, found {v!r}")
+    return v
 
 
 def plan_from_labels(

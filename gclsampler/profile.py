@@ -24,6 +24,7 @@ import io
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -77,6 +78,19 @@ OPTIONAL_COLUMNS: list[str] = [
 ]
 
 NUMERIC_COLUMNS: list[str] = ["time_ns", "cycles", *OPTIONAL_COLUMNS]
+
+VALUE_RANGES: dict[str, tuple[float, float, str]] = {
+    "l1_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "l2_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "achieved_occupancy": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
+    "nregs": (0.0, 255.0, "registers per thread, 0..255"),
+}
+"""Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
+(a percentage) was accepted and silently skewed every metric estimate built on it."""
+
+WHOLE_NUMBER_COLUMNS: tuple[str, ...] = ("nregs",)
+"""Registers per thread are whole; a fraction means a wrong column (byte and instruction counts
+may legitimately come out fractional from unit conversions, so they are not checked)."""
 
 
 class ProfileFormatError(GclError):
@@ -137,6 +151,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         )
     out: dict[str, Any] = {}
     n = len(df)
+    if n == 0:
+        raise ProfileFormatError(located(where, 2, None, "no invocation rows after the header"))
 
     inv = pd.to_numeric(df["invocation"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     expected = np.arange(n, dtype=np.float64)
@@ -156,7 +172,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
     if empty.any():
         r = int(np.flatnonzero(empty)[0])
         raise ProfileFormatError(located(where, line_of(r), "kernel_name", "empty kernel name"))
-    out["kernel_name"] = names.to_numpy(dtype=object) if names.dtype == object else names.astype(str).to_numpy(dtype=object)
+    out["kernel_name"] = names.array if _is_pandas_str(names) else \
+        _take_strings(np.asarray([str(u) for u in uniq], dtype=object), codes)
 
     for col in ("grid", "block"):
         out[col] = _normalise_dim3_column(df[col], where, col, line_of)
@@ -171,7 +188,18 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         neg = values < 0
         if neg.any():
             r = int(np.flatnonzero(neg)[0])
-            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {values[r]!r}"))
+            raise ProfileFormatError(located(where, line_of(r), col, f"negative value {float(values[r])!r}"))
+        if col in WHOLE_NUMBER_COLUMNS:
+            frac = ~np.isnan(values) & (values != np.round(values))
+            if frac.any():
+                r = int(np.flatnonzero(frac)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is not a whole number"))
+        if col in VALUE_RANGES:
+            hi, what = VALUE_RANGES[col][1], VALUE_RANGES[col][2]
+            above = values > hi * (1 + 1e-9)
+            if above.any():
+                r = int(np.flatnonzero(above)[0])
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r} is out of range: {what}"))
         out[col] = values
 
     extras = [c for c in df.columns if c not in REQUIRED_COLUMNS and c not in OPTIONAL_COLUMNS]
@@ -216,7 +244,34 @@ def _normalise_dim3_column(series: pd.Series, where: str, col: str, line_of) -> 
         except ValueError as exc:
             r = int(np.flatnonzero(codes == i)[0])
             raise ProfileFormatError(located(where, line_of(r), col, str(exc))) from None
-    return canon[codes]
+    if _is_pandas_str(series) and all(c == u for c, u in zip(canon.tolist(), list(uniq))):
+        return series.array  # already canonical: keep the column as it is (no second copy of every cell)
+    return _take_strings(canon, codes)
+
+
+def _is_pandas_str(series: pd.Series) -> bool:
+    """Whether the column already holds pandas' default string type (what a profile ends up with)."""
+    return series.dtype == pd.Series(["a"]).dtype
+
+
+def _take_strings(uniq: np.ndarray, codes: np.ndarray):
+    """``uniq[codes]`` as pandas' own string array, decoded by pyarrow from a dictionary.
+
+    Converting a million Python strings into pandas' (pyarrow-backed) string column
+    costs ~0.15 s per column; decoding codes against the few distinct values costs
+    ~0.02 s. Falls back to the object array when pandas' strings are not pyarrow's.
+    """
+    want = pd.Series(["a"]).dtype
+    if getattr(want, "storage", None) == "pyarrow" and codes.size:
+        try:
+            import pyarrow as pa
+
+            d = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int64)),
+                                               pa.array(list(uniq), type=pa.large_string()))
+            return pd.array(d.cast(pa.large_string()), dtype=want)
+        except (ImportError, TypeError, ValueError):  # pragma: no cover - other pandas/pyarrow versions
+            pass
+    return np.asarray(uniq, dtype=object)[codes]
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,6 +284,9 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     had no cycle counter), ``grid``/``block`` as canonical ``"(x,y,z)"`` strings.
     """
     path = Path(path)
+    fast = _read_profile_arrow(path)
+    if fast is not None:
+        return fast
     text_cols = {"kernel_name": str, "grid": str, "block": str}
     try:
         # Only empty cells are missing: a kernel called "NA" stays a name.
@@ -240,12 +298,97 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     except pd.errors.ParserError as exc:
         raise ProfileFormatError(located(path, _parser_error_line(exc), None, f"malformed CSV: {str(exc).strip()}{_HINT}")) from None
     except UnicodeDecodeError as exc:
-        raise ProfileFormatError(located(path, None, None, f"not UTF-8 text: {exc.reason}")) from None
+        raise ProfileFormatError(located(path, _first_non_utf8_line(path), None,
+                                         f"not UTF-8 text: {exc.reason}")) from None
     if not isinstance(df.index, pd.RangeIndex):
         # every data row had more fields than the header: pandas took the extras as an index
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
     return validate_profile(df, path)
+
+
+def _first_non_utf8_line(path: Path) -> int | None:
+    """Line of the first byte that is not UTF-8 (pandas reports a position in its own buffer)."""
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[:exc.start].count(b"\n") + 1
+    except OSError:
+        return None
+    return None
+
+
+def _read_profile_arrow(path: Path) -> pd.DataFrame | None:
+    """pyarrow's columnar reader for a profile.csv with only the documented columns.
+
+    Ten million rows take pandas' reader about 20 s and this one a few. Any doubt
+    (an unknown column whose type pandas would infer, a parse error, a value that
+    fails validation) returns None, and pandas' reader then reads the file or names
+    the line and field at fault.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        with open(path, "r", encoding="utf-8", newline="") as fh:
+            first = fh.readline()
+        header = [c.strip() for c in next(csv.reader([first]), [])]
+    except (OSError, UnicodeError):
+        return None
+    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
+    if not header or len(set(header)) != len(header) or not set(header) <= known or \
+            any(c not in header for c in REQUIRED_COLUMNS):
+        return None
+    # text columns repeat a few distinct values: read them dictionary-encoded
+    types = {c: (pa.dictionary(pa.int32(), pa.large_string()) if c in ("kernel_name", "grid", "block") else pa.float64())
+             for c in header}
+    types["invocation"] = pa.int64()
+    try:
+        table = _arrow_read_csv(pa.memory_map(str(path)), header, types, skip_rows=1)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+        return None
+    if table.num_rows == 0 or table.column("invocation").null_count:
+        return None
+    df = pd.DataFrame({c: (_arrow_strings(table.column(c)) if c in ("kernel_name", "grid", "block")
+                           else table.column(c).to_numpy()) for c in header}, copy=False)
+    try:
+        return validate_profile(df, path)
+    except ProfileFormatError:
+        return None
+
+
+def _arrow_read_csv(source, header: list[str], types: dict, *, include: list[str] | None = None, skip_rows: int = 0):
+    """Every value a string column, in ``types``' types, read by pyarrow's streaming CSV reader.
+
+    The streaming reader converts 16 MB blocks as it goes: at three million rows it
+    peaks at half the memory of ``pyarrow.csv.read_csv`` and takes half its CPU time.
+    Only empty cells are missing (a kernel called "NA" stays a name).
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    reader = pacsv.open_csv(
+        source,
+        read_options=pacsv.ReadOptions(skip_rows=skip_rows, column_names=header, use_threads=True, block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(newlines_in_values=False),
+        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=include or [], null_values=[""],
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False),
+    )
+    return pa.Table.from_batches(list(reader), schema=reader.schema)
+
+
+def _arrow_strings(col) -> Any:
+    """A dictionary-encoded arrow column as pandas' string array, decoded once per distinct value."""
+    col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    if not chunks:
+        return np.zeros(0, dtype=object)
+    uniq = np.asarray(chunks[0].dictionary.to_pylist(), dtype=object)
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return _take_strings(uniq, codes)
 
 
 _HINT = " (profiler exports are converted with `gclsampler profile import FILE --out profile.csv`)"
@@ -256,21 +399,99 @@ def _parser_error_line(exc: Exception) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def write_profile(df: pd.DataFrame, path: str | Path) -> Path:
+def write_profile(df: pd.DataFrame, path: str | Path, *, validated: bool = False) -> Path:
     """Validate, then write ``profile.csv`` atomically (temp file in the same dir, rename).
 
     Integral numeric columns are written as integers so that a round trip and two
-    runs over the same input give the same bytes.
+    runs over the same input give the same bytes. ``validated=True`` is for a frame
+    just returned by ``validate_profile`` / ``read_profile`` / ``import_profile`` and
+    not changed since: it skips the second check (and its copy of every column, which
+    at ten million rows is over a gigabyte).
     """
     path = Path(path)
-    table = validate_profile(df, f"{path} (table being written)", line_of=lambda r: r)
+    table = df.copy(deep=False) if validated else validate_profile(df, f"{path} (table being written)", line_of=lambda r: r)
     for col in [c for c in NUMERIC_COLUMNS if c in table.columns]:
         v = table[col].to_numpy(dtype=np.float64)
         if v.size and not np.isnan(v).any() and np.all(v == np.round(v)) and np.abs(v).max() < 2**62:
             table[col] = v.astype(np.int64)
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
-        table.to_csv(fh, index=False, lineterminator="\n")
+    plan = _csv_plan(table)
+    with atomic_path(path) as tmp, open(tmp, "wb" if plan is not None else "w", **({} if plan is not None else {"newline": ""})) as fh:
+        if plan is not None:
+            fh.write((",".join(_csv_quote(np.asarray([str(c) for c in table.columns], dtype=object)).tolist()) + "\n").encode("utf-8"))
+            for lo in range(0, len(table), _CSV_ROWS):
+                rows = _csv_text_rows(plan, lo, min(lo + _CSV_ROWS, len(table)))
+                off = np.frombuffer(rows.buffers()[1], dtype=np.int64)[rows.offset: rows.offset + len(rows) + 1]
+                fh.write(memoryview(rows.buffers()[2])[int(off[0]): int(off[-1])])
+        else:
+            table.to_csv(fh, index=False, lineterminator="\n")
     return path
+
+
+_CSV_ROWS = 1 << 20
+"""Rows formatted per pass when writing profile.csv (bounds the text held in memory)."""
+
+
+def _csv_quote(values: np.ndarray) -> np.ndarray:
+    """Python csv QUOTE_MINIMAL of distinct strings: quoted when they hold , " CR or LF."""
+    out = np.empty(values.size, dtype=object)
+    for i, v in enumerate(values.tolist()):
+        out[i] = '"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\r\n') else v
+    return out
+
+
+def _csv_plan(table: pd.DataFrame) -> list | None:
+    """How to format each column the way ``table.to_csv(index=False)`` does, by columns.
+
+    pandas writes a million-row profile in about 3 s, one Python row at a time. Here
+    integers are written in plain decimal, floats the way pandas formats them (numpy's
+    ``astype(str)``, NaN as an empty cell), text quoted once per distinct value (csv's
+    QUOTE_MINIMAL), and pyarrow joins the cells (``_csv_text_rows``). Returns None for a
+    column kind it does not handle (pandas then writes). A test checks the bytes equal
+    pandas' on generated tables.
+    """
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return None
+    if not len(table) or not len(table.columns):
+        return None
+    plan = []
+    for name in table.columns:
+        col = table[name]
+        kind = col.dtype.kind if isinstance(col.dtype, np.dtype) else None
+        if kind in ("i", "u", "f"):
+            plan.append((kind, col.to_numpy()))
+        elif kind == "O" or pd.api.types.is_string_dtype(col.dtype):
+            codes, uniq = pd.factorize(col, sort=False, use_na_sentinel=True)
+            if not all(isinstance(u, str) for u in uniq):
+                return None
+            plan.append(("s", np.asarray(codes), np.append(_csv_quote(np.asarray(uniq, dtype=object)), "")))  # -1 -> ""
+        else:
+            return None
+    return plan
+
+
+def _csv_text_rows(plan: list, lo: int, hi: int):
+    """Rows lo..hi of a ``_csv_plan`` as one arrow large_string array, each row ending in a newline."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = []
+    for kind, values, *rest in plan:
+        v = values[lo:hi]
+        if kind in ("i", "u"):
+            cells.append(pa.array(v).cast(pa.large_string()))  # plain decimal, as str(int)
+        elif kind == "f":
+            nan = np.isnan(v)
+            text = np.where(nan, "", v.astype(str)) if not nan.all() else np.full(v.size, "")
+            cells.append(pa.array(text, type=pa.large_string()))
+        else:
+            d = pa.DictionaryArray.from_arrays(pa.array(np.where(v < 0, rest[0].size - 1, v)),
+                                               pa.array(list(rest[0]), type=pa.large_string()))
+            cells.append(d.cast(pa.large_string()))
+    rows = pc.binary_join_element_wise(*cells, pa.scalar(",", pa.large_string()))
+    rows = pc.binary_join_element_wise(rows, pa.scalar("\n", pa.large_string()), pa.scalar("", pa.large_string()))
+    return pa.concat_arrays([rows]) if isinstance(rows, pa.ChunkedArray) else rows
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,7 +550,7 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
-    except (UnicodeDecodeError, OSError, EOFError) as exc:
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
 
 
@@ -362,7 +583,7 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
     head = text.lstrip()[:1]
     if head in ("{", "["):
         return "torch"
-    for line in text.splitlines()[:200]:
+    for line in text[: 1 << 20].splitlines()[:200]:
         s = line.strip()
         if s.startswith('"ID"') or s.startswith("ID,"):
             if "Kernel Name" in s:
@@ -383,6 +604,9 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     path = Path(path)
     if fmt not in ("auto", *FORMATS):
         raise ProfileFormatError(located(path, None, "format", f"unknown format {fmt!r}; choose auto, {', '.join(FORMATS)}"))
+    df = _import_nsys_mapped(path, fmt)
+    if df is not None:
+        return _fill_cycles(df, path, clock_mhz)
     text = _read_text(path)
     if fmt == "auto":
         fmt = detect_format(path, text)
@@ -391,9 +615,38 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     elif fmt == "ncu":
         df = _import_ncu_text(path, text)
     elif fmt == "nsys":
-        df = _import_nsys_text(path, text)
+        df = _import_nsys(path, text)
     else:
         df = _import_torch_text(path, text)
+    return _fill_cycles(df, path, clock_mhz)
+
+
+def _import_nsys_mapped(path: Path, fmt: str) -> pd.DataFrame | None:
+    """An nsys CSV read straight from the mapped file, without first decoding all of it.
+
+    Only for plain (not gzipped) files that are, or are detected from their first
+    megabyte to be, nsys exports; None otherwise, and for anything the fast path does
+    not accept (the caller then reads the text and the row reader decides).
+    """
+    if fmt not in ("auto", "nsys") or path.suffix == ".gz":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20).decode("utf-8-sig", errors="ignore")
+    except OSError:
+        return None
+    try:
+        if fmt == "auto" and detect_format(path, head) != "nsys":
+            return None
+    except ProfileFormatError:
+        return None
+    try:
+        return _import_nsys_arrow(path)
+    except ProfileFormatError:
+        return None
+
+
+def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.DataFrame:
     if clock_mhz is not None:
         if not (clock_mhz > 0):
             raise ProfileFormatError(located(path, None, "clock_mhz", f"must be > 0, found {clock_mhz}"))
@@ -411,7 +664,7 @@ def import_ncu(path: str | Path) -> pd.DataFrame:
 def import_nsys(path: str | Path) -> pd.DataFrame:
     """``nsys stats --report cuda_gpu_trace|cuda_kern_exec_trace --format csv`` export."""
     path = Path(path)
-    return _import_nsys_text(path, _read_text(path))
+    return _import_nsys(path, _read_text(path))
 
 
 def import_torch(path: str | Path) -> pd.DataFrame:
@@ -582,6 +835,167 @@ _UNIT_SUFFIX = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
 def _split_unit(name: str) -> tuple[str, str | None]:
     m = _UNIT_SUFFIX.match(name)
     return (m.group(1), m.group(2)) if m else (name, None)
+
+
+def _import_nsys(path: Path, text: str) -> pd.DataFrame:
+    """Columnar fast path for well-formed exports; anything it does not accept goes to
+    the row-by-row reader, which either reads it too or names the file, line and field.
+
+    Millions of launches are common in ML workloads, and the row reader costs about
+    10 us a row; pyarrow's CSV reader parses the same file in a few hundred ms. The
+    fast path accepts only what it can read exactly like the row reader (same rows,
+    values and order); on any doubt it returns None and the row reader decides.
+    """
+    try:
+        df = _import_nsys_arrow(path, text)
+    except ProfileFormatError:
+        df = None
+    return df if df is not None else _import_nsys_text(path, text)
+
+
+def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | None:
+    """The fast path: ``text`` already read, or (None) the file mapped into memory as bytes."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency; keep the row reader usable
+        return None
+    try:
+        data = pa.py_buffer(text.encode("utf-8")) if text is not None else pa.memory_map(str(path)).read_buffer()
+    except (OSError, UnicodeError):
+        return None
+    # the header is within the first few lines (nsys prints a short preamble)
+    head = data.slice(0, min(data.size, 1 << 20)).to_pybytes()
+    offset = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+    header = None
+    for raw in head[offset:].split(b"\n")[:200]:
+        offset += len(raw) + 1
+        try:
+            row = next(csv.reader([raw.decode("utf-8")]), [])
+        except UnicodeDecodeError:
+            return None
+        names = [_split_unit(c.strip())[0] for c in row]
+        if ("Name" in names and "GrdX" in names) or ("Kernel Name" in names and "GridXYZ" in names):
+            header = [c.strip() for c in row]
+            break
+    if header is None or len(set(header)) != len(header):
+        return None
+    base = {_split_unit(c)[0]: c for c in header}
+    unit_of = {b: (_split_unit(c)[1] or "ns") for b, c in base.items()}
+    exec_trace = "GridXYZ" in base
+    if exec_trace:
+        need, order_col, dur_col, name_col = ["Kernel Dur", "GridXYZ", "BlockXYZ", "Kernel Name"], "API Start", "Kernel Dur", "Kernel Name"
+        dims = ["GridXYZ", "BlockXYZ"]
+    else:
+        need, order_col, dur_col, name_col = ["Start", "Duration", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Name"], "CorrId", "Duration", "Name"
+        dims = ["GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ"]
+    scale = _TIME_NS.get(unit_of.get(dur_col, ""))
+    if any(c not in base for c in need) or scale is None:
+        return None
+    cols = [base[c] for c in need if c != "Start"] + ([base[order_col]] if order_col in base else []) + \
+        ([base["Reg/Trd"]] if not exec_trace and "Reg/Trd" in base else [])
+    text = pa.dictionary(pa.int32(), pa.string())  # names and shapes repeat: read them dictionary-encoded
+    types = {base[dur_col]: pa.float64(), base[name_col]: text}
+    if order_col in base:
+        types[base[order_col]] = pa.float64()
+    if not exec_trace:
+        types.update({base[c]: pa.int32() for c in dims})
+        if "Reg/Trd" in base:
+            types[base["Reg/Trd"]] = pa.float64()
+    else:
+        types.update({base[c]: text for c in dims})
+    try:
+        table = _arrow_read_csv(pa.BufferReader(data.slice(min(offset, data.size))), header, types,
+                                include=list(dict.fromkeys(cols)))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError):
+        return None
+    del data  # the parsed columns own their bytes: unmap the file now, not at return
+    if table.num_rows == 0:
+        return None
+
+    def num(c: str) -> np.ndarray:
+        return table.column(base[c]).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+
+    if exec_trace:
+        keep = np.ones(table.num_rows, dtype=bool)
+    else:
+        gx = table.column(base["GrdX"])
+        keep = ~np.asarray(gx.is_null().to_numpy(zero_copy_only=False))
+        if not keep.any():
+            return None
+        if not keep.all():
+            table = table.filter(pa.array(keep))
+        if any(table.column(base[c]).null_count for c in dims):
+            return None  # a kernel row with a missing dimension: let the row reader name it
+    n = table.num_rows
+    names = table.column(base[name_col])
+    # names: the row reader strips them; factorise first, strip each distinct name once
+    codes, uniq = _arrow_factorize(names)
+    uniq = np.asarray([str(u).strip() for u in uniq], dtype=object)
+    if exec_trace:
+        grid = _dim3_strings(table.column(base["GridXYZ"]))
+        block = _dim3_strings(table.column(base["BlockXYZ"]))
+        if grid is None or block is None:
+            return None
+    else:
+        d = np.stack([table.column(base[c]).to_numpy(zero_copy_only=False) for c in dims], axis=1).astype(np.int64)
+        if (d < 1).any():
+            return None
+        grid, block = _dim3_from_ints(d[:, :3]), _dim3_from_ints(d[:, 3:])
+    t = num(dur_col) * scale
+    if np.isnan(t).any():
+        return None
+    o = num(order_col) if order_col in base else np.full(n, np.nan)
+    perm = np.argsort(o, kind="stable") if not np.isnan(o).any() else np.arange(n)
+    df: dict[str, Any] = {
+        "invocation": np.arange(n),
+        "kernel_name": _take_strings(uniq, codes[perm]),
+        "grid": _take_strings(grid[0], grid[1][perm]),
+        "block": _take_strings(block[0], block[1][perm]),
+        "time_ns": t[perm],
+        "cycles": np.full(n, np.nan),
+    }
+    if not exec_trace and "Reg/Trd" in base:
+        regs = num("Reg/Trd")
+        if not np.isnan(regs).all():
+            df["nregs"] = regs[perm]
+    return validate_profile(pd.DataFrame(df, copy=False), path, line_of=lambda r: r)
+
+
+def _arrow_factorize(col) -> tuple[np.ndarray, list]:
+    """Codes (in order of first appearance) and distinct values of an arrow string column,
+    without making a Python object per row."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(col.type):
+        col = col.dictionary_encode()
+    col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    if not chunks:
+        return np.zeros(0, dtype=np.int64), []
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    return codes, chunks[0].dictionary.to_pylist()
+
+
+def _dim3_from_ints(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct "(x,y,z)" strings and each row's code; launch shapes repeat, so each is formatted once."""
+    if d.size and d.max() < 1 << 20:  # CUDA: x < 2^31, y, z < 2^16; pack into one int64 and hash
+        codes, uniq = pd.factorize((d[:, 0] << 40) | (d[:, 1] << 20) | d[:, 2], sort=False)
+        rows = np.stack([uniq >> 40, (uniq >> 20) & 0xFFFFF, uniq & 0xFFFFF], axis=1)
+    else:
+        rows, codes = np.unique(d, axis=0, return_inverse=True)
+    text = np.asarray([format_dim3(u) for u in rows.tolist()], dtype=object)
+    return text, np.asarray(codes).reshape(-1)
+
+
+def _dim3_strings(col) -> tuple[np.ndarray, np.ndarray] | None:
+    """Canonical dims from nsys's "  64    8    1" cells, each distinct cell parsed once."""
+    codes, uniq = _arrow_factorize(col)
+    try:
+        text = np.asarray([format_dim3(parse_dim3(str(u).replace(",", " "))) for u in uniq], dtype=object)
+    except ValueError:
+        return None
+    return text, codes
 
 
 def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:

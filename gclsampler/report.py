@@ -16,18 +16,28 @@ from typing import Any, Iterable
 import numpy as np
 
 from gclsampler._atomic import atomic_path, write_text_atomic
-from gclsampler.evaluate import RATE_METRICS, method_sort_key, summarize, suite_averages
+from gclsampler.plan import SamplingPlan
+from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, MethodRun, evaluate_workload, method_sort_key,
+                               summarize, suite_averages, write_results_csv)
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
-           "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER"]
+           "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER",
+           "write_workload_report"]
 
 SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthetic workloads written by "
                     "`gclsampler.synth`, not from hardware measurements.")
 
 
-def _savefig(fig, path: Path) -> Path:
-    """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes."""
+def _savefig(fig, path: Path, synthetic: bool = False) -> Path:
+    """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes.
+
+    ``synthetic`` stamps "SYNTHETIC DATA" on the figure: a plot copied out of the report
+    (into slides, a paper) must still say its numbers are not hardware measurements.
+    """
     path = Path(path)
+    if synthetic:
+        fig.text(0.99, 0.01, "SYNTHETIC DATA", ha="right", va="bottom", fontsize=9, color="tab:red",
+                 alpha=0.8, fontweight="bold")
     with atomic_path(path, suffix=".png", make_parents=False) as tmp:  # matplotlib picks the format from it
         fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
     return path
@@ -96,7 +106,7 @@ _COLORS = {"gcl": "tab:red", "gcl_stem": "tab:orange", "stem_root": "tab:green",
            "sieve": "tab:purple", "allegro": "tab:brown", "random": "tab:gray", "photon": "tab:olive"}
 
 
-def plot_speedup_vs_error(summary, path: Path, arch: str) -> Path:
+def plot_speedup_vs_error(summary, path: Path, arch: str, synthetic: bool = False) -> Path:
     """STEM+ROOT Fig. 9 style: one point per workload, speedup (log x) vs cycle error."""
     plt = _plt()
     df = summary[summary["arch"] == arch]
@@ -111,12 +121,13 @@ def plot_speedup_vs_error(summary, path: Path, arch: str) -> Path:
     ax.set_title(f"speedup vs error per workload ({arch})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    out = _savefig(fig, path)
+    out = _savefig(fig, path, synthetic)
     plt.close(fig)
     return out
 
 
-def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: str) -> tuple[Path, Path]:
+def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: str,
+                           synthetic: bool = False) -> tuple[Path, Path]:
     """GCL-Sampler Fig. 4 and 5: per-workload grouped bars of error and speedup (log)."""
     plt = _plt()
     df = summary[summary["arch"] == arch]
@@ -143,13 +154,14 @@ def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: 
         ax.set_title(f"{ylabel.split(' (')[0]} per workload ({arch})")
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        outs.append(_savefig(fig, path))
+        outs.append(_savefig(fig, path, synthetic))
         plt.close(fig)
     return outs[0], outs[1]
 
 
 def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path, title: str,
-                            representatives: Iterable[int] = (), max_clusters: int = 12) -> Path:
+                            representatives: Iterable[int] = (), max_clusters: int = 12,
+                            synthetic: bool = False) -> Path:
     """Execution-time histogram of each cluster (largest first), representatives marked."""
     plt = _plt()
     times = np.asarray(times_ns, dtype=np.float64) / 1e3
@@ -176,41 +188,57 @@ def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path
     shown = f"{n} largest of {ids.size} clusters" if ids.size > n else f"{ids.size} clusters"
     fig.suptitle(f"{title}: {shown} (red: sampled invocations)", fontsize=9)
     fig.tight_layout()
-    out = _savefig(fig, path)
+    out = _savefig(fig, path, synthetic)
     plt.close(fig)
     return out
 
 
-def plot_silhouette(curves: dict[str, Any], path: Path) -> Path | None:
-    """Silhouette score vs k, one line per workload (from ``silhouette.csv`` files: k,score)."""
+def plot_silhouette(curves: dict[str, Any], path: Path, chosen: dict[str, int] | None = None,
+                    synthetic: bool = False) -> Path | None:
+    """Silhouette score vs k, one line per workload (from ``silhouette.csv`` files: k,score).
+
+    ``chosen``: workload -> the k its plan uses; that point gets the star. K selection
+    may take a smaller k within a tolerance of the best score, so starring the maximum
+    pointed at a clustering the plan does not use. Without ``chosen`` the maximum is
+    starred and the title says so.
+    """
     import pandas as pd
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     drawn = 0
+    chosen = chosen or {}
     for name, src in curves.items():
         df = pd.read_csv(src) if not isinstance(src, pd.DataFrame) else src
         if not {"k", "score"} <= set(df.columns) or df.empty:
             continue
         df = df.sort_values("k")
-        ax.plot(df["k"], df["score"], marker="o", ms=3, label=name)
-        best = df.loc[df["score"].idxmax()]
-        ax.scatter([best["k"]], [best["score"]], marker="*", s=80, color="k", zorder=3)
+        line = ax.plot(df["k"], df["score"], marker="o", ms=3, label=name)[0]
+        if name in chosen:
+            k = int(chosen[name])
+            at = df[df["k"] == k]
+            if len(at):
+                ax.scatter([k], [float(at["score"].iloc[0])], marker="*", s=110, color="k", zorder=3)
+            else:  # the plan's k was not scored (e.g. fewer distinct embeddings than k_min)
+                ax.axvline(k, color=line.get_color(), ls="--", lw=1)
+        elif not chosen:
+            best = df.loc[df["score"].idxmax()]
+            ax.scatter([best["k"]], [best["score"]], marker="*", s=80, color="k", zorder=3)
         drawn += 1
     if not drawn:
         plt.close(fig)
         return None
     ax.set_xlabel("k (clusters)")
     ax.set_ylabel("silhouette score")
-    ax.set_title("silhouette curve (★ = max)")
+    ax.set_title("silhouette curve (★ = k the plan uses)" if chosen else "silhouette curve (★ = max)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    out = _savefig(fig, path)
+    out = _savefig(fig, path, synthetic)
     plt.close(fig)
     return out
 
 
-def plot_epsilon_sweep(sweep_avg, path: Path, arch: str) -> Path | None:
+def plot_epsilon_sweep(sweep_avg, path: Path, arch: str, synthetic: bool = False) -> Path | None:
     """STEM+ROOT Fig. 11: error and (harmonic-mean) speedup against the error bound ε."""
     plt = _plt()
     df = sweep_avg[(sweep_avg["arch"] == arch)].dropna(subset=["epsilon"])
@@ -232,7 +260,7 @@ def plot_epsilon_sweep(sweep_avg, path: Path, arch: str) -> Path | None:
         a.legend(fontsize=8)
     fig.suptitle(f"error-bound sweep ({arch})", fontsize=10)
     fig.tight_layout()
-    out = _savefig(fig, path)
+    out = _savefig(fig, path, synthetic)
     plt.close(fig)
     return out
 
@@ -317,11 +345,14 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
                  started_at: float | None = None,
                  plan_arch: str | None = None, notes: Iterable[str] = (),
                  histograms: Iterable[dict[str, Any]] = (), silhouette: dict[str, Any] | None = None,
-                 config_text: str | None = None, plots: bool = True) -> Path:
+                 config_text: str | None = None, plots: bool = True,
+                 silhouette_k: dict[str, int] | None = None, sections: Iterable[tuple[str, str]] = ()) -> Path:
     """Write ``report.md`` and its PNGs into ``out_dir`` from a results DataFrame.
 
     ``histograms``: dicts with ``workload, method, times_ns, labels, representatives``.
-    ``silhouette``: workload -> silhouette.csv path (or DataFrame with k, score).
+    ``silhouette``: workload -> silhouette.csv path (or DataFrame with k, score);
+    ``silhouette_k``: workload -> the k its plan uses (starred in the plot).
+    ``sections``: extra (heading, markdown) sections placed before the plots.
     ``started_at`` (a ``time.perf_counter()`` value) makes the report state the wall time
     up to its own completion. ``plots=False`` writes the tables only (matplotlib costs seconds per figure).
     """
@@ -352,6 +383,11 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "(STEM+ROOT's averaging).",
         "",
     ]
+    simulated = [a for a in archs if str(a).startswith("accelsim-")]
+    if simulated:
+        lines += [f"Ground truth {', '.join(f'`{a}`' for a in simulated)} is SIMULATED by Accel-Sim "
+                  "(`gclsampler simulate --all`; one SM unless run with --full-gpu, so cycles are SM 0's share; "
+                  "time_ns = cycles / the config's core clock), not measured on hardware.", ""]
     wall_at = len(lines)
     for note in notes:
         lines += [f"- {note}"]
@@ -363,9 +399,9 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     plots: list[tuple[str, Path | None]] = []
     if want_plots:
         plots.append(("Speedup vs error",
-                      plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch)))
+                      plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch, synthetic)))
         pe, ps = plot_per_workload_bars(summary, out / "plots" / "error_per_workload.png",
-                                        out / "plots" / "speedup_per_workload.png", plan_arch)
+                                        out / "plots" / "speedup_per_workload.png", plan_arch, synthetic)
         plots += [("Cycle error per workload", pe), ("Speedup per workload", ps)]
     if len(archs) > 1:
         lines += ["## Cross-architecture (GCL-Sampler Table 3): plans from " + plan_arch, ""]
@@ -379,14 +415,17 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         lines += [f"## Error-bound sweep (STEM+ROOT Fig. 11), {plan_arch}", "", _sweep_table(sweep_avg, plan_arch), ""]
         if want_plots:
             plots.append(("Error-bound sweep",
-                          plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch)))
+                          plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch, synthetic)))
     for h in histograms if want_plots else ():
         p = plot_cluster_histograms(h["times_ns"], h["labels"], out / "plots" / f"clusters_{h['workload']}_{h['method']}.png",
                                     f"{h['workload']} / {h['method']}: execution time per cluster",
-                                    h.get("representatives", ()), h.get("max_clusters", 12))
+                                    h.get("representatives", ()), h.get("max_clusters", 12), synthetic)
         plots.append((f"Execution time per cluster: {h['workload']} / {h['method']}", p))
     if silhouette and want_plots:
-        plots.append(("Silhouette curve", plot_silhouette(silhouette, out / "plots" / "silhouette.png")))
+        plots.append(("Silhouette curve", plot_silhouette(silhouette, out / "plots" / "silhouette.png",
+                                                                silhouette_k, synthetic)))
+    for heading, body in sections:
+        lines += [f"## {heading}", "", body, ""]
     lines += ["## Plots", ""]
     for caption, p in plots:
         if p is not None:
@@ -400,3 +439,44 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     if config_text:
         lines += ["## Configuration", "", "```yaml", config_text.rstrip(), "```", ""]
     return write_text_atomic(out / "report.md", "\n".join(lines))
+
+
+def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[str, np.ndarray] | None = None,
+                          silhouette: str | Path | None = None, archs: list[str] | None = None,
+                          plots: bool = True) -> Path:
+    """Single-workload ``report.md`` (+ results.csv, plots) for ``python train.py``.
+
+    ``plans``: a SamplingPlan, a list of them, or method -> plan. Scored on the workload's
+    own profile and on every ``profiles/<arch>.csv`` present (or ``archs``).
+    """
+    import pandas as pd
+
+    if isinstance(plans, SamplingPlan):
+        plans = [plans]
+    if isinstance(plans, dict):
+        plans = list(plans.values())
+    if archs is None:
+        archs = [workload.arch or "native"]
+        if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
+            archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
+                            if p.stem != workload.arch)
+    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, None, 0.0, False) for p in plans]
+    results = pd.DataFrame(evaluate_workload(workload, runs, archs), columns=RESULT_COLUMNS)
+    out = Path(out_dir)
+    write_results_csv(results, out / "results.csv")
+    hist = []
+    for m, lab in (labels or {}).items():
+        plan = next((p for p in plans if p.method == m), None)
+        hist.append({"workload": workload.name, "method": m, "times_ns": workload.profile["time_ns"].to_numpy(),
+                     "labels": lab, "representatives": plan.invocations if plan is not None else ()})
+    sil = {workload.name: silhouette} if silhouette is not None and Path(silhouette).exists() else None
+    from gclsampler.cluster_table import chosen_k, cluster_table
+
+    times = workload.profile["time_ns"].to_numpy()
+    sections = [(f"Clusters of the {p.method} plan ({workload.arch or 'native'} time)",
+                 cluster_table(p, times, (labels or {}).get(p.method))) for p in plans]
+    gcl = next((p for p in plans if p.method == "gcl"), plans[0] if len(plans) == 1 else None)
+    sil_k = {workload.name: chosen_k(gcl, (labels or {}).get(gcl.method))} if sil and gcl is not None else None
+    return write_report(results, out, title=f"{workload.name}: sampling plans",
+                        synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
+                        histograms=hist, silhouette=sil, plots=plots, silhouette_k=sil_k, sections=sections)

@@ -147,10 +147,14 @@ def _silhouette_list(curve: Mapping[int, float]) -> list[list[float]]:
 
 
 class GclSampler(Sampler):
-    """GCL-Sampler: silhouette k-means on ``workload.embeddings``, first member per cluster.
+    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, medoid.
+
+    With the default ``cluster`` group: k-means with silhouette-chosen K on the embeddings
+    (which end in the trace's size vector), clusters cut where their work spans more than
+    ``split_tolerance``, the medoid simulated. ``gcl_paper`` is the paper's version.
 
     Parameters: ``cluster`` (``ClusterConfig``, a mapping of its fields, or None for
-    the paper's defaults) and ``random_state`` (k-means starts, silhouette sample).
+    its defaults) and ``random_state`` (k-means starts, silhouette sample).
     Learned: ``result_`` (``ClusterResult``), ``labels_``, ``k_``, ``silhouette_``
     ({K: score}), ``representatives_``, ``plan_``.
     """
@@ -189,6 +193,7 @@ class GclSampler(Sampler):
             "random_state": self.random_state,
             "cluster_random_state": self._cluster_seed(),
             "k": int(res.k),
+            "k_silhouette": int(res.k_silhouette),
             "silhouette": _silhouette_list(res.silhouette),
             "silhouette_sampled": bool(res.sampled),
             "silhouette_n_scored": int(res.n_scored),
@@ -210,18 +215,19 @@ class GclStemSampler(GclSampler):
     ``time_column`` the profile column STEM reads; ``cluster_random_state`` seeds the
     k-means (default: ``random_state``; fix it to vary only STEM's draws over seeds). Plan clusters are the GCL clusters;
     each carries the predicted relative error of its own total time at confidence
-    ``z`` (with ``scope="group"`` every one is at most epsilon, and by Theorem 3.1 so is
-    the workload total, stored as ``config.error_bound``).
+    ``z``. The workload total's bound is ``config.error_bound`` (at most epsilon); with
+    ``scope="group"`` every cluster's bound is at most epsilon too (default ``global``:
+    only the total, as in the STEM paper).
     Learned: those of ``GclSampler`` plus ``stem_`` (``StemResult``), ``error_bound_``,
     ``cluster_error_bounds_`` (K,).
     """
 
     name = "gcl_stem"
-    stochastic = True  # STEM draws invocations at random (with replacement) inside each leaf
+    stochastic = True  # STEM draws invocations at random (without replacement) inside each leaf
 
     def __init__(self, cluster: ClusterConfig | Mapping[str, Any] | None = None, epsilon: float = 0.05,
                  z: float = 1.96, min_samples: int = 1, root: bool = True, min_group: int = 2,
-                 scope: str = "group", time_column: str = "time_ns", cluster_random_state: int | None = None,
+                 scope: str = "global", time_column: str = "time_ns", cluster_random_state: int | None = None,
                  random_state: int = 0):
         super().__init__(cluster, random_state)
         self.cluster_random_state = cluster_random_state
@@ -316,7 +322,7 @@ class GclPaperSampler(GclSampler):
 
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
-    PAPER = {"launch_weight": 0.0, "representative": "first"}
+    PAPER = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0}
 
     def _cluster_config(self) -> ClusterConfig:
         cfg = ClusterConfig.from_any(self.cluster, "cluster")

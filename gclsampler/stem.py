@@ -3,7 +3,7 @@ r"""STEM and ROOT: error-bounded kernel sampling from execution times alone.
 Chung et al., *Swift and Trustworthy Large-Scale GPU Simulation with Fine-Grained
 Error Modeling and Hierarchical Clustering* (MICRO'25), Sec. 3.1-3.5 and Appendix.
 
-**STEM** sizes a random sample (with replacement) so that the estimated total time
+**STEM** sizes a random sample so that the estimated total time
 :math:`t = \sum_i N_i \bar X_i` lies within a relative error :math:`\epsilon` of the
 true total with confidence :math:`z` (CLT). For one cluster (eq. 3)
 
@@ -16,28 +16,51 @@ The KKT solution (Appendix; the printed eq. 6 has a typo, the derivation gives)
 
 .. math:: m_i = \frac{\sum_j \sqrt{a_j b_j}}{c}\sqrt{\frac{b_i}{a_i}}
 
-meets the constraint with equality before rounding up.
+meets the constraint with equality before rounding up (``stem_kkt``).
 
-**ROOT** splits a group of invocations (same kernel name, or a GCL cluster)
-recursively in two with k-means on the execution times, and keeps a split only
-when the STEM-sampled time drops (:math:`\tau_{new} < \tau_{old}`, eq. 7-8).
+**What a plan really costs.** A plan simulates whole invocations: at least one per
+leaf, at most the leaf's N_i, an integer number. We draw *without* replacement
+inside a leaf, so a leaf's variance carries the finite-population correction,
+:math:`\mathrm{Var}(N_i\bar X_i) = N_i^2 S_i^2 (1/m_i - 1/N_i)` with
+:math:`S_i^2 = \sigma_i^2 N_i/(N_i-1)`, and a leaf drawn whole (m_i = N_i) is exact.
+``stem_allocate`` solves Problem 1 with these bounds: the KKT stationarity
+:math:`m_i = \lambda\sqrt{B_i/a_i}` (:math:`B_i = N_i^2 S_i^2`) clipped to
+:math:`[\max(1, \text{min\_samples}) \wedge N_i,\ N_i]`, with :math:`\lambda` chosen
+so the constraint :math:`\sum_i B_i/m_i \le c + \sum_i B_i/N_i` holds, then
+rounded up (rounding up only lowers the variance).
+
+**ROOT** (eq. 7-8) splits a group recursively in two with the exact 1-D 2-means on
+execution times. The paper keeps a split when the STEM-sampled time of the two
+halves, sized for the parent's own bound, is below the parent's. Judged that way a
+leaf is split for a budget much tighter than the one the final allocation gives it,
+and every extra leaf then pays for at least one whole invocation. Here a split is
+judged with the price of variance of the plan it joins: at the Lagrange multiplier
+:math:`\nu = \lambda^2` of the current allocation every leaf costs
+:math:`\phi_i = \min_{m} a_i m + \nu B_i (1/m - 1/N_i)` over integer m in its bounds,
+and a split is a candidate when :math:`\phi_L + \phi_R < \phi_P`. Candidates of one
+level are applied only if the re-allocated integer plan is cheaper (if not, the
+better half of them is tried, and so on), so the plan's sampled time falls at every
+accepted level, and ROOT stops when no split makes the integer plan cheaper.
+
+**Scope** is what the bound covers. ``global`` (default, the paper's: the workload's
+total time) solves the allocation once over every leaf; ``group`` solves it per
+group (kernel name or GCL cluster), so each group's total is bounded too, and by
+Theorem 3.1 so is the workload total, at the price of more samples.
 
 Differences from the public reference scripts, each covered by a test:
 
 * a leaf whose times are all equal (:math:`\sigma = 0`) gets one sample and keeps
   its full weight, instead of a sample size of 0 that drops it from the estimate;
-* ``min_samples`` per leaf (the CLT rule of thumb m >= 30, as Allegro does), capped
-  at the leaf size; a leaf whose sample would be at least its size is taken whole
-  (every invocation once, weight 1: exact, and never more work than the draws);
+* integer draws, at least ``min_samples`` (default 1) per leaf and at most its size,
+  drawn without replacement with the finite-population correction in the bound;
 * everything is seeded (``random_state``) and byte-reproducible;
 * times may be non-integer (the reference casts to ``int``);
 * the 2-means on one dimension is exact (sorted times, prefix sums) and cannot
   return a single label silently: a cluster with one distinct time, or one whose
-  only splits would leave a side smaller than ``min_group``, ends the recursion;
-* the population standard deviation is used: the sample is drawn with
-  replacement from the whole, finite, known population.
+  only splits would leave a side smaller than ``min_group``, is not split.
 
-Everything is vectorised per group; nothing loops over invocations in Python.
+Everything is vectorised per leaf or per member; nothing loops over invocations in
+Python.
 """
 
 from __future__ import annotations
@@ -52,15 +75,27 @@ from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan
 
 __all__ = [
+    "SCOPES",
     "StemConfig",
     "StemError",
     "StemResult",
     "StemRootSampler",
+    "scope_description",
+    "stem_allocate",
+    "stem_draw",
     "stem_sample_size",
     "stem_kkt",
     "stem_root",
     "split_1d_2means",
 ]
+
+SCOPES = {"global": "the workload's total time", "group": "the total time of each group (kernel name or cluster)"}
+"""What the error bound covers under each ``scope``; printed by every output."""
+
+
+def scope_description(scope: str) -> str:
+    """One line saying what the bound of ``scope`` covers (for CLI and bench output)."""
+    return f"scope {scope}: the bound covers {SCOPES[scope]}"
 
 
 class StemError(GclError):
@@ -71,10 +106,10 @@ class StemError(GclError):
 class StemConfig:
     """Hydra structured config of the ``stem`` group (``conf/stem/*.yaml``).
 
-    ``scope``: ``group`` bounds the error of every group (kernel name or GCL cluster)
-    separately, which by Theorem 3.1 bounds the total too and keeps per-kernel
-    estimates trustworthy; ``global`` solves Problem 1 once over every leaf, which
-    bounds only the total and needs fewer samples.
+    ``scope``: ``global`` (default, as in the paper) bounds the error of the workload's
+    total time and solves Problem 1 once over every leaf; ``group`` bounds every group
+    (kernel name or GCL cluster) separately, which by Theorem 3.1 bounds the total too
+    and keeps per-kernel estimates trustworthy, with more samples.
     """
 
     epsilon: float = 0.05
@@ -82,23 +117,24 @@ class StemConfig:
     min_samples: int = 1
     root: bool = True
     min_group: int = 2
-    scope: str = "group"
+    scope: str = "global"
 
 
 @dataclass
 class StemResult:
     """What STEM+ROOT decided for one workload.
 
-    ``invocations`` unique sampled invocation ids (ascending) and their ``weights``
-    (leaf size / draws, summed over repeated draws; they sum to ``len(times)``).
-    ``leaf`` (N,) ROOT leaf of every invocation, leaves numbered 0..L-1 in order of
-    their first invocation. Per leaf (L,): ``leaf_group`` (the group label it came
-    from), ``leaf_sizes``, ``sample_sizes`` (draws; the leaf size when taken whole),
+    ``invocations`` sampled invocation ids (ascending, distinct) and their ``weights``
+    (leaf size / draws; they sum to ``len(times)``). ``leaf`` (N,) ROOT leaf of every
+    invocation, leaves numbered 0..L-1 in order of their first invocation. Per leaf
+    (L,): ``leaf_group`` (the group label it came from), ``leaf_sizes``,
+    ``sample_sizes`` (draws without replacement; the leaf size when taken whole),
     ``leaf_mean``/``leaf_std`` (population, in the unit of ``times``),
     ``leaf_error_bound`` (predicted relative error of that leaf's own total at
-    confidence z; 0 when taken whole). ``error_bound`` is the predicted relative
-    error of the workload total, z * sqrt(sum N_i^2 sigma_i^2 / m_i) / sum N_i mu_i,
-    after rounding; it is at most epsilon.
+    confidence z, with the finite-population correction; 0 when taken whole).
+    ``error_bound`` is the predicted relative error of the workload total,
+    z * sqrt(sum_i N_i^2 S_i^2 (1/m_i - 1/N_i)) / sum_i N_i mu_i, after rounding; it is
+    at most epsilon under either scope. ``scope`` says what was bounded.
     """
 
     invocations: np.ndarray
@@ -112,10 +148,18 @@ class StemResult:
     leaf_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
     leaf_error_bound: np.ndarray = field(default_factory=lambda: np.zeros(0))
     leaf_census: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    scope: str = "global"
+    leaf_members: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    leaf_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
 
     @property
     def n_leaves(self) -> int:
         return int(self.leaf_sizes.size)
+
+    @property
+    def expected_sampled_time(self) -> float:
+        """tau = sum_i m_i mu_i, the expected simulated time of the plan (eq. 7-8)."""
+        return float(np.dot(self.sample_sizes, self.leaf_mean))
 
     def estimate(self, per_invocation: np.ndarray) -> float:
         """Weighted-sum estimate of a per-invocation metric."""
@@ -134,10 +178,10 @@ def stem_sample_size(mu: float, sigma: float, epsilon: float = 0.05, z: float = 
 
 
 def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.ndarray:
-    """Real-valued optimum of Problem 1 (before rounding) for clusters with these stats.
+    """Real-valued optimum of Problem 1 as printed (with replacement, no bounds on m).
 
     Clusters with sigma = 0 (or mu = 0) need no draws for the error constraint and
-    get 0 here; the caller raises them to at least one.
+    get 0 here. ``stem_allocate`` is what plans use: integer, bounded, corrected.
     """
     n = np.asarray(sizes, dtype=np.float64)
     a = np.asarray(mu, dtype=np.float64)
@@ -153,24 +197,96 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
     return out
 
 
-def _round_sizes(m_real: np.ndarray, sizes: np.ndarray, min_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Integer draws per cluster and which clusters are taken whole.
+def _corrected_b(n: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """B_i = N_i^2 S_i^2 with the unbiased S_i^2 = sigma_i^2 N_i / (N_i - 1); 0 for N_i = 1.
 
-    Ceil (eq. 6), at least ``min(min_samples, N)`` and 1; a cluster whose draws
-    would reach its size is taken whole (census) instead.
+    Sampling m of N without replacement, Var(N xbar) = B (1/m - 1/N): linear in 1/m,
+    so Problem 1 keeps its KKT form, and m = N gives zero variance.
     """
-    m = np.ceil(m_real - 1e-9).astype(np.int64)
-    floor = np.minimum(np.maximum(int(min_samples), 1), sizes)
-    m = np.maximum(m, np.maximum(floor, 1))
-    census = m >= sizes
-    m = np.where(census, sizes, m)
-    return m, census
+    n = n.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 1, n * n * n * sd * sd / np.maximum(n - 1.0, 1.0), 0.0)
 
 
-def _sampled_time(sizes, mu, sigma, epsilon, z, min_samples) -> float:
-    """tau = sum m_i mu_i of the STEM plan for these clusters (eq. 7/8 with our rounding)."""
-    m, _ = _round_sizes(stem_kkt(sizes, mu, sigma, epsilon, z), np.asarray(sizes, dtype=np.int64), min_samples)
-    return float(np.dot(m, mu))
+def stem_allocate(sizes, mu, sigma, units=None, *, epsilon: float = 0.05, z: float = 1.96,
+                  min_samples: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Integer draws per leaf minimising sum m_i mu_i under each unit's error bound.
+
+    ``units`` (L,) codes 0..U-1: leaves of one unit share one bound, epsilon of the
+    unit's total at confidence z (one unit = scope global; one per group = scope
+    group). Bounds: lo_i = min(max(min_samples, 1), N_i) <= m_i <= N_i; variance with
+    the finite-population correction (module docstring). Returns (m, lam): int64 draws
+    per leaf and the KKT multiplier per unit (m_i before rounding = clip(lam * sqrt(B_i
+    / mu_i), lo_i, N_i); lam = 0 where every leaf at its lower bound already meets the
+    bound). lam is found by bisection on log(lam) (the constraint is monotone in lam),
+    from the feasible side, and rounding up keeps it feasible.
+    """
+    n = np.asarray(sizes, dtype=np.int64)
+    a = np.asarray(mu, dtype=np.float64)
+    sd = np.asarray(sigma, dtype=np.float64)
+    u = np.zeros(n.size, dtype=np.int64) if units is None else np.asarray(units, dtype=np.int64)
+    U = int(u.max()) + 1 if u.size else 0
+    nf = n.astype(np.float64)
+    lo = np.minimum(max(int(min_samples), 1), nf)
+    B = _corrected_b(n, sd)
+    lam = _multiplier(nf, a, B, lo, u, U, epsilon, z)
+    m = _clip_draws(lam[u], nf, a, B, lo)
+    return m, lam
+
+
+def _ratio(a: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """sqrt(B / a), the KKT direction of each leaf (0 where B = 0 or a = 0)."""
+    live = (a > 0) & (B > 0)
+    return np.where(live, np.sqrt(np.where(live, B, 0.0) / np.where(live, a, 1.0)), 0.0)
+
+
+def _multiplier(nf, a, B, lo, u, U, epsilon, z) -> np.ndarray:
+    """KKT multiplier lam per unit (see ``stem_allocate``)."""
+    lam = np.zeros(U)
+    if not nf.size:
+        return lam
+    total = np.bincount(u, weights=nf * a, minlength=U)
+    cap = (epsilon * total / z) ** 2 + np.bincount(u, weights=B / nf, minlength=U)
+    at_lo = np.bincount(u, weights=B / lo, minlength=U)
+    need = at_lo > cap * (1.0 + 1e-12)
+    if not need.any():
+        return lam
+    r = _ratio(a, B)
+    live = r > 0
+    lmin = np.full(U, np.inf)
+    lmax = np.zeros(U)
+    np.minimum.at(lmin, u[live], lo[live] / r[live])
+    np.maximum.at(lmax, u[live], nf[live] / r[live])
+    lo_l = np.log(np.where(need, lmin, 1.0))
+    hi_l = np.log(np.where(need, lmax, 1.0)) + 1e-12
+    for _ in range(80):  # log range of a few hundred at most; 80 halvings reach double precision
+        mid = 0.5 * (lo_l + hi_l)
+        g = np.bincount(u, weights=B / np.clip(np.exp(mid)[u] * r, lo, nf), minlength=U)
+        feasible = g <= cap
+        hi_l = np.where(feasible, mid, hi_l)
+        lo_l = np.where(feasible, lo_l, mid)
+    return np.where(need, np.exp(hi_l), 0.0)
+
+
+def _clip_draws(lam_leaf, nf, a, B, lo) -> np.ndarray:
+    """Rounded-up draws clip(lam * sqrt(B/a), lo, N) as int64."""
+    m = np.clip(lam_leaf * _ratio(a, B), lo, nf)
+    return np.clip(np.ceil(m * (1.0 - 1e-12)), lo, nf).astype(np.int64)
+
+
+def _leaf_cost(lam_leaf, nf, a, B, lo) -> np.ndarray:
+    """phi_i: a leaf's Lagrangian cost a m + lam^2 B (1/m - 1/N) at its best integer m."""
+    mc = np.clip(lam_leaf * _ratio(a, B), lo, nf)
+    nu = lam_leaf * lam_leaf
+    best = None
+    for m in (np.clip(np.floor(mc), lo, nf), np.clip(np.ceil(mc), lo, nf)):
+        f = a * m + nu * B * (1.0 / m - 1.0 / nf)
+        best = f if best is None else np.minimum(best, f)
+    return best
+
+
+def _total_variance(m, nf, B) -> float:
+    return float(np.sum(B * (1.0 / m - 1.0 / nf)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,80 +319,52 @@ def split_1d_2means(x: np.ndarray, min_group: int = 1) -> int | None:
     return int(np.argmax(score)) + 1
 
 
-def _eq3_rounded(n: np.ndarray, mu: np.ndarray, sd: np.ndarray, epsilon: float, z: float,
-                 min_samples: int) -> np.ndarray:
-    """Rounded draws of eq. 3 for many single clusters at once (tau_old, eq. 7)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m_real = np.where(mu > 0, (z * sd / (epsilon * np.where(mu > 0, mu, 1.0))) ** 2, 0.0)
-    return _round_sizes(m_real, n, min_samples)[0]
-
-
-def _kkt_pairs_rounded(n: np.ndarray, mu: np.ndarray, sd: np.ndarray, epsilon: float, z: float,
-                       min_samples: int) -> np.ndarray:
-    """Rounded Problem-1 draws for many independent cluster sets of two (rows), (P, 2)."""
-    a, b = mu, n.astype(np.float64) ** 2 * sd * sd
-    c = (epsilon * np.sum(n * mu, axis=1, keepdims=True) / z) ** 2
-    live = (a > 0) & (b > 0)
-    root_ab = np.sqrt(np.where(live, a * b, 0.0))
-    s = root_ab.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m_real = np.where(live, s / np.where(c > 0, c, 1.0) * np.sqrt(np.where(live, b, 0.0) / np.where(a > 0, a, 1.0)), 0.0)
-    return _round_sizes(m_real, n, min_samples)[0]
-
-
 _CHUNK = 1 << 20
 """Members handled per array pass in ROOT; bounds the temporaries (~100 B per member)."""
 
 
-def _root_levels(xs: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, epsilon: float, z: float,
-                 min_samples: int, min_group: int) -> np.ndarray:
-    """ROOT on many sorted segments at once, one recursion level per pass.
+class _Leaves:
+    """The current ROOT leaves as parallel arrays, with each leaf's best cut cached.
 
-    Every active segment of a level gets its exact 2-means split, its tau_old
-    (eq. 7) and tau_new (eq. 8) in a handful of array passes over the segments'
-    members, so a level costs O(members) whatever the number of segments. The
-    segments of a level are processed in chunks of about ``_CHUNK`` members to keep
-    memory flat. Returns the start offsets of all leaves.
+    ``S``/``E`` bound the leaf in the (group, time)-sorted times; ``unit`` is the
+    allocation unit (0 for scope global, the group for scope group); ``n``, ``mu``,
+    ``sd`` its statistics; ``has`` whether a 2-means cut exists, ``cut`` its left size
+    and ``cn``/``cmu``/``csd`` (L, 2) the halves' statistics.
     """
-    leaf_starts = [np.zeros(0, dtype=np.int64)]
-    S, E = seg_start.astype(np.int64), seg_end.astype(np.int64)
-    bar = _progress(int((E - S).sum()))
-    while S.size:
-        if bar is not None:
-            bar.set_postfix_str(f"{S.size} segments, {int((E - S).sum())} invocations active", refresh=False)
-            bar.update(1)
+
+    fields = ("S", "E", "unit", "n", "mu", "sd", "has", "cut", "cn", "cmu", "csd")
+
+    def __init__(self, **arrays):
+        for k in self.fields:
+            setattr(self, k, arrays[k])
+
+    def take(self, idx) -> "_Leaves":
+        return _Leaves(**{k: getattr(self, k)[idx] for k in self.fields})
+
+    @staticmethod
+    def concat(parts) -> "_Leaves":
+        return _Leaves(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in _Leaves.fields})
+
+
+def _new_leaves(xs, S, E, unit, min_group) -> _Leaves:
+    """Statistics and best cut of the segments xs[S:E], in chunks of ~_CHUNK members."""
+    S, E = S.astype(np.int64), E.astype(np.int64)
+    out = []
+    if S.size:
         cum = np.cumsum(E - S)
-        # chunk boundaries at segment boundaries, ~_CHUNK members each (a bigger segment alone)
         cuts = np.unique(np.searchsorted(cum, np.arange(_CHUNK, int(cum[-1]), _CHUNK), side="left") + 1)
         bounds = np.concatenate([[0], cuts[cuts < S.size], [S.size]])
-        accept = np.zeros(S.size, dtype=bool)
-        cut = np.zeros(S.size, dtype=np.int64)
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            accept[lo:hi], cut[lo:hi] = _split_level(xs, S[lo:hi], E[lo:hi], epsilon, z, min_samples, min_group)
-        leaf_starts.append(S[~accept])
-        s_acc, e_acc, mid = S[accept], E[accept], S[accept] + cut[accept]
-        S = np.concatenate([s_acc, mid])
-        E = np.concatenate([mid, e_acc])
-    if bar is not None:
-        bar.close()
-    return np.concatenate(leaf_starts)
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            out.append(_split_level(xs, S[lo:hi], E[lo:hi], unit[lo:hi], min_group))
+    if not out:
+        z = np.zeros(0)
+        return _Leaves(S=S, E=E, unit=unit, n=S.copy(), mu=z, sd=z, has=np.zeros(0, bool),
+                       cut=S.copy(), cn=np.zeros((0, 2), np.int64), cmu=np.zeros((0, 2)), csd=np.zeros((0, 2)))
+    return _Leaves.concat(out)
 
 
-def _progress(n_members: int):
-    """A tqdm bar over ROOT levels for big inputs on a terminal (stderr; off when CI is set)."""
-    import os
-    import sys
-
-    if n_members < 1_000_000 or os.environ.get("CI") or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(desc="ROOT levels", unit="level", file=sys.stderr, leave=False)
-
-
-def _split_level(xs: np.ndarray, S: np.ndarray, E: np.ndarray, epsilon: float, z: float,
-                 min_samples: int, min_group: int) -> tuple[np.ndarray, np.ndarray]:
-    """Best 2-means cut of each segment xs[S:E] and whether ROOT accepts it (eq. 7-8)."""
+def _split_level(xs, S, E, unit, min_group) -> _Leaves:
+    """Statistics and best 2-means cut of each segment xs[S:E] (one pass of arrays)."""
     mg = max(int(min_group), 1)
     lens = E - S
     nseg = S.size
@@ -318,9 +406,9 @@ def _split_level(xs: np.ndarray, S: np.ndarray, E: np.ndarray, epsilon: float, z
         first[1:] = seg_hit[1:] != seg_hit[:-1]
         has[seg_hit[first]] = True
         cut[seg_hit[first]] = j[hit[first]] + 1
-    # children statistics, two-pass
+    # halves' statistics, two-pass (a segment without a cut has an empty right half)
     child = 2 * seg.astype(np.int64)
-    child += j >= cut[seg]
+    child += (j >= cut[seg]) & has[seg]
     del j, seg
     nc = np.bincount(child, minlength=2 * nseg).astype(np.float64)
     safe = np.where(nc > 0, nc, 1.0)
@@ -328,14 +416,94 @@ def _split_level(xs: np.ndarray, S: np.ndarray, E: np.ndarray, epsilon: float, z
     x -= cmu[child]
     x *= x
     csd = np.sqrt(np.bincount(child, weights=x, minlength=2 * nseg) / safe)
-    tau_old = _eq3_rounded(lens, mu, sd, epsilon, z, min_samples) * mu
-    nc2, cmu2, csd2 = nc.reshape(nseg, 2).astype(np.int64), cmu.reshape(nseg, 2), csd.reshape(nseg, 2)
-    m_new = _kkt_pairs_rounded(np.maximum(nc2, 1), cmu2, csd2, epsilon, z, min_samples)
-    tau_new = (m_new * cmu2).sum(axis=1)
-    # a strict gain only: when both sides are taken whole tau_new equals tau_old in
-    # real arithmetic, and rounding must not decide
-    accept = has & (tau_new < tau_old * (1.0 - 1e-9))
-    return accept, cut
+    return _Leaves(S=S, E=E, unit=unit, n=lens.astype(np.int64), mu=mu, sd=sd, has=has, cut=cut,
+                   cn=nc.reshape(nseg, 2).astype(np.int64), cmu=cmu.reshape(nseg, 2), csd=csd.reshape(nseg, 2))
+
+
+def _plan_cost(lv: _Leaves, U: int, epsilon, z, min_samples) -> tuple[float, np.ndarray]:
+    """Sampled time sum m_i mu_i of the integer allocation over these leaves, and lam."""
+    m, lam = stem_allocate(lv.n, lv.mu, lv.sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
+    return float(np.dot(m, lv.mu)), lam
+
+
+def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
+    """Leaves with ``idx`` replaced by their halves (halves' cuts not yet known)."""
+    keep = np.ones(lv.S.size, dtype=bool)
+    keep[idx] = False
+    p = lv.take(idx)
+    mid = p.S + p.cut
+    k = idx.size
+    halves = _Leaves(S=np.concatenate([p.S, mid]), E=np.concatenate([mid, p.E]), unit=np.concatenate([p.unit, p.unit]),
+                     n=np.concatenate([p.cn[:, 0], p.cn[:, 1]]), mu=np.concatenate([p.cmu[:, 0], p.cmu[:, 1]]),
+                     sd=np.concatenate([p.csd[:, 0], p.csd[:, 1]]), has=np.zeros(2 * k, bool),
+                     cut=np.zeros(2 * k, np.int64), cn=np.zeros((2 * k, 2), np.int64), cmu=np.zeros((2 * k, 2)),
+                     csd=np.zeros((2 * k, 2)))
+    return lv.take(np.flatnonzero(keep)), halves
+
+
+def _root(xs, lv: _Leaves, U: int, epsilon, z, min_samples, min_group) -> _Leaves:
+    """ROOT by the price of variance, one level per pass (module docstring).
+
+    Each pass: allocate over the current leaves (multiplier lam per unit); every leaf
+    with a cut whose halves lower the Lagrangian cost is a candidate; apply the
+    candidates if the re-allocated integer plan is cheaper, else the better half of
+    them (by gain), and so on down to one. New leaves get their cuts in one array pass
+    over their members. Stops when no candidate makes the plan cheaper.
+    """
+    bar = _progress(int(lv.n.sum()))
+    cost, lam = _plan_cost(lv, U, epsilon, z, min_samples)
+    while True:
+        if bar is not None:
+            bar.set_postfix_str(f"{lv.S.size} leaves", refresh=False)
+            bar.update(1)
+        cand = np.flatnonzero(lv.has & (lam[lv.unit] > 0))
+        if not cand.size:
+            break
+        c = lv.take(cand)
+        lam_c = lam[c.unit]
+
+        def cost_of(n, mu, sd):
+            nf = n.astype(np.float64)
+            return _leaf_cost(lam_c, nf, mu, _corrected_b(n, sd), np.minimum(max(int(min_samples), 1), nf))
+
+        parent = cost_of(c.n, c.mu, c.sd)
+        halves = cost_of(c.cn[:, 0], c.cmu[:, 0], c.csd[:, 0]) + cost_of(c.cn[:, 1], c.cmu[:, 1], c.csd[:, 1])
+        gain = parent - halves
+        ok = gain > 1e-12 * np.maximum(parent, 1e-300)
+        if not ok.any():
+            break
+        order = cand[ok][np.argsort(-gain[ok], kind="stable")]
+        committed = False
+        k = order.size
+        while k >= 1:
+            idx = np.sort(order[:k])
+            rest, new = _apply_splits(lv, idx)
+            trial = _Leaves.concat([rest, new])
+            new_cost, new_lam = _plan_cost(trial, U, epsilon, z, min_samples)
+            if new_cost < cost * (1.0 - 1e-12):
+                fresh = _new_leaves(xs, new.S, new.E, new.unit, min_group)
+                lv = _Leaves.concat([rest, fresh])
+                cost, lam = _plan_cost(lv, U, epsilon, z, min_samples)
+                committed = True
+                break
+            k //= 2
+        if not committed:
+            break
+    if bar is not None:
+        bar.close()
+    return lv
+
+
+def _progress(n_members: int):
+    """A tqdm bar over ROOT levels for big inputs on a terminal (stderr; off when CI is set)."""
+    import os
+    import sys
+
+    if n_members < 1_000_000 or os.environ.get("CI") or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc="ROOT levels", unit="level", file=sys.stderr, leave=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -350,21 +518,11 @@ def _check_params(epsilon: float, z: float, min_samples: int, min_group: int, sc
         raise StemError(f"stem.min_samples: must be an integer >= 1, found {min_samples!r}")
     if int(min_group) != min_group or min_group < 1:
         raise StemError(f"stem.min_group: must be an integer >= 1, found {min_group!r}")
-    if scope not in ("group", "global"):
-        raise StemError(f"stem.scope: must be 'group' or 'global', found {scope!r}")
+    if scope not in SCOPES:
+        raise StemError(f"stem.scope: must be 'global' or 'group', found {scope!r}")
 
 
-def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min_samples: int = 1,
-              root: bool = True, min_group: int = 2, random_state: int | None = 0,
-              scope: str = "group") -> StemResult:
-    """Error-bounded sample of invocations from their execution times.
-
-    ``times`` (N,) per-invocation execution time (any unit, >= 0); ``groups`` (N,)
-    labels that must never be mixed (kernel names, or GCL clusters for gcl_stem);
-    None puts every invocation in one group. ``root=False`` makes each group one
-    leaf (plain STEM). See the module docstring for the rules.
-    """
-    _check_params(epsilon, z, min_samples, min_group, scope)
+def _times(times) -> np.ndarray:
     t = np.asarray(times)
     if t.ndim != 1:
         raise StemError(f"times: expected a 1-D array, found shape {t.shape}")
@@ -372,128 +530,163 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
         t = t.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         raise StemError("times: not numeric") from None
-    n = t.size
-    if n == 0:
+    if t.size == 0:
         raise StemError("times: no invocations")
     bad = ~np.isfinite(t) | (t < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise StemError(f"times[{i}]: execution time must be finite and >= 0, found {t[i]!r}")
+    return t
 
-    # group codes 0..G-1 in order of first appearance
+
+def _group_codes(groups, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group codes 0..G-1 in order of first appearance, and the labels."""
     if groups is None:
-        codes = np.zeros(n, dtype=np.int64)
-        labels = np.array([0])
-    else:
-        import pandas as pd
+        return np.zeros(n, dtype=np.int64), np.array([0])
+    import pandas as pd
 
-        g = groups if isinstance(groups, (pd.Series, pd.Categorical)) else np.asarray(groups)
-        if len(g) != n:
-            raise StemError(f"groups: length {len(g)} differs from times ({n})")
-        codes, labels = pd.factorize(g, sort=False, use_na_sentinel=True)  # faster than keeping NA inline
-        codes = codes.astype(np.int64, copy=False)
-        labels = np.asarray(labels, dtype=object if np.asarray(labels).dtype.kind in "OUT" else None)
-        if codes.size and codes.min() < 0:  # missing labels form one group of their own
-            codes[codes < 0] = labels.size
-            labels = np.append(labels.astype(object), None)
+    g = groups if isinstance(groups, (pd.Series, pd.Categorical)) else np.asarray(groups)
+    if len(g) != n:
+        raise StemError(f"groups: length {len(g)} differs from times ({n})")
+    codes, labels = pd.factorize(g, sort=False, use_na_sentinel=True)
+    codes = codes.astype(np.int64, copy=False)
+    labels = np.asarray(labels, dtype=object if np.asarray(labels).dtype.kind in "OUT" else None)
+    if codes.size and codes.min() < 0:  # missing labels form one group of their own
+        codes[codes < 0] = labels.size
+        labels = np.append(labels.astype(object), None)
+    return codes, labels
+
+
+def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min_samples: int = 1,
+              root: bool = True, min_group: int = 2, random_state: int | None = 0,
+              scope: str = "global") -> StemResult:
+    """Error-bounded sample of invocations from their execution times.
+
+    ``times`` (N,) per-invocation execution time (any unit, >= 0); ``groups`` (N,)
+    labels that must never be mixed (kernel names, or GCL clusters for gcl_stem);
+    None puts every invocation in one group. ``root=False`` makes each group one
+    leaf (plain STEM). ``scope`` what the bound covers (``SCOPES``). See the module
+    docstring for the rules; ``stem_draw`` redraws the same leaves and sizes.
+    """
+    _check_params(epsilon, z, min_samples, min_group, scope)
+    t = _times(times)
+    n = t.size
+    codes, labels = _group_codes(groups, n)
+    G = labels.size
 
     # Sort by (group, time): every group, and every ROOT leaf inside it (a threshold
     # split), is then a contiguous range of `order`.
-    order = _group_time_order(t, codes, labels.size)
+    order = _group_time_order(t, codes, G)
     xs = t[order]
     gsorted = codes[order]
-    G = labels.size
     gstart = np.searchsorted(gsorted, np.arange(G), side="left")
     gend = np.searchsorted(gsorted, np.arange(G), side="right")
-
-    # ROOT, only where a split is possible at all (>= 2*min_group members, >= 2 values)
-    starts: list[np.ndarray] = []
-    splittable = np.zeros(G, dtype=bool)
+    del gsorted
+    nonempty = gend > gstart
+    gid = np.flatnonzero(nonempty)
+    unit = gid.astype(np.int64) if scope == "group" else np.zeros(gid.size, dtype=np.int64)
+    U = G if scope == "group" else 1
+    lv = _new_leaves(xs, gstart[gid], gend[gid], unit, min_group if root else n + 1)
     if root:
-        sizes_g = gend - gstart
-        ok = sizes_g >= 2 * max(min_group, 1)
-        nonempty = sizes_g > 0
-        first = np.where(nonempty, xs[np.minimum(gstart, n - 1)], 0.0)
-        last = np.where(nonempty, xs[np.maximum(gend - 1, 0)], 0.0)
-        splittable = ok & (first != last)
-    leaf_starts = [gstart[~splittable], np.array([n])]
-    if splittable.any():
-        leaf_starts.append(_root_levels(xs, gstart[splittable], gend[splittable], epsilon, z, min_samples, min_group))
-    bounds = np.unique(np.concatenate(leaf_starts))
-    lstart, lend = bounds[:-1], bounds[1:]
-    L = lstart.size
+        lv = _root(xs, lv, U, epsilon, z, min_samples, min_group)
+    m, _ = stem_allocate(lv.n, lv.mu, lv.sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
 
     # leaf ids in order of each leaf's first invocation
-    first_inv = np.minimum.reduceat(order, lstart)
+    pos = np.argsort(lv.S, kind="stable")
+    lv, m = lv.take(pos), m[pos]
+    L = lv.S.size
+    first_inv = np.minimum.reduceat(order, lv.S)
     rank = np.empty(L, dtype=np.int64)
     rank[np.argsort(first_inv, kind="stable")] = np.arange(L)
-    lsize = (lend - lstart).astype(np.int64)
-    leaf_sorted = np.repeat(rank, lsize)  # leaf of xs[j]
+    leaf_sorted = np.repeat(rank, lv.n)  # leaf of xs[j]
     leaf = np.empty(n, dtype=np.int64)
     leaf[order] = leaf_sorted
+    del leaf_sorted
+    by_id = np.empty(L, dtype=np.int64)
+    by_id[rank] = np.arange(L)
+    lv, m = lv.take(by_id), m[by_id]
+    group_code = codes[order[lv.S]]
 
-    # per-leaf statistics (two-pass for precision), in leaf-id order
-    sizes = np.empty(L, dtype=np.int64)
-    sizes[rank] = lsize
-    mean = np.bincount(leaf_sorted, weights=xs, minlength=L) / sizes
-    dev = xs - mean[leaf_sorted]
-    std = np.sqrt(np.bincount(leaf_sorted, weights=dev * dev, minlength=L) / sizes)
-    lgroup_code = np.empty(L, dtype=np.int64)
-    lgroup_code[rank] = gsorted[lstart]
-
-    # STEM sample sizes: Problem 1 per group (Theorem 3.1) or once over all leaves
-    a, b = mean, (sizes.astype(np.float64) ** 2) * std * std
-    if scope == "global":
-        m_real = stem_kkt(sizes, mean, std, epsilon, z)
-    else:
-        nmu = sizes * mean
-        c_g = (epsilon * np.bincount(lgroup_code, weights=nmu, minlength=G) / z) ** 2
-        live = (a > 0) & (b > 0)
-        root_ab = np.where(live, np.sqrt(np.where(live, a * b, 0.0)), 0.0)
-        s_g = np.bincount(lgroup_code, weights=root_ab, minlength=G)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            m_real = np.where(live, s_g[lgroup_code] / c_g[lgroup_code] * np.sqrt(np.where(live, b / np.where(a > 0, a, 1.0), 0.0)), 0.0)
-    m, census = _round_sizes(m_real, sizes, min_samples)
-
-    # draw with replacement inside each leaf; census leaves take every member once
-    rng = np.random.default_rng(random_state)
-    lstart_by_id = np.empty(L, dtype=np.int64)
-    lstart_by_id[rank] = lstart
-    drawn = np.flatnonzero(~census)
-    draws_per = m[drawn]
-    draw_leaf = np.repeat(drawn, draws_per)
-    offsets = rng.integers(0, sizes[draw_leaf]) if draw_leaf.size else np.zeros(0, dtype=np.int64)
-    inv_draw = order[lstart_by_id[draw_leaf] + offsets]
-    w_draw = sizes[draw_leaf] / m[draw_leaf]
-    whole = np.flatnonzero(census)
-    if whole.size:
-        # members of census leaves: contiguous ranges of `order`
-        pos = _ranges(lstart_by_id[whole], sizes[whole])
-        inv_all = np.concatenate([inv_draw, order[pos]])
-        w_all = np.concatenate([w_draw, np.ones(pos.size)])
-    else:
-        inv_all, w_all = inv_draw, w_draw
-    inv_u, inv_idx = np.unique(inv_all, return_inverse=True)
-    weights = np.bincount(inv_idx, weights=w_all, minlength=inv_u.size)
-
-    var_term = np.where(census, 0.0, b / np.maximum(m, 1))
-    total = float(np.dot(sizes, mean))
-    error_bound = float(z * math.sqrt(var_term.sum()) / total) if total > 0 else 0.0
+    nf = lv.n.astype(np.float64)
+    B = _corrected_b(lv.n, lv.sd)
+    var = B * (1.0 / m - 1.0 / nf)
+    total = float(np.dot(nf, lv.mu))
+    error_bound = float(z * math.sqrt(max(var.sum(), 0.0)) / total) if total > 0 else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        leaf_err = np.where(census | (mean <= 0), 0.0, z * std / (np.where(mean > 0, mean, 1.0) * np.sqrt(np.maximum(m, 1))))
-    return StemResult(
-        invocations=inv_u.astype(np.int64),
-        weights=weights.astype(np.float64),
+        leaf_err = np.where((lv.mu > 0) & (var > 0), z * np.sqrt(np.maximum(var, 0.0)) / (nf * np.where(lv.mu > 0, lv.mu, 1.0)), 0.0)
+    res = StemResult(
+        invocations=np.zeros(0, dtype=np.int64),
+        weights=np.zeros(0),
         leaf=leaf,
-        leaf_group=labels[lgroup_code],
-        leaf_sizes=sizes,
+        leaf_group=labels[group_code],
+        leaf_sizes=lv.n.astype(np.int64),
         sample_sizes=m.astype(np.int64),
         error_bound=error_bound,
-        leaf_mean=mean,
-        leaf_std=std,
+        leaf_mean=lv.mu,
+        leaf_std=lv.sd,
         leaf_error_bound=leaf_err,
-        leaf_census=census,
+        leaf_census=m >= lv.n,
+        scope=scope,
+        leaf_members=order,
+        leaf_start=lv.S.astype(np.int64),
     )
+    res.invocations, res.weights = stem_draw(res, random_state)
+    return res
+
+
+def stem_draw(res: StemResult, random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A fresh draw of the plan's sample: m_i distinct members of every leaf, weight N_i/m_i.
+
+    The same leaves and sizes, another seed: how the statistical checks repeat a plan
+    200 times without re-running ROOT. Leaves with m_i > N_i / 2 take the m_i smallest
+    of N_i random keys; sparser ones draw m_i offsets and redraw the duplicates until
+    none is left (each round keeps the first copy), which gives every m_i-subset the
+    same chance by symmetry. Returns (invocations ascending, weights).
+    """
+    rng = np.random.default_rng(random_state)
+    sizes, m = res.leaf_sizes, res.sample_sizes
+    start = res.leaf_start
+    members = res.leaf_members
+    part = np.flatnonzero(m < sizes)
+    dense = part[2 * m[part] > sizes[part]]
+    sparse = part[2 * m[part] <= sizes[part]]
+    picks, owners = [], []
+    whole = np.flatnonzero(m >= sizes)
+    if whole.size:
+        picks.append(_ranges(start[whole], sizes[whole]))
+        owners.append(np.repeat(whole, sizes[whole]))
+    if dense.size:
+        pos = _ranges(start[dense], sizes[dense])
+        owner = np.repeat(np.arange(dense.size), sizes[dense])
+        key = rng.random(pos.size)
+        srt = np.lexsort((key, owner))
+        rank_in = np.arange(pos.size) - np.repeat(np.cumsum(sizes[dense]) - sizes[dense], sizes[dense])
+        keep = rank_in < np.repeat(m[dense], sizes[dense])
+        picks.append(pos[srt][keep])
+        owners.append(dense[owner[srt][keep]])
+    if sparse.size:
+        owner = np.repeat(sparse, m[sparse])
+        off = rng.integers(0, sizes[owner])
+        span = int(sizes.max()) + 1
+        redo = np.arange(owner.size)
+        while redo.size:
+            key = owner * span + off
+            srt = np.argsort(key, kind="stable")
+            dup = np.zeros(key.size, dtype=bool)
+            dup[srt[1:]] = key[srt[1:]] == key[srt[:-1]]
+            redo = np.flatnonzero(dup)
+            if redo.size:
+                off[redo] = rng.integers(0, sizes[owner[redo]])
+        picks.append(start[owner] + off)
+        owners.append(owner)
+    if not picks:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    pos = np.concatenate(picks)
+    leaf_of_pos = np.concatenate(owners)
+    inv = members[pos]
+    w = sizes[leaf_of_pos] / m[leaf_of_pos]
+    o = np.argsort(inv, kind="stable")
+    return inv[o].astype(np.int64), w[o].astype(np.float64)
 
 
 def _group_time_order(t: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -537,7 +730,7 @@ class StemRootSampler(Sampler):
     stochastic = True
 
     def __init__(self, epsilon: float = 0.05, z: float = 1.96, min_samples: int = 1, root: bool = True,
-                 random_state: int | None = 0, min_group: int = 2, scope: str = "group",
+                 random_state: int | None = 0, min_group: int = 2, scope: str = "global",
                  time_column: str = "time_ns"):
         self.epsilon = epsilon
         self.z = z
@@ -552,7 +745,7 @@ class StemRootSampler(Sampler):
         prof = workload.profile
         if self.time_column not in prof.columns:
             raise StemError(f"{workload.name}: profile has no column {self.time_column!r} (stem.time_column)")
-        names = prof["kernel_name"].to_numpy()
+        names = prof["kernel_name"]
         res = stem_root(prof[self.time_column].to_numpy(dtype=np.float64), prof["kernel_name"], epsilon=self.epsilon, z=self.z,
                         min_samples=self.min_samples, root=self.root, min_group=self.min_group,
                         random_state=self.random_state, scope=self.scope)
@@ -568,18 +761,24 @@ class StemRootSampler(Sampler):
 def result_to_plan(res: StemResult, kernel_names, *, workload: str, method: str,
                    config: dict[str, Any] | None = None, synthetic: bool = False) -> SamplingPlan:
     """A ``SamplingPlan`` whose clusters are the ROOT leaves (with their error bounds)."""
-    names = np.asarray(kernel_names)
+    import pandas as pd
+
+    # only the sampled invocations' names are needed (a million-row column stays as it is)
+    names = kernel_names.iloc[res.invocations].to_numpy(dtype=object) if isinstance(kernel_names, pd.Series) \
+        else np.asarray(kernel_names)[res.invocations]
     leaf_of = res.leaf[res.invocations]
-    samples = [Sample(int(i), str(names[i]), int(c), float(w))
-               for i, c, w in zip(res.invocations.tolist(), leaf_of.tolist(), res.weights.tolist())]
+    samples = [Sample(int(i), str(nm), int(c), float(w))
+               for i, nm, c, w in zip(res.invocations.tolist(), names.tolist(), leaf_of.tolist(), res.weights.tolist())]
     clusters = [ClusterInfo(int(c), int(s), float(e))
                 for c, (s, e) in enumerate(zip(res.leaf_sizes.tolist(), res.leaf_error_bound.tolist()))]
     cfg = dict(config or {})
     cfg.update({
         "error_bound": float(res.error_bound),
-        "n_groups": int(np.unique(res.leaf_group).size) if res.leaf_group.size else 0,
+        "n_groups": int(pd.unique(pd.Series(res.leaf_group, dtype=object)).size) if res.leaf_group.size else 0,
         "n_leaves": int(res.n_leaves),
         "n_draws": int(res.sample_sizes.sum()),
+        "scope": res.scope,
+        "bounded": SCOPES[res.scope],
     })
     return SamplingPlan(workload, method, int(res.leaf.size), samples, clusters, cfg, synthetic)
 

@@ -65,7 +65,7 @@ class TrainConfig:
     measured speed and validation loss of both.
     """
 
-    epochs: int = 15
+    epochs: int = 8
     batch_size: int = 32
     max_nodes_per_batch: int = 60000
     lr: float = 7e-4
@@ -73,9 +73,9 @@ class TrainConfig:
     tau: float = 0.05
     val_fraction: float = 0.2
     seed: int = 0
-    patience: int = 5
+    patience: int = 3
     min_delta: float = 0.0
-    max_train_graphs: int = 0
+    max_train_graphs: int = 256
     embed_batch_size: int = 32
     device: str = "auto"
     threads: int = 0
@@ -258,13 +258,19 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     start_epoch, best, bad_epochs = 0, float("inf"), 0
     log: list[dict] = []
     last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
+    run_settings = _resume_settings(model_cfg, aug_cfg, cfg)
     if cfg.resume and last_path is not None and last_path.exists():
-        state = torch.load(last_path, map_location=device, weights_only=False)
+        state = _load_resume_state(last_path, device)
+        _check_resume_settings(last_path, state.get("settings"), run_settings)
         if state.get("train_ids") != train_ids:
             raise TrainConfigError(f"{last_path}: checkpoint was trained on a different split; delete it or set train.resume=false")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
+        try:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            sched.load_state_dict(state["scheduler"])
+        except (RuntimeError, ValueError, KeyError) as exc:  # checkpoints from before settings were recorded
+            raise TrainConfigError(f"{last_path}: does not fit this model/optimizer ({str(exc).splitlines()[0]}); "
+                                   "set train.resume=false to start over") from None
         shuffle_gen.set_state(state["shuffle_gen"])
         aug_gen.set_state(state["aug_gen"])
         torch.set_rng_state(state["torch_rng"])
@@ -310,7 +316,7 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
                           "shuffle_gen": shuffle_gen.get_state(), "aug_gen": aug_gen.get_state(),
                           "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
                           "best_epoch": result.best_epoch, "bad_epochs": bad_epochs, "log": log,
-                          "train_ids": train_ids}, last_path)
+                          "train_ids": train_ids, "settings": run_settings}, last_path)
         if cfg.patience > 0 and bad_epochs >= cfg.patience:
             break
     bar.close()
@@ -321,6 +327,49 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     result.best_val_loss = min((r["val_loss"] for r in log), default=float("nan"))
     result.seconds = time.perf_counter() - t0
     return result
+
+
+_NOT_RESULT_KEYS = {"resume", "progress", "threads", "device", "embed_batch_size"}
+"""Train settings that change how a run goes, not what it computes: free to change on resume."""
+
+
+def _resume_settings(model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig) -> dict:
+    """Flat ``{"train.lr": ..., "model.hidden": ...}`` of every setting a resumed run must share."""
+    out = {}
+    for group, obj in (("model", model_cfg), ("augment", aug_cfg), ("train", cfg)):
+        for k, v in asdict(obj).items():
+            if group == "train" and k in _NOT_RESULT_KEYS:
+                continue
+            out[f"{group}.{k}"] = v
+    return json.loads(json.dumps(out, default=str))  # plain JSON types: compare what was stored
+
+
+def _load_resume_state(path: Path, device) -> dict:
+    try:
+        state = torch.load(path, map_location=device, weights_only=False)
+    except Exception as exc:  # truncated, not a checkpoint, another torch's pickle
+        raise TrainConfigError(f"{path}: cannot read the resume checkpoint ({type(exc).__name__}); delete it "
+                               "or set train.resume=false") from None
+    if not isinstance(state, dict) or "epoch" not in state:
+        raise TrainConfigError(f"{path}: not a resume checkpoint of gclsampler; delete it or set train.resume=false")
+    return state
+
+
+def _check_resume_settings(path: Path, saved: dict | None, now: dict) -> None:
+    """Refuse to continue a run whose settings changed since its checkpoint.
+
+    Why: a resumed run kept the old optimizer and learning-rate schedule (the cosine
+    schedule is built from ``train.epochs``) while config.yaml recorded the new values,
+    or died inside ``load_state_dict`` when the model shape changed.
+    """
+    if saved is None:
+        return  # written before settings were recorded: load_state_dict is the only check
+    changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    if changed:
+        shown = ", ".join(f"{k} ({saved.get(k)!r} -> {now.get(k)!r})" for k in changed[:6])
+        more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+        raise TrainConfigError(f"{path}: cannot resume with changed settings: {shown}{more}; "
+                               "set train.resume=false to start over, or use the checkpoint's settings")
 
 
 @torch.no_grad()

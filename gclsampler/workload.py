@@ -62,7 +62,7 @@ class Workload:
 
         root = Path(root)
         meta_path = root / "workload.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        meta = _read_meta(meta_path) if meta_path.exists() else {}
         profile = read_profile(root / "profile.csv")
         return cls(
             name=str(meta.get("workload", root.name)),
@@ -73,3 +73,18 @@ class Workload:
             embeddings=embeddings,
             meta=meta,
         )
+
+
+def _read_meta(path: Path) -> dict:
+    """``workload.json`` as a dict; anything else is a located ``GclError``, not a traceback."""
+    from gclsampler.errors import GclError, located
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise GclError(located(path, None, None, "not UTF-8 text")) from None
+    except json.JSONDecodeError as exc:
+        raise GclError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
+    if not isinstance(meta, dict):
+        raise GclError(located(path, 1, None, "expected a JSON object"))
+    return meta

@@ -21,7 +21,8 @@ from gclsampler.cluster import (
     weighted_silhouette,
 )
 
-SMALL = dict(k_max=8, n_init=2, refine_n_init=2)
+# the paper's clustering (silhouette k, first member): these tests are about that part
+SMALL = dict(k_max=8, n_init=2, refine_n_init=2, representative="first", split_tolerance=0.0)
 
 
 def blobs(rng, centres, per, spread=0.3, d=8):

@@ -104,10 +104,29 @@ def test_reconstruct_csv(tmp_path, capsys):
     # every invocation present (a full ground-truth table works too), shuffled rows, a text column
     df = pd.DataFrame({"kernel_name": names, "invocation": range(plan.n_invocations), "cycles": cyc, "l2_hit_rate": l2})
     df.sample(frac=1, random_state=0).to_csv(tmp_path / "res.csv", index=False)
-    got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")["estimates"]
-    assert set(got) == {"cycles", "l2_hit_rate"}
-    assert got["cycles"] == pytest.approx(weighted(plan, dict(enumerate(cyc))))
-    assert got["l2_hit_rate"] == pytest.approx(weighted(plan, dict(enumerate(l2))))
+    got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")
+    assert set(got["totals"]) == {"cycles"} and set(got["means"]) == {"l2_hit_rate"}
+    assert got["totals"]["cycles"] == pytest.approx(weighted(plan, dict(enumerate(cyc))))
+    # a rate is a weighted mean, not a weighted sum of per-invocation rates
+    assert got["means"]["l2_hit_rate"] == pytest.approx(weighted(plan, dict(enumerate(l2))) / plan.n_invocations)
+    assert 0 <= got["means"]["l2_hit_rate"] <= 1
+
+
+def test_reconstruct_rate_flag_and_empty_cells(tmp_path, capsys):
+    plan, names = make_plan(20, 1)
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    rows = ["invocation,cycles,frac,l1_hit_rate"] + [f"{i},{100 + i},0.5," for i in inv]
+    (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
+    got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv", "--rate", "frac")
+    assert got["means"]["frac"] == pytest.approx(0.5)
+    assert "l1_hit_rate" not in got["means"]  # all cells empty: not a metric
+    rows[1] = rows[1] + "0.9"  # one sampled invocation has a hit rate, the others none
+    (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
+    got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")
+    assert got["means"]["l1_hit_rate"] is None  # no estimate rather than one from a reweighted subset
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv"), "--rate", "nope"]) == 2
+    assert "res.csv:1: nope: no such metric (--rate)" in capsys.readouterr().err
 
 
 def test_reconstruct_csv_bad_value_names_line_and_field(tmp_path, capsys):
@@ -136,10 +155,14 @@ def test_reconstruct_accelsim_log(tmp_path, capsys):
     p = plan.save(tmp_path / "plan.json")
     samples, cyc, insn = _log_for(plan, np.random.default_rng(0))
     (tmp_path / "sim.log").write_text(accelsim_log([(s.kernel_name, cyc[s.invocation], insn[s.invocation]) for s in samples]))
-    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")["estimates"]
-    assert got["cycles"] == pytest.approx(weighted(plan, cyc))
-    assert got["instructions"] == pytest.approx(weighted(plan, insn))
-    assert got["ipc"] == pytest.approx(got["instructions"] / got["cycles"])
+    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")
+    assert got["simulated_by"].startswith("Accel-Sim log ")
+    tot = got["totals"]
+    assert tot["cycles"] == pytest.approx(weighted(plan, cyc))
+    assert tot["instructions"] == pytest.approx(weighted(plan, insn))
+    assert got["ipc_of_totals"] == pytest.approx(tot["instructions"] / tot["cycles"])
+    ipc = {i: insn[i] / cyc[i] for i in cyc}
+    assert got["means"]["ipc"] == pytest.approx(weighted(plan, ipc) / plan.n_invocations)
 
 
 def test_reconstruct_accelsim_uses_launch_uid_when_kernels_finish_out_of_order(tmp_path, capsys):
@@ -150,7 +173,7 @@ def test_reconstruct_accelsim_uses_launch_uid_when_kernels_finish_out_of_order(t
     log = accelsim_log([(samples[j].kernel_name, cyc[samples[j].invocation], insn[samples[j].invocation]) for j in order],
                        uids=[j + 1 for j in order])
     (tmp_path / "sim.log").write_text(log)
-    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")["estimates"]
+    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")["totals"]
     assert got["cycles"] == pytest.approx(weighted(plan, cyc))
 
 

@@ -41,7 +41,7 @@ def test_pka_metrics_are_the_twelve_table2_names():
 def test_round_trip_is_byte_identical(tmp_path):
     df = _table()
     df["ipc"] = [0.5, 1.25, np.nan, 2.0]
-    df["l2_hit_rate"] = [10.0, 20.0, 30.0, 40.0]
+    df["l2_hit_rate"] = [0.10, 0.20, 0.30, 0.40]  # fractions (0..1), checked by validate_profile
     a = write_profile(df, tmp_path / "a.csv")
     back = read_profile(a)
     assert list(back.columns[:6]) == REQUIRED_COLUMNS

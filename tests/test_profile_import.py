@@ -282,3 +282,107 @@ def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "gpu__time_duration.sum" in err
     assert not (tmp_path / "p.csv").exists()
+
+
+# ---- the columnar fast path (pyarrow) reads exactly what the row reader reads ------------------
+_NAMES = st.sampled_from(["ampere_sgemm_128x64_nn", "void reduce_kernel<512, 1>(float*, float const*, int)",
+                          'k "quoted", name', "  padded_name  ", "NA", "n/a"])
+
+
+@given(rows=st.lists(st.tuples(_NAMES, st.integers(1, 10**7), st.integers(1, 1024), st.integers(1, 64),
+                               st.booleans()), min_size=1, max_size=30),
+       shuffle=st.randoms(use_true_random=False))
+@settings(max_examples=40, deadline=None)
+def test_nsys_fast_path_equals_row_reader(tmp_path_factory, rows, shuffle):
+    import pandas as pd
+
+    from gclsampler.profile import _import_nsys_arrow, _import_nsys_text
+
+    head = FIXTURES["nsys"].read_text().splitlines()[:4]
+    corr = list(range(100, 100 + 2 * len(rows), 2))
+    shuffle.shuffle(corr)  # rows out of launch order: both readers sort by correlation id
+    lines = []
+    for (name, dur, gx, regs, memcpy), c in zip(rows, corr):
+        if memcpy:
+            lines.append(f"1050200,48032,{c - 1},,,,,,,,,,16.777,349.284,Pageable,Device,NVIDIA A100 (0),1,,7,[CUDA memcpy Host-to-Device]")
+        q = '"' + name.replace('"', '""') + '"'
+        lines.append(f"1100480,{dur},{c},{gx},2,1,128,1,1,{regs},0.016,0.000,,,,,NVIDIA A100 (0),1,,7,{q}")
+    p = tmp_path_factory.mktemp("nsys") / "t.csv"
+    text = "\n".join(head + lines) + "\n\n"
+    p.write_text(text)
+    fast = _import_nsys_arrow(p, text)
+    assert fast is not None
+    pd.testing.assert_frame_equal(fast, _import_nsys_text(p, text))
+    pd.testing.assert_frame_equal(_import_nsys_arrow(p), fast)  # the file mapped as bytes
+    exec_head = FIXTURES["nsys_exec"].read_text().splitlines()[:3]
+    ex = [f"{c},4512,,,1100480,{dur},127723,41213,41213,0,cudaLaunchKernel_v7000,\"{gx:>4}    1    1\",\"  128    1    1\","
+          + '"' + name.replace('"', '""') + '"' for (name, dur, gx, _, _), c in zip(rows, corr)]
+    text = "\n".join(exec_head + ex) + "\n"
+    p.write_text(text)
+    fast = _import_nsys_arrow(p, text)
+    assert fast is not None
+    pd.testing.assert_frame_equal(fast, _import_nsys_text(p, text))
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("1100480,117344,", "1100480,slow,", r"t.csv:6: Duration \(ns\): not a number: 'slow'"),
+    ("1100480,117344,121,64,", "1100480,117344,121,0,", r"t.csv:6: GrdX: dimensions must be >= 1"),
+    ("1100480,117344,121,64,8,1,128,", "1100480,117344,121,64,,1,128,", r"t.csv:6: GrdX: expected \(x,y,z\)"),
+    ("1100480,117344,", "1100480,,", r"t.csv:6: time_ns: missing value"),
+    ("ampere_sgemm_128x64_nn\n1100900", "ampere_sgemm_128x64_nn,extra\n1100900", r"t.csv:6: expected 21 fields"),
+])
+def test_nsys_bad_rows_still_name_file_line_and_field(tmp_path, old, new, match, capsys):
+    text = FIXTURES["nsys"].read_text()
+    assert old in text
+    p = _write(tmp_path, "t.csv", text.replace(old, new, 1))
+    with pytest.raises(ProfileFormatError, match=match):
+        import_profile(p, "nsys")
+    assert main(["profile", "import", str(p), "--out", str(tmp_path / "p.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "t.csv:6" in err
+
+
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=30, deadline=None)
+def test_profile_writer_bytes_equal_pandas(tmp_path_factory, n, seed):
+    """write_profile builds the CSV by columns; the bytes are those pandas' to_csv writes."""
+    import pandas as pd
+
+    from gclsampler.profile import _csv_plan, write_profile
+
+    rng = np.random.default_rng(seed)
+    names = np.array(["a", "b,c", 'q"uote', "x y", "NA", "é"], dtype=object)[rng.integers(0, 6, n)]
+    df = pd.DataFrame({
+        "invocation": np.arange(n), "kernel_name": names,
+        "grid": [f"({x},1,1)" for x in rng.integers(1, 99, n)], "block": "(256,1,1)",
+        "time_ns": rng.choice([0.5, 1e-5, 123456789.125, 3.0, 1e17, 2.0 / 3.0], n),
+        "cycles": np.where(rng.random(n) < 0.3, np.nan, rng.integers(0, 10**6, n).astype(float)),
+        "ipc": rng.random(n), "note": rng.choice(["", "x,y", "plain"], n),
+    })
+    p = tmp_path_factory.mktemp("w") / "profile.csv"
+    write_profile(df, p)
+    assert _csv_plan(read_profile(p)) is not None  # the columnar writer handled this table
+    # and the columnar reader reads what pandas' reader reads (an extra column sends it to pandas)
+    import gclsampler.profile as P
+
+    plain = df.drop(columns=["note"])
+    write_profile(plain, p)
+    fast = P._read_profile_arrow(p)
+    assert fast is not None
+    pd.testing.assert_frame_equal(fast, P.validate_profile(pd.read_csv(p, dtype={"kernel_name": str, "grid": str, "block": str},
+                                                                       keep_default_na=False, na_values=[""]), p))
+    write_profile(df, p)
+    assert P._read_profile_arrow(p) is None
+    # what write_profile hands to the writer, written by pandas
+    from gclsampler.profile import NUMERIC_COLUMNS, validate_profile
+
+    ref = validate_profile(df, "x", line_of=lambda r: r)
+    for col in [c for c in NUMERIC_COLUMNS if c in ref.columns]:
+        v = ref[col].to_numpy(dtype=np.float64)
+        if v.size and not np.isnan(v).any() and np.all(v == np.round(v)) and np.abs(v).max() < 2**62:
+            ref[col] = v.astype(np.int64)
+    import io
+
+    buf = io.StringIO()
+    ref.to_csv(buf, index=False, lineterminator="\n")
+    assert p.read_bytes() == buf.getvalue().encode("utf-8")

@@ -25,7 +25,7 @@ from gclsampler.samplers import (
 from gclsampler.workload import Workload
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-SMALL = dict(k_max=6, n_init=2, refine_n_init=2)
+SMALL = dict(k_max=6, n_init=2, refine_n_init=2, representative="first", split_tolerance=0.0)
 
 
 def toy_workload(seed=0, n=150, k=4, embeddings=True) -> Workload:
@@ -80,7 +80,7 @@ def test_gcl_plan_first_member_weights(tmp_path):
 @pytest.mark.parametrize("root", [True, False])
 def test_gcl_stem_bounds_every_cluster(root):
     w = toy_workload(1)
-    s = GclStemSampler(cluster=SMALL, epsilon=0.1, root=root, random_state=2)
+    s = GclStemSampler(cluster=SMALL, epsilon=0.1, root=root, random_state=2, scope="group")
     plan = s.fit(w)
     assert plan.weights.sum() == pytest.approx(w.n_invocations)
     assert len(plan.clusters) == s.k_
@@ -196,7 +196,8 @@ def test_gcl_plan_accounts_for_every_invocation(n, groups, seed):
     g = rng.integers(0, groups, n)
     emb = rng.normal(size=(groups, 4))[g] * 5 + rng.normal(size=(n, 4))
     prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": [f"k{x}" for x in g], "time_ns": 1.0 + g})
-    s = GclSampler(cluster=dict(k_max=4, n_init=1, refine_n_init=1), random_state=seed)
+    s = GclSampler(cluster=dict(k_max=4, n_init=1, refine_n_init=1, representative="first", split_tolerance=0.0),
+                   random_state=seed)
     plan = s.fit(Workload("prop", prof, embeddings=emb))
     assert plan.weights.sum() == pytest.approx(n)
     assert sorted(plan.invocations.tolist()) == [int(np.flatnonzero(s.labels_ == c)[0]) for c in range(s.k_)]

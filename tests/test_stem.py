@@ -13,8 +13,9 @@ from gclsampler.errors import GclError
 from gclsampler.stem import (
     StemConfig,
     StemError,
-    _sampled_time,
     split_1d_2means,
+    stem_allocate,
+    stem_draw,
     stem_kkt,
     stem_root,
     stem_sample_size,
@@ -105,65 +106,188 @@ def test_2means_single_value_returns_none():
     assert split_1d_2means(np.full(100, 3.5)) is None
 
 
+# ---- integer allocation (what a plan really costs) ----------------------------------------
+leaf_rows = st.lists(
+    st.tuples(st.integers(1, 5000), st.floats(1e-2, 1e4), st.floats(0.0, 3.0), st.integers(0, 2)),  # N, mu, CoV, unit
+    min_size=1, max_size=15,
+)
+
+
+def _fpc_var(m, n, sd):
+    n = np.asarray(n, dtype=float)
+    big_b = np.where(n > 1, n**3 * sd**2 / np.maximum(n - 1, 1), 0.0)
+    return big_b * (1 / np.asarray(m, dtype=float) - 1 / n)
+
+
+@given(leaf_rows, st.floats(0.005, 0.3), st.integers(1, 40))
+@settings(max_examples=80, deadline=None)
+def test_allocation_is_integer_bounded_and_meets_every_units_bound(rows, eps, ms):
+    n = np.array([r[0] for r in rows])
+    mu = np.array([r[1] for r in rows])
+    sd = mu * np.array([r[2] for r in rows])
+    unit = np.unique(np.array([r[3] for r in rows]), return_inverse=True)[1]
+    m, lam = stem_allocate(n, mu, sd, unit, epsilon=eps, z=1.96, min_samples=ms)
+    assert m.dtype == np.int64
+    assert np.all(m >= np.minimum(ms, n)) and np.all(m <= n) and np.all(m >= 1)
+    var = _fpc_var(m, n, sd)
+    for u in np.unique(unit):
+        sel = unit == u
+        c = (eps * np.dot(n[sel], mu[sel]) / 1.96) ** 2
+        assert var[sel].sum() <= c * (1 + 1e-9) + 1e-300
+    # rounding up costs at most one draw per leaf over the bounded continuous optimum
+    cont = np.clip(lam[unit] * np.sqrt(np.where(n > 1, n**3 * sd**2 / np.maximum(n - 1, 1), 0.0) / mu), np.minimum(ms, n), n)
+    assert np.dot(m, mu) <= np.dot(cont, mu) + mu.sum() * (1 + 1e-9)
+
+
+def test_allocation_is_near_the_integer_optimum_by_brute_force(rng):
+    """Over every integer plan of 2-3 small leaves, ours is feasible and within one draw per leaf."""
+    import itertools
+
+    for _ in range(40):
+        k = int(rng.integers(2, 4))
+        n = rng.integers(2, 14, k)
+        mu = rng.uniform(1, 50, k)
+        sd = mu * rng.uniform(0.05, 1.5, k)
+        eps = float(rng.uniform(0.02, 0.3))
+        c = (eps * np.dot(n, mu) / 1.96) ** 2
+        m, _ = stem_allocate(n, mu, sd, epsilon=eps)
+        assert _fpc_var(m, n, sd).sum() <= c * (1 + 1e-9)
+        best = min(np.dot(p, mu) for p in itertools.product(*[range(1, int(x) + 1) for x in n])
+                   if _fpc_var(np.array(p), n, sd).sum() <= c * (1 + 1e-9))
+        assert best <= np.dot(m, mu) <= best + mu.sum() + 1e-9
+
+
+def test_small_leaf_is_taken_whole_with_zero_variance():
+    # 6 invocations that vary wildly: the bound needs all of them, and FPC makes that exact
+    m, _ = stem_allocate([6], [10.0], [9.0], epsilon=0.01)
+    assert m.tolist() == [6]
+    res = stem_root(np.array([1.0, 3.0, 9.0, 27.0, 2.0, 18.0]), root=False, epsilon=0.01)
+    assert res.leaf_census.all() and res.error_bound == 0.0
+    assert res.estimate(np.arange(6.0)) == pytest.approx(15.0)
+
+
+def test_large_leaf_needs_eq3_draws():
+    # N >> m: the correction vanishes and the allocation is eq. 3 rounded up
+    m, _ = stem_allocate([10**9], [100.0], [10.0], epsilon=0.05)
+    assert m.tolist() == [stem_sample_size(100.0, 10.0, 0.05, 1.96)]
+
+
 # ---- ROOT ------------------------------------------------------------------------------
 def _two_peaks(rng, n=4000):
     return np.where(rng.random(n) < 0.5, rng.normal(100, 2, n), rng.normal(400, 8, n))
 
 
-def test_root_separates_peaks(rng):
+def _tau(r):
+    return float(np.dot(r.sample_sizes, r.leaf_mean))
+
+
+@pytest.mark.parametrize("scope", ["global", "group"])
+def test_root_separates_peaks(rng, scope):
     t = _two_peaks(rng)
-    res = stem_root(t, None, epsilon=0.05)
+    res = stem_root(t, None, epsilon=0.05, scope=scope)
     assert res.n_leaves >= 2
     for leaf in range(res.n_leaves):  # no leaf mixes the two peaks
         v = t[res.leaf == leaf]
         assert v.max() < 250 or v.min() > 250
-    plain = stem_root(t, None, epsilon=0.05, root=False)
+    plain = stem_root(t, None, epsilon=0.05, root=False, scope=scope)
     assert plain.n_leaves == 1
-    tau = lambda r: float(np.dot(r.sample_sizes, r.leaf_mean))  # noqa: E731
-    assert tau(res) < tau(plain)
+    assert _tau(res) < _tau(plain)
 
 
-def test_root_stops_only_without_gain(rng):
-    """Every leaf is one where the best 2-means split would not reduce tau (eq. 7-8)."""
-    t = np.concatenate([_two_peaks(rng, 3000), rng.gamma(2.0, 30.0, 3000)])
-    g = np.repeat(["k0", "k1"], 3000)
-    eps, z, ms, mg = 0.05, 1.96, 1, 2
-    res = stem_root(t, g, epsilon=eps, z=z, min_samples=ms, min_group=mg)
-    assert res.n_leaves > 2
-    for leaf in range(res.n_leaves):
-        x = np.sort(t[res.leaf == leaf])
-        k = split_1d_2means(x, mg)
-        if k is None:
-            continue
-        old = _sampled_time(np.array([x.size]), np.array([x.mean()]), np.array([x.std()]), eps, z, ms)
-        new = _sampled_time(np.array([k, x.size - k]), np.array([x[:k].mean(), x[k:].mean()]),
-                            np.array([x[:k].std(), x[k:].std()]), eps, z, ms)
-        assert new >= old * (1 - 1e-9)  # ties (both sides taken whole) are no gain
+def test_root_does_not_split_when_one_draw_per_group_already_meets_the_bound(rng):
+    """The paper's rule would split every two-peaked kernel; the plan gains nothing from it."""
+    t = np.concatenate([_two_peaks(rng, 400) for _ in range(50)])
+    g = np.repeat(np.arange(50), 400)
+    res = stem_root(t, g, epsilon=0.25, scope="global")
+    plain = stem_root(t, g, epsilon=0.25, scope="global", root=False)
+    assert plain.sample_sizes.tolist() == [1] * 50  # 50 kernels, one draw each meets 25 %
+    assert res.n_leaves == 50 and _tau(res) == pytest.approx(_tau(plain))
 
 
-def _root_reference(x, eps, z, ms, mg):
-    """Plain recursive ROOT on one sorted group (the paper's Fig. 6), as an oracle."""
-    k = split_1d_2means(x, mg)
-    if k is None:
-        return [x.size]
-    old = _sampled_time(np.array([x.size]), np.array([x.mean()]), np.array([x.std()]), eps, z, ms)
-    new = _sampled_time(np.array([k, x.size - k]), np.array([x[:k].mean(), x[k:].mean()]),
-                        np.array([x[:k].std(), x[k:].std()]), eps, z, ms)
-    if not new < old * (1 - 1e-9):
-        return [x.size]
-    return _root_reference(x[:k], eps, z, ms, mg) + _root_reference(x[k:], eps, z, ms, mg)
+_ints = st.lists(st.integers(1, 60), min_size=1, max_size=80)
 
 
-@pytest.mark.parametrize("eps, ms, mg", [(0.05, 1, 2), (0.02, 30, 2), (0.1, 1, 5), (0.01, 3, 1)])
-def test_vectorised_root_equals_recursive_reference(rng, eps, ms, mg):
+@given(_ints, st.integers(1, 4), st.sampled_from([0.02, 0.05, 0.2]), st.sampled_from(["global", "group"]),
+       st.integers(1, 3))
+@settings(max_examples=60, deadline=None)
+def test_root_plan_is_never_dearer_than_plain_stem(values, n_groups, eps, scope, ms):
+    t = np.array(values, dtype=float) * 7.0
+    g = np.arange(t.size) % n_groups
+    res = stem_root(t, g, epsilon=eps, scope=scope, min_samples=ms)
+    plain = stem_root(t, g, epsilon=eps, scope=scope, min_samples=ms, root=False)
+    assert _tau(res) <= _tau(plain) * (1 + 1e-12)
+    assert res.error_bound <= eps * (1 + 1e-9)
+    _check_weights(res, t.size)
+
+
+def _root_oracle(t, g, eps, z, ms, mg, scope):
+    """Plain-Python ROOT by the price of variance (one leaf at a time), as an oracle.
+
+    Leaves are sorted arrays; each pass prices every leaf's best 2-means cut at the
+    current multiplier and applies the candidates (all, else the better half, ...)
+    only when the re-allocated integer plan is cheaper.
+    """
+    groups = sorted(set(g.tolist()), key=lambda k: int(np.flatnonzero(g == k)[0]))
+    leaves = [(np.sort(t[g == k]), gi if scope == "group" else 0) for gi, k in enumerate(groups)]
+
+    def stats(ls):
+        return (np.array([x.size for x, _ in ls]), np.array([x.mean() for x, _ in ls]),
+                np.array([x.std() for x, _ in ls]), np.array([u for _, u in ls]))
+
+    def cost(ls):
+        n, mu, sd, u = stats(ls)
+        m, lam = stem_allocate(n, mu, sd, u, epsilon=eps, z=z, min_samples=ms)
+        return float(np.dot(m, mu)), lam
+
+    def phi(x, lam):
+        n = x.size
+        big_b = n**3 * x.std() ** 2 / (n - 1) if n > 1 else 0.0
+        lo = min(ms, n)
+        mc = min(max(lam * np.sqrt(big_b / x.mean()), lo), n) if x.mean() > 0 and big_b > 0 else lo
+        return min(x.mean() * m + lam**2 * big_b * (1 / m - 1 / n) for m in {max(lo, math.floor(mc)), math.ceil(mc)})
+
+    import math
+
+    c0, lam = cost(leaves)
+    while True:
+        cands = []
+        for i, (x, u) in enumerate(leaves):
+            k = split_1d_2means(x, mg)
+            if k is None or lam[u] <= 0:
+                continue
+            gain = phi(x, lam[u]) - phi(x[:k], lam[u]) - phi(x[k:], lam[u])
+            if gain > 1e-12 * phi(x, lam[u]):
+                cands.append((-gain, i, k))
+        if not cands:
+            return leaves
+        cands.sort(key=lambda c: c[0])
+        size, done = len(cands), False
+        while size >= 1:
+            chosen = {i: k for _, i, k in cands[:size]}
+            trial = []
+            for i, (x, u) in enumerate(leaves):
+                trial += [(x[:chosen[i]], u), (x[chosen[i]:], u)] if i in chosen else [(x, u)]
+            c1, lam1 = cost(trial)
+            if c1 < c0 * (1 - 1e-12):
+                leaves, c0, lam, done = trial, c1, lam1, True
+                break
+            size //= 2
+        if not done:
+            return leaves
+
+
+@pytest.mark.parametrize("eps, ms, mg, scope", [(0.05, 1, 2, "global"), (0.02, 30, 2, "group"), (0.1, 1, 5, "group"),
+                                                (0.01, 3, 1, "global"), (0.005, 1, 2, "global")])
+def test_vectorised_root_equals_plain_oracle(rng, eps, ms, mg, scope):
     t = np.concatenate([_two_peaks(rng, 1500), rng.gamma(2.0, 30.0, 800), np.round(rng.gamma(1.0, 5.0, 700))])
     g = np.repeat([0, 1, 2], [1500, 800, 700])
-    res = stem_root(t, g, epsilon=eps, min_samples=ms, min_group=mg)
+    res = stem_root(t, g, epsilon=eps, min_samples=ms, min_group=mg, scope=scope)
+    oracle = _root_oracle(t, g, eps, 1.96, ms, mg, scope)
+    assert res.n_leaves == len(oracle) > 3  # ROOT did split
     for grp in range(3):
-        x = np.sort(t[g == grp])
-        expected = _root_reference(x, eps, 1.96, ms, mg)
+        expected = [x.size for x, _ in sorted(((x, u) for x, u in oracle if np.all(np.isin(x, t[g == grp]))),
+                                              key=lambda p: p[0].min())]
         leaves = np.flatnonzero(res.leaf_group == grp)
-        # leaves of the group ordered by their smallest time = the reference's left-to-right order
         got = [int(res.leaf_sizes[k]) for k in sorted(leaves, key=lambda k: t[res.leaf == k].min())]
         assert got == expected
 
@@ -173,11 +297,13 @@ def test_chunked_levels_give_the_same_leaves(rng, monkeypatch):
 
     t = np.concatenate([_two_peaks(rng, 2000), rng.gamma(2.0, 30.0, 1500)])
     g = rng.integers(0, 9, t.size)
-    whole = stem_root(t, g, epsilon=0.05, random_state=4)
-    monkeypatch.setattr(stem_mod, "_CHUNK", 64)
-    chunked = stem_root(t, g, epsilon=0.05, random_state=4)
-    np.testing.assert_array_equal(whole.leaf, chunked.leaf)
-    np.testing.assert_array_equal(whole.invocations, chunked.invocations)
+    for scope in ("global", "group"):
+        whole = stem_root(t, g, epsilon=0.02, random_state=4, scope=scope)
+        monkeypatch.setattr(stem_mod, "_CHUNK", 64)
+        chunked = stem_root(t, g, epsilon=0.02, random_state=4, scope=scope)
+        monkeypatch.setattr(stem_mod, "_CHUNK", 1 << 20)
+        np.testing.assert_array_equal(whole.leaf, chunked.leaf)
+        np.testing.assert_array_equal(whole.invocations, chunked.invocations)
 
 
 def test_root_never_mixes_groups_and_respects_min_group(rng):
@@ -280,8 +406,7 @@ def test_error_bound_at_most_epsilon_and_matches_definition(rng):
     for scope in ("group", "global"):
         res = stem_root(t, g, epsilon=0.03, scope=scope)
         assert 0 < res.error_bound <= 0.03 + 1e-12
-        live = ~res.leaf_census
-        var = np.sum(res.leaf_sizes[live] ** 2 * res.leaf_std[live] ** 2 / res.sample_sizes[live])
+        var = np.sum(_fpc_var(res.sample_sizes, res.leaf_sizes, res.leaf_std))
         assert res.error_bound == pytest.approx(1.96 * np.sqrt(var) / t.sum(), rel=1e-9)
 
 
@@ -294,6 +419,13 @@ def test_group_scope_bounds_every_group(rng):
         assert res.leaf_error_bound[k] <= 0.05 + 1e-12
     glob = stem_root(t, g, epsilon=0.05, root=False, scope="global")
     assert glob.sample_sizes.sum() < res.sample_sizes.sum()
+    # with ROOT, a group's bound is stratified over its leaves; each is at most epsilon
+    t2 = np.concatenate([_two_peaks(rng, 3000), rng.gamma(4.0, 2.5, 3000)])
+    res = stem_root(t2, g, epsilon=0.05, scope="group")
+    for name in ("large", "tiny"):
+        k = res.leaf_group == name
+        var = _fpc_var(res.sample_sizes[k], res.leaf_sizes[k], res.leaf_std[k]).sum()
+        assert 1.96 * np.sqrt(var) / t2[g == name].sum() <= 0.05 * (1 + 1e-9)
 
 
 @pytest.mark.parametrize(
@@ -319,7 +451,7 @@ def test_bad_input(kwargs, match):
 
 def test_config_defaults_are_the_papers():
     cfg = StemConfig()
-    assert (cfg.epsilon, cfg.z, cfg.min_samples, cfg.root) == (0.05, 1.96, 1, True)
+    assert (cfg.epsilon, cfg.z, cfg.min_samples, cfg.root, cfg.scope) == (0.05, 1.96, 1, True, "global")
 
 
 def test_groups_may_be_strings_ints_or_series(rng):
@@ -339,3 +471,40 @@ def test_group_time_order_is_the_total_order(rng, n_groups):
     t = np.round(rng.gamma(2.0, 10.0, 20000))  # many ties
     c = rng.integers(0, n_groups, t.size)
     np.testing.assert_array_equal(_group_time_order(t, c, n_groups), np.lexsort((np.arange(t.size), t, c)))
+
+
+# ---- drawing without replacement -------------------------------------------------------------
+@given(st.lists(st.floats(0.0, 1e4), min_size=1, max_size=300), st.integers(1, 6), st.integers(0, 2**31),
+       st.sampled_from([0.01, 0.05, 0.3]), st.integers(1, 40))
+@settings(max_examples=80, deadline=None)
+def test_every_invocation_accounted_for_and_draws_distinct(values, n_groups, seed, eps, ms):
+    t = np.array(values)
+    g = np.arange(t.size) % n_groups
+    res = stem_root(t, g, epsilon=eps, min_samples=ms, random_state=seed)
+    _check_weights(res, t.size)
+    # every leaf holds exactly its draws, each weighing N_i / m_i; every invocation is in one leaf
+    leaf_of = res.leaf[res.invocations]
+    np.testing.assert_array_equal(np.bincount(leaf_of, minlength=res.n_leaves), res.sample_sizes)
+    np.testing.assert_allclose(res.weights, (res.leaf_sizes / res.sample_sizes)[leaf_of], rtol=1e-12)
+    assert res.leaf.min() == 0 and res.leaf.max() == res.n_leaves - 1
+    again = stem_draw(res, seed)
+    np.testing.assert_array_equal(again[0], res.invocations)
+    np.testing.assert_array_equal(again[1], res.weights)
+
+
+@pytest.mark.parametrize("n, m", [(5, 2), (9, 7), (40, 3)])
+def test_draw_gives_every_member_the_same_chance(n, m):
+    """Both draw paths (sparse: redraw duplicates; dense: random keys) are uniform, m/n each."""
+    from gclsampler.stem import StemResult
+
+    res = StemResult(invocations=np.zeros(0, np.int64), weights=np.zeros(0), leaf=np.zeros(n, np.int64),
+                     leaf_group=np.array([0]), leaf_sizes=np.array([n]), sample_sizes=np.array([m]),
+                     error_bound=0.0, leaf_members=np.arange(n), leaf_start=np.array([0]))
+    reps = 4000
+    hits = np.zeros(n)
+    for s in range(reps):
+        inv, w = stem_draw(res, s)
+        assert inv.size == m and np.unique(inv).size == m and np.allclose(w, n / m)
+        hits[inv] += 1
+    p = m / n
+    assert np.all(np.abs(hits / reps - p) < 5 * np.sqrt(p * (1 - p) / reps))

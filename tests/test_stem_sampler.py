@@ -101,7 +101,9 @@ def test_cli_plan_is_byte_identical_and_summarised(tmp_path, rng, capsys):
     plan = SamplingPlan.load(tmp_path / "a.json")
     assert plan.workload == "mix" and plan.synthetic
     assert "SYNTHETIC" in out and "kernel names 4" in out and "expected speedup" in out
-    assert f"samples {len(plan.samples)} distinct" in out
+    assert f"samples {len(plan.samples)} invocations" in out
+    assert "scope global: the bound covers the workload's total time" in out  # the default, said aloud
+    assert plan.config["scope"] == "global" and plan.config["bounded"] == "the workload's total time"
     # another seed, another draw
     assert main(["stem", str(wdir / "profile.csv"), "--seed", "1", "--out", str(tmp_path / "c.json")]) == 0
     assert (tmp_path / "c.json").read_bytes() != (tmp_path / "a.json").read_bytes()
@@ -109,6 +111,11 @@ def test_cli_plan_is_byte_identical_and_summarised(tmp_path, rng, capsys):
                  "--out", str(tmp_path / "d.json")]) == 0
     d = SamplingPlan.load(tmp_path / "d.json")
     assert len(d.clusters) == 4 and d.config["min_samples"] == 30 and d.config["z"] == 2.58
+    capsys.readouterr()
+    assert main(["stem", str(wdir / "profile.csv"), "--scope", "group", "--out", str(tmp_path / "e.json")]) == 0
+    assert "scope group: the bound covers the total time of each group" in capsys.readouterr().out
+    e = SamplingPlan.load(tmp_path / "e.json")
+    assert e.config["scope"] == "group" and len(e.samples) >= len(plan.samples)
 
 
 def test_cli_bad_epsilon_is_one_line(tmp_path, rng, capsys):

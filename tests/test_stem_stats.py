@@ -1,19 +1,32 @@
-"""Statistical check of STEM's promise: P(|estimate - total| / total > epsilon) <= ~5% at z = 1.96.
+"""Statistical check of STEM's promise: P(|estimate - total| / total > epsilon) <= 5% at z = 1.96.
 
-Generated (SYNTHETIC) workloads: 5-15 kernel names, 1-3 execution-time peaks each.
-A correct sampler exceeds the bound in about 5% of draws, so with 200 draws the count
-is Binomial(200, 0.05): mean 10, sd 3.1. We allow up to 19 (P(X >= 20) ~ 0.3%).
+A plan is bounded when, over 200 seeded draws, the realised relative error of the
+total exceeds epsilon in at most 5 % of them (10 of 200). The fast test draws 200
+generated (SYNTHETIC) workloads of 5-15 kernel names with 1-3 time peaks each, one
+draw each. The slow tests redraw one plan 200 times (``stem_draw``: same leaves and
+sizes, another seed) on the issue's data: 1M SYNTHETIC invocations from
+``bench/stem_scale.py``'s generator; the STEM-AE artifact's measured nsys times
+(``STEM_AE_DIR`` = a local copy of the artifact, skipped without); and every
+synthetic suite workload (``GCLSAMPLER_SUITE_DIR`` = a directory of ``gclsampler synth
+NAME --out DIR/NAME`` outputs, skipped without), for ``stem_root`` and ``gcl_stem``.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import os
+import sys
+from pathlib import Path
 
-from gclsampler.stem import stem_root
+import numpy as np
+import pytest
+
+from gclsampler.stem import stem_draw, stem_root
 
 DRAWS = 200
-ALLOWED = 19
+ALLOWED = 10  # 5 % of 200
+CALIBRATED = 19  # a predicted bound is exceeded ~5 % of the time: Binomial(200, 0.05) < 20 w.p. 99.7 %
 EPS = 0.05
+SUITE = ["phi2", "pythia", "qwen1_5", "3mm", "lu", "bfs", "cfd", "lud", "nw", "backprop", "alexnet"]
 
 
 def _workload(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -32,21 +45,97 @@ def _workload(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return t[p], g[p]
 
 
-def test_error_exceeds_bound_in_at_most_about_5_percent_of_draws():
-    over_eps = {"stem_global": 0, "root_global": 0}
-    over_own = {"stem_global": 0, "root_global": 0}
+@pytest.mark.slow
+def test_error_exceeds_epsilon_in_at_most_5_percent_of_draws():
+    keys = [("stem_global", False, "global"), ("root_global", True, "global"), ("stem_group", False, "group"),
+            ("root_group", True, "group")]
+    over_eps = dict.fromkeys([k for k, _, _ in keys], 0)
+    over_own = dict.fromkeys([k for k, _, _ in keys], 0)
     for seed in range(DRAWS):
         t, g = _workload(seed)
         total = t.sum()
-        for key, root, scope in (("stem_global", False, "global"), ("root_global", True, "global")):
+        for key, root, scope in keys:
             res = stem_root(t, g, epsilon=EPS, z=1.96, root=root, scope=scope, random_state=seed)
             err = abs(res.estimate(t) - total) / total
             assert res.error_bound <= EPS + 1e-12
             over_eps[key] += err > EPS
             over_own[key] += err > res.error_bound
-    # plain STEM with one joint bound on the total is the sharp case: its predicted bound
-    # is close to epsilon, so it must actually miss sometimes, but not too often
-    assert 1 <= over_eps["stem_global"] <= ALLOWED, over_eps
     assert all(v <= ALLOWED for v in over_eps.values()), over_eps
+    # plain STEM with one joint bound on the total is the sharp case: its predicted bound
+    # is close to epsilon, so it must actually miss sometimes (a bound never reached
+    # would be looser than the one claimed)
+    assert over_eps["stem_global"] >= 1, over_eps
     # the predicted bound is calibrated: exceeded in ~5% of draws, not far more or far less
-    assert all(1 <= v <= ALLOWED for v in over_own.values()), over_own
+    assert all(1 <= v <= CALIBRATED for v in over_own.values()), over_own
+
+
+def _redraws(res, t: np.ndarray) -> np.ndarray:
+    """Relative error of the total over DRAWS seeded draws of one plan."""
+    total = t.sum()
+    errs = []
+    for s in range(DRAWS):
+        inv, w = stem_draw(res, s)
+        errs.append(abs(float(np.dot(w, t[inv])) / total - 1.0))
+    return np.asarray(errs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scope", ["global", "group"])
+def test_bound_on_a_million_synthetic_invocations(scope):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from stem_scale import generate
+
+    t, names = generate(1_000_000, 200, 0)
+    res = stem_root(t, names, epsilon=EPS, scope=scope, random_state=0)
+    errs = _redraws(res, t)
+    assert (errs > EPS).sum() <= ALLOWED, (errs > EPS).sum()
+    assert (errs > res.error_bound).sum() <= CALIBRATED
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("STEM_AE_DIR"), reason="STEM_AE_DIR (a local copy of the STEM-AE artifact) not set")
+@pytest.mark.parametrize("scope", ["global", "group"])
+def test_bound_on_the_stem_ae_nsys_times(scope):
+    import pandas as pd
+
+    df = pd.read_csv(Path(os.environ["STEM_AE_DIR"]) / "figure1" / "runtime-example.csv", encoding="utf-8-sig")
+    t = np.concatenate([df[c].dropna().to_numpy(dtype=np.float64) for c in df.columns])
+    g = np.concatenate([np.full(df[c].notna().sum(), str(c)) for c in df.columns])
+    res = stem_root(t, g, epsilon=EPS, scope=scope, random_state=0)
+    assert (_redraws(res, t) > EPS).sum() <= ALLOWED
+
+
+def _suite_profile(name: str):
+    from gclsampler.profile import read_profile
+
+    path = Path(os.environ["GCLSAMPLER_SUITE_DIR"]) / name / "profile.csv"
+    if not path.exists():
+        pytest.skip(f"{path} not generated (gclsampler synth {name} --out ...)")
+    return read_profile(path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("GCLSAMPLER_SUITE_DIR"), reason="GCLSAMPLER_SUITE_DIR not set")
+@pytest.mark.parametrize("name", SUITE)
+def test_bound_on_every_synthetic_suite_workload(name):
+    """stem_root on kernel names, and gcl_stem on clusters of a stand-in for the embeddings.
+
+    gcl_stem's own code path runs (silhouette k-means, then STEM+ROOT per cluster); the
+    embeddings are the 12 PKA metrics of the profile (log1p, standardised) instead of a
+    trained RGCN's, which would take minutes per workload to train.
+    """
+    from gclsampler.profile import PKA_METRICS
+    from gclsampler.samplers import GclStemSampler
+    from gclsampler.stem import StemRootSampler
+    from gclsampler.workload import Workload
+
+    prof = _suite_profile(name)
+    t = prof["time_ns"].to_numpy(dtype=np.float64)
+    s = StemRootSampler(epsilon=EPS, random_state=0)
+    s.fit(Workload(name, prof, synthetic=True))
+    assert (_redraws(s.result_, t) > EPS).sum() <= ALLOWED
+    x = np.log1p(prof[[c for c in PKA_METRICS if c in prof.columns]].to_numpy(dtype=np.float64))
+    emb = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
+    g = GclStemSampler(cluster=dict(k_max=min(12, max(2, len(prof) - 1))), epsilon=EPS, random_state=0)
+    g.fit(Workload(name, prof, embeddings=emb, synthetic=True))
+    assert (_redraws(g.stem_, t) > EPS).sum() <= ALLOWED

@@ -173,3 +173,15 @@ def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
     grouped = read_kernel(tmp_path / "wl" / info.path)
     direct = read_kernel(raw / "kernel-7.trace.zst")
     assert grouped.n_warps == len(expected) and grouped.equals(direct)
+
+
+@pytest.mark.parametrize("flags,expected", [([], "3 7"), (["-DGCL_MOCK_STREAM_ARG"], "4 7 0x40")])
+def test_nvbit_compat_picks_the_set_at_launch_form(tmp_path, flags, expected):
+    """tracer/nvbit_compat.h builds against NVBit 1.7.1's nvbit_set_at_launch (no stream) and
+    the later one (with a stream), calling whichever the header declares."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "compat"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", *flags, f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer/test/nvbit_compat_test.cpp"), "-o", str(exe)], check=True)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected

@@ -134,3 +134,35 @@ def test_load_model_rejects_other_files(tmp_path):
     torch.save({"foo": 1}, p)
     with pytest.raises(TrainConfigError, match="format"):
         load_model(p)
+
+
+def test_resume_refuses_changed_settings_and_restarts_when_asked(tmp_path):
+    """Issue 14: resuming with another lr/epochs kept the old schedule; another model shape died in
+    load_state_dict. Now: one error listing the changed keys; train.resume=false starts over."""
+    from gclsampler.train import TrainConfigError
+
+    graphs = tiny(8, seed=2)
+
+    def interrupt(row):
+        if row["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, log_fn=interrupt)
+    with pytest.raises(TrainConfigError, match=r"last\.pt: cannot resume with changed settings: "
+                                               r"train\.epochs \(3 -> 4\), train\.lr"):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=4, lr=1e-3), tmp_path)
+    with pytest.raises(TrainConfigError, match=r"model\.hidden_dim \(128 -> 64\)"):
+        fit(graphs, ModelConfig(**MCFG, hidden_dim=64), AugmentConfig(), tcfg(epochs=3), tmp_path)
+    # settings that do not change the result may differ
+    fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, progress=False), tmp_path)
+    r = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=4, lr=1e-3, resume=False), tmp_path)
+    assert len(r.log) == 4  # started over
+
+
+def test_resume_from_a_corrupt_checkpoint_is_one_error(tmp_path):
+    from gclsampler.train import TrainConfigError
+
+    (tmp_path / "last.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(TrainConfigError, match=r"last\.pt: cannot read the resume checkpoint"):
+        fit(tiny(8, seed=2), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)

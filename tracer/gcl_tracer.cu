@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nvbit.h"
+#include "nvbit_compat.h"
 #include "nvbit_tool.h"
 #include "utils/channel.hpp"
 
@@ -312,8 +313,9 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     if (traced) {
       instrument(ctx, p->f);
       uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
-      /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0 */
-      nvbit_set_at_launch(ctx, p->f, (uint64_t)sm, p->hStream);
+      /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0.
+       * The stream argument exists only after 1.7.1 (nvbit_compat.h picks the form). */
+      GCL_SET_AT_LAUNCH(ctx, p->f, (uint64_t)sm, p->hStream);
     }
     nvbit_enable_instrumented(ctx, p->f, traced);
     int v = 0;

@@ -3,8 +3,9 @@
 Each command group lives in its own module under ``gclsampler.cli`` and exposes
 ``register(parser)``. Only the group being run is imported: some groups need torch,
 whose import costs seconds, and ``gclsampler --help`` or ``gclsampler trace info``
-should not pay for it. Errors derived from ``GclError`` become one line on stderr
-and exit 2.
+should not pay for it. Errors follow ``gclsampler._guard``'s policy: bad input and
+environment errors are one line on stderr and exit 2, Ctrl-C exits 130, and only a bug
+shows a traceback (every error does with ``GCLSAMPLER_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import argparse
 import importlib
 import sys
 
-from gclsampler.errors import GclError
 
 # group name -> (module, one-line help). Keep in the order users meet them.
 GROUPS: dict[str, tuple[str, str]] = {
@@ -21,9 +21,11 @@ GROUPS: dict[str, tuple[str, str]] = {
     "trace": ("gclsampler.cli.trace", "inspect and convert NVBit/Accel-Sim kernel traces"),
     "profile": ("gclsampler.cli.profile", "import Nsight Compute / Nsight Systems / torch.profiler exports into profile.csv"),
     "graph": ("gclsampler.cli.graph", "inspect the heterogeneous relational graphs built from traces"),
+    "validate": ("gclsampler.cli.validate", "check a workload's kernelslist.g, trace headers and profile.csv against each other"),
     "stem": ("gclsampler.cli.stem", "STEM+ROOT error-bounded sampling plan from profile.csv alone"),
     "sample": ("gclsampler.cli.sample", "a sampling plan from any method (pka, sieve, allegro, photon, gcl, ...)"),
     "plan": ("gclsampler.cli.plan", "show, export to Accel-Sim, and reconstruct estimates from sampling plans"),
+    "simulate": ("gclsampler.cli.simulate", "run your Accel-Sim on a plan's invocations (or --all) and estimate the workload"),
 }
 
 
@@ -47,21 +49,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gclsampler._guard import EXIT_INTERRUPTED, debug_enabled, run_guarded
+
     argv = sys.argv[1:] if argv is None else list(argv)
     group = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(only=group if group in GROUPS else "")
-    args = parser.parse_args(argv)
+    try:  # building a group's parser may import torch (seconds): Ctrl-C there is no traceback either
+        parser = build_parser(only=group if group in GROUPS else "")
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        if debug_enabled():
+            raise
+        print("gclsampler: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.parse_args([args.group, "--help"])
         return 2
-    try:
-        return int(handler(args) or 0)
-    except GclError as exc:
-        print(f"gclsampler: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `gclsampler trace info ... | head`
-        return 0
+    return run_guarded(lambda: int(handler(args) or 0), "gclsampler")
 
 
 if __name__ == "__main__":  # pragma: no cover

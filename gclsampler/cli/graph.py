@@ -90,7 +90,9 @@ def _info(args) -> int:
         return 0
     from gclsampler.data import GraphDataset
     from gclsampler.trace import list_invocations
+    from gclsampler.validate import require_valid_workload
 
+    require_valid_workload(path, profile=False, traces=True)  # headers only: seconds before minutes of graphs
     ds = GraphDataset(path, cfg, cache_dir=args.cache_dir, workers=args.workers)
     names = {i.invocation: i.header.name for i in list_invocations(path)}
     total_nodes = total_edges = 0
@@ -108,8 +110,11 @@ def _info(args) -> int:
 
 def _build(args) -> int:
     from gclsampler.data import GraphDataset
+    from gclsampler.validate import require_valid_workload
 
-    ds = GraphDataset(args.dir, _cfg(args), cache_dir=args.cache_dir, workers=args.workers)
+    cfg = _cfg(args)
+    require_valid_workload(args.dir, profile=False, traces=True)  # headers only: seconds before minutes of graphs
+    ds = GraphDataset(args.dir, cfg, cache_dir=args.cache_dir, workers=args.workers)
     s = ds.stats
     print(json.dumps(s) if args.json else
           f"{s['invocations']} invocations -> {s['unique_graphs']} unique graphs "

@@ -51,7 +51,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_export)
 
     p = sub.add_parser("reconstruct", help="weighted estimate per metric from simulated results",
-                       description="Estimate whole-workload metrics from the sampled invocations' results: "
+                       description="Estimate whole-workload metrics from the sampled invocations' results "
+                                   "(totals as sums of weight x metric; rates such as ipc and hit rates as "
+                                   "weighted means): "
                                    "an Accel-Sim stdout log (launches in kernelslist order, i.e. ascending "
                                    "sampled invocation; kernel_launch_uid is used when present) or a CSV "
                                    "with an `invocation` column and numeric metric columns.")
@@ -61,7 +63,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                    help="results format (default: CSV when the first line has an `invocation` column)")
     p.add_argument("--no-name-check", action="store_true",
                    help="do not require Accel-Sim kernel names to match the plan's kernel_name")
-    p.add_argument("--json", action="store_true", help="print the estimates as JSON")
+    p.add_argument("--rate", action="append", default=[], metavar="COLUMN",
+                   help="estimate COLUMN as a weighted mean, like ipc and the hit rates (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the estimates as JSON: totals, means")
     p.set_defaults(handler=_reconstruct)
 
 
@@ -148,6 +152,12 @@ def _export(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan
     from gclsampler.trace import export_accelsim, list_invocations
 
+    from gclsampler._safe_out import check_out_dir
+
+    check_out_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan])
+    from gclsampler.validate import require_valid_workload
+
+    require_valid_workload(args.workload_dir, profile=False, traces=True)  # duplicate ids would overwrite each other
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}
@@ -160,12 +170,21 @@ def _export(args: argparse.Namespace) -> int:
         if got is not None and got != names[i]:
             print(f"gclsampler: warning: invocation {i}: trace kernel name {got!r} differs from the plan's "
                   f"{names[i]!r}", file=sys.stderr)
-    written = export_accelsim(args.workload_dir, args.out_dir, invocations=inv)
-    plan.save(Path(args.out_dir) / "plan.json")
+    from gclsampler._safe_out import replace_dir
+    from gclsampler.trace.workload import describe_export
+
+    facts: list = []
+    with replace_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan]) as tmp:
+        written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts)
+        plan.save(tmp / "plan.json")
     print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
           f"+ kernelslist.g + plan.json")
+    for line in describe_export(facts):
+        print(f"  note: {line}")
     print("  run Accel-Sim on kernelslist.g, then: gclsampler plan reconstruct "
           f"{Path(args.out_dir) / 'plan.json'} <accel-sim stdout log>")
+    print(f"  or let gclsampler run it, one process per invocation: gclsampler simulate {args.plan} "
+          f"{args.workload_dir} --out DIR")
     return 0
 
 
@@ -274,7 +293,8 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
             raise ResultsFormatError(located(path, 1, "invocation", "no such column"))
         header = [h.strip() for h in header]
         inv_col = header.index("invocation")
-        cols = [j for j, h in enumerate(header) if j != inv_col and h]
+        # plan columns that `gclsampler simulate` copies into simulated.csv are not metrics
+        cols = [j for j, h in enumerate(header) if j != inv_col and h and h not in ("cluster", "weight")]
         rows: dict[int, tuple[int, list[str]]] = {}
         for lineno, row in enumerate(reader, 2):
             if not row or all(not c.strip() for c in row):
@@ -298,6 +318,8 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
         parsed: dict[int, float] = {}
         bad: tuple[int, str] | None = None
         for inv, (lineno, row) in rows.items():
+            if not row[j].strip():
+                continue  # an empty cell: no value (e.g. a simulated hit rate of a cache without accesses)
             try:
                 v = float(row[j])
             except ValueError:
@@ -329,14 +351,30 @@ def _looks_like_csv(path: Path) -> bool:
     return "invocation" in [c.strip() for c in next(csv.reader([first]), [])]
 
 
-def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True) -> dict[str, float]:
-    """Weighted estimate (sum over samples of weight * value) of every metric in ``results``."""
+def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True,
+                rates: tuple[str, ...] = ()) -> dict:
+    """Whole-workload estimates from the sampled invocations' results.
+
+    ``{"totals": {m: Σ w·M}, "means": {m: Σ w·M / N}}``: additive metrics (cycles,
+    instructions, time) are estimated as totals; rates (IPC, hit rates, occupancy, and any
+    column named in ``rates``) as weighted means, since a weighted *sum* of per-invocation
+    IPCs is no IPC. From an Accel-Sim log, ``ipc_of_totals`` = instructions / cycles too.
+    """
+    from gclsampler.score import weighted_estimate
+
     if fmt == "auto":
         fmt = "csv" if _looks_like_csv(results) else "accelsim"
     values = _values_from_csv(plan, results) if fmt == "csv" else _values_from_log(plan, results, check_names)
-    est = {m: plan.estimate(v) for m, v in values.items()}
-    if "cycles" in est and "instructions" in est and est["cycles"] > 0 and fmt == "accelsim":
-        est["ipc"] = est["instructions"] / est["cycles"]  # a ratio: from the estimated totals, not a weighted sum
+    if fmt == "accelsim" and "cycles" in values and "instructions" in values:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values["ipc"] = values["instructions"] / values["cycles"]
+    unknown = [r for r in rates if r not in values]
+    if unknown:
+        raise ResultsFormatError(located(results, 1, unknown[0], "no such metric (--rate)"))
+    est: dict = weighted_estimate(plan, values, rates)
+    tot = est["totals"]
+    if tot.get("cycles") and tot.get("instructions") is not None:
+        est["ipc_of_totals"] = tot["instructions"] / tot["cycles"]
     return est
 
 
@@ -344,17 +382,40 @@ def _reconstruct(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan
 
     plan = SamplingPlan.load(args.plan)
-    est = reconstruct(plan, args.results, args.format, not args.no_name_check)
+    est = reconstruct(plan, args.results, args.format, not args.no_name_check, tuple(args.rate))
     n = plan.n_invocations
+    fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(args.results) else "accelsim")
+    sim_by = _simulated_by(args.results) if fmt == "csv" else f"Accel-Sim log {args.results}"
     if args.json:
         print(json.dumps({"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
-                          "method": plan.method, "synthetic": plan.synthetic, "n_invocations": n,
-                          "estimates": est}, indent=1))
+                          "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
+                          "n_invocations": n, "n_sampled": len(plan.samples), **est}, indent=1))
         return 0
     tag = " (SYNTHETIC)" if plan.synthetic else ""
     print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}; {len(plan.samples)} sampled of {n} invocations")
-    print(f"  {'metric':<28} {'estimate (total)':>18} {'mean per invocation':>20}")
-    for m, v in est.items():
-        mean = "-" if m == "ipc" else f"{v / n:.6g}"
-        print(f"  {m:<28} {v:>18.6g} {mean:>20}")
+    if sim_by:
+        print(f"  SIMULATED values: {sim_by}")
+    print("  totals are sums of weight x metric; rates are weighted means per invocation (sum of weight x metric / N)")
+    print(f"  {'metric':<28} {'estimate':>18}  kind")
+    for m, v in est["totals"].items():
+        print(f"  {m:<28} {_num(v):>18}  total (mean per invocation {_num(None if v is None else v / n)})")
+    for m, v in est["means"].items():
+        print(f"  {m:<28} {_num(v):>18}  weighted mean")
+    if "ipc_of_totals" in est:
+        print(f"  {'ipc_of_totals':<28} {_num(est['ipc_of_totals']):>18}  instructions / cycles")
     return 0
+
+
+def _simulated_by(path: Path) -> str | None:
+    """The ``simulated_by`` label of a ``gclsampler simulate`` CSV (first row), so the estimate
+    built from it is labelled as simulated too; None for other files."""
+    try:
+        with open(path, newline="", errors="replace") as fh:
+            row = next(csv.DictReader(fh), None)
+    except (OSError, csv.Error):
+        return None
+    return (row or {}).get("simulated_by") or None
+
+
+def _num(v) -> str:
+    return "-" if v is None else f"{v:.6g}"

@@ -37,8 +37,11 @@ def register(parser: argparse.ArgumentParser) -> None:
 def _import(args: argparse.Namespace) -> int:
     from gclsampler.profile import import_profile, write_profile
 
+    from gclsampler._safe_out import check_out_file
+
+    check_out_file(args.out, "profile", inputs=[args.file])
     df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz)
-    write_profile(df, args.out)
+    write_profile(df, args.out, validated=True)  # import_profile returns a validated table
     print(f"{args.out}: {len(df)} invocations, {df['kernel_name'].nunique()} kernel names, "
           f"{len(df.columns)} columns")
     return 0

@@ -48,7 +48,11 @@ def _parse_params(items: list[str]) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise GclError(f"--set {item!r}: expected KEY=VALUE")
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError as exc:
+            reason = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+            raise GclError(f"--set {item!r}: value is not valid YAML ({reason})") from None
     return out
 
 
@@ -68,6 +72,13 @@ def _list_methods() -> int:
     return 0
 
 
+def _check_params(sampler, method: str) -> None:
+    """Run the method's own parameter check (if it has one) before any data is read."""
+    from gclsampler.validate import check_sampler_params
+
+    check_sampler_params(sampler, f"--set ({method})")
+
+
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -83,21 +94,30 @@ def _run(args: argparse.Namespace) -> int:
     reg = _registry()
     if args.method not in reg:
         raise GclError(f"sample: unknown method {args.method!r}; available: {', '.join(sorted(reg))}")
+    from gclsampler._safe_out import check_out_file
+
+    if not args.workload.is_dir():
+        raise GclError(f"{args.workload}: not a workload directory")
     if not (args.workload / "profile.csv").exists():
         raise GclError(f"{args.workload}/profile.csv: no such file (a workload directory needs one)")
+    check_out_file(args.out, "plan", inputs=[args.workload / "profile.csv", args.workload / "kernelslist.g",
+                                             args.workload / "workload.json", args.embeddings])
+    params = _parse_params(args.params)
     try:
-        sampler = reg[args.method](**_parse_params(args.params), random_state=args.seed)
+        sampler = reg[args.method](**params, random_state=args.seed)
     except TypeError as exc:
         raise GclError(f"--set: {args.method} does not take that parameter ({exc}); see gclsampler sample --list") from None
-    emb = None
-    if args.embeddings is not None:
-        emb = np.load(args.embeddings)
-    elif args.method in EMBEDDING_METHODS:
+    _check_params(sampler, args.method)
+    if args.embeddings is None and args.method in EMBEDDING_METHODS:
         raise GclError(f"sample {args.method}: needs --embeddings (embeddings.npy from `python train.py`)")
-    wl = Workload.load(args.workload, embeddings=emb)
-    if emb is not None and emb.shape[0] != wl.n_invocations:
-        raise GclError(f"{args.embeddings}: {emb.shape[0]} rows but {args.workload}/profile.csv has "
-                       f"{wl.n_invocations} invocations")
+    from gclsampler.validate import require_valid_workload
+
+    require_valid_workload(args.workload)  # profile vs traces, before any fitting
+    wl = Workload.load(args.workload)
+    if args.embeddings is not None:
+        from gclsampler.embeddings import load_embeddings
+
+        wl.embeddings = load_embeddings(args.embeddings, wl.n_invocations, args.workload / "profile.csv")
     plan = sampler.fit(wl)
     plan.save(args.out)
     t = wl.profile["time_ns"].to_numpy(dtype=np.float64) if "time_ns" in wl.profile else None

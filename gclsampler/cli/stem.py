@@ -11,7 +11,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Group invocations by kernel name, split each group by execution time (ROOT) and size "
         "a random sample per leaf (STEM) so that the estimated total time is within ±epsilon of "
-        "the truth with confidence z. Writes plan.json (gclsampler-plan/1)."
+        "the truth with confidence z: the workload's total (--scope global, default, as in the STEM "
+        "paper) or every kernel name's (--scope group). Writes plan.json (gclsampler-plan/1)."
     )
     parser.add_argument("profile", type=Path, help="profile.csv (one row per invocation)")
     parser.add_argument("--out", type=Path, required=True, help="plan.json to write (atomically)")
@@ -22,8 +23,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="minimum draws per leaf, capped at the leaf size (30 = CLT rule of thumb)")
     parser.add_argument("--min-group", type=int, default=2, help="smallest leaf ROOT may split off (default 2)")
     parser.add_argument("--no-root", action="store_true", help="plain STEM: one leaf per kernel name")
-    parser.add_argument("--scope", choices=["group", "global"], default="group",
-                        help="bound every kernel name's error (group, default) or only the total (global)")
+    parser.add_argument("--scope", choices=["global", "group"], default="global",
+                        help="what the bound covers: the workload's total time (global, default) or the total "
+                             "of every kernel name (group: more samples)")
     parser.add_argument("--time-column", default="time_ns", help="profile column to size samples on (default time_ns)")
     parser.set_defaults(handler=_run)
 
@@ -43,10 +45,20 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from gclsampler.profile import read_profile
-    from gclsampler.stem import StemRootSampler
+    from gclsampler.stem import StemRootSampler, scope_description
     from gclsampler.workload import Workload
 
+    from gclsampler._safe_out import check_out_file
+
+    check_out_file(args.out, "plan", inputs=[args.profile])
+    if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
+        from gclsampler.validate import require_valid_workload
+
+        require_valid_workload(args.profile.parent)  # profile vs the traces beside it
     profile = read_profile(args.profile)
+    from gclsampler.validate import check_profile_usable
+
+    check_profile_usable(profile, args.profile, args.time_column)
     name, synthetic = _workload_meta(args.profile)
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,
                               root=not args.no_root, random_state=args.seed, min_group=args.min_group,
@@ -58,7 +70,9 @@ def _run(args: argparse.Namespace) -> int:
     speedup = plan.speedup(t)
     print(f"{args.out}: stem_root plan for {name}" + (" (SYNTHETIC)" if synthetic else ""))
     print(f"  invocations {len(profile)}, kernel names {plan.config['n_groups']}, ROOT leaves {res.n_leaves}")
-    print(f"  samples {len(plan.samples)} distinct invocations ({int(res.sample_sizes.sum())} draws)")
-    print(f"  predicted error bound {100 * res.error_bound:.2f}% at z={args.z:g} (target {100 * args.epsilon:g}%)")
+    print(f"  samples {len(plan.samples)} invocations (drawn without replacement inside each leaf)")
+    print(f"  {scope_description(res.scope)}")
+    print(f"  predicted error bound of the total {100 * res.error_bound:.2f}% at z={args.z:g} "
+          f"(target {100 * args.epsilon:g}%" + (", and for every kernel name" if res.scope == "group" else "") + ")")
     print(f"  expected speedup {speedup:.1f}x (profile time of all invocations / of the sampled ones)")
     return 0

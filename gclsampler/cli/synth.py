@@ -15,7 +15,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
                         help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in)")
-    parser.add_argument("--out", help="output workload directory (replaced atomically)")
+    parser.add_argument("--out", help="output workload directory (replaced atomically when empty or an earlier synth output; anything else is refused)")
     parser.add_argument("--arch", default="ampere", help="arch whose ground truth becomes profile.csv (default ampere)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2, help="processes (2: timing model in a worker; output identical)")
@@ -56,6 +56,9 @@ def _run(args) -> int:
     if not args.out:
         raise SynthUsageError("synth: --out DIR is required")
     workload_defaults(args.workload)  # unknown workload -> clear error
+    from gclsampler._safe_out import check_out_dir
+
+    check_out_dir(args.out, "synth")  # before any work: never replace a directory synth did not write
     generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet,
              jobs=args.jobs)
     return 0

@@ -8,21 +8,42 @@ import sys
 
 
 def _parse_invocations(text: str | None) -> list[int] | None:
-    """``0,3,7-9`` or a file with one id per line (``@ids.txt``)."""
+    """``0,3,7-9`` or a file with one id per line (``@ids.txt``).
+
+    Anything that is not a list of non-negative ids or ascending ranges is an error, and so
+    is a list that selects nothing: ``5-2`` once wrote an empty kernelslist.g and exited 0.
+    """
+    from gclsampler.errors import GclError
+
     if text is None:
         return None
+    where = "--invocations"
     if text.startswith("@"):
-        with open(text[1:]) as f:
-            text = ",".join(s.strip() for s in f if s.strip())
+        where = text[1:]
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                text = ",".join(s.strip() for s in f if s.strip())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GclError(f"{where}: cannot read the invocation list: {getattr(exc, 'strerror', None) or exc}") from None
     out: list[int] = []
     for part in text.replace(" ", ",").split(","):
         if not part:
             continue
-        if "-" in part[1:]:
-            a, b = part.split("-", 1)
-            out.extend(range(int(a), int(b) + 1))
-        else:
-            out.append(int(part))
+        try:
+            if "-" in part[1:]:
+                a, b = (int(x) for x in part.split("-", 1))
+                if b < a:
+                    raise GclError(f"{where}: range {part!r} runs backwards (write {b}-{a})")
+                ids = range(a, b + 1)
+            else:
+                ids = [int(part)]
+        except ValueError:
+            raise GclError(f"{where}: {part!r} is not an invocation id or range like 7-9") from None
+        if any(i < 0 for i in ids):
+            raise GclError(f"{where}: {part!r}: invocation ids are 0-based and not negative")
+        out.extend(ids)
+    if not out:
+        raise GclError(f"{where}: selects no invocations")
     return out
 
 
@@ -55,17 +76,32 @@ def _info(args) -> int:
 
 def _export(args) -> int:
     from gclsampler.trace import export_accelsim
+    from gclsampler.trace.workload import describe_export
 
-    paths = export_accelsim(args.src, args.dst, invocations=_parse_invocations(args.invocations))
+    from gclsampler._safe_out import check_out_dir, replace_dir
+
+    from gclsampler.validate import require_valid_workload
+
+    inv = _parse_invocations(args.invocations)
+    check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
+    require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
+    facts: list = []
+    with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
+        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
+    for line in describe_export(facts):
+        print(f"  note: {line}")
     return 0
 
 
 def _group(args) -> int:
     from gclsampler.trace import group_raw_dir
 
-    paths = group_raw_dir(args.raw_dir, args.out_dir, values=not args.no_values, compress=args.compress,
-                          dedup_ldgsts=not args.keep_ldgsts_pairs)
+    from gclsampler._safe_out import replace_dir
+
+    with replace_dir(args.out_dir, "trace group", inputs=[args.raw_dir]) as tmp:
+        paths = group_raw_dir(args.raw_dir, tmp, values=not args.no_values, compress=args.compress,
+                              dedup_ldgsts=not args.keep_ldgsts_pairs)
     print(f"grouped {len(paths)} traces into {args.out_dir}")
     return 0
 

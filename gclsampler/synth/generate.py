@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass
@@ -68,6 +67,25 @@ def resolve_params(name: str, params: dict | None) -> dict:
     if k["compress"] not in ("", "gz", "xz", "zst"):
         raise SynthConfigError(f"synth.compress: one of '', gz, xz, zst; got {k['compress']!r}")
     return k
+
+
+def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> str | None:
+    """Why a directory ``gclsampler.synth`` wrote does not match this request (None = it does,
+    or it was not written by the synthesizer: traced or hand-made data is never replaced)."""
+    meta_path = Path(wdir) / "workload.json"
+    if not meta_path.exists():
+        return None
+    meta = json.loads(meta_path.read_text())
+    if meta.get("generator") != "gclsampler.synth":
+        return None
+    want = json.loads(json.dumps(resolve_params(name, params)))
+    if meta.get("synth") is not None and meta.get("synth") != want:
+        return "synth knobs differ (e.g. capped traces from an older version)"
+    if "seed" in meta and int(meta["seed"]) != int(seed):
+        return "seed differs"
+    if "arch" in meta and str(meta["arch"]) != str(arch):
+        return "arch differs"
+    return None
 
 
 def _coerce(name, key, default, val):
@@ -305,9 +323,10 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     except ImportError:  # pragma: no cover - profile stage always present in the tree
         write_profile = None
 
+    from gclsampler._safe_out import commit_dir, make_temp_dir
+
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    tmp = make_temp_dir(out_dir, "synth")  # refuses a directory synth did not write (never deleted)
     t0 = time.time()
     try:
         (tmp / "profiles").mkdir()
@@ -372,13 +391,7 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
                     "timing model; not hardware measurements.",
         }
         (tmp / "workload.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
+        commit_dir(tmp, out_dir, "synth")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

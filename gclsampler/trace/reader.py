@@ -23,6 +23,7 @@ import io
 import lzma
 import os
 import re
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +88,11 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
             return b"".join(chunks)
     except FileNotFoundError:
         raise TraceFormatError(p, None, None, "no such file") from None
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+    except IsADirectoryError:
+        raise TraceFormatError(p, None, None, "is a directory, not a trace file") from None
+    except PermissionError:
+        raise TraceFormatError(p, None, None, "permission denied") from None
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         kind = p.rsplit(".", 1)[-1]
         raise TraceFormatError(p, None, "compression", f"cannot decompress ({kind}): {exc}") from None
     except Exception as exc:  # zstandard.ZstdError and friends
@@ -178,7 +183,17 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
         if nl < 0:
             nl = n
         raw_line = data[pos:nl]
-        line = raw_line.decode("utf-8", "replace").strip()
+        if lineno == 0 and raw_line.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark
+            raw_line = raw_line[3:]
+        if raw_line.lstrip().startswith(b"-"):
+            try:  # a header value that is not UTF-8 must not silently become another name
+                line = raw_line.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                key = raw_line.lstrip()[1:].split(b"=", 1)[0].decode("ascii", "replace").strip()
+                raise TraceFormatError(path, lineno + 1, f"-{' '.join(key.split())}",
+                                       f"not UTF-8 text (byte {raw_line[exc.start]:#04x} at column {exc.start + 1})") from None
+        else:
+            line = raw_line.decode("utf-8", "replace").strip()
         if line.startswith("-"):
             body = line[1:]
             if "=" not in body:

@@ -42,7 +42,12 @@ def read_kernelslist(root: str | os.PathLike) -> list[str]:
         p = root / name
         if p.exists():
             out = []
-            for i, line in enumerate(p.read_text().splitlines(), 1):
+            raw = p.read_bytes()
+            try:
+                text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
+            except UnicodeDecodeError as exc:
+                raise TraceFormatError(p, raw[:exc.start].count(b"\n") + 1, "kernelslist", "not UTF-8 text") from None
+            for i, line in enumerate(text.splitlines(), 1):
                 s = line.strip()
                 if not s:
                     continue
@@ -173,6 +178,40 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
         imm=None if t.imm is None else ins(t.imm, 0), value_ptr=None, values=None)
 
 
+def export_facts(t: KernelTrace) -> dict:
+    """What exporting ``t`` for Accel-Sim changes: traced CTAs against the launch grid, warps cut by a cap.
+
+    Why: a trace that keeps only some CTAs gets its grid rewritten to those CTAs, and a warp
+    capped at N instructions gets an EXIT appended; both simulate a fraction of the real
+    kernel (capped synthetic traces ran at 24 % of the complete traces' cycles), so every
+    command that exports says so instead of silently simulating less.
+    """
+    cta = t.warp_cta
+    n_tb = int(np.unique(cta, axis=0).shape[0]) if cta.shape[0] else 0
+    lens = np.diff(t.warp_ptr)
+    last = (t.warp_ptr[1:] - 1)[lens > 0]
+    base = np.array([op.split(".")[0] for op in t.opcode_table]) if t.opcode_table else np.zeros(0, str)
+    cut = int((base[t.opcode[last]] != "EXIT").sum()) if last.size else 0
+    return {"ctas_traced": n_tb, "ctas_grid": int(t.header.n_ctas), "warps": int(t.n_warps), "warps_cut": cut}
+
+
+def describe_export(facts: Sequence[dict]) -> list[str]:
+    """One or two sentences summarising ``export_facts`` over the exported traces (empty if complete)."""
+    lines = []
+    partial = [f for f in facts if f["ctas_traced"] != f["ctas_grid"]]
+    if partial:
+        traced = sum(f["ctas_traced"] for f in partial)
+        grid = sum(f["ctas_grid"] for f in partial)
+        lines.append(f"{len(partial)} of {len(facts)} traces hold only some CTAs of their launch ({traced} of {grid} "
+                     "CTAs in all, e.g. the CTAs of one SM): their grid is rewritten to the traced CTAs")
+    cut = [f for f in facts if f["warps_cut"]]
+    if cut:
+        lines.append(f"{len(cut)} of {len(facts)} traces have warps cut by an instruction cap "
+                     f"({sum(f['warps_cut'] for f in cut)} of {sum(f['warps'] for f in cut)} warps; an EXIT is "
+                     "appended): they simulate only the traced prefix")
+    return lines
+
+
 def accelsim_text(t: KernelTrace) -> bytes:
     """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid, warps cut off by
     an instruction cap get their EXIT."""
@@ -198,11 +237,12 @@ def accelsim_text(t: KernelTrace) -> bytes:
 
 
 def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
-                    invocations: Sequence[int] | None = None) -> list[Path]:
+                    invocations: Sequence[int] | None = None, facts: list | None = None) -> list[Path]:
     """Write plain Accel-Sim traces (+ kernelslist.g) for some or all invocations.
 
     File names stay ``kernel-<id>.traceg`` (uncompressed: Accel-Sim reads
     ``.traceg`` and ``.xz`` only) so results map back to invocation ids.
+    ``facts``, when given, receives ``export_facts`` of each trace (see ``describe_export``).
     """
     src_dir, dst_dir = Path(src_dir), Path(dst_dir)
     infos = list_invocations(src_dir)
@@ -220,6 +260,8 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     for info in _progress(infos, len(infos), "export"):
         t = read_kernel(src_dir / info.path)
         name = f"kernel-{info.header.kernel_id}.traceg"
+        if facts is not None:
+            facts.append({"invocation": info.invocation, **export_facts(t)})
         write_bytes_atomic(dst_dir / name, accelsim_text(t))
         names.append(name)
         written.append(dst_dir / name)

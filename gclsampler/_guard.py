@@ -1,0 +1,219 @@
+"""One line and a fixed exit status for every error a user can cause or fix.
+
+Why: a traceback tells a user of ``gclsampler`` (or ``train.py``, ``evaluate.py``) that the
+program is broken, when what went wrong was the input, a config key or the machine (disk
+full, read-only directory, Ctrl-C). The policy, the same for every entry point:
+
+=====================================  ======  =============================================
+what                                   exit    printed (stderr)
+=====================================  ======  =============================================
+bad input, config or output path       2       ``PROG: error: FILE:LINE: FIELD: reason``
+(``GclError``, Hydra/OmegaConf
+config errors)
+environment (``OSError``: disk full,   2       ``PROG: error: PATH: reason``
+permissions, read-only, not a dir)
+Ctrl-C (``KeyboardInterrupt``)         130     ``PROG: interrupted``
+a bug (anything else)                  1       the traceback, to report it
+=====================================  ======  =============================================
+
+With ``GCLSAMPLER_DEBUG=1`` nothing is caught, so the full traceback of any error shows.
+Output files are written temp-then-rename (``gclsampler._atomic``, ``gclsampler._safe_out``),
+so an interrupted or failed command leaves no half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+from typing import Any, Callable
+
+from gclsampler.errors import GclError
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("GCLSAMPLER_DEBUG", "") not in ("", "0")
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def os_error_text(exc: OSError) -> str:
+    """``PATH: reason`` for an OSError (both paths for a failed rename)."""
+    reason = exc.strerror or _first_line(str(exc)) or type(exc).__name__
+    if exc.filename is not None and exc.filename2 is not None:
+        return f"{exc.filename} -> {exc.filename2}: {reason}"
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason}"
+    return reason
+
+
+def config_error_text(exc: BaseException) -> str | None:
+    """One line for a Hydra/OmegaConf config error (None when ``exc`` is not one).
+
+    Hydra's own messages run over several lines and end in a hint to set
+    HYDRA_FULL_ERROR; the hint to "append with +" is wrong here, since unknown keys
+    added with ``+`` are refused too (``check_config_keys``).
+    """
+    try:
+        from hydra.errors import HydraException, MissingConfigException
+        from omegaconf.errors import OmegaConfBaseException
+    except ImportError:  # pragma: no cover - hydra is a dependency
+        return None
+    if isinstance(exc, MissingConfigException):
+        text = str(exc)
+        opts = []
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("Available options"):
+                opts = [x.strip() for x in lines[i + 1:] if x.startswith("\t")]
+                break
+        return "config: " + _first_line(text) + (f" (available: {', '.join(opts)})" if opts else "")
+    cause = exc.__cause__ if isinstance(exc, HydraException) else exc
+    if isinstance(cause, OmegaConfBaseException):
+        key = getattr(cause, "full_key", None)
+        msg = _first_line(str(cause))
+        return f"config: {key}: {msg}" if key else f"config: {msg}"
+    if isinstance(exc, HydraException):
+        return "config: " + _first_line(str(exc))
+    return None
+
+
+def call_guarded(fn: Callable[[], Any], prog: str) -> Any:
+    """Return ``fn()``; on a user or environment error print one line and raise ``SystemExit``.
+
+    ``SystemExit`` passes through Hydra's job runner untouched, so this is what a
+    ``@hydra.main`` task uses: Hydra would otherwise add its own "Error executing job"
+    line in front of ours.
+    """
+    if debug_enabled():
+        return fn()
+    try:
+        return fn()
+    except GclError as exc:
+        print(f"{prog}: error: {_one_line(str(exc))}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR) from None
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError:  # `gclsampler trace info ... | head`
+        _silence_stdout()
+        raise SystemExit(0) from None
+    except OSError as exc:
+        text = config_error_text(exc)  # MissingConfigException is an OSError too
+        print(f"{prog}: error: {_one_line(text or os_error_text(exc))}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR) from None
+    except Exception as exc:
+        text = config_error_text(exc)
+        if text is None:
+            raise
+        print(f"{prog}: error: {_one_line(text)}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR) from None
+
+
+def run_guarded(fn: Callable[[], Any], prog: str) -> int:
+    """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
+    try:
+        result = call_guarded(fn, prog)
+    except SystemExit as exc:  # sys.exit() / sys.exit(None) is success, like the interpreter treats it
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@contextlib.contextmanager
+def exit_on_interrupt(prog: str):
+    """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130.
+
+    Some libraries import optional parts inside ``try/except`` blocks broad enough to
+    swallow the KeyboardInterrupt, and the half-imported module then fails with an
+    unrelated error (seen: AttributeError from numpy). So the SIGINT itself is recorded,
+    and any error after it counts as the interrupt.
+    """
+    import signal
+
+    hit: list[int] = []
+
+    def on_sigint(signum, frame):
+        hit.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: leave signals alone
+        old = None
+    try:
+        yield
+    except BaseException as exc:
+        if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
+            print(f"{prog}: interrupted", file=sys.stderr)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+
+
+def run_hydra_main(main: Callable[[], Any], prog: str) -> int:
+    """Run a ``@hydra.main`` function so that config errors reach ``run_guarded``.
+
+    Hydra catches exceptions itself, prints several lines and exits 1; with
+    HYDRA_FULL_ERROR set it re-raises them instead, and this turns them into one line.
+    """
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    return run_guarded(main, prog)
+
+
+# ---------------------------------------------------------------------------------------
+# config keys
+# ---------------------------------------------------------------------------------------
+class ConfigKeyError(GclError):
+    """A config key that no stage reads (a misspelling would otherwise be ignored)."""
+
+
+def check_config_keys(cfg: Any, path: str = "") -> None:
+    """Refuse keys that a structured (dataclass-typed) node does not declare.
+
+    Hydra's ``+key=value`` adds keys even to typed nodes, so ``+train.epoch=3`` used to
+    train with the default epochs while ``config.yaml`` recorded ``train.epoch: 3``.
+    Untyped nodes (``workload.synth``, ``sampler.params``) are free-form and not checked.
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(cfg, DictConfig):
+        return
+    typ = OmegaConf.get_type(cfg)
+    if typ is not None and dataclasses.is_dataclass(typ):
+        known = {f.name for f in dataclasses.fields(typ)}
+        unknown = sorted(str(k) for k in cfg.keys() if k not in known)
+        if unknown:
+            key = f"{path}.{unknown[0]}" if path else unknown[0]
+            raise ConfigKeyError(f"config: {key}: unknown key (known in {path or 'the root'}: "
+                                 f"{', '.join(sorted(known))})")
+    for k in cfg.keys():
+        try:
+            child = cfg._get_node(k)
+        except Exception:  # pragma: no cover - interpolation errors surface later with their key
+            continue
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            check_config_keys(child, f"{path}.{k}" if path else str(k))

@@ -1,0 +1,220 @@
+"""Never destroy what the command did not create: checks on every ``--out``.
+
+Why: a command that writes a directory replaces it as a whole (so no stale file of an
+earlier run survives next to the new ones), and a command that writes a file renames a
+temp file onto it. Both destroy whatever was at the path before. That is right when the
+path holds an earlier output of the same command, and data loss otherwise: a thesis
+draft in the directory given to ``gclsampler synth --out``, or the source workload
+given as the destination of ``trace export-accelsim WL WL``.
+
+The rules, applied before any work starts:
+
+* an output equal to, inside, or containing one of the command's inputs is refused;
+* an existing output *directory* is replaced only when it is empty or holds the
+  marker file ``.gclsampler-output`` naming the same command (written into every
+  output directory; synth outputs written before the marker existed are recognised
+  by their ``workload.json``);
+* an existing output *file* is replaced only when it is of the kind the command
+  writes (a plan for plan writers, a profile table for profile writers);
+* a path under a regular file, or a directory where a file is wanted (and the
+  reverse), is a one-line error rather than an ``OSError`` traceback.
+
+Directory outputs are built in a temp directory next to the target and swapped in
+only when complete (``replace_dir``), so an interrupted command leaves the old output
+(or nothing) in place, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from gclsampler._atomic import current_umask, write_text_atomic
+from gclsampler.errors import GclError
+
+MARKER = ".gclsampler-output"
+"""File written into every output directory: ``{"command": "<name>"}``."""
+
+
+class OutputError(GclError):
+    """An output path that would destroy or corrupt something the command did not write."""
+
+
+def _resolve(p: str | os.PathLike) -> Path:
+    return Path(os.path.abspath(Path(p).expanduser())).resolve()
+
+
+def _is_within(inner: Path, outer: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def check_not_input(out: str | os.PathLike, inputs: Iterable[str | os.PathLike | None], *,
+                    directory: bool) -> None:
+    """Refuse an output that is one of the inputs, lies inside one, or (for directory
+    outputs, which are replaced whole) contains one."""
+    o = _resolve(out)
+    for inp in inputs:
+        if inp is None:
+            continue
+        i = _resolve(inp)
+        if o == i:
+            raise OutputError(f"{out}: output is the input {inp}; choose another output path")
+        if _is_within(o, i) and i.is_dir():
+            raise OutputError(f"{out}: output lies inside the input {inp}; choose a path outside it")
+        if directory and _is_within(i, o):
+            raise OutputError(f"{out}: output directory would contain the input {inp}, and is replaced "
+                              "as a whole; choose another output path")
+
+
+def _blocking_file(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a directory (``--out a.txt/x``)."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def written_by(directory: str | os.PathLike) -> str | None:
+    """Which gclsampler command wrote ``directory`` (its marker), or None."""
+    d = Path(directory)
+    try:
+        meta = json.loads((d / MARKER).read_text())
+        if isinstance(meta, dict) and isinstance(meta.get("command"), str):
+            return meta["command"]
+    except (OSError, ValueError):
+        pass
+    try:  # synth outputs from before the marker: their workload.json says who wrote them
+        meta = json.loads((d / "workload.json").read_text())
+        if isinstance(meta, dict) and meta.get("generator") == "gclsampler.synth":
+            return "synth"
+    except (OSError, ValueError):
+        pass
+    if (d / "last.pt").is_file() or (d / "run.json").is_file():  # a train.py run from before the marker
+        return "train"
+    return None
+
+
+def check_out_dir(out: str | os.PathLike, command: str,
+                  inputs: Iterable[str | os.PathLike | None] = (), ignore: Iterable[str] = ()) -> Path:
+    """Raise ``OutputError`` unless ``out`` may be (re)written as a whole by ``command``.
+
+    ``ignore``: entries that do not make the directory someone else's (Hydra's ``.hydra/``
+    and job log, which Hydra writes into the run directory before the task starts).
+    """
+    ignore = set(ignore)
+    out = Path(out)
+    check_not_input(out, inputs, directory=True)
+    blocker = _blocking_file(out)
+    if blocker is not None:
+        raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
+    if out.is_symlink() and not out.exists():
+        raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
+    if out.exists():
+        if not out.is_dir():
+            raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
+                              "(remove it yourself or choose another --out)")
+        if any(p.name not in ignore for p in out.iterdir()) and written_by(out) != command:
+            raise OutputError(f"{out}: directory exists and was not written by `gclsampler {command}` "
+                              f"(no {MARKER} marker); not replaced (remove it yourself or choose another path)")
+    return out
+
+
+def check_out_file(out: str | os.PathLike, kind: str,
+                   inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
+    """Raise ``OutputError`` unless ``out`` may be replaced by a file of ``kind``.
+
+    ``kind`` is ``"plan"`` (``gclsampler-plan/*`` JSON) or ``"profile"`` (a CSV whose
+    header starts with the profile's required columns); an existing file of another
+    kind is the user's and stays.
+    """
+    out = Path(out)
+    check_not_input(out, inputs, directory=False)
+    blocker = _blocking_file(out)
+    if blocker is not None:
+        raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
+    if out.is_dir():
+        raise OutputError(f"{out}: is a directory; give a file name")
+    if out.exists() and not _looks_like(out, kind):
+        raise OutputError(f"{out}: exists and is not a {kind} file gclsampler wrote; not replaced "
+                          "(remove it yourself or choose another --out)")
+    return out
+
+
+def _looks_like(path: Path, kind: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    if kind == "plan":
+        if path.stat().st_size == 0:
+            return True  # an empty file holds nothing to lose
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(d, dict) and str(d.get("format", "")).startswith("gclsampler-plan/")
+    if kind == "profile":
+        if not text.strip():
+            return True
+        first = [c.strip().strip('"') for c in text.splitlines()[0].split(",")]
+        return first[:2] == ["invocation", "kernel_name"]
+    raise ValueError(f"unknown output kind {kind!r}")
+
+
+def make_temp_dir(out: str | os.PathLike, command: str,
+                  inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
+    """Check ``out`` (``check_out_dir``), then create the temp directory to build it in."""
+    out = check_out_dir(out, command, inputs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; outputs follow the umask
+    return tmp
+
+
+def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> Path:
+    """Write the marker into ``tmp`` and swap it in for ``out`` (old content removed after).
+
+    Re-checks ``out`` just before the swap: another process may have created it meanwhile.
+    """
+    tmp, out = Path(tmp), Path(out)
+    write_text_atomic(tmp / MARKER, json.dumps({"command": command}) + "\n")
+    check_out_dir(out, command)
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+    return out
+
+
+def claim_dir(out: str | os.PathLike, command: str,
+              inputs: Iterable[str | os.PathLike | None] = (), ignore: Iterable[str] = ()) -> Path:
+    """For commands that write *into* a directory (not replace it): check it, create it
+    and mark it, so a later run of the same command may write there again."""
+    out = check_out_dir(out, command, inputs, ignore)
+    out.mkdir(parents=True, exist_ok=True)
+    if written_by(out) != command:
+        write_text_atomic(out / MARKER, json.dumps({"command": command}) + "\n")
+    return out
+
+
+@contextlib.contextmanager
+def replace_dir(out: str | os.PathLike, command: str,
+                inputs: Iterable[str | os.PathLike | None] = ()) -> Iterator[Path]:
+    """Yield a temp directory; on success it replaces ``out`` (see the module docstring)."""
+    tmp = make_temp_dir(out, command, inputs)
+    try:
+        yield tmp
+        commit_dir(tmp, out, command)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

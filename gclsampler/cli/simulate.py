@@ -1,0 +1,277 @@
+"""``gclsampler simulate``: run the user's Accel-Sim on a plan's invocations, or on all of them.
+
+    gclsampler simulate PLAN WL --out DIR     # sampled: DIR/simulated.csv, DIR/estimate.json
+    gclsampler simulate --all WL --out DIR    # full: + WL/profiles/accelsim-<config>.csv
+
+The work is in ``gclsampler.simulate``; this module parses flags, prints the one-screen
+summary and maps outcomes to exit statuses: 0 done, 1 some simulations failed (each named
+with its log; finished ones stay cached, so rerunning retries only the failed ones),
+2 bad input or no usable simulator (one line saying what to install or set), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+
+from gclsampler.errors import GclError
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run Accel-Sim (your own build) on a plan's sampled invocations and estimate the whole workload "
+        "(simulated.csv, estimate.json), or with --all on every invocation (the full simulation, written as "
+        "WL/profiles/accelsim-<config>.csv for `python evaluate.py`). One simulator process per invocation "
+        "(cold caches); results are cached and a killed run resumes. Exit 1 when a simulation failed.")
+    parser.usage = ("gclsampler simulate PLAN WL --out DIR [options]\n"
+                    "       gclsampler simulate --all WL --out DIR [options]")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="plan.json and the workload directory; with --all only the workload directory")
+    parser.add_argument("--all", action="store_true",
+                        help="simulate every invocation and write WL/profiles/accelsim-<config>.csv")
+    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--accelsim-root", default=None,
+                        help="your accel-sim-framework checkout, built (default: $ACCELSIM_ROOT)")
+    parser.add_argument("--config", default=None,
+                        help="tested config of that build (default SM86_RTX3070)")
+    parser.add_argument("--sim-arg", action="append", default=[], metavar="'-FLAG VALUE'",
+                        help="more simulator flags, split like a shell line; repeatable. Write it as "
+                             "--sim-arg='-gpgpu_max_cycle 2000000' (with '=') since it starts with '-'")
+    parser.add_argument("--full-gpu", action="store_true",
+                        help="simulate the config's whole GPU, not one SM (for traces of complete grids)")
+    parser.add_argument("--deadlock-detect", action="store_true",
+                        help="keep Accel-Sim's deadlock detector on (off by default: it false-alarms on long "
+                             "tensor-core GEMMs)")
+    parser.add_argument("--jobs", type=int, default=1, help="simulator processes at once on this machine (default 1)")
+    parser.add_argument("--launcher", choices=["local", "slurm", "submitit-local"], default="local",
+                        help="local (default; --jobs at a time), slurm (a submitit job array; pip install "
+                             "'gclsampler[slurm]'), or submitit-local (submitit's local executor, to try the "
+                             "slurm path on one machine)")
+    parser.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE",
+                        help="a submitit slurm parameter without the slurm_ prefix, e.g. partition=gpu, "
+                             "mem_gb=8, array_parallelism=64; repeatable")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="kill a simulation that runs longer (default: no limit)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="where runs and their logs are kept (default OUT/runs); share it between plans "
+                             "of one workload to reuse simulations")
+    parser.add_argument("--dedup", action="store_true",
+                        help="simulate byte-identical traces once and reuse the result (off by default)")
+    parser.add_argument("--keep-traces", action="store_true",
+                        help="keep each run's exported trace next to its log (default: deleted after success)")
+    parser.add_argument("--json", action="store_true", help="print estimate.json instead of the summary (not with --all)")
+    parser.set_defaults(handler=_simulate)
+
+
+def _paths(args) -> tuple[Path | None, Path]:
+    if args.all:
+        if len(args.paths) != 1:
+            raise GclError(f"simulate --all: expected one workload directory, got {len(args.paths)} paths")
+        return None, Path(args.paths[0])
+    if len(args.paths) != 2:
+        raise GclError(f"simulate: expected PLAN and WL (or --all WL), got {len(args.paths)} path(s)")
+    return Path(args.paths[0]), Path(args.paths[1])
+
+
+def _sim_args(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        try:
+            out += shlex.split(v)
+        except ValueError as exc:
+            raise GclError(f"--sim-arg {v!r}: {exc}") from None
+    return out
+
+
+def _slurm_params(values: list[str]) -> dict[str, str]:
+    params = {}
+    for v in values:
+        k, sep, val = v.partition("=")
+        if not sep or not k.strip():
+            raise GclError(f"--slurm {v!r}: expected KEY=VALUE (e.g. partition=gpu)")
+        params[k.strip().removeprefix("slurm_")] = val.strip()
+    return params
+
+
+def _synthetic_workload(wdir: Path) -> bool:
+    try:
+        return bool(json.loads((wdir / "workload.json").read_text()).get("synthetic", False))
+    except (OSError, ValueError):
+        return False
+
+
+def _g(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from gclsampler import simulate as S
+    from gclsampler.trace.workload import describe_export
+
+    plan_path, wdir = _paths(args)
+    if args.all and args.json:
+        raise GclError("--json: prints estimate.json, which --all does not write (it writes the profile)")
+    if args.jobs < 1:
+        raise GclError(f"--jobs {args.jobs}: must be at least 1")
+    if args.timeout is not None and not args.timeout > 0:
+        raise GclError(f"--timeout {args.timeout}: must be positive")
+    if not (wdir / "kernelslist.g").is_file():
+        raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
+    extra = _sim_args(args.sim_arg)
+    slurm = _slurm_params(args.slurm)
+    flags = S.default_flags(one_sm=not args.full_gpu, deadlock_detect=args.deadlock_detect, extra=extra)
+
+    plan = None
+    if plan_path is not None:
+        from gclsampler.plan import SamplingPlan
+
+        plan = SamplingPlan.load(plan_path)
+    sim = S.locate_simulator(args.accelsim_root, args.config or S.DEFAULT_CONFIG, flags)
+    if not math.isfinite(sim.core_clock_mhz) or sim.core_clock_mhz <= 0:
+        raise GclError(f"{sim.config_dir / 'gpgpusim.config'}: -gpgpu_clock_domains: no core clock")
+
+    from gclsampler.trace import list_invocations
+
+    infos = {i.invocation: i for i in list_invocations(wdir)}
+    if plan is not None:
+        if len(infos) != plan.n_invocations:
+            raise GclError(f"{wdir}: kernelslist.g: {len(infos)} kernel invocations, but {plan_path} covers "
+                           f"{plan.n_invocations}")
+        for s in sorted(plan.samples, key=lambda s: s.invocation):
+            got = infos[s.invocation].header.name if s.invocation in infos else None
+            if got is not None and got != s.kernel_name:
+                print(f"gclsampler: warning: invocation {s.invocation}: trace kernel name {got!r} differs from "
+                      f"the plan's {s.kernel_name!r}", file=sys.stderr)
+        wanted = sorted(int(i) for i in plan.invocations)
+    else:
+        wanted = sorted(infos)
+    synthetic = _synthetic_workload(wdir) or bool(plan is not None and plan.synthetic)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = args.cache_dir or out / "runs"
+    if not args.json:
+        what = f"{len(wanted)} sampled invocations" if plan is not None else f"all {len(wanted)} invocations"
+        print(f"simulating {what} of {wdir} with Accel-Sim {sim.config} "
+              f"({args.launcher}{', ' + str(args.jobs) + ' at a time' if args.launcher == 'local' else ''}); "
+              f"runs and logs in {cache}", file=sys.stderr)
+    S.install_sigterm_as_interrupt()
+    try:
+        run = S.simulate(sim, wdir, wanted, cache, flags=flags, jobs=args.jobs, launcher=args.launcher,
+                         timeout_s=args.timeout, dedup=args.dedup, keep_traces=args.keep_traces,
+                         slurm_params=slurm)
+    except KeyboardInterrupt:
+        print(f"gclsampler: interrupted; finished simulations are cached in {cache}: rerun the same command "
+              "to continue", file=sys.stderr)
+        return 130
+    run_info = {"wall_s": round(run.wall_s, 3), "simulated_now": run.n_run, "from_cache": run.n_cached,
+                "deduplicated": run.n_dedup, "launcher": run.launcher, "jobs": run.jobs,
+                "sim_wall_s": {str(r.invocation): r.sim_wall_s for r in run.records if r.source == "run"},
+                "failures": [r.error for r in run.failures], "flags": run.flags}
+    from gclsampler._atomic import write_text_atomic
+
+    write_text_atomic(out / "run.json", json.dumps(run_info, indent=1) + "\n")
+    broken = [r for r in run.failures if r.broken]
+    if broken:
+        raise S.SimulatorNotFound(broken[0].error)
+    if run.failures:
+        for r in run.failures[:10]:
+            print(f"gclsampler: error: {r.error}", file=sys.stderr)
+        more = len(run.failures) - 10
+        print(f"gclsampler: {len(run.failures)} of {len(run.records)} simulations failed"
+              + (f" ({more} more in {out / 'run.json'})" if more > 0 else "")
+              + "; the others are cached: rerun to retry only the failed ones", file=sys.stderr)
+        return 1
+
+    S.write_simulated_csv(out / "simulated.csv", run, plan, synthetic)
+    label = S.provenance(run, synthetic)
+    notes = describe_export(run.export_facts)
+    if plan is None:
+        prof = wdir / "profiles" / f"accelsim-{sim.config}.csv"
+        S.write_profile(prof, run, synthetic, len(infos))
+        _summary_all(run, wdir, out, prof, label, notes)
+        return 0
+    doc = S.estimate_document(plan, plan_path, wdir, run, synthetic)
+    doc["trace_export"] = {"notes": notes, "per_invocation": run.export_facts}
+    doc = _no_nan(doc)
+    write_text_atomic(out / "estimate.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    _summary_plan(doc, run, out, label, notes)
+    return 0
+
+
+def _no_nan(o):
+    """NaN/inf -> None, so estimate.json is strict JSON that any reader accepts."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _no_nan(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_no_nan(v) for v in o]
+    return o
+
+
+def _run_line(run) -> str:
+    return (f"  runs: {run.n_run} simulated now, {run.n_cached} from the cache"
+            + (f", {run.n_dedup} reused from byte-identical traces" if run.n_dedup else "")
+            + f"; wall time {run.wall_s:.1f} s")
+
+
+def _summary_plan(doc: dict, run, out: Path, label: str, notes: list[str]) -> None:
+    w = sys.stdout.write
+    w(f"{doc['plan']}: {doc['method']} plan for {doc['workload']}: {doc['n_simulated']} of "
+      f"{doc['n_invocations']} invocations simulated\n")
+    w(f"  {label}\n")
+    w(f"  flags: {' '.join(run.flags)}\n")
+    if "-gpgpu_deadlock_detect" in run.flags:
+        w("    (-gpgpu_deadlock_detect 0: the detector false-alarms on long tensor-core GEMMs)\n")
+    for n in notes:
+        w(f"  note: {n}\n")
+    w(_run_line(run) + "\n")
+    t, m = doc["totals"], doc["means"]
+    w("  SIMULATED whole-workload estimate (totals: sum of weight x metric; rates: weighted mean per invocation):\n")
+    iv = doc.get("interval")
+    w(f"    cycles        {_g(t.get('cycles'))}"
+      + (f"   (the plan's error bound ±{100 * iv['error_bound']:.2f}%: {_g(iv['low'])} .. {_g(iv['high'])})" if iv else "") + "\n")
+    w(f"    instructions  {_g(t.get('instructions'))}\n")
+    w(f"    time          {_g(t.get('time_ns'))} ns at {run.simulator.core_clock_mhz:g} MHz\n")
+    w(f"    IPC           {_g(m.get('ipc'))} (weighted mean);  {_g(doc.get('ipc_of_totals'))} (instructions / cycles)\n")
+    for k, name in (("l1_hit_rate", "L1 hit rate"), ("l2_hit_rate", "L2 hit rate"),
+                    ("achieved_occupancy", "occupancy")):
+        w(f"    {name:<13} {_g(m.get(k))}\n")
+    cl = sorted(doc["clusters"], key=lambda c: -(c["estimate"] or 0))
+    w(f"  clusters by share of the cycles ({len(cl)}):\n")
+    w(f"    {'cluster':>7} {'size':>7} {'samples':>7} {'cycles':>16} {'share':>7}\n")
+    for c in cl[:8]:
+        w(f"    {c['cluster']:>7} {c['size']:>7} {c['samples']:>7} {_g(c['estimate']):>16} "
+          f"{100 * c['share']:>6.1f}%\n")
+    if len(cl) > 8:
+        w(f"    ... {len(cl) - 8} more in estimate.json\n")
+    w(f"  wrote {out / 'simulated.csv'}, {out / 'estimate.json'}\n")
+
+
+def _summary_all(run, wdir: Path, out: Path, prof: Path, label: str, notes: list[str]) -> None:
+    import numpy as np
+
+    w = sys.stdout.write
+    cyc = np.array([r.stats["cycles"] for r in run.records])
+    ins = np.array([r.stats["instructions"] for r in run.records])
+    ipc = np.array([r.stats.get("ipc", np.nan) for r in run.records])
+    w(f"{wdir}: all {len(run.records)} invocations simulated\n")
+    w(f"  {label}\n")
+    w(f"  flags: {' '.join(run.flags)}\n")
+    for n in notes:
+        w(f"  note: {n}\n")
+    w(_run_line(run) + "\n")
+    w(f"  SIMULATED totals: cycles {_g(float(cyc.sum()))}, instructions {_g(float(ins.sum()))}, "
+      f"time {_g(float(cyc.sum()) * 1000.0 / run.simulator.core_clock_mhz)} ns; mean IPC {_g(float(np.mean(ipc)))}\n")
+    w(f"  wrote {out / 'simulated.csv'} and the simulated profile {prof}\n")
+    w(f"  score every method against it: python evaluate.py suite.workloads=[{wdir.resolve().name}] "
+      f"suite.data_dir={wdir.resolve().parent} suite.archs=[{prof.stem}] (docs/simulate.md)\n")

@@ -1,0 +1,37 @@
+"""``gclsampler validate WL``: every consistency problem of a workload, one line each.
+
+Exit status 2 when any error is found (the workload would give a wrong or no plan),
+0 when there are only warnings or nothing at all; see ``gclsampler.validate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Check a workload directory before any expensive work: kernelslist.g, every trace header and "
+        "profile.csv (and profiles/*.csv) against each other. Prints one line per problem; exit 2 on "
+        "any error, 0 with warnings only."
+    )
+    parser.add_argument("workload", type=Path, help="workload directory (kernelslist.g, traces, profile.csv)")
+    parser.add_argument("--no-profile", action="store_true", help="check the traces only (no profile.csv yet)")
+    parser.add_argument("--quiet", action="store_true", help="no summary line when the workload is clean")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gclsampler.validate import check_workload, errors_and_warnings
+
+    problems = check_workload(args.workload, profile=not args.no_profile)
+    errors, warnings = errors_and_warnings(problems)
+    for p in problems:
+        print(f"gclsampler: {p.severity}: {p.text}", file=sys.stderr)
+    if errors:
+        return 2
+    if not args.quiet:
+        print(f"{args.workload}: ok" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    return 0

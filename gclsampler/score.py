@@ -1,0 +1,264 @@
+"""Score a sampling plan against a ground-truth profile: error (GCL eq. 5), rate-metric errors, speedup (eq. 6).
+
+Why a module of its own: the training pipeline (``train.py``'s report), the suite
+(``python evaluate.py``), ``gclsampler simulate`` and ``report.md`` all score plans the same
+way. Keeping the arithmetic here, below all of them and importing none of them, breaks
+the import circle ``evaluate`` -> ``report`` -> ``evaluate`` (and ``pipeline`` <-> ``evaluate``)
+and gives one place where the definitions live:
+
+* cycle error  = |C_full - sum_s w_s C[s]| / C_full x 100 %, with C_full the sum of the
+  ground-truth ``cycles`` of every invocation (eq. 5).
+* rate metrics (``ipc``, ``l1_hit_rate``, ``l2_hit_rate``, ``achieved_occupancy``) are
+  per-invocation ratios, so a weighted *sum* would have no meaning; the plan's estimate is
+  the weighted mean sum_s w_s M[s] / N, compared against the true per-invocation mean
+  (1/N) sum_i M[i] with the same relative-error formula.
+* speedup = sum_i time_ns[i] / sum_s time_ns[s] over the sampled invocations (eq. 6),
+  both from the evaluated arch's ground truth.
+
+``summarize`` averages over seeds (errors arithmetically; speedup both arithmetic, the GCL
+paper's averaging, and harmonic, the STEM+ROOT paper's).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from gclsampler._atomic import write_text_atomic
+from gclsampler.errors import GclError
+from gclsampler.plan import SamplingPlan
+
+__all__ = [
+    "EvaluationError",
+    "RATE_METRICS",
+    "METHOD_ORDER",
+    "RESULT_COLUMNS",
+    "MethodRun",
+    "harmonic_mean",
+    "score_plan",
+    "evaluate_workload",
+    "summarize",
+    "suite_averages",
+    "method_sort_key",
+    "write_results_csv",
+]
+
+RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
+METHOD_ORDER: list[str] = ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
+
+
+class EvaluationError(GclError):
+    """A plan and a ground truth that cannot be compared, or a bad evaluation config key."""
+
+
+def harmonic_mean(x: Iterable[float]) -> float:
+    a = np.asarray(list(x), dtype=np.float64)
+    a = a[np.isfinite(a)]
+    if a.size == 0 or np.any(a <= 0):
+        return float("nan")
+    return float(a.size / np.sum(1.0 / a))
+
+
+def _rel_error_pct(true: float, est: float) -> float:
+    if not math.isfinite(true) or not math.isfinite(est):
+        return float("nan")
+    if true == 0:
+        return 0.0 if est == 0 else float("inf")
+    return abs(true - est) / abs(true) * 100.0
+
+
+def score_plan(plan: SamplingPlan, truth, where: str = "ground truth") -> dict[str, Any]:
+    """Error (%) of cycles and rate metrics, speedup and simulated invocations of one plan.
+
+    ``truth`` is a profile table (row i = invocation i) of the arch being evaluated.
+    Metric columns missing from ``truth`` give NaN errors.
+    """
+    n = len(truth)
+    if n != plan.n_invocations:
+        raise EvaluationError(
+            f"{where}: n_invocations: plan {plan.workload!r}/{plan.method} has {plan.n_invocations} "
+            f"invocations, the ground truth has {n} rows")
+    inv, w = plan.invocations, plan.weights
+    row: dict[str, Any] = {"n_invocations": n, "n_simulated": int(inv.size), "n_clusters": len(plan.clusters)}
+    cycles = truth["cycles"].to_numpy(dtype=np.float64)
+    if np.isnan(cycles).any():
+        raise EvaluationError(f"{where}: cycles: the ground truth has rows without a cycle count")
+    row["cycles_true"] = float(cycles.sum())
+    row["cycles_est"] = float(np.dot(w, cycles[inv]))
+    row["error_cycles"] = _rel_error_pct(row["cycles_true"], row["cycles_est"])
+    for m in RATE_METRICS:
+        if m in truth.columns:
+            v = truth[m].to_numpy(dtype=np.float64)
+            true_mean = float(np.mean(v))
+            est_mean = float(np.dot(w, v[inv]) / n)
+            row[f"error_{m}"] = _rel_error_pct(true_mean, est_mean)
+        else:
+            row[f"error_{m}"] = float("nan")
+    t = truth["time_ns"].to_numpy(dtype=np.float64)
+    row["time_full_ns"] = float(t.sum())
+    row["time_sampled_ns"] = float(t[inv].sum())
+    row["speedup"] = row["time_full_ns"] / row["time_sampled_ns"] if row["time_sampled_ns"] > 0 else float("inf")
+    return row
+
+
+@dataclass
+class MethodRun:
+    """One fitted plan: which method, parameters, seed, and what it learned."""
+
+    method: str
+    seed: int
+    epsilon: float | None
+    sweep: bool
+    plan: SamplingPlan
+    labels: np.ndarray | None
+    fit_seconds: float
+    stochastic: bool
+    params: dict[str, Any] = field(default_factory=dict)
+    silhouette: dict[int, float] | None = None  # k -> score, for samplers that learn one (gcl)
+
+
+def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per run x arch: the plan (fitted on ``workload.arch``) against each arch's truth."""
+    plan_arch = workload.arch or "native"
+    archs = list(archs) if archs else [plan_arch]
+    truths = {}
+    for arch in archs:
+        if arch == plan_arch:
+            truths[arch] = (workload.profile, f"{workload.root or workload.name}/profile.csv")
+            continue
+        path = (Path(workload.root) / "profiles" / f"{arch}.csv") if workload.root is not None else None
+        if path is None or not path.exists():
+            raise EvaluationError(f"{path or workload.name}: archs: no ground truth for arch {arch!r}")
+        truths[arch] = (workload.ground_truth(arch), str(path))
+    rows = []
+    for run in runs:
+        for arch in archs:
+            truth, where = truths[arch]
+            score = score_plan(run.plan, truth, where)
+            rows.append({
+                "workload": workload.name, "method": run.method, "arch": arch, "plan_arch": plan_arch,
+                "cross_arch": arch != plan_arch, "seed": run.seed,
+                "epsilon": float("nan") if run.epsilon is None else run.epsilon,
+                "sweep": run.sweep, "stochastic": run.stochastic,
+                **score, "fit_seconds": run.fit_seconds,
+                "synthetic": bool(getattr(workload, "synthetic", False)),
+            })
+    return rows
+
+
+RESULT_COLUMNS = [
+    "workload", "method", "arch", "plan_arch", "cross_arch", "seed", "epsilon", "sweep", "stochastic",
+    "n_invocations", "n_simulated", "n_clusters", "error_cycles",
+    *[f"error_{m}" for m in RATE_METRICS],
+    "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
+]
+
+
+def summarize(results, sweep: bool = False):
+    """Per workload x method x arch (x ε): mean errors over seeds, speedup arith + harmonic.
+
+    Returns a DataFrame with ``error_*`` (arithmetic mean over seeds), ``speedup_mean``
+    (arithmetic), ``speedup_hmean`` (harmonic), ``n_simulated`` (mean), ``n_seeds``.
+    """
+    import pandas as pd
+
+    df = results[results["sweep"] == sweep] if not sweep else results.copy()
+    keys = ["workload", "method", "arch", "cross_arch"] + (["epsilon"] if sweep else [])
+    if sweep:
+        df = df[df["method"].isin(df.loc[df["sweep"], "method"].unique())]
+    err_cols = ["error_cycles", *[f"error_{m}" for m in RATE_METRICS]]
+    g = df.groupby(keys, sort=False, dropna=False)
+    out = g[err_cols].mean()
+    out["speedup_mean"] = g["speedup"].mean()
+    out["speedup_hmean"] = g["speedup"].agg(harmonic_mean)
+    out["n_simulated"] = g["n_simulated"].mean()
+    out["n_invocations"] = g["n_invocations"].first()
+    out["n_seeds"] = g["seed"].nunique()
+    return out.reset_index()
+
+
+def suite_averages(summary):
+    """Across workloads per method x arch: mean error; speedup arithmetic mean of per-workload
+    arithmetic means (GCL style) and harmonic mean of per-workload harmonic means (STEM style)."""
+    keys = [k for k in ("method", "arch", "cross_arch", "epsilon") if k in summary.columns]
+    err_cols = [c for c in summary.columns if c.startswith("error_")]
+    g = summary.groupby(keys, sort=False, dropna=False)
+    out = g[err_cols].mean()
+    out["speedup_mean"] = g["speedup_mean"].mean()
+    out["speedup_hmean"] = g["speedup_hmean"].agg(harmonic_mean)
+    out["n_simulated"] = g["n_simulated"].mean()
+    out["n_workloads"] = g["workload"].nunique()
+    return out.reset_index()
+
+
+def method_sort_key(method: str) -> tuple[int, str]:
+    return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
+
+
+def write_results_csv(results, path: Path) -> Path:
+    """Atomic, deterministic CSV (fixed float format, fixed column order)."""
+    return write_text_atomic(Path(path), results.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+
+
+# ---------------------------------------------------------------------------------------
+# estimates from simulated (or measured) sampled invocations: totals and weighted means
+# ---------------------------------------------------------------------------------------
+_RATE_SUFFIXES = ("_rate", "_ratio", "_efficiency", "_pct", "_percent", "occupancy")
+
+
+def is_rate_metric(name: str) -> bool:
+    """True for per-invocation ratios (IPC, hit rates, occupancy, efficiencies).
+
+    Why it matters: Σ w·M estimates the workload total of an additive metric (cycles,
+    instructions, time), but the weighted *sum* of 256 IPCs is no IPC at all; a ratio is
+    estimated by the weighted mean Σ w·M / N, the same quantity ``score_plan`` compares.
+    """
+    return name in RATE_METRICS or name == "ipc" or name.endswith(_RATE_SUFFIXES)
+
+
+def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
+                      rates: Iterable[str] = ()) -> dict[str, dict[str, float | None]]:
+    """``{"totals": {m: Σ w·M}, "means": {m: Σ w·M / N}}`` over the plan's samples.
+
+    ``values[m]`` is indexed by invocation (length ``n_invocations``; only the sampled
+    entries are read). Rate metrics (``is_rate_metric`` or named in ``rates``) go to
+    ``means``, every other metric to ``totals``. A metric missing (NaN) for some sampled
+    invocation has no estimate (None): silently dropping a sample would reweight the rest.
+    """
+    extra = set(rates)
+    inv, w, n = plan.invocations, plan.weights, plan.n_invocations
+    out: dict[str, dict[str, float | None]] = {"totals": {}, "means": {}}
+    for m, v in values.items():
+        v = np.asarray(v, dtype=np.float64)
+        s = v[inv]
+        est = None if np.isnan(s).any() else float(np.dot(w, s))
+        if is_rate_metric(m) or m in extra:
+            out["means"][m] = None if est is None else est / n
+        else:
+            out["totals"][m] = est
+    return out
+
+
+def cluster_contributions(plan: SamplingPlan, values: np.ndarray) -> list[dict[str, Any]]:
+    """Per cluster: size, samples, Σ w·M of its samples and its share of the plan's estimate.
+
+    Why: a whole-workload estimate dominated by one cluster of a few samples is only as good
+    as those samples; the table shows where the estimate comes from.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    total = plan.estimate(v)
+    by: dict[int, list] = {}
+    for s in plan.samples:
+        by.setdefault(s.cluster, []).append(s)
+    rows = []
+    for c in sorted(plan.clusters, key=lambda c: c.id):
+        members = by.get(c.id, [])
+        contrib = float(sum(s.weight * v[s.invocation] for s in members))
+        rows.append({"cluster": int(c.id), "size": int(c.size), "samples": len(members),
+                     "estimate": contrib, "share": contrib / total if total else float("nan"),
+                     "error_bound": c.error_bound})
+    return rows

@@ -1,0 +1,397 @@
+"""Consistency checks of a workload directory, run before any expensive work.
+
+Why: each reader (``trace``, ``profile``) checks its own file, but nothing checked the
+files *against each other*. A profile.csv missing one row gave a plan for N-1
+invocations; kernel names that differ between profile and traces, two traces with the
+same ``-kernel id`` and a file listed twice in kernelslist.g were accepted; the
+pipeline then trained for minutes before failing on an embeddings shape that named no
+file. ``check_workload`` finds all of these in seconds (it reads trace *headers* only)
+and reports one located line per problem; ``gclsampler validate WL`` prints them, and
+``train.py``, ``evaluate.py``, ``gclsampler sample`` and ``gclsampler stem`` call
+``require_valid_workload`` first.
+
+Errors make the workload unusable (exit 2); warnings flag what Accel-Sim or a reader
+may handle differently (an unknown binary or tracer version, registers or shared
+memory that differ between profile and trace) and do not stop a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from gclsampler.errors import GclError, located
+
+ACCELSIM_BINARY_VERSIONS = (70, 75, 80, 86)
+"""Binary versions Accel-Sim's simulator knows; others it rejects silently (DESIGN.md)."""
+TRACER_VERSIONS = (3, 4, 5)
+MAX_PER_CHECK = 20
+"""Lines printed per kind of problem; the rest are counted in one summary line."""
+
+
+class WorkloadError(GclError):
+    """A workload directory whose files disagree with each other (names the file and field)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: ``severity`` is ``"error"`` or ``"warning"``; ``text`` is located."""
+
+    severity: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.text}"
+
+
+class _Report:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+        self._counts: dict[str, int] = {}
+
+    def add(self, severity: str, text: str, kind: str | None = None) -> None:
+        """Record a problem; at most ``MAX_PER_CHECK`` of one ``kind`` are kept verbatim."""
+        if kind is not None:
+            c = self._counts[kind] = self._counts.get(kind, 0) + 1
+            if c > MAX_PER_CHECK:
+                return
+        self.problems.append(Problem(severity, text))
+
+    def finish(self) -> list[Problem]:
+        for kind, c in self._counts.items():
+            if c > MAX_PER_CHECK:
+                sev, _, what = kind.partition(":")
+                self.problems.append(Problem(sev, located(self.root, None, what,
+                                                          f"{c - MAX_PER_CHECK} more like the above")))
+        return self.problems
+
+
+def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None, list[tuple[int, str]]]:
+    """(path, [(line, trace file name)]) with per-line problems recorded.
+
+    A directory without kernelslist.g is a profile-only workload (enough for the
+    profile-based samplers); it is an error only when ``required``.
+    """
+    for name in ("kernelslist.g", "kernelslist"):
+        p = root / name
+        if p.exists():
+            break
+    else:
+        if required:
+            rep.add("error", located(root, None, "kernelslist.g", "missing: a workload directory lists its traces "
+                                                                   "in kernelslist.g"))
+        return None, []
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        rep.add("error", located(p, None, None, f"cannot read: {exc.strerror or exc}"))
+        return p, []
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        rep.add("error", located(p, line, None, "not UTF-8 text"))
+        return p, []
+    entries: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if not s or s.startswith("Memcpy"):
+            continue
+        if not s.startswith("kernel"):
+            rep.add("error", located(p, i, "kernelslist", f"neither a trace file name nor a Memcpy line: {s[:80]!r}"),
+                    "error:kernelslist line")
+            continue
+        if s in seen:
+            rep.add("error", located(p, i, "kernelslist", f"{s!r} is listed again (first on line {seen[s]})"),
+                    "error:kernelslist duplicate")
+            continue
+        seen[s] = i
+        if not (root / s).is_file():
+            rep.add("error", located(p, i, "kernelslist", f"lists {s!r}, which does not exist"),
+                    "error:kernelslist missing file")
+            continue
+        entries.append((i, s))
+    if not seen and not any(pr.severity == "error" for pr in rep.problems):
+        rep.add("error", located(p, None, "kernelslist", "lists no kernel traces"))
+    return p, entries
+
+
+def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _Report) -> list[Any] | None:
+    """Trace headers in kernelslist order, or None when one cannot be read."""
+    from gclsampler.trace import TraceFormatError, read_header
+
+    heads: list[Any] = []
+    ok = True
+    for _, name in entries:
+        try:
+            h, _ = read_header(root / name)
+        except TraceFormatError as exc:
+            rep.add("error", str(exc), "error:trace header")
+            ok = False
+            continue
+        except OSError as exc:
+            rep.add("error", located(root / name, None, None, f"cannot read: {exc.strerror or exc}"),
+                    "error:trace header")
+            ok = False
+            continue
+        heads.append((name, h))
+    if not ok:
+        return None
+    first: dict[int, str] = {}
+    prev = None
+    for name, h in heads:
+        if h.kernel_id in first:
+            rep.add("error", located(root / name, None, "-kernel id",
+                                     f"{h.kernel_id} is also the id of {first[h.kernel_id]}"), "error:duplicate id")
+        else:
+            first[h.kernel_id] = name
+        if prev is not None and h.kernel_id < prev[1].kernel_id:
+            rep.add("error", located(kl, None, "kernelslist",
+                                     f"{name} (-kernel id {h.kernel_id}) is listed after {prev[0]} "
+                                     f"(-kernel id {prev[1].kernel_id}); list traces in launch order"),
+                    "error:order")
+        prev = (name, h)
+        if h.binary_version not in ACCELSIM_BINARY_VERSIONS:
+            rep.add("warning", located(root / name, None, "-binary version",
+                                       f"{h.binary_version} is not one Accel-Sim knows "
+                                       f"({', '.join(map(str, ACCELSIM_BINARY_VERSIONS))}); it skips such "
+                                       "kernels silently"), "warning:binary version")
+        if h.tracer_version not in TRACER_VERSIONS:
+            rep.add("warning", located(root / name, None, "-accelsim tracer version",
+                                       f"{h.tracer_version} is not a known tracer version "
+                                       f"({', '.join(map(str, TRACER_VERSIONS))})"), "warning:tracer version")
+    return [h for _, h in heads]
+
+
+def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any], rep: _Report,
+                       own: bool = True) -> None:
+    from gclsampler.profile import format_dim3
+
+    n_prof, n_tr = len(prof), len(heads)
+    if n_prof != n_tr:
+        rep.add("error", located(prof_path, None, "invocation",
+                                 f"{n_prof} rows, but kernelslist.g lists {n_tr} kernel traces "
+                                 "(one row per invocation, in launch order)"))
+    ids = [h.kernel_id for h in heads]
+    if own and ids and sorted(ids) != list(range(1, len(ids) + 1)):
+        rep.add("error", located(prof_path.parent / "kernelslist.g", None, "-kernel id",
+                                 f"trace ids run {min(ids)}..{max(ids)} over {len(ids)} traces; a workload "
+                                 "with a profile needs ids 1..N (invocation = id - 1)"))
+    pk = prof["kernel_name"].astype(str).tolist()
+    pg = prof["grid"].astype(str).tolist()
+    pb = prof["block"].astype(str).tolist()
+    extra = {c: prof[c].to_numpy() for c in ("nregs", "shmem") if c in prof.columns}
+    for i in range(min(n_prof, n_tr)):
+        h, trace = heads[i], names[i]
+        line = i + 2
+        if pk[i] != h.name:
+            rep.add("error", located(prof_path, line, "kernel_name",
+                                     f"{pk[i][:100]!r}, but {trace} is {h.name[:100]!r}"), "error:kernel_name")
+        for col, have, want in (("grid", pg[i], format_dim3(h.grid)), ("block", pb[i], format_dim3(h.block))):
+            if have != want:
+                rep.add("error", located(prof_path, line, col, f"{have}, but {trace} has {want}"), f"error:{col}")
+        if own:
+            for col, v in extra.items():
+                want = getattr(h, col)
+                if v[i] == v[i] and want and int(v[i]) != int(want):  # NaN-safe; 0 = header did not say
+                    rep.add("warning", located(prof_path, line, col, f"{v[i]:g}, but {trace} says {want}"),
+                            f"warning:{col}")
+
+
+def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> None:
+    """Row i of every ``profiles/<arch>.csv`` must be the same launch as row i of profile.csv."""
+    if len(prof) != len(ref):
+        rep.add("error", located(path, None, "invocation", f"{len(prof)} rows, but {ref_path.name} has {len(ref)}"))
+    a, b = prof["kernel_name"].astype(str).tolist(), ref["kernel_name"].astype(str).tolist()
+    for i in range(min(len(a), len(b))):
+        if a[i] != b[i]:
+            rep.add("error", located(path, i + 2, "kernel_name", f"{a[i][:100]!r}, but {ref_path.name} line {i + 2} "
+                                                                 f"is {b[i][:100]!r}"), f"error:{path.name} kernel_name")
+
+
+def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "time_ns") -> None:
+    """Raise ``WorkloadError`` when a (format-valid) profile cannot drive a plan.
+
+    All-zero times are a valid table but gave a plan with "speedup nanx" and a
+    "predicted error bound 0.00 %"; every sampler needs some measured time.
+    """
+    if time_column in prof.columns:
+        import numpy as np
+
+        t = prof[time_column].to_numpy(dtype=np.float64)
+        if t.size and not (t > 0).any():
+            raise WorkloadError(located(where, None, time_column, "every value is 0; speedups and error bounds "
+                                                                  "need measured times"))
+
+
+def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None) -> list[Problem]:
+    """Every consistency problem of the workload at ``root`` (see the module docstring).
+
+    Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
+    (readable, unique ``-kernel id`` in launch order, known binary/tracer version),
+    profile.csv (readable, value ranges) and the two against each other (one row per
+    trace, same kernel name, grid and block; nregs/shmem as warnings), workload.json,
+    and every ``profiles/<arch>.csv`` against the traces. ``profile=False`` skips the
+    profile checks (trace-only commands); ``traces=True`` requires kernelslist.g (the
+    default requires it only when there is no profile to work from).
+    """
+    from gclsampler.profile import ProfileFormatError, read_profile
+
+    root = Path(root)
+    rep = _Report(root)
+    if not root.exists():
+        return [Problem("error", located(root, None, None, "no such directory"))]
+    if not root.is_dir():
+        return [Problem("error", located(root, None, None, "not a directory (give the workload directory)"))]
+    meta = root / "workload.json"
+    if meta.exists():
+        try:
+            d = json.loads(meta.read_text(encoding="utf-8"))
+            if not isinstance(d, dict):
+                rep.add("error", located(meta, 1, None, f"expected a JSON object, found {type(d).__name__}"))
+        except (OSError, UnicodeDecodeError) as exc:
+            rep.add("error", located(meta, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
+        except ValueError as exc:
+            rep.add("error", located(meta, getattr(exc, "lineno", None), None, f"not JSON: {getattr(exc, 'msg', exc)}"))
+    if traces is None:
+        traces = not (profile and (root / "profile.csv").exists())
+    kl, entries = _kernelslist(root, rep, traces)
+    heads = _headers(root, kl, entries, rep) if entries else None
+    names = [n for _, n in entries]
+    if profile:
+        prof_path = root / "profile.csv"
+        prof = None
+        if not prof_path.exists():
+            rep.add("error", located(prof_path, None, None, "missing (import one with `gclsampler profile import`)"))
+        else:
+            try:
+                prof = read_profile(prof_path)
+            except ProfileFormatError as exc:
+                rep.add("error", str(exc))
+            except OSError as exc:
+                rep.add("error", located(prof_path, None, None, f"cannot read: {exc.strerror or exc}"))
+        if prof is not None:
+            try:
+                check_profile_usable(prof, prof_path)
+            except WorkloadError as exc:
+                rep.add("error", str(exc))
+        if prof is not None and heads is not None:
+            _profile_vs_traces(prof_path, prof, names, heads, rep)
+        others = sorted((root / "profiles").glob("*.csv")) if (root / "profiles").is_dir() else []
+        for other in others:
+            try:
+                p2 = read_profile(other)
+            except ProfileFormatError as exc:
+                rep.add("error", str(exc))
+                continue
+            except OSError as exc:
+                rep.add("error", located(other, None, None, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if heads is not None:
+                _profile_vs_traces(other, p2, names, heads, rep, own=False)
+            elif prof is not None:  # a profile-only workload: the arch profiles must align with profile.csv
+                _profile_vs_profile(other, p2, prof_path, prof, rep)
+    return rep.finish()
+
+
+def errors_and_warnings(problems: Iterable[Problem]) -> tuple[list[Problem], list[Problem]]:
+    problems = list(problems)
+    return ([p for p in problems if p.severity == "error"], [p for p in problems if p.severity == "warning"])
+
+
+def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
+                           warn=None) -> None:
+    """Raise ``WorkloadError`` (first problem + a count) when ``check_workload`` finds errors.
+
+    Warnings go to ``warn`` (default: one line each on stderr) and do not stop the run.
+    """
+    errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces))
+    if warn is None:
+        def warn(text: str) -> None:
+            print(f"gclsampler: warning: {text}", file=sys.stderr)
+    for w in warnings:
+        warn(w.text)
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s); see `gclsampler validate {root}`)" if len(errors) > 1 else ""
+        raise WorkloadError(errors[0].text + more)
+
+
+# ---------------------------------------------------------------------------------------
+# stage parameters, checked before any data is read
+# ---------------------------------------------------------------------------------------
+_STEM_KEYS = ("epsilon", "z", "min_samples", "min_group", "scope")
+
+
+def check_sampler_params(sampler, where: str = "sampler.params") -> None:
+    """Check a sampler's parameters without fitting it (raise a ``GclError`` naming the key).
+
+    Samplers validate in ``fit`` (scikit-learn style), which in the pipeline runs after
+    graphs and training; this runs the same checks up front. Duck-typed: a sampler with
+    a ``check_params()`` method is asked directly; the STEM parameters
+    (``epsilon, z, min_samples, min_group, scope``) and a ``cluster`` mapping are checked
+    with the stem and cluster stages' own validators; positive-number parameters of the
+    baselines are checked by name.
+    """
+    import math
+
+    own = getattr(sampler, "check_params", None)
+    if callable(own):
+        own()
+        return
+    params = {k: v for k, v in vars(sampler).items() if not k.startswith("_") and not k.endswith("_")}
+    _check_types_against_defaults(sampler, params, where)
+    if all(k in params for k in _STEM_KEYS):
+        from gclsampler.stem import StemError, _check_params
+
+        try:
+            _check_params(*(params[k] for k in _STEM_KEYS))
+        except StemError as exc:
+            raise GclError(f"{where}: {str(exc).removeprefix('stem.')}") from None
+    elif "epsilon" in params or "z" in params:
+        for key in ("epsilon", "z"):
+            if key in params:
+                v = params[key]
+                if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+                    raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
+    if "cluster" in params and params["cluster"] is not None:
+        from gclsampler.cluster import ClusterConfig
+
+        ClusterConfig.from_any(params["cluster"], f"{where}.cluster")
+    positive = ("target_error", "cov_threshold", "fraction", "threshold")
+    for key in positive:
+        if key in params:
+            v = params[key]
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+                raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
+    if "fraction" in params and isinstance(params["fraction"], (int, float)) and params["fraction"] > 1:
+        raise GclError(f"{where}: fraction: must be at most 1, found {params['fraction']!r}")
+    if "threshold" in params and isinstance(params["threshold"], (int, float)) and params["threshold"] > 1:
+        raise GclError(f"{where}: threshold: must be at most 1, found {params['threshold']!r}")
+
+
+def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
+    """A value must have its default's kind: a number for a numeric default (whole for an
+    int), true/false for a bool. ``--set k_max=abc`` reached ``int('abc')`` inside fit."""
+    import inspect
+    import math
+
+    try:
+        sig = inspect.signature(type(sampler).__init__)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return
+    for name, p in sig.parameters.items():
+        if name not in params or p.default is inspect.Parameter.empty or p.default is None:
+            continue
+        d, v = p.default, params[name]
+        if isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise GclError(f"{where}: {name}: must be true or false, found {v!r}")
+        elif isinstance(d, (int, float)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise GclError(f"{where}: {name}: must be a number, found {v!r}")
+            if isinstance(d, int) and not (isinstance(v, int) or (math.isfinite(v) and float(v).is_integer())):
+                raise GclError(f"{where}: {name}: must be a whole number, found {v!r}")

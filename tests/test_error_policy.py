@@ -1,0 +1,256 @@
+"""Issue 14, classes 3 and 4: every bad input or environment error is one line and exit 2.
+
+One test per class of bad input: an OSError from the machine, a corrupt compressed trace,
+a plan.json of the wrong shape or encoding, a bad --embeddings file, a --set value that
+is not YAML or out of range, a profile with no rows, Hydra config errors (also unknown
+keys added with ``+``), Ctrl-C (exit 130), and GCLSAMPLER_DEBUG=1 bringing the traceback
+back. "One line" means: exactly one stderr line, naming the file (or key), no traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gclsampler.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _line(capsys, *needles: str) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def test_os_errors_are_one_line_and_leave_no_debris(wl_copy, tmp_path, capsys, monkeypatch):
+    import gclsampler._atomic as atomic
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+
+    monkeypatch.setattr(atomic.os, "replace", full)
+    out = tmp_path / "plan.json"
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 2
+    _line(capsys, "gclsampler: error: ", str(out), "No space left on device")
+    assert list(tmp_path.glob(".plan.json.*")) == [] and not out.exists()
+
+
+def test_a_corrupt_gzip_trace_is_one_line(wl_copy, capsys):
+    data = gzip.compress((wl_copy / "kernel-2.traceg").read_bytes())
+    bad = bytearray(data)
+    for i in range(len(bad) // 3, len(bad) // 3 + 16):
+        bad[i] ^= 0x5A
+    (wl_copy / "kernel-2.traceg").unlink()
+    (wl_copy / "kernel-2.traceg.gz").write_bytes(bytes(bad))
+    kl = wl_copy / "kernelslist.g"
+    kl.write_text(kl.read_text().replace("kernel-2.traceg\n", "kernel-2.traceg.gz\n"))
+    assert main(["trace", "info", str(wl_copy)]) == 2
+    _line(capsys, "kernel-2.traceg.gz", "compression")
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"[1, 2, 3]\n", "expected a JSON object"),
+    (b'{"format": "gclsampler-plan/1", "workload": "w", "method": "m", "n_invocations": 2,'
+     b' "samples": [{"invocation": 0.5, "kernel_name": "k", "cluster": 0, "weight": 2}],'
+     b' "clusters": [{"id": 0, "size": 2}]}', "samples[0].invocation: expected an integer, found 0.5"),
+    (b'{"format": "gclsampler-plan/1", "workload": "w\xff"}', ":1: not UTF-8 text"),
+    (b'{"format": "gclsampler-plan/1", "workload": "w", "method": "m", "n_invocations": 1,'
+     b' "samples": "none", "clusters": []}', "samples: expected a list"),
+    (b"", ":1: not JSON"),
+])
+def test_bad_plan_files(tmp_path, capsys, content, needle):
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(content)
+    assert main(["plan", "show", str(plan)]) == 2
+    _line(capsys, str(plan), needle)
+
+
+def test_bad_embeddings_files(tiny_workload, tmp_path, capsys):
+    n = sum(1 for ln in (tiny_workload / "kernelslist.g").read_text().split() if ln.startswith("kernel-"))
+    text = tmp_path / "emb.txt"
+    text.write_text("1 2 3\n")
+    pick = tmp_path / "emb.pkl"
+    pick.write_bytes(pickle.dumps({"a": 1}))
+    obj = tmp_path / "obj.npy"
+    np.save(obj, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    nan = tmp_path / "nan.npy"
+    arr = np.ones((n, 4), np.float32)
+    arr[3, 2] = np.nan
+    np.save(nan, arr)
+    for path, needle in ((tmp_path / "missing.npy", "no such file"), (text, "not a numpy .npy file"),
+                         (pick, "not a numpy .npy file"), (obj, "pickled Python objects"),
+                         (nan, "row 3: not finite")):
+        out = tmp_path / "p.json"
+        assert main(["sample", "gcl", str(tiny_workload), "--embeddings", str(path), "--out", str(out)]) == 2
+        _line(capsys, str(path), needle)
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("setting,needle", [
+    ("threshold=abc", "threshold: must be a number, found 'abc'"),
+    ("threshold=[1", "value is not valid YAML"),
+    ("threshold=2", "threshold: must be at most 1"),
+])
+def test_bad_set_values(tiny_workload, tmp_path, capsys, setting, needle):
+    assert main(["sample", "photon", str(tiny_workload), "--out", str(tmp_path / "p.json"), "--set", setting]) == 2
+    _line(capsys, needle)
+
+
+def test_profile_with_header_only_names_the_file(tmp_path, capsys):
+    prof = tmp_path / "profile.csv"
+    prof.write_text("invocation,kernel_name,grid,block,time_ns,cycles\n")
+    assert main(["stem", str(prof), "--out", str(tmp_path / "p.json")]) == 2
+    _line(capsys, f"{prof}:2: no invocation rows")
+
+
+def test_ctrl_c_is_one_line_exit_130(capsys):
+    from gclsampler._guard import run_guarded
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    assert run_guarded(interrupted, "gclsampler") == 130
+    _line(capsys, "gclsampler: interrupted")
+
+
+def test_debug_env_shows_the_traceback(monkeypatch):
+    from gclsampler._guard import run_guarded
+    from gclsampler.errors import GclError
+
+    def bad():
+        raise GclError("x.csv: broken")
+
+    monkeypatch.setenv("GCLSAMPLER_DEBUG", "1")
+    with pytest.raises(GclError):
+        run_guarded(bad, "gclsampler")
+
+
+def test_a_bug_still_shows_its_traceback():
+    from gclsampler._guard import run_guarded
+
+    def bug():
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        run_guarded(bug, "gclsampler")
+
+
+def test_unknown_keys_added_with_plus_are_refused():
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+    from gclsampler._guard import ConfigKeyError, check_config_keys
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        check_config_keys(compose("config", overrides=["debug=default"]))
+        check_config_keys(compose("config", overrides=["debug=default", "+workload.synth.zzz=1"]))  # free-form
+        for override, key in (("+train.epoch=3", "train.epoch"), ("+foo=1", "foo"), ("+graph.max_warp=2", "graph.max_warp")):
+            with pytest.raises(ConfigKeyError, match=rf"config: {key}: unknown key"):
+                check_config_keys(compose("config", overrides=["debug=default", override]))
+
+
+def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
+    return subprocess.run([sys.executable, *args], cwd=kw.pop("cwd", ROOT), env=env, capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("+train.epoch=3", "config: train.epoch: unknown key"),
+    ("train.epoch=3", "config: train.epoch: Key 'epoch' not in 'TrainConfig'"),
+    ("train.lr=abc", "config: train.lr: Value 'abc' of type 'str' could not be converted to Float"),
+    ("graph=nope", "config: In 'config': Could not find 'graph/nope' (available: default"),
+])
+def test_train_py_config_errors_are_one_line_exit_2(tmp_path, override, needle):
+    r = _run([str(ROOT / "train.py"), "debug=default", override, f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("train.py: error: ") and needle in lines[0], r.stderr
+
+
+def test_evaluate_py_unknown_key_is_one_line_exit_2(tmp_path):
+    r = _run([str(ROOT / "evaluate.py"), "+suite.nope=1", f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "suite.nope" in lines[0], r.stderr
+
+
+def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
+    """A real SIGINT to the process group (as a terminal sends it), workers included."""
+    import signal
+    import time
+
+    out = tmp_path / "phi2"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
+    p = subprocess.Popen([sys.executable, "-m", "gclsampler", "synth", "phi2", "--out", str(out), "--quiet"],
+                         env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob(".phi2.tmp-*")) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)  # interrupt once the output is being written
+    time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    if p.returncode == 0:
+        pytest.skip("synth finished before the interrupt")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert p.returncode == 130 and lines == ["gclsampler: interrupted"], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_non_utf8_kernel_names_are_located_errors(wl_copy, tmp_path, capsys):
+    """A non-UTF-8 kernel name used to become a different (replacement-character) name."""
+    prof = tmp_path / "profile.csv"
+    prof.write_bytes(b'invocation,kernel_name,grid,block,time_ns,cycles\n0,k\xff,"(1,1,1)","(1,1,1)",5,5\n')
+    assert main(["profile", "info", str(prof)]) == 2
+    _line(capsys, f"{prof}:2: not UTF-8 text")
+    trace = wl_copy / "kernel-1.traceg"
+    trace.write_bytes(trace.read_bytes().replace(b"-kernel name = ", b"-kernel name = \xff", 1))
+    assert main(["trace", "info", str(wl_copy)]) == 2
+    _line(capsys, "kernel-1.traceg:1: -kernel name: not UTF-8 text")
+
+
+def test_hydra_tasks_leave_through_system_exit(capsys):
+    """Hydra's job runner adds its own line to any Exception but lets SystemExit through, so the
+    train.py/evaluate.py tasks turn errors into SystemExit themselves."""
+    from gclsampler._guard import call_guarded
+    from gclsampler.errors import GclError
+
+    def bad():
+        raise GclError("wl/profile.csv:3: kernel_name: mismatch")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(bad, "train.py")
+    assert e.value.code == 2
+    _line(capsys, "train.py: error: wl/profile.csv:3: kernel_name: mismatch")
+    with pytest.raises(SystemExit) as e:
+        call_guarded(interrupted, "train.py")
+    assert e.value.code == 130
+    _line(capsys, "train.py: interrupted")
+    assert call_guarded(lambda: 0.25, "train.py") == 0.25  # the sweep's objective passes through
+
+
+def test_ctrl_c_while_a_group_imports_torch(monkeypatch, capsys):
+    """Building the graph group's parser imports torch (seconds); Ctrl-C there is one line too."""
+    from gclsampler import cli
+
+    def slow_import(only=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", slow_import)
+    assert cli.main(["graph", "build", "wl"]) == 130
+    _line(capsys, "gclsampler: interrupted")

@@ -1,0 +1,121 @@
+"""Issue 14, class 5: report.md has a cluster table, plots of synthetic data say so, and the
+silhouette plot stars the k the plan uses (not the curve's maximum)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gclsampler import report
+from gclsampler.cluster_table import chosen_k, cluster_table
+from gclsampler.plan import plan_from_labels
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Figures passed to report._savefig, with the synthetic flag, instead of PNG files."""
+    figs = []
+
+    def fake(fig, path, synthetic=False):
+        figs.append((fig, path, synthetic))
+        return path
+
+    monkeypatch.setattr(report, "_savefig", fake)
+    return figs
+
+
+def _plan(labels, times):
+    labels = np.asarray(labels)
+    reps = np.array([np.flatnonzero(labels == c)[0] for c in range(labels.max() + 1)])
+    names = np.array([f"k{c}" for c in labels])
+    return plan_from_labels("w", "gcl", labels, reps, names)
+
+
+def test_cluster_table_rows_measured_and_estimated():
+    labels = [0, 0, 0, 1, 2, 2]
+    times = np.array([1.0, 1.0, 1.0, 10.0, 2.0, 6.0])
+    plan = _plan(labels, times)
+    text = cluster_table(plan, times, np.array(labels))
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and ln[2].isdigit()]
+    assert "share of time (%) |" in text.splitlines()[0]
+    # largest share first: cluster 1 holds 10 of 21, cluster 2 holds 8 (measured, not 2 * 2)
+    assert rows[0].split("|")[1].strip() == "1" and rows[0].rstrip(" |").endswith("47.6")
+    assert rows[1].split("|")[1].strip() == "2" and rows[1].rstrip(" |").endswith("38.1")
+    assert "3: `k2`" in rows[1] or "4: `k2`" in rows[1]
+    est = cluster_table(plan, times)  # no labels: weight x time of the representative
+    assert "estimated from samples" in est
+    assert any(r.split("|")[1].strip() == "2" and r.rstrip(" |").endswith("19.0") for r in est.splitlines())
+
+
+def test_chosen_k_comes_from_the_plan_labels():
+    plan = _plan([0, 1, 1, 2, 3], np.ones(5))
+    assert chosen_k(plan, np.array([0, 1, 1, 2, 3])) == 4
+    assert chosen_k(plan) == 4
+
+
+def test_silhouette_plot_stars_the_plans_k(captured, tmp_path):
+    curve = pd.DataFrame({"k": [2, 3, 4, 5], "score": [0.50, 0.61, 0.60, 0.40]})
+    report.plot_silhouette({"w": curve}, tmp_path / "s.png", chosen={"w": 4}, synthetic=True)
+    fig, _, synthetic = captured[-1]
+    ax = fig.axes[0]
+    stars = np.vstack([c.get_offsets() for c in ax.collections])
+    assert stars.tolist() == [[4.0, 0.60]]  # not the maximum at k=3
+    assert "k the plan uses" in ax.get_title() and synthetic
+
+
+def test_synthetic_stamp_on_every_plot(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    texts = []
+    real = report._savefig
+
+    def spy(fig, path, synthetic=False):
+        out = real(fig, path, synthetic)
+        texts.append([t.get_text() for t in fig.texts])
+        return out
+
+    monkeypatch.setattr(report, "_savefig", spy)
+    times = np.array([1.0, 2.0, 3.0, 4.0])
+    report.plot_cluster_histograms(times, np.array([0, 0, 1, 1]), tmp_path / "h.png", "t", synthetic=True)
+    report.plot_cluster_histograms(times, np.array([0, 0, 1, 1]), tmp_path / "h2.png", "t")
+    assert "SYNTHETIC DATA" in texts[0] and "SYNTHETIC DATA" not in texts[1]
+    assert (tmp_path / "h.png").stat().st_size > 0
+
+
+def test_workload_report_has_the_cluster_table(tiny_workload, tmp_path, captured):
+    from gclsampler.evaluate import write_workload_report
+    from gclsampler.workload import Workload
+
+    wl = Workload.load(tiny_workload)
+    codes, _ = pd.factorize(wl.profile["kernel_name"])
+    reps = np.array([np.flatnonzero(codes == c)[0] for c in range(codes.max() + 1)])
+    plan = plan_from_labels(wl.name, "gcl", codes, reps, wl.profile["kernel_name"].to_numpy(), synthetic=True)
+    sil = tmp_path / "silhouette.csv"
+    sil.write_text("k,score\n2,0.9\n" + f"{codes.max() + 1},0.5\n")
+    write_workload_report(wl, plan, tmp_path, labels={"gcl": codes}, silhouette=sil)
+    md = (tmp_path / "report.md").read_text()
+    assert "## Clusters of the gcl plan" in md and "| cluster | size | representative" in md
+    assert md.count("\n| ") - 2 >= codes.max() + 1
+    sil_fig = [f for f, p, s in captured if str(p).endswith("silhouette.png")][0]
+    stars = np.vstack([c.get_offsets() for c in sil_fig.axes[0].collections])
+    assert stars.tolist() == [[codes.max() + 1, 0.5]]
+    assert all(s for _, _, s in captured)  # the workload is synthetic: every plot is stamped
+
+
+def test_suite_report_has_cluster_tables_of_the_histogram_workload(tmp_path, monkeypatch):
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    _write_workload(data / "wa", {"turing": make_profile(60, 0)})
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa]", "suite.data_dir=null", "suite.archs=[turing]",
+                               "suite.methods=[pka,sieve]", "suite.hist_workload=wa", "suite.hist_methods=[sieve]",
+                               f"data_dir={data}", "generate=false", "plots=false"])
+    ev.run_suite(cfg, tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "## Clusters of the sieve plan for wa (turing)" in md
+    assert "| cluster | size | representative (invocation: kernel) | weight | share of time (%) |" in md

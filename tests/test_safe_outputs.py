@@ -1,0 +1,209 @@
+"""Issue 14, class 1: no command destroys what it did not create, and outputs follow the umask.
+
+Each test gives a command an output path that holds the user's data (or is one of the
+command's inputs) and checks: exit 2, one line naming the path, and every byte of the
+user's files unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from gclsampler.cli import main
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file under ``root`` (or of ``root`` itself)."""
+    if root.is_file():
+        return {".": hashlib.sha256(root.read_bytes()).hexdigest()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _one_line_error(capsys, *needles: str) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def test_synth_refuses_a_directory_it_did_not_write(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work\n")
+    before = _snapshot(out)
+    assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1"]) == 2
+    _one_line_error(capsys, str(out), "not written by `gclsampler synth`")
+    assert _snapshot(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mine.")]  # no temp debris
+
+
+def test_synth_refuses_a_regular_file_and_a_path_under_one(tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("keep\n")
+    assert main(["synth", "backprop", "--out", str(f), "--quiet", "--jobs", "1"]) == 2
+    _one_line_error(capsys, str(f), "is a file")
+    assert main(["synth", "backprop", "--out", str(f / "sub"), "--quiet", "--jobs", "1"]) == 2
+    _one_line_error(capsys, "notes.txt is a file, not a directory")
+    assert f.read_text() == "keep\n"
+
+
+def test_synth_replaces_its_own_output(tmp_path, capsys):
+    out = tmp_path / "bp"
+    assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1"]) == 0
+    assert json.loads((out / ".gclsampler-output").read_text()) == {"command": "synth"}
+    (out / "stale.txt").write_text("from before\n")
+    assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1", "--seed", "1"]) == 0
+    assert not (out / "stale.txt").exists() and (out / "kernelslist.g").exists()
+
+
+def test_export_into_its_own_source_is_refused(wl_copy, tmp_path, capsys):
+    before = _snapshot(wl_copy)
+    for dst in (wl_copy, wl_copy / "accelsim"):
+        assert main(["trace", "export-accelsim", str(wl_copy), str(dst)]) == 2
+        _one_line_error(capsys, str(dst), "input")
+    assert _snapshot(wl_copy) == before
+
+
+def test_export_refuses_a_foreign_directory_and_replaces_its_own(wl_copy, tmp_path, capsys):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "data.csv").write_text("1,2\n")
+    assert main(["trace", "export-accelsim", str(wl_copy), str(other)]) == 2
+    _one_line_error(capsys, str(other), "not written by")
+    assert (other / "data.csv").read_text() == "1,2\n"
+    out = tmp_path / "as"
+    assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", "0-3"]) == 0
+    assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", "1"]) == 0
+    # replaced as a whole: no trace of the first export is left
+    assert sorted(p.name for p in out.glob("kernel-*")) == ["kernel-2.traceg"]
+
+
+def test_plan_export_into_the_workload_is_refused(wl_copy, tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    assert main(["sample", "pka", str(wl_copy), "--out", str(plan)]) == 0
+    capsys.readouterr()
+    before = _snapshot(wl_copy)
+    assert main(["plan", "export-accelsim", str(plan), str(wl_copy), str(wl_copy)]) == 2
+    _one_line_error(capsys, str(wl_copy), "input")
+    assert _snapshot(wl_copy) == before
+
+
+def test_file_outputs_never_replace_inputs_or_foreign_files(wl_copy, tmp_path, capsys):
+    prof = wl_copy / "profile.csv"
+    before = _snapshot(wl_copy)
+    assert main(["stem", str(prof), "--out", str(prof)]) == 2
+    _one_line_error(capsys, "profile.csv", "input")
+    assert main(["sample", "pka", str(wl_copy), "--out", str(prof)]) == 2
+    _one_line_error(capsys, "profile.csv", "input")
+    assert main(["profile", "import", str(prof), "--out", str(prof)]) == 2
+    _one_line_error(capsys, "profile.csv", "input")
+    assert _snapshot(wl_copy) == before
+    mine = tmp_path / "results.json"
+    mine.write_text('{"my": "numbers"}\n')
+    assert main(["stem", str(prof), "--out", str(mine)]) == 2
+    _one_line_error(capsys, str(mine), "not a plan file")
+    assert mine.read_text() == '{"my": "numbers"}\n'
+    assert main(["stem", str(prof), "--out", str(tmp_path)]) == 2
+    _one_line_error(capsys, str(tmp_path), "is a directory")
+
+
+def test_a_plan_replaces_an_earlier_plan(wl_copy, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 0
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out), "--epsilon", "0.2"]) == 0
+    assert json.loads(out.read_text())["format"] == "gclsampler-plan/1"
+
+
+def test_outputs_follow_the_umask(wl_copy, tmp_path, capsys):
+    old = os.umask(0o022)
+    try:
+        plan = tmp_path / "p.json"
+        assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(plan)]) == 0
+        assert stat.S_IMODE(plan.stat().st_mode) == 0o644
+        out = tmp_path / "as"
+        assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", "0"]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o755
+        assert stat.S_IMODE((out / "kernel-1.traceg").stat().st_mode) == 0o644
+        os.umask(0o077)
+        plan2 = tmp_path / "p2.json"
+        assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(plan2)]) == 0
+        assert stat.S_IMODE(plan2.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_backwards_or_empty_invocation_ranges_are_errors(wl_copy, tmp_path, capsys):
+    for spec, needle in (("5-2", "runs backwards"), ("x", "not an invocation id"), (",", "selects no invocations"),
+                         ("-3", "not negative")):
+        out = tmp_path / f"as{abs(hash(spec))}"
+        assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", spec]) == 2, spec
+        _one_line_error(capsys, needle)
+        assert not out.exists()
+
+
+def test_claim_dir_for_commands_that_write_into_a_directory(tmp_path):
+    from gclsampler._safe_out import OutputError, claim_dir
+
+    mine = tmp_path / "paper"
+    mine.mkdir()
+    (mine / "report.md").write_text("my report\n")
+    with pytest.raises(OutputError, match="not written by `gclsampler evaluate`"):
+        claim_dir(mine, "evaluate")
+    assert (mine / "report.md").read_text() == "my report\n"
+    out = claim_dir(tmp_path / "ev", "evaluate")
+    (out / "report.md").write_text("ours\n")
+    assert claim_dir(out, "evaluate") == out  # a later run may write there again
+
+
+def test_evaluate_py_refuses_a_foreign_out_dir(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x\n")
+    r = subprocess.run([sys.executable, str(root / "evaluate.py"), f"out_dir={mine}",
+                        f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and str(mine) in lines[0], r.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
+def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_path):
+    """hydra.run.dir=<a directory with the user's files>: refused before anything is written;
+    Hydra's own .hydra/ and train.log, and earlier runs (resume), are fine."""
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+    from gclsampler._safe_out import OutputError, claim_dir
+    from gclsampler.pipeline import run
+
+    root = Path(__file__).resolve().parents[1]
+    with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}"])
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "model.pt").write_bytes(b"my model")
+    with pytest.raises(OutputError, match="not written by `gclsampler train`"):
+        run(cfg, out_dir=mine)
+    assert [p.name for p in mine.iterdir()] == ["model.pt"] and (mine / "model.pt").read_bytes() == b"my model"
+    hydra_dir = tmp_path / "hydra-run"
+    (hydra_dir / ".hydra").mkdir(parents=True)
+    (hydra_dir / "train.log").write_text("")
+    assert claim_dir(hydra_dir, "train", ignore=(".hydra", "train.log")) == hydra_dir
+    old_run = tmp_path / "old-run"
+    old_run.mkdir()
+    (old_run / "last.pt").write_bytes(b"")
+    assert claim_dir(old_run, "train") == old_run  # a run from before the marker can be resumed

@@ -1,0 +1,451 @@
+"""`gclsampler simulate` against a stub simulator that replays real Accel-Sim logs.
+
+The logs in tests/data/accelsim/ come from a real build (see its README); the stub
+(tests/_accelsim_stub.py) answers like Accel-Sim with them, so parsing, the estimate's
+arithmetic, caching, resuming and every failure are tested without a simulator.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _accelsim_stub import FIXTURES, make_stub_root
+from _trace_fixtures import Inst, make_trace
+from gclsampler import simulate as S
+from gclsampler.cli import main
+from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
+from gclsampler.trace import write_kernel, write_kernelslist
+
+REPO = Path(__file__).resolve().parents[1]
+CLOCK_MHZ = 1000.0  # the stub config's core clock
+
+
+def _log(name: str) -> str:
+    return gzip.open(FIXTURES / name).read().decode()
+
+
+# ---------------------------------------------------------------------------------------
+# real logs: parsing and the answer check
+# ---------------------------------------------------------------------------------------
+def test_parse_real_tensor_core_gemm_log():
+    (b,) = S.parse_log(_log("gemm_ok.log.gz"))
+    assert b["kernel_name"] == "ampere_fp16_s16816gemm_fp16_64x64_ldg8_f2f_stages_64x3_tn"
+    assert b["cycles"] == 63382 and b["instructions"] == 391808
+    assert b["ipc"] == pytest.approx(391808 / 63382)
+    assert 0 <= b["l1_hit_rate"] <= 1 and 0 <= b["l2_hit_rate"] <= 1
+    assert np.isnan(b["achieved_occupancy"])  # the trace-driven simulator prints gpu_occupancy = -nan%
+
+
+def test_check_log_accepts_real_successes():
+    for name, cycles in (("gemm_ok.log.gz", 63382), ("gemv_ok.log.gz", 67784), ("index_select_ok.log.gz", 7551)):
+        st = S.check_log(_log(name), 0, False, None, 3, Path("x.log"))
+        assert st["cycles"] == cycles and st["instructions"] > 0
+
+
+def test_unsupported_binary_version_exits_0_but_is_an_error():
+    with pytest.raises(S.SimulationFailed) as e:
+        S.check_log(_log("unsupported_binary_version.log.gz"), 0, False, None, 7, Path("/r/accelsim.log"))
+    msg = str(e.value)
+    assert msg.startswith("invocation 7: ") and "without printing gpu_sim_cycle" in msg
+    assert "unsupported binary version: 90" in msg and "/r/accelsim.log" in msg
+
+
+def test_crash_names_signal_and_assertion(tmp_path):
+    log = tmp_path / "accelsim.log"
+    log.write_text(_log("crash_unknown_opcode.log.gz"))
+    (tmp_path / "accelsim.stderr").write_text((FIXTURES / "crash_unknown_opcode.stderr").read_text())
+    with pytest.raises(S.SimulationFailed) as e:
+        S.check_log(log.read_text(), -6, False, None, 4, log)
+    msg = str(e.value)
+    assert "invocation 4: Accel-Sim was killed by signal 6" in msg and "undefined instruction" in msg
+    assert str(log) in msg
+
+
+def test_deadlock_abort_is_named():
+    with pytest.raises(S.SimulationFailed) as e:
+        S.check_log(_log("deadlock_abort.log.gz"), -6, False, None, 0, Path("d.log"))
+    assert "invocation 0: Accel-Sim aborted: deadlock detected" in str(e.value)
+    assert "gpu_sim_cycle 5027" in str(e.value) and "d.log" in str(e.value)
+
+
+def test_timeout_and_two_kernels_are_errors():
+    with pytest.raises(S.SimulationFailed, match=r"invocation 1: no answer within 5 s \(--timeout\)"):
+        S.check_log("", -9, True, 5.0, 1, Path("t.log"))
+    two = _log("gemm_ok.log.gz") + _log("index_select_ok.log.gz")
+    with pytest.raises(S.SimulationFailed, match="2 kernels in one run's log"):
+        S.check_log(two, 0, False, None, 1, Path("t.log"))
+
+
+# ---------------------------------------------------------------------------------------
+# finding the simulator
+# ---------------------------------------------------------------------------------------
+def test_locate_errors_say_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("ACCELSIM_ROOT", raising=False)
+    with pytest.raises(S.SimulatorNotFound, match="pass --accelsim-root DIR or set ACCELSIM_ROOT"):
+        S.locate_simulator(None)
+    with pytest.raises(S.SimulatorNotFound, match="not an accel-sim-framework checkout"):
+        S.locate_simulator(tmp_path)
+    root = make_stub_root(tmp_path / "as")
+    with pytest.raises(S.SimulatorNotFound, match=r"--config SM7_NOPE: .*tested configs of this build: SM86_RTX3070"):
+        S.locate_simulator(root, "SM7_NOPE")
+    (root / "gpu-simulator" / "bin" / "release" / "accel-sim.out").unlink()
+    with pytest.raises(S.SimulatorNotFound, match="accel-sim.out: missing; build Accel-Sim first"):
+        S.locate_simulator(root)
+    bad = make_stub_root(tmp_path / "bad", setup_fails=True)
+    with pytest.raises(S.SimulatorNotFound, match=r"setup_environment.sh release` failed \(ERROR \*\* nvcc.*CUDA_INSTALL_PATH"):
+        S.locate_simulator(bad)
+
+
+def test_locate_sources_environment_and_accepts_gpu_simulator_dir(tmp_path, monkeypatch):
+    root = make_stub_root(tmp_path / "as")
+    monkeypatch.setenv("ACCELSIM_ROOT", str(root / "gpu-simulator"))  # what Accel-Sim's own setup exports
+    sim = S.locate_simulator(None)
+    assert sim.root == root.resolve() and sim.env.get("STUB_SOURCED") == "yes"
+    assert sim.core_clock_mhz == CLOCK_MHZ
+    assert S.locate_simulator(root, flags=["-gpgpu_clock_domains", "1500:1:1:1"]).core_clock_mhz == 1500
+
+
+def test_cli_without_simulator_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ACCELSIM_ROOT", raising=False)
+    wl, plan = _workload(tmp_path)
+    assert main(["simulate", str(plan), str(wl), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ACCELSIM_ROOT" in err[0]
+
+
+# ---------------------------------------------------------------------------------------
+# a tiny workload, a plan, and the stub's behaviour per kernel
+# ---------------------------------------------------------------------------------------
+NAMES = ["gemm", "gemm", "norm", "gemm", "act", "norm"]
+
+
+def _workload(tmp_path: Path, names=NAMES, synthetic: bool = True) -> tuple[Path, Path]:
+    """len(names) traces; invocations with the same name have byte-identical bodies."""
+    wl = tmp_path / "wl"
+    wl.mkdir(exist_ok=True)
+    files = []
+    for i, n in enumerate(names):
+        body = {"gemm": [Inst("HMMA.16816.F32", ("R0",), ("R2", "R4")), Inst("EXIT")],
+                "norm": [Inst("FADD", ("R0",), ("R1", "R2")), Inst("EXIT")],
+                "act": [Inst("MUFU.EX2", ("R0",), ("R1",)), Inst("EXIT")]}[n]
+        t = make_trace([body, body], kernel_id=i + 1, name=n)
+        write_kernel(t, wl / f"kernel-{i + 1}.traceg")
+        files.append(f"kernel-{i + 1}.traceg")
+    write_kernelslist(wl, files)
+    (wl / "workload.json").write_text(json.dumps({"workload": "toy", "synthetic": synthetic}))
+    # clusters {0,1,3} (gemm, sampled 0 and 3), {2,5} (norm, sampled 2), {4} (act)
+    plan = SamplingPlan("toy", "test", len(names),
+                        [Sample(0, "gemm", 0, 1.0), Sample(3, "gemm", 0, 2.0), Sample(2, "norm", 1, 2.0),
+                         Sample(4, "act", 2, 1.0)],
+                        [ClusterInfo(0, 3, 0.05), ClusterInfo(1, 2, 0.02), ClusterInfo(2, 1, 0.0)],
+                        {"error_bound": 0.04, "z": 1.96}, synthetic)
+    return wl, plan.save(tmp_path / "plan.json")
+
+
+CYC = {1: 1000, 2: 1100, 3: 3000, 4: 1300, 5: 500, 6: 3100}   # per kernel id
+INSN = {k: 2 * v + 7 for k, v in CYC.items()}
+
+
+@pytest.fixture
+def stub(tmp_path, monkeypatch):
+    """The stub checkout, $STUB_PLAN (editable through the returned helper) and $STUB_CALLS."""
+    root = make_stub_root(tmp_path / "accel-sim-framework")
+    plan_file, calls = tmp_path / "stub_plan.json", tmp_path / "calls.jsonl"
+
+    class Stub:
+        def __init__(self):
+            self.root = root
+            self.set({str(k): {"cycles": CYC[k], "insn": INSN[k]} for k in CYC})
+
+        def set(self, behaviour):
+            plan_file.write_text(json.dumps(behaviour))
+
+        def calls(self):
+            return [json.loads(ln) for ln in calls.read_text().splitlines()] if calls.exists() else []
+
+    monkeypatch.setenv("STUB_PLAN", str(plan_file))
+    monkeypatch.setenv("STUB_CALLS", str(calls))
+    monkeypatch.setenv("ACCELSIM_ROOT", str(root))
+    return Stub()
+
+
+def _simulate(tmp_path, *extra, wl=None, plan=None, out="out"):
+    if wl is None:
+        wl = tmp_path / "wl"
+    if plan is None and "--all" not in extra:
+        plan = tmp_path / "plan.json"
+    args = ["simulate", *([str(plan)] if plan is not None else []), str(wl), "--out", str(tmp_path / out), *extra]
+    return main(args)
+
+
+def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
+    wl, plan_path = _workload(tmp_path)
+    assert _simulate(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "SIMULATED by Accel-Sim (config SM86_RTX3070; one SM, so cycles are SM 0's share)" in out
+    assert "SYNTHETIC traces" in out and "-gpgpu_deadlock_detect 0" in out
+    plan = SamplingPlan.load(plan_path)
+    w = {s.invocation: s.weight for s in plan.samples}
+    cyc = {i: CYC[i + 1] for i in w}
+    ipc = {i: INSN[i + 1] / CYC[i + 1] for i in w}
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert est["simulated"] is True and est["synthetic"] is True
+    assert est["totals"]["cycles"] == pytest.approx(sum(w[i] * cyc[i] for i in w))
+    assert est["totals"]["instructions"] == pytest.approx(sum(w[i] * INSN[i + 1] for i in w))
+    assert est["totals"]["time_ns"] == pytest.approx(est["totals"]["cycles"] * 1000 / CLOCK_MHZ)
+    assert est["means"]["ipc"] == pytest.approx(sum(w[i] * ipc[i] for i in w) / 6)
+    assert est["ipc_of_totals"] == pytest.approx(est["totals"]["instructions"] / est["totals"]["cycles"])
+    assert est["means"]["achieved_occupancy"] is None  # the real log prints -nan%
+    by = {c["cluster"]: c for c in est["clusters"]}
+    assert by[0]["estimate"] == pytest.approx(1 * 1000 + 2 * 1300) and by[0]["samples"] == 2
+    assert sum(c["share"] for c in est["clusters"]) == pytest.approx(1.0)
+    assert est["interval"]["low"] == pytest.approx(0.96 * est["totals"]["cycles"])
+    assert est["interval"]["high"] == pytest.approx(1.04 * est["totals"]["cycles"])
+    sim = pd.read_csv(tmp_path / "out" / "simulated.csv")
+    assert sim["invocation"].tolist() == [0, 2, 3, 4]
+    assert sim["cycles"].tolist() == [1000, 3000, 1300, 500]
+    assert set(sim["simulated_by"]) == {"Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"}
+    assert all(Path(p).is_file() for p in sim["log"])
+    # one process per invocation, in a directory holding the config, with the one-SM defaults
+    calls = stub.calls()
+    assert sorted(c["kernel_id"] for c in calls) == [1, 3, 4, 5]
+    for c in calls:
+        a = c["argv"]
+        assert a[a.index("-gpgpu_n_clusters") + 1] == "1" and a[a.index("-gpgpu_n_cores_per_cluster") + 1] == "1"
+        assert a[a.index("-gpgpu_deadlock_detect") + 1] == "0" and c["sourced"] == "yes"
+    # plan reconstruct on simulated.csv gives the same numbers
+    assert main(["plan", "reconstruct", str(plan_path), str(tmp_path / "out" / "simulated.csv"), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["totals"]["cycles"] == pytest.approx(est["totals"]["cycles"])
+    assert rec["means"]["ipc"] == pytest.approx(est["means"]["ipc"])
+    assert "cluster" not in rec["totals"] and "weight" not in rec["totals"]
+    assert rec["simulated_by"] == "Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"
+    assert main(["plan", "reconstruct", str(plan_path), str(tmp_path / "out" / "simulated.csv")]) == 0
+    assert "SIMULATED values: Accel-Sim SM86_RTX3070" in capsys.readouterr().out
+
+
+def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):
+    _workload(tmp_path)
+    assert _simulate(tmp_path) == 0
+    first = {f: (tmp_path / "out" / f).read_bytes() for f in ("simulated.csv", "estimate.json")}
+    n = len(stub.calls())
+    assert _simulate(tmp_path, "--jobs", "2") == 0  # all from the cache
+    assert len(stub.calls()) == n
+    assert "0 simulated now, 4 from the cache" in capsys.readouterr().out
+    assert {f: (tmp_path / "out" / f).read_bytes() for f in first} == first
+    # other flags or another config file content: new keys, simulated again
+    assert _simulate(tmp_path, "--sim-arg=-gpgpu_max_insn 1000000") == 0
+    assert len(stub.calls()) == 2 * n
+    assert stub.calls()[-1]["argv"][-2:] == ["-gpgpu_max_insn", "1000000"]
+    cfg = stub.root / "gpu-simulator" / "gpgpu-sim" / "configs" / "tested-cfgs" / "SM86_RTX3070" / "gpgpusim.config"
+    cfg.write_text(cfg.read_text() + "-gpgpu_l1_latency 40\n")
+    assert _simulate(tmp_path) == 0
+    assert len(stub.calls()) == 3 * n
+    binary = stub.root / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
+    binary.write_text(binary.read_text() + "\n# rebuilt\n")  # another build answers for itself
+    assert _simulate(tmp_path) == 0
+    assert len(stub.calls()) == 4 * n
+
+
+def test_full_gpu_and_deadlock_detect_flags(tmp_path, stub):
+    _workload(tmp_path)
+    assert _simulate(tmp_path, "--full-gpu", "--deadlock-detect") == 0
+    for c in stub.calls():
+        assert "-gpgpu_n_clusters" not in c["argv"] and "-gpgpu_deadlock_detect" not in c["argv"]
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert "SM 0" not in est["note"]
+
+
+def test_dedup_only_when_asked(tmp_path, stub):
+    wl, _ = _workload(tmp_path)
+    assert _simulate(tmp_path, "--all") == 0
+    assert len(stub.calls()) == 6  # byte-identical gemm traces still run once each
+    assert _simulate(tmp_path, "--all", "--dedup", out="dd") == 0
+    assert len(stub.calls()) == 6 + 3  # one per distinct trace: gemm, norm, act
+    sim = pd.read_csv(tmp_path / "dd" / "simulated.csv")
+    first_gemm = sim.loc[sim["invocation"] == 0, "cycles"].item()
+    assert (sim.loc[sim["kernel_name"] == "gemm", "cycles"] == first_gemm).all()
+
+
+def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
+    from gclsampler.profile import read_profile
+    from gclsampler.score import score_plan
+
+    wl, plan_path = _workload(tmp_path)
+    assert _simulate(tmp_path, "--all") == 0
+    out = capsys.readouterr().out
+    assert "accelsim-SM86_RTX3070" in out and "python evaluate.py" in out
+    prof = read_profile(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
+    assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]
+    assert prof["time_ns"].tolist() == pytest.approx([CYC[k] * 1000 / CLOCK_MHZ for k in range(1, 7)])
+    assert set(prof["simulated_by"]) == {"Accel-Sim SM86_RTX3070, one SM (SM 0's share), synthetic traces"}
+    side = json.loads((wl / "profiles" / "accelsim-SM86_RTX3070.json").read_text())
+    assert side["simulated"] is True and side["synthetic"] is True and "SIMULATED" in side["note"]
+    row = score_plan(SamplingPlan.load(plan_path), prof)
+    full = sum(CYC.values())
+    est = 1 * 1000 + 2 * 1300 + 2 * 3000 + 1 * 500
+    assert row["error_cycles"] == pytest.approx(abs(full - est) / full * 100)
+    # the single-workload report scores on every profiles/*.csv and says which ground truth is simulated
+    from gclsampler.report import write_workload_report
+    from gclsampler.workload import Workload
+
+    own = prof.assign(cycles=prof["cycles"] * 2)
+    wk = Workload("toy", own, root=wl, arch="ampere", synthetic=True)
+    write_workload_report(wk, SamplingPlan.load(plan_path), tmp_path / "rep", plots=False)
+    res = pd.read_csv(tmp_path / "rep" / "results.csv")
+    assert set(res["arch"]) == {"ampere", "accelsim-SM86_RTX3070"}
+    assert res.loc[res["arch"] == "accelsim-SM86_RTX3070", "error_cycles"].item() == pytest.approx(row["error_cycles"])
+    assert "`accelsim-SM86_RTX3070` is SIMULATED by Accel-Sim" in (tmp_path / "rep" / "report.md").read_text()
+    # sharing the --all run's cache, the sampled run simulates nothing new and agrees with the profile
+    assert _simulate(tmp_path, "--cache-dir", str(tmp_path / "out" / "runs"), out="sampled") == 0
+    assert len(stub.calls()) == 6
+    got = json.loads((tmp_path / "sampled" / "estimate.json").read_text())["totals"]["cycles"]
+    assert got == pytest.approx(row["cycles_est"])
+
+
+@pytest.mark.parametrize("mode, expect", [
+    ("unsupported", "exited 0 without printing gpu_sim_cycle (unsupported binary version: 90"),
+    ("crash", "was killed by signal 6 (accel-sim.out: trace_driven.cc:209"),
+    ("deadlock", "aborted: deadlock detected"),
+])
+def test_failures_name_invocation_and_log_and_are_retried(tmp_path, stub, capsys, mode, expect):
+    _workload(tmp_path)
+    stub.set({"*": {"cycles": 900, "insn": 1800}, "4": {"mode": mode}})  # kernel 4 = invocation 3
+    assert _simulate(tmp_path) == 1
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "invocation 3" in ln)
+    assert expect in line
+    log = Path(line.split("; log ")[1].split()[0])
+    assert log.is_file() and log.name == "accelsim.log"
+    assert "1 of 4 simulations failed" in err and not (tmp_path / "out" / "estimate.json").exists()
+    stub.set({"*": {"cycles": 900, "insn": 1800}})
+    n = len(stub.calls())
+    assert _simulate(tmp_path) == 0  # only the failed one runs again
+    assert [c["kernel_id"] for c in stub.calls()[n:]] == [4]
+
+
+def test_timeout_kills_the_run(tmp_path, stub, capsys):
+    _workload(tmp_path)
+    stub.set({"*": {"cycles": 900, "insn": 1800}, "1": {"mode": "hang"}})
+    t0 = time.monotonic()
+    assert _simulate(tmp_path, "--timeout", "1.5", "--jobs", "2") == 1
+    assert time.monotonic() - t0 < 30
+    assert "invocation 0: no answer within 1.5 s (--timeout)" in capsys.readouterr().err
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path, stub, capsys):
+    wl, plan = _workload(tmp_path)
+    for argv, msg in (
+        (["simulate", str(plan), "--out", "o"], "expected PLAN and WL"),
+        (["simulate", "--all", str(plan), str(wl), "--out", "o"], "expected one workload directory"),
+        (["simulate", str(plan), str(wl), "--out", "o", "--jobs", "0"], "--jobs 0"),
+        (["simulate", str(plan), str(wl), "--out", "o", "--slurm", "partition"], "--slurm 'partition': expected KEY=VALUE"),
+        (["simulate", str(plan), str(tmp_path), "--out", "o"], "not a workload directory"),
+        (["simulate", str(plan), str(wl), "--out", "o", "--config", "NOPE"], "--config NOPE"),
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], (argv, err)
+    other = SamplingPlan("toy", "t", 7, [Sample(0, "gemm", 0, 7.0)], [ClusterInfo(0, 7)]).save(tmp_path / "p7.json")
+    assert main(["simulate", str(other), str(wl), "--out", "o"]) == 2
+    assert "6 kernel invocations, but" in capsys.readouterr().err
+
+
+def test_binary_that_cannot_run_is_one_line_exit_2(tmp_path, stub, capsys):
+    _workload(tmp_path)
+    binary = stub.root / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
+    binary.write_text("#!/bin/sh\necho 'accel-sim.out: error while loading shared libraries: libcudart.so.11.0: "
+                      "cannot open shared object file: No such file or directory' >&2\nexit 127\n")
+    assert _simulate(tmp_path) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("gclsampler: error:")]
+    assert len(err) == 1 and "accel-sim.out: cannot run (accel-sim.out: error while loading shared libraries" in err[0]
+    assert "rebuild Accel-Sim" in err[0]
+
+
+def test_export_states_traced_ctas_and_capped_warps(tmp_path, capsys):
+    import dataclasses
+
+    from gclsampler.trace.workload import describe_export, export_facts
+
+    capped = [Inst("FADD", ("R0",), ("R1", "R2")), Inst("FADD", ("R0",), ("R1", "R2"))]  # no EXIT: cut by a cap
+    t = make_trace([capped, [Inst("FADD", ("R0",), ("R1",)), Inst("EXIT")]], kernel_id=1, name="k")
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, grid=(8, 1, 1)))  # 1 of 8 CTAs traced
+    assert export_facts(t) == {"ctas_traced": 1, "ctas_grid": 8, "warps": 2, "warps_cut": 1}
+    lines = describe_export([export_facts(t)])
+    assert "1 of 1 traces hold only some CTAs of their launch (1 of 8 CTAs" in lines[0]
+    assert "1 of 1 traces have warps cut by an instruction cap (1 of 2 warps" in lines[1]
+    wl = tmp_path / "wl"
+    write_kernel(t, wl / "kernel-1.traceg")
+    write_kernelslist(wl, ["kernel-1.traceg"])
+    assert main(["trace", "export-accelsim", str(wl), str(tmp_path / "x")]) == 0
+    out = capsys.readouterr().out
+    assert "note: 1 of 1 traces hold only some CTAs" in out and "warps cut by an instruction cap" in out
+    complete = make_trace([[Inst("EXIT")]], kernel_id=1, name="k")
+    assert describe_export([export_facts(complete)]) == []
+
+
+def test_missing_submitit_is_one_line(tmp_path, stub, capsys, monkeypatch):
+    _workload(tmp_path)
+    monkeypatch.setitem(sys.modules, "submitit", None)
+    assert _simulate(tmp_path, "--launcher", "slurm") == 2
+    assert "needs submitit: pip install 'gclsampler[slurm]'" in capsys.readouterr().err
+
+
+def test_submitit_local_executor(tmp_path, stub, monkeypatch):
+    pytest.importorskip("submitit")
+    # submitit's workers unpickle gclsampler.simulate.run_job: make this checkout importable there
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
+    _workload(tmp_path)
+    assert _simulate(tmp_path, "--launcher", "submitit-local") == 0
+    assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]
+    assert (tmp_path / "out" / "runs" / "submitit").is_dir()
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert est["totals"]["cycles"] == pytest.approx(1 * 1000 + 2 * 1300 + 2 * 3000 + 1 * 500)
+
+
+def _cli(tmp_path, *args) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, "-m", "gclsampler", "simulate", *map(str, args)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_results(runs: Path, n: int, timeout: float = 60) -> list[Path]:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        done = list(runs.glob("*/result.json"))
+        if len(done) >= n:
+            return done
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} results within {timeout} s")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_resume_after_kill(tmp_path, stub, sig):
+    wl, plan = _workload(tmp_path)
+    stub.set({str(k): {"cycles": CYC[k], "insn": INSN[k], "sleep": 0.3} for k in CYC})
+    p = _cli(tmp_path, "--all", wl, "--out", tmp_path / "out")
+    done = _wait_results(tmp_path / "out" / "runs", 2)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    if sig == signal.SIGTERM:
+        assert p.returncode == 130 and "rerun the same command to continue" in err
+    time.sleep(0.5)  # a SIGKILLed driver leaves its running simulator behind: let it end
+    finished = {json.loads(f.read_text())["invocation"] for f in _wait_results(tmp_path / "out" / "runs", len(done))}
+    n_before = len(stub.calls())
+    assert _simulate(tmp_path, "--all", wl=wl) == 0
+    again = {c["kernel_id"] - 1 for c in stub.calls()[n_before:]}
+    assert again == set(range(6)) - finished  # nothing finished is simulated twice
+    prof = pd.read_csv(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
+    assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]
+    assert not list((tmp_path / "out" / "runs").glob("*/.run-*"))  # run directories are cleaned up

@@ -1,0 +1,268 @@
+"""Issue 14, class 2: ``gclsampler validate`` and the same checks before any expensive work.
+
+One test per kind of inconsistency between kernelslist.g, the trace headers and
+profile.csv; each asserts the exit status, that the problem is one line naming the file
+(and line and field), and that commands which would work on the workload refuse it first.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gclsampler.cli import main
+from gclsampler.validate import check_workload, require_valid_workload, WorkloadError
+
+
+def _errors(capsys) -> list[str]:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return [ln for ln in err.splitlines() if ln.strip()]
+
+
+def _set_header(path: Path, key: str, value: str) -> None:
+    text = path.read_text()
+    text, n = re.subn(rf"^-{re.escape(key)} = .*$", f"-{key} = {value}", text, count=1, flags=re.M)
+    assert n == 1
+    path.write_text(text)
+
+
+def _edit_profile(wl: Path, fn) -> None:
+    df = pd.read_csv(wl / "profile.csv", dtype={"kernel_name": str, "grid": str, "block": str},
+                     keep_default_na=False, na_values=[""])
+    new = fn(df)
+    (df if new is None else new).to_csv(wl / "profile.csv", index=False)
+
+
+def test_clean_workload_passes(tiny_workload, capsys):
+    assert main(["validate", str(tiny_workload)]) == 0
+    assert "ok" in capsys.readouterr().out
+    assert check_workload(tiny_workload) == []
+
+
+def test_missing_profile_row(wl_copy, capsys):
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and "rows, but kernelslist.g lists" in line
+
+
+def test_kernel_name_grid_and_block_mismatch(wl_copy, capsys):
+    def edit(df):
+        df.loc[3, "kernel_name"] = "not_the_traced_kernel"
+        df.loc[5, "grid"] = "(999,1,1)"
+        df.loc[6, "block"] = "(3,1,1)"
+    _edit_profile(wl_copy, edit)
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert len(lines) == 3
+    assert "profile.csv:5: kernel_name: 'not_the_traced_kernel', but kernel-4.traceg is" in lines[0]
+    assert "profile.csv:7: grid: (999,1,1), but kernel-6.traceg has" in lines[1]
+    assert "profile.csv:8: block: (3,1,1), but kernel-7.traceg has" in lines[2]
+
+
+def test_duplicate_kernel_id(wl_copy, capsys):
+    _set_header(wl_copy / "kernel-3.traceg", "kernel id", "2")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert any("kernel-3.traceg: -kernel id: 2 is also the id of kernel-2.traceg" in ln for ln in lines)
+
+
+def test_duplicate_and_missing_list_entries(wl_copy, capsys):
+    kl = wl_copy / "kernelslist.g"
+    kl.write_text(kl.read_text() + "kernel-1.traceg\nkernel-999.traceg\nrubbish\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    n = len(kl.read_text().splitlines())
+    assert f"kernelslist.g:{n - 2}: kernelslist: 'kernel-1.traceg' is listed again (first on line 1)" in lines[0]
+    assert f"kernelslist.g:{n - 1}: kernelslist: lists 'kernel-999.traceg', which does not exist" in lines[1]
+    assert f"kernelslist.g:{n}: kernelslist: neither a trace file name nor a Memcpy line" in lines[2]
+
+
+def test_traces_out_of_launch_order(wl_copy, capsys):
+    kl = wl_copy / "kernelslist.g"
+    names = kl.read_text().split()
+    names[1], names[2] = names[2], names[1]
+    kl.write_text("\n".join(names) + "\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    assert any("launch order" in ln for ln in _errors(capsys))
+
+
+@pytest.mark.parametrize("column,value,needle", [
+    ("l1_hit_rate", 24.0, "l1_hit_rate: 24.0 is out of range: a fraction 0..1"),
+    ("achieved_occupancy", 1.5, "achieved_occupancy: 1.5 is out of range"),
+    ("nregs", 300, "nregs: 300.0 is out of range"),
+    ("cycles", -1, "cycles: negative value"),
+])
+def test_value_ranges_of_known_columns(wl_copy, capsys, column, value, needle):
+    _edit_profile(wl_copy, lambda df: df.__setitem__(column, [value] + list(df[column].iloc[1:])))
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv:2: " + needle in line
+
+
+def test_all_zero_times_are_an_error(wl_copy, tmp_path, capsys):
+    _edit_profile(wl_copy, lambda df: df.__setitem__("time_ns", 0))
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: time_ns: every value is 0" in line
+    out = tmp_path / "plan.json"
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 2  # once "speedup nanx"
+    assert "every value is 0" in _errors(capsys)[0] and not out.exists()
+
+
+def test_unknown_binary_version_is_a_warning(wl_copy, capsys):
+    _set_header(wl_copy / "kernel-2.traceg", "binary version", "61")
+    assert main(["validate", str(wl_copy)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: " in captured.err and "kernel-2.traceg: -binary version: 61" in captured.err
+    assert "1 warning" in captured.out
+
+
+def test_unreadable_inputs_are_located_lines(wl_copy, tmp_path, capsys):
+    (wl_copy / "kernel-2.traceg").write_bytes(b"\x1f\x8b not really anything")
+    (wl_copy / "workload.json").write_text("{broken")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert any(ln.startswith("gclsampler: error: ") and "workload.json:1: not JSON" in ln for ln in lines)
+    assert any("kernel-2.traceg" in ln for ln in lines)
+    assert main(["validate", str(tmp_path / "nope")]) == 2
+    assert "nope: no such directory" in _errors(capsys)[0]
+
+
+def test_sample_and_stem_check_before_fitting(wl_copy, tmp_path, capsys):
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    out = tmp_path / "plan.json"
+    assert main(["sample", "pka", str(wl_copy), "--out", str(out)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and not out.exists()
+    assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 2
+    (line,) = _errors(capsys)
+    assert "profile.csv: invocation:" in line and not out.exists()
+
+
+def test_require_valid_workload_counts_the_rest(wl_copy):
+    _edit_profile(wl_copy, lambda df: df.__setitem__("kernel_name", "x"))
+    with pytest.raises(WorkloadError, match=r"kernel_name: 'x', but kernel-1\.traceg is .* more problem"):
+        require_valid_workload(wl_copy)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--set", "epsilon=-1"], "epsilon: must be a number > 0"),
+    (["--set", "epsilon=abc"], "epsilon: must be a number, found 'abc'"),
+])
+def test_sampler_parameters_fail_before_any_work(tiny_workload, tmp_path, capsys, argv, needle):
+    out = tmp_path / "p.json"
+    assert main(["sample", "stem_root", str(tiny_workload), "--out", str(out), *argv]) == 2
+    (line,) = _errors(capsys)
+    assert needle in line and "--set (stem_root)" in line and not out.exists()
+
+
+def _compose(overrides):
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_pipeline_checks_the_workload_before_graphs_and_training(wl_copy, tmp_path):
+    """train.py on a workload whose profile lost a row: fails in seconds naming profile.csv,
+    with no graph cache, model or embeddings written (it used to train, then fail on a shape)."""
+    from gclsampler.pipeline import run
+
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl_copy}", "train.epochs=1",
+                    "train.threads=1"])
+    with pytest.raises(WorkloadError, match=r"profile\.csv: invocation: .* rows, but kernelslist\.g lists"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (wl_copy / ".graph-cache").exists()
+    assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "embeddings.npy").exists()
+
+
+def test_pipeline_checks_sampler_parameters_before_training(tiny_workload, tmp_path):
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", "sampler=gcl_stem",
+                    "sampler.params.epsilon=-1", "train.threads=1"])
+    with pytest.raises(GclError, match=r"sampler\.params: epsilon: must be a number > 0"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tiny_workload / ".graph-cache").exists() and not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_default_parameters_of_every_method_pass_the_early_check():
+    from gclsampler.evaluate import make_sampler, _registry
+    from gclsampler.validate import check_sampler_params
+
+    for name in _registry():
+        check_sampler_params(make_sampler(name), name)  # no false alarms on the defaults
+
+
+@pytest.mark.parametrize("method,params,needle", [
+    ("gcl_stem", {"z": 0}, "z: must be a number > 0"),
+    ("gcl", {"cluster": {"k_min": 1}}, "cluster.k_min: must be >= 2"),
+    ("pka", {"target_error": -0.1}, "target_error: must be a number > 0"),
+    ("random", {"fraction": 3}, "fraction: must be at most 1"),
+    ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number > 0"),
+    ("pka", {"k_max": "abc"}, "k_max: must be a number, found 'abc'"),
+    ("pka", {"k_max": 2.5}, "k_max: must be a whole number"),
+    ("photon", {"match_launch": "yes"}, "match_launch: must be true or false"),
+])
+def test_bad_method_parameters_fail_early(method, params, needle):
+    from gclsampler.errors import GclError
+    from gclsampler.evaluate import make_sampler
+    from gclsampler.validate import check_sampler_params
+
+    with pytest.raises(GclError, match=re.escape(needle)):
+        check_sampler_params(make_sampler(method, params), f"method_params.{method}")
+
+
+@pytest.mark.parametrize("override,needle", [("stem.epsilon=0", "stem.epsilon: must be a number > 0"),
+                                             ("cluster.k_min=1", "cluster.k_min: must be >= 2")])
+def test_pipeline_checks_stem_and_cluster_groups_first(tiny_workload, tmp_path, override, needle):
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", override])
+    with pytest.raises(GclError, match=re.escape(needle)):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tiny_workload / ".graph-cache").exists()
+
+
+def test_profile_only_workload_checks_arch_profiles_against_profile_csv(wl_copy, capsys):
+    for p in list(wl_copy.glob("kernel*")):
+        p.unlink()
+    assert main(["validate", str(wl_copy)]) == 0  # profile-only workloads are fine for profile-based methods
+    capsys.readouterr()
+    other = wl_copy / "profiles" / "turing.csv"
+    other.write_text("\n".join(other.read_text().splitlines()[:-2]) + "\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert "profiles/turing.csv: invocation:" in line and "rows, but profile.csv has" in line
+
+
+def test_evaluate_checks_every_workload_before_any_fitting(tmp_path, monkeypatch):
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    for i, name in enumerate(["wa", "wb"]):
+        t = make_profile(40, i)
+        _write_workload(data / name, {"turing": t, "ampere": t.assign(time_ns=t["time_ns"] * 1.3)})
+    amp = data / "wb" / "profiles" / "ampere.csv"
+    amp.write_text("\n".join(amp.read_text().splitlines()[:-1]) + "\n")  # the last workload is broken
+    fitted = []
+    monkeypatch.setattr(ev, "fit_methods", lambda workload, *a, **k: fitted.append(workload.name) or [])
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa,wb]", "suite.data_dir=null",
+                               "suite.methods=[pka]", f"data_dir={data}", "generate=false", "plots=false"])
+    with pytest.raises(WorkloadError, match=r"wb/profiles/ampere\.csv: invocation: 39 rows, but profile\.csv has 40"):
+        ev.run_suite(cfg, tmp_path / "out")
+    assert fitted == []  # wa was not fitted before wb's problem was found
