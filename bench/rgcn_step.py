@@ -1,10 +1,14 @@
 """Training-step speed of the RGCN encoder: PyG RGCNConv (reference) vs gclsampler's fast conv.
 
 One run, one batch, same weights: ms per training step (features + 3 convs + readout +
-projection head + InfoNCE, forward + backward + AdamW step) and nodes/s for each
-implementation, beside the FLOP floor computed from the fp32 matmul rate measured
-in the same run. The batch is random graphs with the ``gclsampler.graph`` layout
-(``tests/_random_graphs.py``), or real graphs with ``--workload DIR``.
+projection head + InfoNCE, forward + backward + AdamW step, as ``gclsampler.train`` runs
+it) and nodes/s for each implementation, beside the FLOP floor computed from the fp32
+matmul rate measured in the same run. Rows: the reference (PyG ``RGCNConv``, fp32), the
+fast conv in fp32 and in ``train.precision=bf16`` (bfloat16 GEMMs in the convs), and with
+``--mixed`` / ``--pyg-bf16`` the basis-mixed fast conv and the reference under bf16 autocast.
+The last line gives the ratio of the default training configuration
+(``TrainConfig.precision``) over the fp32 reference. The batch is random graphs with the
+``gclsampler.graph`` layout (``tests/_random_graphs.py``), or real graphs with ``--workload DIR``.
 
     python bench/rgcn_step.py [--graphs 64 --warps 8 --insts 40 --reps 5 --threads 2]
 
@@ -28,6 +32,7 @@ from torch_geometric.data import Batch  # noqa: E402
 
 from gclsampler.loss import symmetric_info_nce  # noqa: E402
 from gclsampler.model import GCLModel, ModelConfig, pyg_to_fast_state  # noqa: E402
+from gclsampler.train import TrainConfig, projections  # noqa: E402
 
 
 def matmul_gflops(n: int = 2048, reps: int = 5, dtype=torch.float32) -> float:
@@ -48,14 +53,14 @@ def flops_per_node(cfg: ModelConfig, blocks: int) -> float:
     return 3.0 * fwd
 
 
-def make_step(model: GCLModel, batch):
+def make_step(model: GCLModel, batch, precision: str = "fp32"):
     opt = torch.optim.AdamW(model.parameters(), lr=7e-4)
     model.train()
 
     def step() -> float:
         t = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, p = model(batch)
+        p = projections(model, batch, precision)
         half = p.size(0) // 2
         loss = symmetric_info_nce(p[:half], p[half: 2 * half], 0.05)
         loss.backward()
@@ -84,6 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--num-bases", type=int, default=2)
     ap.add_argument("--workload", type=str, default=None, help="use real graphs of this workload dir")
+    ap.add_argument("--mixed", action="store_true", help="also time the basis-mixed fast conv")
+    ap.add_argument("--pyg-bf16", action="store_true", help="also time the reference under bf16 autocast")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -116,24 +123,33 @@ def main(argv=None) -> int:
         return GCLModel(ModelConfig(conv=conv, basis_mixing=mix, num_bases=args.num_bases, **kw))
 
     ref = make("pyg", "never")
-    rows = [("pyg RGCNConv (reference)", ref, 4)]
-    for mix, label in (("never", "fast, R+1 blocks"), ("always", "fast, basis-mixed B+1 blocks")):
+    rows = [("pyg RGCNConv (reference)", ref, 4, "fp32")]
+    if args.pyg_bf16:
+        rows.append(("pyg RGCNConv, bf16 autocast", make("pyg", "never"), 4, "bf16"))
+    variants = [("never", "fp32", "fast, R+1 blocks, fp32"), ("never", "bf16", "fast, R+1 blocks, bf16")]
+    if args.mixed:
+        variants.append(("always", "fp32", "fast, basis-mixed B+1 blocks"))
+    for mix, precision, label in variants:
         m = make("fast", mix)
         m.load_state_dict(pyg_to_fast_state(ref.state_dict()))
         blocks = args.num_bases if mix == "always" else 4
-        rows.append((label, m, blocks))
+        rows.append((label, m, blocks, precision))
 
     cfg = ref.cfg
     floor_full = gf * 1e9 / flops_per_node(cfg, cfg.num_relations + 1)
     print(f"FLOP floor (R+1={cfg.num_relations + 1} blocks, {flops_per_node(cfg, cfg.num_relations + 1) / 1e6:.2f} "
           f"MFLOP/node): {floor_full:,.0f} nodes/s")
-    times = interleaved_best([make_step(m, batch) for _, m, _ in rows], args.reps)
+    times = interleaved_best([make_step(m, batch, prec) for _, m, _, prec in rows], args.reps)
     gf_after = matmul_gflops()
     print(f"fp32 matmul rate again after timing: {gf_after:.1f} GFLOP/s (a large change means the machine was busy)")
     print(f"{'implementation':34s} {'ms/step':>9s} {'nodes/s':>10s} {'vs ref':>7s} {'floor(nodes/s)':>15s}")
-    for (label, _, blocks), t in zip(rows, times):
+    for (label, _, blocks, _), t in zip(rows, times):
         floor = gf * 1e9 / flops_per_node(cfg, blocks + 1)
         print(f"{label:34s} {t * 1e3:9.1f} {n / t:10,.0f} {times[0] / t:6.2f}x {floor:15,.0f}")
+    default = TrainConfig().precision
+    t_default = times[[lab for lab, *_ in rows].index(f"fast, R+1 blocks, {default}")]
+    print(f"default training step (model.conv=fast, train.precision={default}): "
+          f"{times[0] / t_default:.2f}x PyG RGCNConv (fp32), {n / t_default:,.0f} nodes/s")
     return 0
 
 

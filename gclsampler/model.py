@@ -25,6 +25,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -178,25 +179,34 @@ class FeatureEncoder(nn.Module):
             self.inst_lin.reset_parameters()
 
     def forward(self, node_type: Tensor, token: Tensor, pc: Tensor, stats: Tensor) -> Tensor:
-        n = node_type.numel()
-        out = torch.zeros(n, self.in_dim, dtype=self.inst_emb.weight.dtype, device=node_type.device)
-        for t, (name, emb) in enumerate([("instruction", self.inst_emb), ("pseudo", self.pseudo_emb),
-                                         ("variable", self.var_emb)]):
-            idx = (node_type == t).nonzero(as_tuple=True)[0]
-            if idx.numel() == 0:
-                continue
-            tok = token[idx]
-            if int(tok.max()) >= emb.num_embeddings or int(tok.min()) < 0:
-                raise ModelConfigError(
-                    f"model.vocab_{name}: token id {int(tok.max())} outside vocabulary of {emb.num_embeddings}")
-            feat = emb(tok)
-            if t == INSTRUCTION:
-                feat = feat + pc_encoding(pc[idx].to(feat.dtype), self.inst_dim)
-                if self.inst_lin is not None:
-                    feat = feat + self.inst_lin(stats[idx, :_N_INST_STATS].to(feat.dtype) * self.stats_scale)
-            elif t == VARIABLE:
-                feat = torch.cat([feat, stats[idx].to(feat.dtype) * self.stats_scale], dim=1)
-            out = out.index_copy(0, idx, F.pad(feat, (0, self.in_dim - feat.size(1))))
+        # Assembled in whole-batch passes rather than per node type: one lookup in the three
+        # tables stacked (each zero-padded to in_dim), plus a constant part (PC encoding,
+        # variable stats) built without autograd. The per-type index_copy version copied the
+        # N x in_dim output once per type and scattered it back in the backward pass.
+        tables = (self.inst_emb, self.pseudo_emb, self.var_emb)  # row order = node type id
+        sizes = torch.tensor([e.num_embeddings for e in tables], device=token.device)
+        bad = (token < 0) | (token >= sizes[node_type])
+        if bool(bad.any()):
+            t = int(node_type[bad][0])
+            tok = token[node_type == t]
+            raise ModelConfigError(f"model.vocab_{('instruction', 'pseudo', 'variable')[t]}: token id "
+                                   f"{int(tok.max())} outside vocabulary of {tables[t].num_embeddings}")
+        table = torch.cat([F.pad(e.weight, (0, self.in_dim - e.embedding_dim)) for e in tables])
+        offset = torch.cumsum(sizes, 0) - sizes
+        out = F.embedding(token + offset[node_type], table)
+        dtype = out.dtype
+        with torch.no_grad():
+            inst = (node_type == INSTRUCTION).nonzero(as_tuple=True)[0]
+            var = (node_type == VARIABLE).nonzero(as_tuple=True)[0]
+            const = torch.zeros_like(out)
+            const[inst, : self.inst_dim] = pc_encoding(pc[inst].to(dtype), self.inst_dim)
+            const[var, self.var_dim: self.var_dim + self.n_stats] = stats[var].to(dtype) * self.stats_scale
+        out = out + const
+        if self.inst_lin is not None:
+            s = torch.zeros(out.size(0), _N_INST_STATS, dtype=dtype, device=out.device)
+            s[inst] = stats[inst, :_N_INST_STATS].to(dtype) * self.stats_scale
+            with torch.autocast(out.device.type, enabled=False):  # features stay float32 under autocast
+                out = torch.addmm(out, s, F.pad(self.inst_lin.weight.t(), (0, self.in_dim - self.inst_dim)))
         return out
 
     def __repr__(self) -> str:
@@ -227,18 +237,33 @@ class TypedAdjacency:
     mean_bwd: Optional[Tensor] = None
 
 
-def _csr_pair(rows: Tensor, cols: Tensor, vals: Tensor, shape: tuple[int, int]) -> tuple[Tensor, Tensor]:
-    def build(r: Tensor, c: Tensor, v: Tensor, sh: tuple[int, int]) -> Tensor:
-        key = r * sh[1] + c
-        order = torch.argsort(key, stable=True)
-        r, c, v = r[order], c[order], v[order]
-        crow = torch.zeros(sh[0] + 1, dtype=torch.long, device=r.device)
-        crow[1:] = torch.cumsum(torch.bincount(r, minlength=sh[0]), 0)
-        with warnings.catch_warnings():  # "CSR support is in beta" on every batch otherwise
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.sparse_csr_tensor(crow, c, v, size=sh, check_invariants=False)
+def _csr(rows, cols, vals, shape: tuple[int, int]) -> Tensor:
+    """CSR with int32 indices from unsorted (row, col, val) triples (numpy arrays or tensors).
 
-    return build(rows, cols, vals, shape), build(cols, rows, vals, (shape[1], shape[0]))
+    Why this shape: MKL's sparse BLAS (LP64) takes int32 indices, so int64 ones are
+    converted on every product; and only the row order matters to a CSR x dense
+    product, so one sort by the small row key suffices (the order of the columns
+    within a row only changes the summation order). A stable sort keeps the result
+    independent of the sort implementation.
+    """
+    if isinstance(rows, np.ndarray):
+        order = np.argsort(rows, kind="stable")
+        crow = np.zeros(shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(rows, minlength=shape[0]), out=crow[1:])
+        parts = (torch.from_numpy(crow), torch.from_numpy(cols[order].astype(np.int32)), torch.from_numpy(vals[order]))
+    else:
+        order = torch.argsort(rows, stable=True)
+        crow = torch.zeros(shape[0] + 1, dtype=torch.int32, device=rows.device)
+        torch.cumsum(torch.bincount(rows, minlength=shape[0]), 0, out=crow[1:])
+        parts = (crow, cols[order].to(torch.int32), vals[order])
+    with warnings.catch_warnings():  # "CSR support is in beta" / invariant-check notices on every batch otherwise
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(*parts, size=shape, check_invariants=False)
+
+
+def _csr_pair(rows, cols, vals, shape: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    """The CSR of ``(rows, cols, vals)`` and the CSR of its transpose."""
+    return _csr(rows, cols, vals, shape), _csr(cols, rows, vals, (shape[1], shape[0]))
 
 
 def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_relations: int,
@@ -246,22 +271,55 @@ def typed_adjacency(edge_index: Tensor, edge_type: Tensor, num_nodes: int, num_r
     """Build the sparse operators of :class:`TypedAdjacency` (once per batch).
 
     Edges go ``edge_index[0] -> edge_index[1]`` (source to target, PyG convention);
-    duplicate edges count twice, as in PyG's mean aggregation.
+    duplicate edges count twice, as in PyG's mean aggregation. Values are at least
+    float32 (``dtype`` bfloat16 under autocast gives float32): the sparse kernels take
+    no reduced precision on CPU.
+
+    On CPU the index work runs in numpy, single-threaded. Why: each of the ~30 small
+    torch ops here is split over the 2 threads, and on the busy 2-core machine every such
+    split waits a scheduler slice for the second thread (≈2.7 ms per op whatever its
+    size; torch's parallel sort ≈190 ms instead of ≈2 ms): ≈290 ms per 40k-node batch,
+    against a few ms in numpy.
     """
-    src, dst = edge_index[0], edge_index[1]
-    seg = dst * num_relations + edge_type
-    deg = torch.bincount(seg, minlength=num_nodes * num_relations).to(dtype)
-    val = 1.0 / deg[seg]
+    dtype = torch.promote_types(dtype, torch.float32)
+    if edge_index.device.type == "cpu":
+        xp, src, dst, et = np, edge_index[0].numpy(), edge_index[1].numpy(), edge_type.numpy()
+        cat, ones, arange = np.concatenate, np.ones, np.arange
+        fdtype = torch.empty(0, dtype=dtype).numpy().dtype
+    else:
+        xp, src, dst, et = torch, edge_index[0], edge_index[1], edge_type
+        cat, fdtype = torch.cat, dtype
+        ones = lambda n, dtype: torch.ones(n, dtype=dtype, device=src.device)  # noqa: E731
+        arange = lambda n: torch.arange(n, device=src.device)  # noqa: E731
+    seg = dst * num_relations + et
+    deg = xp.bincount(seg, minlength=num_nodes * num_relations)
+    val = 1.0 / (deg.astype(fdtype) if xp is np else deg.to(fdtype))[seg]
     if relation_major_mean:
-        mean_fwd, mean_bwd = _csr_pair(edge_type * num_nodes + dst, src, val, (num_nodes * num_relations, num_nodes))
+        mean_fwd, mean_bwd = _csr_pair(et * num_nodes + dst, src, val, (num_nodes * num_relations, num_nodes))
         return TypedAdjacency(num_nodes, num_relations, None, None, mean_fwd, mean_bwd)
     r1 = num_relations + 1
-    ar = torch.arange(num_nodes, device=edge_index.device)
-    rows = torch.cat([ar * r1, dst * r1 + 1 + edge_type])
-    cols = torch.cat([ar, src])
-    vals = torch.cat([torch.ones(num_nodes, dtype=dtype, device=edge_index.device), val])
+    ar = arange(num_nodes)
+    rows = cat([ar * r1, dst * r1 + 1 + et])
+    cols = cat([ar, src])
+    vals = cat([ones(num_nodes, dtype=fdtype), val])
     fwd, bwd = _csr_pair(rows, cols, vals, (num_nodes * r1, num_nodes))
     return TypedAdjacency(num_nodes, num_relations, fwd, bwd)
+
+
+def _sparse_dense(a: Tensor, x: Tensor) -> Tensor:
+    """``a @ x`` for CSR ``a``, written straight into a fresh output.
+
+    Why not ``torch.sparse.mm``: on CPU it zero-fills a temporary and copies it into
+    the result before MKL runs, three passes over an ``N*(R+1) x F`` matrix where one
+    suffices (measured 2-4x slower than this on the bench batch). ``beta=0`` tells
+    MKL not to read the uninitialised output.
+    """
+    x = x.to(a.dtype)  # sparse kernels are float32-only on CPU (autocast may hand over bfloat16)
+    with torch.autocast(x.device.type, enabled=False):
+        if a.device.type != "cpu":
+            return torch.sparse.mm(a, x)
+        out = torch.empty(a.size(0), x.size(1), dtype=x.dtype, device=x.device)
+        return torch.addmm(out, a, x, beta=0, out=out)
 
 
 class _SpMM(torch.autograd.Function):
@@ -270,11 +328,11 @@ class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a: Tensor, at: Tensor, x: Tensor) -> Tensor:  # type: ignore[override]
         ctx.at = at
-        return torch.sparse.mm(a, x)
+        return _sparse_dense(a, x)
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
-        return None, None, torch.sparse.mm(ctx.at, grad.contiguous())
+        return None, None, _sparse_dense(ctx.at, grad.contiguous())
 
 
 def spmm(a: Tensor, at: Tensor, x: Tensor) -> Tensor:
@@ -346,7 +404,9 @@ class TypedRGCNConv(nn.Module):
             weight = (self.comp @ weight.view(self.num_bases, -1)).view(self.num_relations, f, self.out_channels)
         stacked = torch.cat([self.root.unsqueeze(0), weight], 0).view(-1, self.out_channels)
         h = spmm(adj.fwd, adj.bwd, x).view(n, -1)  # [x_v, mean_1, ..., mean_R]
-        return torch.addmm(self.bias, h, stacked)
+        # Under bfloat16 autocast (train.precision=bf16) only this GEMM runs in bfloat16; the
+        # output returns to x's dtype (float32) so LayerNorm and the readout's sums keep full precision.
+        return torch.addmm(self.bias, h, stacked).to(x.dtype)
 
     def _forward_mixed(self, x: Tensor, adj: TypedAdjacency) -> Tensor:
         n, f = x.shape
@@ -358,7 +418,7 @@ class TypedRGCNConv(nn.Module):
         out = torch.addmm(self.bias, x, self.root)
         for b in range(self.num_bases):  # B+1 accumulating GEMMs: no N x (B+1)F concatenation
             out = torch.addmm(out, mixed[b], self.weight[b])
-        return out
+        return out.to(x.dtype)  # float32 under bf16 autocast too, as in forward()
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, "

@@ -44,6 +44,9 @@ from gclsampler.model import GCLModel, ModelConfig
 LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "lr", "n_train", "n_val", "seconds", "best"]
 
 
+PRECISIONS = ("fp32", "bf16")
+
+
 class TrainConfigError(GclError):
     """Bad ``train.*`` value or unusable checkpoint (message names the key or file)."""
 
@@ -55,6 +58,11 @@ class TrainConfig:
     ``epochs``/``max_train_graphs``/``max_nodes_per_batch`` bound the wall time on CPU
     (see docs/model.md for why these defaults keep ``python train.py workload=phi2`` short).
     ``patience`` 0 disables early stopping. ``device``: auto | cpu | cuda.
+    ``precision``: fp32 | bf16. ``bf16`` runs the encoder's training forward under
+    bfloat16 autocast, which puts only the relational convolutions' GEMMs in bfloat16
+    (features, LayerNorm, readout, projection head and loss stay float32); validation
+    loss and embeddings are always computed in float32. See docs/model.md for the
+    measured speed and validation loss of both.
     """
 
     epochs: int = 8
@@ -71,6 +79,7 @@ class TrainConfig:
     embed_batch_size: int = 32
     device: str = "auto"
     threads: int = 0
+    precision: str = "bf16"
     resume: bool = True
     progress: bool = True
 
@@ -92,6 +101,8 @@ class TrainConfig:
             raise bad("device", f"expected auto, cpu or cuda, got {self.device!r}")
         if self.patience < 0:
             raise bad("patience", f"must be >= 0, got {self.patience}")
+        if self.precision not in PRECISIONS:
+            raise bad("precision", f"expected one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         return self
 
 
@@ -155,10 +166,23 @@ def _two_views(graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator,
     return augment_batch(batch, aug, gen).to(device)
 
 
+def projections(model: GCLModel, batch: Data, precision: str = "fp32") -> torch.Tensor:
+    """Projections z' of a batch for the loss, the encoder under ``precision`` (``TrainConfig``).
+
+    Same as ``model(batch)[1]``; with ``bf16`` the encoder runs under bfloat16 autocast and
+    the projection head (and so the InfoNCE logits) stays float32.
+    """
+    if precision == "fp32":
+        return model(batch)[1]
+    with torch.autocast(batch.node_type.device.type, dtype=torch.bfloat16):
+        z = model.encoder(batch)
+    return model.head(z.float())
+
+
 def _loss(model: GCLModel, graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator,
-          tau: float, device: torch.device) -> torch.Tensor:
+          tau: float, device: torch.device, precision: str = "fp32") -> torch.Tensor:
     views = _two_views(graphs, aug, gen, device)
-    _, p = model(views)
+    p = projections(model, views, precision)
     b = len(graphs)
     return symmetric_info_nce(p[:b], p[b:], tau)
 
@@ -207,6 +231,8 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
+    if cfg.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise TrainConfigError("train.precision: this GPU has no bfloat16 support, set train.precision=fp32")
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
     model = GCLModel(model_cfg).to(device)
@@ -259,7 +285,7 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         losses = []
         for ids in make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, shuffle_gen):
             opt.zero_grad(set_to_none=True)
-            loss = _loss(model, [graphs[i] for i in ids], aug_cfg, aug_gen, cfg.tau, device)
+            loss = _loss(model, [graphs[i] for i in ids], aug_cfg, aug_gen, cfg.tau, device, cfg.precision)
             loss.backward()
             opt.step()
             losses.append(float(loss.detach()))
@@ -349,7 +375,7 @@ def _check_resume_settings(path: Path, saved: dict | None, now: dict) -> None:
 @torch.no_grad()
 def evaluate_loss(model: GCLModel, graphs: Sequence[Data], ids: Sequence[int], aug_cfg: AugmentConfig,
                   cfg: TrainConfig, sizes: Sequence[int], device: torch.device) -> float:
-    """Mean InfoNCE on fixed validation views (eval mode; NaN with fewer than 2 graphs)."""
+    """Mean InfoNCE on fixed validation views (eval mode, float32; NaN with fewer than 2 graphs)."""
     if len(ids) < 2:
         return float("nan")
     was = model.training

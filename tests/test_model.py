@@ -75,6 +75,19 @@ def test_fast_equals_pyg_reference_outputs_and_grads(mix, bases):
         torch.testing.assert_close(p.grad, ref_grads[name], rtol=1e-3, atol=1e-4, msg=name)
 
 
+def test_bf16_autocast_runs_only_the_conv_gemm_in_bf16():
+    """train.precision=bf16: the fast conv's output is float32 and close to the fp32 one."""
+    batch = Batch.from_data_list(random_graphs(4, seed=2))
+    m = make()
+    z32 = m.embed(batch)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        x = m.encoder.features(batch.node_type, batch.token, batch.pc, batch.stats)
+        z16 = m.embed(batch)
+    assert x.dtype == torch.float32 and z16.dtype == torch.float32
+    torch.testing.assert_close(z16, z32, rtol=0.05, atol=0.05)
+    assert not torch.equal(z16, z32)  # the GEMMs did run in bfloat16
+
+
 def test_state_dict_key_round_trip():
     ref = make("pyg")
     keys = set(ref.state_dict())
