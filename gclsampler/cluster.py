@@ -78,7 +78,7 @@ class ClusterConfig:
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
     # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
     launch_weight: float = 0.0
-    # Embeddings closer than identical_tol x their RMS spread count as one point: k = 1 when
+    # Embeddings closer than identical_tol x their RMS norm count as one point: k = 1 when
     # every embedding is within it of another. Below silhouette_min_points such points,
     # silhouette cannot rank partitions (with 3 points it only says which pair is closer, not
     # whether to merge it), so every distinct point is its own cluster.
@@ -374,19 +374,22 @@ def _one_cluster(n: int, cfg: ClusterConfig, random_state: int) -> ClusterResult
 
 def _near_identical(uniq: np.ndarray, counts: np.ndarray, tol: float, min_points: int) -> np.ndarray | None:
     """Group labels of the distinct embeddings when they form fewer than ``min_points``
-    groups of near-identical points (distance <= tol x RMS spread), else None.
+    groups of near-identical points (distance <= tol x the RMS norm of the embeddings), else
+    None.
 
     Why: a trained network maps two graphs that differ in an irrelevant bit to embeddings a
-    rounding error apart; those must still count as "all identical" (k = 1).
+    rounding error apart; those must still count as "all identical" (k = 1). The scale is the
+    embeddings' norm, not their spread: a spread of rounding errors is itself tiny.
     """
     m = uniq.shape[0]
-    if m >= 64:  # the grouping only matters when few groups can result; 64 distinct rows can't collapse cheaply
-        return None
     w = counts.astype(np.float64)
+    scale = tol * math.sqrt(float((np.einsum("ij,ij->i", uniq, uniq) * w).sum() / w.sum()))
     mean = (uniq * w[:, None]).sum(axis=0) / w.sum()
-    spread = math.sqrt(float((((uniq - mean) ** 2).sum(axis=1) * w).sum() / w.sum()))
-    d = _pairwise(uniq)
-    adj = d <= tol * spread
+    if float(np.sqrt(((uniq - mean) ** 2).sum(axis=1)).max()) * 2 <= scale:
+        return np.zeros(m, dtype=np.int64)  # every pair is within the tolerance
+    if m >= 64:  # many distinct points: the silhouette sweep decides
+        return None
+    adj = _pairwise(uniq) <= scale
     labels = np.arange(m)
     for _ in range(m):  # connected components by label propagation (m < 64)
         new = np.where(adj, labels[None, :], m).min(axis=1)
@@ -525,7 +528,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
             raise ClusterConfigError(
                 f"cluster.split_column: {cfg.split_column} is outside embeddings of {x_all.shape[1]} columns; the work "
                 "split needs the size vector (model.kernel_features=true) or cluster.split_tolerance=0")
-        labels = split_by_work(labels, x_all[:, cfg.split_column], cfg.split_tolerance)
+        labels = split_by_work(labels, np.asarray(emb, dtype=np.float64)[:, cfg.split_column], cfg.split_tolerance)
     reps = _representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), dict(sorted(curve.items())), reps, sizes,

@@ -108,6 +108,12 @@ def test_two_different_kernels_give_two_clusters_and_identical_launches_one():
     assert cluster_embeddings(same).k == 1
     near = same + np.linspace(0, 1e-9, 5)[:, None]
     assert cluster_embeddings(near).k == 1
+    # many distinct rows a rounding error apart (relative 1e-7): still one cluster
+    rng = np.random.default_rng(0)
+    many = rng.normal(size=(1, 16)) + rng.normal(size=(200, 16)) * 1e-7
+    assert cluster_embeddings(many).k == 1
+    # but the same spread scaled up is real structure
+    assert cluster_embeddings(rng.normal(size=(1, 16)) + np.repeat(np.eye(16)[:4] * 5, 50, axis=0)).k >= 2
     three = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 10.0]])
     res = cluster_embeddings(three)
     assert res.k == 3 and sorted(res.labels.tolist()) == [0, 1, 2]
