@@ -479,7 +479,7 @@ class RGCNEncoder(nn.Module):
     Shapes:
         - **input:** a graph batch (``node_type, token, pc, stats, edge_index,
           edge_type, warp, n_warps, batch``), optional per-graph ``noise_std`` (G,)
-        - **output:** kernel embeddings :math:`(G, 256)`
+        - **output:** kernel embeddings :math:`(G, 256 + 8)` (:math:`(G, 256)` without ``kernel_features``)
     """
 
     def __init__(self, cfg: ModelConfig):

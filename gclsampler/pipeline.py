@@ -4,7 +4,7 @@
 here so tests can call it with a composed config and a temporary output directory.
 
 Outputs in the run directory: ``config.yaml`` (resolved), ``model.pt`` (best weights),
-``last.pt`` (resume state), ``train_log.csv``, ``embeddings.npy`` (float32, N x 256, row i =
+``last.pt`` (resume state), ``train_log.csv``, ``embeddings.npy`` (float32, N x 264 (256 with model=paper), row i =
 invocation i), ``run.json`` (timings, counts, ``synthetic`` flag), and whatever the
 post-embedding hook writes (``clusters.csv``, ``plan.json``, ``report.md``).
 """

@@ -420,7 +420,7 @@ def load_model(path: Path, device: str = "cpu") -> GCLModel:
 @torch.no_grad()
 def embed_graphs(model: GCLModel, graphs: Sequence[Data], batch_size: int = 32, max_nodes: int = 0,
                  progress: bool = False) -> np.ndarray:
-    """(G, 256) float32 kernel embeddings z of ``graphs`` (eval mode, no augmentation)."""
+    """(G, model.cfg.embedding_dim) float32 kernel embeddings z of ``graphs`` (eval mode, no augmentation)."""
     device = next(model.parameters()).device
     model.eval()
     out = np.zeros((len(graphs), model.cfg.embedding_dim), dtype=np.float32)
@@ -446,7 +446,7 @@ def embed_graphs(model: GCLModel, graphs: Sequence[Data], batch_size: int = 32, 
 
 def embed_invocations(model: GCLModel, graphs: Sequence[Data], inv_to_graph: np.ndarray, batch_size: int = 32,
                       max_nodes: int = 0, progress: bool = False) -> np.ndarray:
-    """(N, 256) float32: row i = embedding of invocation i's graph; each unique graph embedded once."""
+    """(N, embedding_dim) float32: row i = embedding of invocation i's graph; each unique graph embedded once."""
     z = embed_graphs(model, graphs, batch_size, max_nodes, progress)
     inv_to_graph = np.asarray(inv_to_graph, dtype=np.int64)
     return np.ascontiguousarray(z[inv_to_graph], dtype=np.float32)
