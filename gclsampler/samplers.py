@@ -162,6 +162,7 @@ class GclSampler(Sampler):
     name = "gcl"
     stochastic = False  # seeds only pick k-means starts; the multi-start sweep makes the plan stable
     embedding_attr = "embeddings"  # the workload attribute holding this method's embeddings
+    cluster_overrides: dict[str, Any] = {}  # cluster settings this method fixes whatever the config says
 
     def __init__(self, cluster: ClusterConfig | Mapping[str, Any] | None = None, random_state: int = 0):
         self.cluster = cluster
@@ -171,7 +172,10 @@ class GclSampler(Sampler):
         return self.random_state
 
     def _cluster_config(self) -> ClusterConfig:
-        return ClusterConfig.from_any(self.cluster, "cluster")
+        cfg = ClusterConfig.from_any(self.cluster, "cluster")
+        if not self.cluster_overrides:
+            return cfg
+        return ClusterConfig(**{**asdict(cfg), **self.cluster_overrides}).validate("cluster")
 
     def _cluster(self, workload) -> ClusterResult:
         cfg = self._cluster_config()
@@ -242,12 +246,10 @@ class GclStemSampler(GclSampler):
     def _cluster_seed(self) -> int:
         return self.random_state if self.cluster_random_state is None else self.cluster_random_state
 
-    def _cluster_config(self) -> ClusterConfig:
-        # ROOT already cuts each cluster by execution time where its variance costs samples;
-        # the work split would only add strata that each pay for a draw (suite: 1.95 % at 49x
-        # with it, 2.73 % at 105x without, stem_root 3.56 % at 115x; docs/plans.md)
-        cfg = ClusterConfig.from_any(self.cluster, "cluster")
-        return ClusterConfig(**{**asdict(cfg), "split_tolerance": 0.0}).validate("cluster")
+    # ROOT already cuts each cluster by execution time where its variance costs samples; the
+    # work split would only add strata that each pay for a draw (suite: 1.95 % at 49x with it,
+    # 2.73 % at 105x without, stem_root 3.56 % at 115x; docs/plans.md)
+    cluster_overrides = {"split_tolerance": 0.0}
 
     def fit(self, workload) -> SamplingPlan:
         from gclsampler.stem import stem_root
@@ -329,11 +331,7 @@ class GclPaperSampler(GclSampler):
 
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
-    PAPER = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0}
-
-    def _cluster_config(self) -> ClusterConfig:
-        cfg = ClusterConfig.from_any(self.cluster, "cluster")
-        return ClusterConfig(**{**asdict(cfg), **self.PAPER}).validate("cluster")
+    cluster_overrides = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0}
 
 
 register_sampler(GclSampler)
