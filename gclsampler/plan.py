@@ -221,31 +221,31 @@ def _field_name(key: str, parent: str | None) -> str:
     return f"{parent}.{key}" if parent else key
 
 
-def _int_field(d: dict, key: str, parent: str | None, where: str) -> int:
+def _field(d: dict, key: str, parent: str | None, where: str, ok, expected: str):
+    """``d[key]`` when present and ``ok(value)``; otherwise one located PlanError."""
     if key not in d:
         raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
-        raise PlanError(f"{where}: {_field_name(key, parent)}: expected an integer, found {v!r}")
-    return int(v)
+    if not ok(v):
+        raise PlanError(f"{where}: {_field_name(key, parent)}: expected {expected}, found {v!r}")
+    return v
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int_field(d: dict, key: str, parent: str | None, where: str) -> int:
+    ok = lambda v: _is_number(v) and (not isinstance(v, float) or v.is_integer())  # noqa: E731
+    return int(_field(d, key, parent, where, ok, "an integer"))
 
 
 def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
-    if key not in d:
-        raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
-    v = d[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise PlanError(f"{where}: {_field_name(key, parent)}: expected a finite number, found {v!r}")
-    return float(v)
+    return float(_field(d, key, parent, where, lambda v: _is_number(v) and math.isfinite(v), "a finite number"))
 
 
 def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:
-    if key not in d:
-        raise PlanError(f"{where}: {_field_name(key, parent)}: missing")
-    v = d[key]
-    if not isinstance(v, str):
-        raise PlanError(f"{where}: {_field_name(key, parent)}: expected a string, found {v!r}")
-    return v
+    return _field(d, key, parent, where, lambda v: isinstance(v, str), "a string")
 
 
 def plan_from_labels(
