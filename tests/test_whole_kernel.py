@@ -3,7 +3,7 @@ sees the whole kernel); tiny workloads are not merged by rule; ``gcl_paper`` is 
 
 from __future__ import annotations
 
-import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,9 +11,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from omegaconf import OmegaConf
 from torch_geometric.data import Batch
 
-from gclsampler.cluster import ClusterConfig, cluster_embeddings
+from gclsampler.cluster import cluster_embeddings
 from gclsampler.graph import (
     INST_STAT_COUNT, NODE_INSTRUCTION, NODE_VARIABLE, VARIABLE_VOCAB, GraphConfig, build_graph,
     kernel_features,
@@ -143,12 +144,11 @@ def test_gcl_paper_uses_none_of_the_deviations():
     assert cfg["launch_weight"] == 0.0 and cfg["representative"] == "first"
     # it clusters the paper encoder's embeddings, and simulates the first member of each cluster
     assert sorted(x.invocation for x in s.samples) == [0, 6]
-    paper_model = ModelConfig(**{f.name: getattr(ModelConfig(), f.name) for f in dataclasses.fields(ModelConfig)})
-    from omegaconf import OmegaConf
-    from pathlib import Path
+    # model=paper turns both encoder deviations off; the default model has the size vector in z
     conf = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "model" / "paper.yaml")
     assert conf.inst_stats is False and conf.kernel_features is False
-    assert paper_model.embedding_dim == paper_model.out_dim + 8  # the default has the size vector
+    assert ModelConfig().embedding_dim == ModelConfig().out_dim + 8
+    assert ModelConfig(kernel_features=False).embedding_dim == ModelConfig().out_dim
     # the project's sampler with the same config does use them
     g = GclSampler(cluster=project).fit(wl)
     assert g.config["cluster"]["representative"] == "medoid"
