@@ -486,8 +486,8 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         score = score_of(centers)
         if score is not None:
             curve[k], centers_of[k] = score, centers
-    if not curve:
-        return _one_cluster(n, cfg, random_state)
+    if not curve:  # no K could be scored (e.g. every K leaves a singleton-only labelling)
+        return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
 
     # refine: the leading K (and whichever K the rule then picks) get more starts, each
     # scored by silhouette; the best centres are iterated on every distinct embedding and
@@ -520,9 +520,16 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
             break
         refine(chosen)
     if not curve or chosen is None:
-        return _one_cluster(n, cfg, random_state)
+        return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
+    return _work_split(_compact(refined[chosen][inverse]), emb, x_all, cfg, random_state,
+                       dict(sorted(curve.items())), sampled, n_scored, int(chosen))
 
-    labels = _compact(refined[chosen][inverse])
+
+def _work_split(labels: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_state: int,
+                curve: dict[int, float], sampled: bool, n_scored: int, k_silhouette: int) -> ClusterResult:
+    """The silhouette labelling (or the single cluster when no K could be scored), cut by
+    ``split_by_work`` when it is on, with representatives: the fallback must not skip the
+    split, or a workload whose embeddings defeat silhouette keeps kernels of any size together."""
     if cfg.split_tolerance > 0:
         if not -x_all.shape[1] <= cfg.split_column < x_all.shape[1]:
             raise ClusterConfigError(
@@ -531,8 +538,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         labels = split_by_work(labels, np.asarray(emb, dtype=np.float64)[:, cfg.split_column], cfg.split_tolerance)
     reps = _representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)
-    return ClusterResult(labels, int(sizes.size), dict(sorted(curve.items())), reps, sizes,
-                         sampled, n_scored, asdict(cfg), int(chosen))
+    return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), k_silhouette)
 
 
 def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:

@@ -6,7 +6,8 @@
 * ``GclStemSampler`` ("gcl_stem"): the design's post-stage. The GCL clusters group
   invocations by *behaviour* (what the code does); inside each cluster STEM (and
   ROOT on the execution times, optionally) sizes a random sample from the
-  cluster's time distribution, ``stem_root(times, groups=gcl_labels)``. The plan
+  cluster's time distribution, ``stem_root(times, groups=gcl_labels)``, or from the
+  kernel names where those give a cheaper plan at the same bound (``strata``). The plan
   then carries a stated error bound per cluster at a chosen epsilon: one knob
   trades speedup for accuracy, where plain GCL has none.
 
@@ -211,19 +212,31 @@ class GclSampler(Sampler):
         return self.plan_.validate(f"{workload.name}: {self.name} plan")
 
 
+STRATA = ("auto", "gcl")  # gcl_stem's starting strata (GclStemSampler.strata)
+
+
 class GclStemSampler(GclSampler):
     """GCL clusters, each sampled to an error bound by STEM (+ ROOT on execution times).
 
     Parameters: ``cluster`` and ``random_state`` as ``GclSampler``; ``epsilon``, ``z``,
     ``min_samples``, ``root``, ``min_group``, ``scope`` as ``gclsampler.stem.stem_root``;
     ``time_column`` the profile column STEM reads; ``cluster_random_state`` seeds the
-    k-means (default: ``random_state``; fix it to vary only STEM's draws over seeds). Plan clusters are the GCL clusters;
-    each carries the predicted relative error of its own total time at confidence
-    ``z``. The workload total's bound is ``config.error_bound`` (at most epsilon); with
+    k-means (default: ``random_state``; fix it to vary only STEM's draws over seeds).
+    ``strata`` (``STRATA``) what ROOT starts from: ``gcl`` the GCL clusters; ``auto``
+    (default) whichever of the GCL clusters, the kernel names, and the kernel names cut by
+    GCL cluster gives the plan with the least expected simulated time at the same bound.
+    Why auto: at a fixed epsilon every stratification meets the same bound, so STEM's own
+    objective (simulated time) ranks them; GCL strata win where they merge equivalent
+    kernels of different names (nw) or separate behaviours one name hides (qwen1_5), and
+    where they do not the plan is STEM+ROOT's, never costlier (docs/plans.md). Plan
+    clusters are the chosen strata; each carries the predicted relative error of its own
+    total time at confidence ``z``. The workload total's bound is ``config.error_bound`` (at most epsilon); with
     ``scope="group"`` every cluster's bound is at most epsilon too (default ``global``:
     only the total, as in the STEM paper).
     Learned: those of ``GclSampler`` plus ``stem_`` (``StemResult``), ``error_bound_``,
-    ``cluster_error_bounds_`` (K,).
+    ``cluster_error_bounds_`` (K,), ``strata_`` (the chosen strata), ``strata_costs_``
+    ({strata: expected simulated time} of every candidate tried), ``gcl_labels_`` (the GCL
+    clusters; ``labels_`` and ``k_`` are the chosen strata, the plan's clusters).
     """
 
     name = "gcl_stem"
@@ -232,8 +245,9 @@ class GclStemSampler(GclSampler):
     def __init__(self, cluster: ClusterConfig | Mapping[str, Any] | None = None, epsilon: float = 0.05,
                  z: float = 1.96, min_samples: int = 1, root: bool = True, min_group: int = 2,
                  scope: str = "global", time_column: str = "time_ns", cluster_random_state: int | None = None,
-                 random_state: int = 0):
+                 strata: str = "auto", random_state: int = 0):
         super().__init__(cluster, random_state)
+        self.strata = strata
         self.cluster_random_state = cluster_random_state
         self.epsilon = epsilon
         self.z = z
@@ -257,25 +271,44 @@ class GclStemSampler(GclSampler):
         prof = workload.profile
         if self.time_column not in prof.columns:
             raise SamplerError(f"{workload.name}: profile: no column {self.time_column!r} (sampler.params.time_column)")
+        if self.strata not in STRATA:
+            raise SamplerError(f"{workload.name}: {self.name}.strata: must be one of {', '.join(STRATA)}, got {self.strata!r}")
         res = self._cluster(workload)
         times = prof[self.time_column].to_numpy(dtype=np.float64)
-        stem = stem_root(times, res.labels, epsilon=self.epsilon, z=self.z, min_samples=self.min_samples,
-                         root=self.root, min_group=self.min_group, random_state=self.random_state,
-                         scope=self.scope)
+        names = prof["kernel_name"].to_numpy()
+        candidates = {"gcl": res.labels}
+        if self.strata == "auto":
+            candidates["kernel_name_gcl"] = _codes(names, res.labels)
+            candidates["kernel_name"] = _codes(names)
+        best = None
+        costs: dict[str, float] = {}
+        for label, groups in candidates.items():  # dict order breaks ties: gcl first
+            trial = stem_root(times, groups, epsilon=self.epsilon, z=self.z, min_samples=self.min_samples,
+                              root=self.root, min_group=self.min_group, random_state=self.random_state,
+                              scope=self.scope)
+            costs[label] = trial.expected_sampled_time
+            if best is None or costs[label] < costs[best[0]]:
+                best = (label, groups, trial)
+        self.strata_, strata, stem = best
+        self.strata_costs_ = costs
+        k = int(strata.max()) + 1
+        self.gcl_labels_ = res.labels
+        self.labels_, self.k_ = strata, k  # plan clusters (and clusters.csv) are the chosen strata
         self.stem_ = stem
         self.error_bound_ = float(stem.error_bound)
-        bounds = _group_error_bounds(stem, res.k)
+        bounds = _group_error_bounds(stem, k)
         self.cluster_error_bounds_ = bounds
 
-        names = prof["kernel_name"].to_numpy()
         group_of_sample = stem.leaf_group[stem.leaf[stem.invocations]].astype(np.int64)
         samples = [Sample(int(i), str(names[i]), int(c), float(w))
                    for i, c, w in zip(stem.invocations.tolist(), group_of_sample.tolist(), stem.weights.tolist())]
-        clusters = [ClusterInfo(c, int(s), float(bounds[c])) for c, s in enumerate(res.sizes.tolist())]
-        leaves_per_cluster = np.bincount(stem.leaf_group.astype(np.int64), minlength=res.k)
-        draws_per_cluster = np.bincount(stem.leaf_group.astype(np.int64), weights=stem.sample_sizes, minlength=res.k)
+        clusters = [ClusterInfo(c, int(s), float(bounds[c])) for c, s in enumerate(np.bincount(strata, minlength=k).tolist())]
+        leaves_per_cluster = np.bincount(stem.leaf_group.astype(np.int64), minlength=k)
+        draws_per_cluster = np.bincount(stem.leaf_group.astype(np.int64), weights=stem.sample_sizes, minlength=k)
         config = {
             **self._config(),
+            "strata": self.strata, "strata_chosen": self.strata_, "n_strata": k,
+            "strata_expected_time": {c: float(v) for c, v in costs.items()},
             "epsilon": float(self.epsilon), "z": float(self.z), "min_samples": int(self.min_samples),
             "root": bool(self.root), "min_group": int(self.min_group), "scope": str(self.scope),
             "time_column": self.time_column,
@@ -287,6 +320,16 @@ class GclStemSampler(GclSampler):
         self.plan_ = SamplingPlan(workload.name, self.name, int(res.labels.size), samples, clusters, config,
                                   bool(getattr(workload, "synthetic", False)))
         return self.plan_.validate(f"{workload.name}: {self.name} plan")
+
+
+def _codes(*keys: np.ndarray) -> np.ndarray:
+    """Integer strata 0..G-1 numbered by first invocation, one per distinct tuple of ``keys``."""
+    import pandas as pd
+
+    if len(keys) == 1:
+        return pd.factorize(pd.Series(keys[0]), sort=False)[0].astype(np.int64)
+    codes = pd.MultiIndex.from_arrays([pd.factorize(pd.Series(k), sort=False)[0] for k in keys]).factorize(sort=False)[0]
+    return np.asarray(codes, dtype=np.int64)
 
 
 def _group_error_bounds(stem, k: int) -> np.ndarray:

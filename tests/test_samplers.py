@@ -239,3 +239,63 @@ def test_launch_features_from_profile_columns_and_scaling():
     # the launch block carries weight**2 times the embeddings' total variance
     assert block.var(axis=0).sum() == pytest.approx(4.0 * emb.var(axis=0).sum(), rel=1e-6)
     assert S.clustering_input(emb, f, 0.0) is emb
+
+
+def _expected_time(plan: SamplingPlan, w: Workload) -> float:
+    return float(plan.config["strata_expected_time"][plan.config["strata_chosen"]])
+
+
+@given(st.integers(20, 120), st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**31 - 1))
+@settings(max_examples=12, deadline=None)
+def test_gcl_stem_auto_never_plans_more_time_than_stem_root(n, behaviours, names, seed):
+    """auto includes STEM+ROOT's own strata, so at one epsilon its expected simulated time is
+    at most stem_root's and at most the GCL strata's, and the chosen one is the cheapest tried."""
+    from gclsampler.stem import StemRootSampler
+
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, behaviours, n)
+    emb = rng.normal(size=(behaviours, 6))[g] * 5 + rng.normal(size=(n, 6)) * 0.2
+    times = rng.gamma(3.0, 50.0, n) * (1 + g)
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": [f"k{x}" for x in rng.integers(0, names, n)],
+                         "time_ns": times, "cycles": times})
+    w = Workload("prop", prof, synthetic=True, embeddings=emb.astype(np.float32))
+    cl = dict(k_max=4, n_init=1, refine_n_init=1, split_tolerance=0.0)
+    auto = GclStemSampler(cluster=cl, epsilon=0.1, random_state=seed % 7)
+    plan = auto.fit(w)
+    costs = plan.config["strata_expected_time"]
+    assert set(costs) == {"gcl", "kernel_name", "kernel_name_gcl"}
+    assert plan.config["strata_chosen"] == auto.strata_ and costs[auto.strata_] == min(costs.values())
+    sr = StemRootSampler(epsilon=0.1, random_state=seed % 7)
+    sr.fit(w)
+    assert _expected_time(plan, w) <= sr.result_.expected_sampled_time * (1 + 1e-12)
+    pure = GclStemSampler(cluster=cl, epsilon=0.1, strata="gcl", random_state=seed % 7)
+    pure_plan = pure.fit(w)
+    assert _expected_time(plan, w) <= _expected_time(pure_plan, w) * (1 + 1e-12)
+    assert plan.weights.sum() == pytest.approx(n) and pure_plan.weights.sum() == pytest.approx(n)
+    for s in plan.samples:  # samples sit in the plan's clusters, which are the chosen strata
+        assert auto.labels_[s.invocation] == s.cluster
+    if auto.strata_ == "kernel_name":  # the same strata and seed: exactly STEM+ROOT's draws
+        assert plan.invocations.tolist() == sr.plan_.invocations.tolist()
+
+
+def test_gcl_stem_auto_takes_gcl_strata_when_names_are_unique():
+    """nw-like: every invocation has its own kernel name (a template argument per diagonal), so
+    name strata simulate everything; the GCL clusters merge the equivalent launches."""
+    w = toy_workload(8, n=120, k=3)
+    w.profile["kernel_name"] = [f"needle<{i}>" for i in range(120)]
+    s = GclStemSampler(cluster=SMALL, epsilon=0.25, random_state=0)
+    plan = s.fit(w)
+    assert s.strata_ == "gcl" and np.array_equal(s.labels_, s.gcl_labels_)
+    assert len(plan.samples) < 120 / 4
+    costs = plan.config["strata_expected_time"]
+    assert costs["kernel_name"] == pytest.approx(w.profile["time_ns"].sum())  # a census
+
+
+def test_gcl_stem_strata_gcl_and_bad_value():
+    w = toy_workload(9)
+    s = GclStemSampler(cluster=SMALL, epsilon=0.1, strata="gcl", random_state=0)
+    plan = s.fit(w)
+    assert s.strata_ == "gcl" and list(plan.config["strata_expected_time"]) == ["gcl"]
+    assert np.array_equal(s.labels_, s.gcl_labels_) and len(plan.clusters) == s.result_.k
+    with pytest.raises(SamplerError, match=r"gcl_stem.strata: must be one of auto, gcl, got 'names'"):
+        GclStemSampler(cluster=SMALL, strata="names").fit(w)

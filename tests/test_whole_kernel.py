@@ -152,3 +152,17 @@ def test_gcl_paper_uses_none_of_the_deviations():
     # the project's sampler with the same config does use them
     g = GclSampler(cluster=project).fit(wl)
     assert g.config["cluster"]["representative"] == "medoid"
+
+
+def test_work_split_also_cuts_when_no_k_gets_a_silhouette_score(monkeypatch):
+    """The fallback to one cluster (no K scorable) still separates launches whose work differs."""
+    import gclsampler.cluster as C
+
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(40, 8)) * 1e-2
+    emb[:, -6] = np.where(np.arange(40) < 25, 10.0, 13.0)  # log2 instructions on SM 0: 8x apart
+    monkeypatch.setattr(C, "weighted_silhouette", lambda *a, **k: None)
+    res = cluster_embeddings(emb, {"split_tolerance": 0.5}, random_state=0)
+    assert res.silhouette == {} and res.k_silhouette == 0
+    assert res.k == 2 and np.array_equal(res.labels, (np.arange(40) >= 25).astype(np.int64))
+    assert cluster_embeddings(emb, {"split_tolerance": 0.0}, random_state=0).k == 1
