@@ -255,3 +255,24 @@ def test_training_config_for_embeddings_targets_the_workload_dir(tmp_path):
                                  "train.epochs=1"], None)
     assert cfg.workload.dir == str(tmp_path) and cfg.workload.arch == "turing"
     assert cfg.post_embedding is False and cfg.train.epochs == 1
+
+
+def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration():
+    from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
+    from gclsampler.score import any_member_error
+
+    labels = np.array([0, 0, 1, 1, 1, 2])
+    plan = SamplingPlan("w", "m", 6, [Sample(0, "a", 0, 2.0), Sample(3, "b", 1, 3.0), Sample(5, "c", 2, 1.0)],
+                        [ClusterInfo(0, 2), ClusterInfo(1, 3), ClusterInfo(2, 1)], {}, True)
+    same = np.array([5.0, 5.0, 2.0, 2.0, 2.0, 9.0])  # members identical: any member is exact
+    assert any_member_error(plan, labels, same) == 0.0
+    c = np.array([4.0, 6.0, 1.0, 2.0, 3.0, 10.0])
+    total = c.sum()
+    exact = np.mean([abs(2 * a + 3 * b + 10.0 - total) / total * 100 for a in (4.0, 6.0) for b in (1.0, 2.0, 3.0)])
+    assert any_member_error(plan, labels, c, draws=20000) == pytest.approx(exact, rel=0.03)
+    assert any_member_error(plan, labels, c) == any_member_error(plan, labels, c)  # seeded
+    # not one sample per cluster with the cluster size as weight: undefined
+    two = SamplingPlan("w", "m", 6, [Sample(0, "a", 0, 1.0), Sample(1, "a", 0, 1.0), Sample(3, "b", 1, 3.0),
+                                     Sample(5, "c", 2, 1.0)], [ClusterInfo(0, 2), ClusterInfo(1, 3), ClusterInfo(2, 1)], {}, True)
+    assert np.isnan(any_member_error(two, labels, c))
+    assert np.isnan(any_member_error(plan, None, c))
