@@ -14,8 +14,8 @@ and gives one place where the definitions live:
   (1/N) sum_i M[i] with the same relative-error formula.
 * speedup = sum_i time_ns[i] / sum_s time_ns[s] over the sampled invocations (eq. 6),
   both from the evaluated arch's ground truth.
-* any-member error (``error_cycles_any_member``): for plans that simulate one member per
-  cluster, weighted by the cluster size, the mean cycle error over draws that replace each
+* any-member error (``error_cycles_any_member``): for deterministic plans that simulate one
+  member per cluster, weighted by the cluster size, the mean cycle error over draws that replace each
   representative by a uniformly random member of its cluster. Why: with one sample per
   cluster, which member is picked moves the error by the cluster's run-to-run spread (on the
   synthetic suite 5 % for memory-bound kernels), so one plan's error ranks methods partly by
@@ -146,7 +146,8 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
         for arch in archs:
             truth, where = truths[arch]
             score = score_plan(run.plan, truth, where)
-            score["error_cycles_any_member"] = any_member_error(
+            # stochastic plans already redraw their members over seeds
+            score["error_cycles_any_member"] = float("nan") if run.stochastic else any_member_error(
                 run.plan, run.labels, truth["cycles"].to_numpy(dtype=np.float64))
             rows.append({
                 "workload": workload.name, "method": run.method, "arch": arch, "plan_arch": plan_arch,

@@ -114,6 +114,9 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     assert math.isclose(rnd["speedup_hmean"], harmonic_mean(sp))
     avg = suite_averages(s)
     assert set(avg["method"]) == {"sieve", "random"}
+    # one-per-cluster deterministic plans get the any-member error; seeded ones do not
+    assert df.loc[df["method"] == "sieve", "error_cycles_any_member"].notna().all()
+    assert df.loc[df["method"] == "random", "error_cycles_any_member"].isna().all()
 
 
 def test_missing_arch_truth_raises(tmp_path):
@@ -144,6 +147,7 @@ def test_report_says_synthetic_and_writes_plots(tmp_path):
     text = rep.read_text()
     assert SYNTHETIC_BANNER in "\n".join(text.splitlines()[:4])
     assert "| toy |" in text and "AVG" in text
+    assert "## Cluster quality apart from the representative, turing" in text and "sieve E(%) / any member" in text
     for png in ("speedup_vs_error", "error_per_workload", "speedup_per_workload", "clusters_toy_sieve",
                 "silhouette"):
         p = tmp_path / "out" / "plots" / f"{png}.png"
