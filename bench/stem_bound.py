@@ -64,7 +64,8 @@ def main() -> int:
             cells.append(f"{k} ({inv.size} samples, {t.sum() / t[inv].sum():.1f}x)")
         x = np.log1p(prof[[c for c in PKA_METRICS if c in prof.columns]].to_numpy(dtype=np.float64))
         emb = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
-        g = GclStemSampler(cluster=dict(k_max=min(12, max(2, len(prof) - 1))), epsilon=args.epsilon, random_state=0)
+        g = GclStemSampler(cluster=dict(k_max=min(12, max(2, len(prof) - 1))), epsilon=args.epsilon, strata="gcl",
+                           random_state=0)  # the GCL-cluster path; auto may fall back to the names
         g.fit(Workload(name, prof, embeddings=emb, synthetic=True))
         k = over(g.stem_, t, args.epsilon, args.draws)
         worst = max(worst, k)

@@ -136,6 +136,7 @@ def test_bound_on_every_synthetic_suite_workload(name):
     assert (_redraws(s.result_, t) > EPS).sum() <= ALLOWED
     x = np.log1p(prof[[c for c in PKA_METRICS if c in prof.columns]].to_numpy(dtype=np.float64))
     emb = (x - x.mean(0)) / np.where(x.std(0) > 0, x.std(0), 1.0)
-    g = GclStemSampler(cluster=dict(k_max=min(12, max(2, len(prof) - 1))), epsilon=EPS, random_state=0)
+    g = GclStemSampler(cluster=dict(k_max=min(12, max(2, len(prof) - 1))), epsilon=EPS, strata="gcl",
+                       random_state=0)  # the GCL-cluster path (auto may fall back to the names)
     g.fit(Workload(name, prof, embeddings=emb, synthetic=True))
     assert (_redraws(g.stem_, t) > EPS).sum() <= ALLOWED
