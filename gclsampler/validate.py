@@ -357,6 +357,11 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
                 v = params[key]
                 if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
                     raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
+    if "strata" in params:
+        from gclsampler.samplers import STRATA
+
+        if params["strata"] not in STRATA:
+            raise GclError(f"{where}: strata: must be one of {', '.join(STRATA)}, found {params['strata']!r}")
     if "cluster" in params and params["cluster"] is not None:
         from gclsampler.cluster import ClusterConfig
 

@@ -213,6 +213,7 @@ def test_default_parameters_of_every_method_pass_the_early_check():
     ("pka", {"k_max": "abc"}, "k_max: must be a number, found 'abc'"),
     ("pka", {"k_max": 2.5}, "k_max: must be a whole number"),
     ("photon", {"match_launch": "yes"}, "match_launch: must be true or false"),
+    ("gcl_stem", {"strata": "names"}, "strata: must be one of auto, gcl, found 'names'"),
 ])
 def test_bad_method_parameters_fail_early(method, params, needle):
     from gclsampler.errors import GclError
