@@ -216,7 +216,7 @@ STRATA = ("auto", "gcl")  # gcl_stem's starting strata (GclStemSampler.strata)
 
 
 class GclStemSampler(GclSampler):
-    """GCL clusters, each sampled to an error bound by STEM (+ ROOT on execution times).
+    """GCL clusters (or kernel names, where cheaper), each sampled to an error bound by STEM (+ ROOT).
 
     Parameters: ``cluster`` and ``random_state`` as ``GclSampler``; ``epsilon``, ``z``,
     ``min_samples``, ``root``, ``min_group``, ``scope`` as ``gclsampler.stem.stem_root``;
