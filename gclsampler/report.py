@@ -487,7 +487,10 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
         if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
             archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
                             if p.stem != workload.arch)
-    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, None, 0.0, False) for p in plans]
+    from gclsampler.samplers import SAMPLERS
+
+    runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, (labels or {}).get(p.method), 0.0,
+                      bool(getattr(SAMPLERS.get(p.method), "stochastic", False))) for p in plans]
     results = pd.DataFrame(evaluate_workload(workload, runs, archs), columns=RESULT_COLUMNS)
     out = Path(out_dir)
     write_results_csv(results, out / "results.csv")

@@ -249,6 +249,7 @@ def test_write_workload_report(tmp_path):
     assert "SYNTHETIC" in text and "ada" in text
     res = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(res["arch"]) == {"turing", "ada"}
+    assert res["error_cycles_any_member"].notna().all()  # the plan's labels reach the any-member column
 
 
 @pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
