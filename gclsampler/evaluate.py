@@ -324,6 +324,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     silhouettes: dict[str, Any] = {}
     silhouette_k: dict[str, int] = {}
     cluster_sections: list[tuple[str, str]] = []
+    strata_plans: dict[str, Any] = {}  # workload -> its main gcl_stem plan
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
     synthetic_all = True
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
@@ -376,6 +377,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
                     cluster_sections.append((f"Clusters of the {m} plan for {name} ({workload.arch})",
                                              cluster_table(r.plan, workload.profile["time_ns"].to_numpy(), r.labels)))
+        stem_run = next((r for r in runs if r.method == "gcl_stem" and not r.sweep), None)
+        if stem_run is not None:
+            strata_plans[name] = stem_run.plan
         gcl_run = next((r for r in runs if r.method == "gcl" and not r.sweep), None)
         if gcl_run is not None:
             from gclsampler.cluster_table import chosen_k
@@ -404,6 +408,14 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                                                 for m in stem_like)
                      + " (GCL-Sampler compares at ε = 0.25); the sweep covers "
                      + ", ".join(f"{e:g}" for e in suite.epsilons) + ".")
+    from gclsampler.report import strata_table
+
+    strata = strata_table(strata_plans)
+    if strata:
+        cluster_sections.append(("Strata of gcl_stem (main ε, first seed)",
+                                 "`strata: auto` runs STEM+ROOT from each candidate and keeps the least expected "
+                                 "simulated time (bold; profile time units). Where `kernel_name` wins, the plan is "
+                                 "stem_root's.\n\n" + strata))
     write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
                  synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,

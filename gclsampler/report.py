@@ -339,6 +339,24 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
     return _md_table(header, rows)
 
 
+def strata_table(plans: dict[str, SamplingPlan]) -> str | None:
+    """Which strata each workload's ``gcl_stem`` plan started ROOT from, with every candidate's
+    expected simulated time: readers see where gcl_stem *is* stem_root's plan (``kernel_name``)."""
+    rows = []
+    for w, plan in plans.items():
+        cost = plan.config.get("strata_expected_time")
+        if not cost:
+            continue
+        best = plan.config.get("strata_chosen")
+        cells = [f"**{v:.4g}**" if k == best else f"{v:.4g}" for k, v in
+                 ((k, cost.get(k)) for k in ("gcl", "kernel_name_gcl", "kernel_name")) if v is not None]
+        rows.append([w, str(best), str(plan.config.get("n_strata", "")), " / ".join(cells)])
+    if not rows:
+        return None
+    return _md_table(["workload", "strata", "strata count", "expected simulated time: gcl / kernel_name_gcl / kernel_name"],
+                     rows)
+
+
 def _metric_table(avg, arch: str) -> str:
     df = avg[avg["arch"] == arch]
     header = ["method", "cycles"] + RATE_METRICS

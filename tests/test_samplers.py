@@ -299,3 +299,17 @@ def test_gcl_stem_strata_gcl_and_bad_value():
     assert np.array_equal(s.labels_, s.gcl_labels_) and len(plan.clusters) == s.result_.k
     with pytest.raises(SamplerError, match=r"gcl_stem.strata: must be one of auto, gcl, got 'names'"):
         GclStemSampler(cluster=SMALL, strata="names").fit(w)
+
+
+def test_report_lists_the_strata_gcl_stem_chose():
+    from gclsampler.report import strata_table
+
+    w = toy_workload(8, n=120, k=3)
+    w.profile["kernel_name"] = [f"needle<{i}>" for i in range(120)]
+    plan = GclStemSampler(cluster=SMALL, epsilon=0.25, random_state=0).fit(w)
+    table = strata_table({"nwlike": plan, "other": make_sampler("gcl", cluster=SMALL).fit(toy_workload())})
+    rows = [r for r in table.splitlines() if r.startswith("| nwlike")]
+    assert len(rows) == 1 and "| gcl |" in rows[0]
+    assert f"**{plan.config['strata_expected_time']['gcl']:.4g}**" in rows[0]
+    assert "| other" not in table  # plans without strata are left out
+    assert strata_table({}) is None
