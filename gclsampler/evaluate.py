@@ -399,7 +399,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     if results.empty:
         raise EvaluationError(f"suite.workloads: no workload could be prepared: {'; '.join(skipped)}")
     write_results_csv(results, out / "results.csv")
-    from gclsampler.report import write_report
+    from gclsampler.report import strata_table, write_report
 
     notes = [f"Skipped workload {s}" for s in skipped]
     stem_like = [m for m in ("stem_root", "gcl_stem") if m in suite.methods]
@@ -408,8 +408,6 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                                                 for m in stem_like)
                      + " (GCL-Sampler compares at ε = 0.25); the sweep covers "
                      + ", ".join(f"{e:g}" for e in suite.epsilons) + ".")
-    from gclsampler.report import strata_table
-
     strata = strata_table(strata_plans)
     if strata:
         cluster_sections.append(("Strata of gcl_stem (main ε, first seed)",

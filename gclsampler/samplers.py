@@ -266,7 +266,7 @@ class GclStemSampler(GclSampler):
     cluster_overrides = {"split_tolerance": 0.0}
 
     def fit(self, workload) -> SamplingPlan:
-        from gclsampler.stem import stem_root
+        from gclsampler.stem import _group_codes, stem_root
 
         prof = workload.profile
         if self.time_column not in prof.columns:
@@ -277,9 +277,10 @@ class GclStemSampler(GclSampler):
         times = prof[self.time_column].to_numpy(dtype=np.float64)
         names = prof["kernel_name"].to_numpy()
         candidates = {"gcl": res.labels}
-        if self.strata == "auto":
-            candidates["kernel_name_gcl"] = _codes(names, res.labels)
-            candidates["kernel_name"] = _codes(names)
+        if self.strata == "auto":  # codes numbered by first invocation, as stem_root numbers its groups
+            by_name = _group_codes(names, names.size)[0]
+            candidates["kernel_name_gcl"] = _group_codes(by_name * res.k + res.labels, names.size)[0]
+            candidates["kernel_name"] = by_name
         best = None
         costs: dict[str, float] = {}
         for label, groups in candidates.items():  # dict order breaks ties: gcl first
@@ -320,16 +321,6 @@ class GclStemSampler(GclSampler):
         self.plan_ = SamplingPlan(workload.name, self.name, int(res.labels.size), samples, clusters, config,
                                   bool(getattr(workload, "synthetic", False)))
         return self.plan_.validate(f"{workload.name}: {self.name} plan")
-
-
-def _codes(*keys: np.ndarray) -> np.ndarray:
-    """Integer strata 0..G-1 numbered by first invocation, one per distinct tuple of ``keys``."""
-    import pandas as pd
-
-    if len(keys) == 1:
-        return pd.factorize(pd.Series(keys[0]), sort=False)[0].astype(np.int64)
-    codes = pd.MultiIndex.from_arrays([pd.factorize(pd.Series(k), sort=False)[0] for k in keys]).factorize(sort=False)[0]
-    return np.asarray(codes, dtype=np.int64)
 
 
 def _group_error_bounds(stem, k: int) -> np.ndarray:
