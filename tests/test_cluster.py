@@ -89,12 +89,34 @@ def test_fewer_than_three_invocations_is_one_cluster(n):
     assert r.labels.tolist() == [0] * n
     assert r.silhouette == {}
     assert r.k == (1 if n else 0)
-    assert r.representatives.tolist() == ([0] if n else [])
+    # identical launches: the middle one (the later of two), not the cold first launch
+    assert r.representatives.tolist() == ([n // 2] if n else [])
 
 
 def test_identical_embeddings_are_one_cluster():
     r = cluster_embeddings(np.full((50, 16), 0.25, dtype=np.float32))
-    assert r.k == 1 and r.sizes.tolist() == [50] and r.representatives.tolist() == [0]
+    assert r.k == 1 and r.sizes.tolist() == [50] and r.representatives.tolist() == [25]
+    first = cluster_embeddings(np.full((50, 16), 0.25, dtype=np.float32), {"representative": "first"})
+    assert first.representatives.tolist() == [0]
+
+
+@given(st.lists(st.integers(0, 2), min_size=3, max_size=40), st.integers(0, 10**6))
+@settings(max_examples=60, deadline=None)
+def test_medoid_ties_go_to_the_middle_launch(kinds, seed):
+    """Launches sharing an embedding are tied for the medoid; the middle one of the tied
+    launches (upper median in launch order) represents them, never a cold first launch by rule."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(3, 6)) * 10
+    kinds = np.asarray(kinds)
+    x = centres[kinds]
+    r = cluster_embeddings(x, {"k_max": 8, "n_init": 2, "refine_n_init": 2, "split_tolerance": 0.0})
+    for c, rep in enumerate(r.representatives.tolist()):
+        members = np.flatnonzero(r.labels == c)
+        d = ((x[members] - x[members].mean(axis=0)) ** 2).sum(axis=1)
+        tied = members[d == d.min()]
+        assert rep == tied[tied.size // 2]
+        if tied.size > 1:
+            assert rep != tied[0]
 
 
 def test_fewer_distinct_points_than_k(rng):
