@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gclsampler import report
 from gclsampler.cluster_table import chosen_k, cluster_table
@@ -118,4 +120,71 @@ def test_suite_report_has_cluster_tables_of_the_histogram_workload(tmp_path, mon
     ev.run_suite(cfg, tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Clusters of the sieve plan for wa (turing)" in md
-    assert "| cluster | size | representative (invocation: kernel) | weight | share of time (%) |" in md
+    assert "| cluster | size | representative (invocation: kernel) | weight | time CoV (%) | share of time (%) |" in md
+
+
+def _brute_force_sd(labels, times, m):
+    """Standard deviation of Σ_k N_k · mean(sample_k) over every way of drawing m_k members
+    of each cluster k without replacement (exact enumeration)."""
+    from itertools import combinations, product
+
+    labels, times = np.asarray(labels), np.asarray(times, dtype=np.float64)
+    per_cluster = []
+    for c in range(labels.max() + 1):
+        members = np.flatnonzero(labels == c)
+        per_cluster.append([members.size * times[list(s)].mean() for s in combinations(members, m[c])])
+    totals = np.array([sum(x) for x in product(*per_cluster)])
+    return 100.0 * totals.std() / times.sum()
+
+
+@given(st.lists(st.integers(0, 2), min_size=2, max_size=9),
+       st.lists(st.floats(0.5, 50.0), min_size=9, max_size=9), st.integers(0, 10**6))
+@settings(max_examples=80, deadline=None)
+def test_representative_spread_equals_exact_enumeration(raw, times, seed):
+    from gclsampler.cluster_table import representative_spread
+    from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
+
+    labels = np.unique(np.asarray(raw), return_inverse=True)[1].reshape(-1)  # dense 0..K-1
+    t = np.asarray(times[: labels.size])
+    rng = np.random.default_rng(seed)
+    sizes = np.bincount(labels)
+    m = np.array([rng.integers(1, s + 1) for s in sizes])  # 1..N_k samples per cluster
+    samples = [Sample(int(i), "k", c, float(sizes[c] / m[c]))
+               for c in range(sizes.size) for i in rng.choice(np.flatnonzero(labels == c), m[c], replace=False)]
+    plan = SamplingPlan("w", "x", labels.size, samples, [ClusterInfo(c, int(sizes[c])) for c in range(sizes.size)], {})
+    sd, parts = representative_spread(plan, t, labels)
+    assert sd == pytest.approx(_brute_force_sd(labels, t, m), rel=1e-6, abs=1e-9)
+    assert not parts or sum(parts.values()) == pytest.approx(1.0)
+    # a census (every member simulated) cannot move
+    census = SamplingPlan("w", "x", labels.size, [Sample(i, "k", int(c), 1.0) for i, c in enumerate(labels)],
+                          plan.clusters, {})
+    assert representative_spread(census, t, labels)[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_representative_spread_refuses_plans_it_does_not_describe():
+    from gclsampler.cluster_table import representative_spread
+    from gclsampler.plan import Sample, SamplingPlan
+
+    labels = np.array([0, 0, 1, 1])
+    t = np.array([1.0, 3.0, 2.0, 2.0])
+    plan = _plan(labels, t)
+    assert representative_spread(plan, t, labels)[0] == pytest.approx(100.0 * 2 * 1.0 / 8.0)
+    skewed = SamplingPlan("w", "x", 4, [Sample(0, "k", 0, 3.0), Sample(2, "k", 1, 1.0)], plan.clusters, {})
+    assert representative_spread(skewed, t, labels) is None  # weights are not N_k / m_k
+    assert representative_spread(plan, t, np.array([0, 1, 1, 1])) is None  # labels disagree with the sizes
+
+
+def test_cluster_table_shows_time_spread_only_when_members_are_known():
+    labels = np.array([0, 0, 0, 1, 2, 2])
+    times = np.array([1.0, 1.0, 1.0, 10.0, 2.0, 6.0])
+    plan = _plan(labels, times)
+    text = cluster_table(plan, times, labels)
+    assert "time CoV (%)" in text.splitlines()[0]
+    row2 = next(r for r in text.splitlines() if r.startswith("| 2 |"))
+    assert row2.split("|")[5].strip() == "50.0"  # times 2 and 6: std 2 / mean 4
+    # only cluster 2 varies: 2^2 * 2^2 = 16 -> sd 4 of a total 21
+    assert f"±{100 * 4 / 21:.2f} %" in text and "cluster 2 (100 %)" in text
+    est = cluster_table(plan, times)
+    assert "CoV" not in est and "±" not in est
+    flat = cluster_table(plan, np.array([1.0, 1.0, 1.0, 10.0, 4.0, 4.0]), labels)
+    assert "±0.00 %" in flat and "every cluster's members take the same time" in flat
