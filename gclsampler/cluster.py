@@ -583,7 +583,6 @@ def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_
     ``random``: a seeded uniform member.
     """
     k = int(labels.max()) + 1
-    n = labels.size
     order = np.argsort(labels, kind="stable")  # members of each cluster in invocation order
     starts = np.searchsorted(labels[order], np.arange(k))
     sizes = np.bincount(labels, minlength=k)
