@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from gclsampler.score import representative_spread
+
 
 def _md(rows: Sequence[Sequence[str]], header: Sequence[str], align: Sequence[str]) -> str:
     sep = ["---:" if a == "r" else "---" for a in align]
@@ -31,45 +33,6 @@ def _md(rows: Sequence[Sequence[str]], header: Sequence[str], align: Sequence[st
 def _name(s: str, width: int = 48) -> str:
     s = s.replace("|", "\\|").replace("\n", " ")
     return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def representative_spread(plan, times_ns: np.ndarray, labels: np.ndarray) -> tuple[float, dict[int, float]] | None:
-    """Standard deviation (% of the total time) of the plan's estimate Σ w·t over which
-    members its samples are, as simple random sampling without replacement inside each
-    cluster: Var = Σ_k N_k² σ_k² / m_k · (N_k − m_k) / (N_k − 1), σ_k the population
-    standard deviation of the members' times, m_k the cluster's samples. Also each cluster's
-    share of that variance. None when the labels do not match the plan or a cluster's
-    samples do not each weigh N_k / m_k (the estimator the formula describes).
-    """
-    t = np.asarray(times_ns, dtype=np.float64)
-    lab = np.asarray(labels)
-    if lab.shape != t.shape or not t.size or lab.dtype.kind not in "iu":
-        return None
-    ids = np.array([c.id for c in plan.clusters], dtype=np.int64)
-    if ids.size == 0 or ids.min() < 0 or lab.min() < 0:
-        return None
-    k = int(max(ids.max(), lab.max())) + 1
-    n = np.bincount(lab, minlength=k).astype(np.float64)
-    if any(n[c.id] != c.size for c in plan.clusters):
-        return None
-    cl = np.array([smp.cluster for smp in plan.samples], dtype=np.int64)
-    inv = np.array([smp.invocation for smp in plan.samples], dtype=np.int64)
-    w = np.array([smp.weight for smp in plan.samples], dtype=np.float64)
-    if cl.size == 0 or cl.min() < 0 or cl.max() >= k or inv.min() < 0 or inv.max() >= t.size:
-        return None
-    m = np.bincount(cl, minlength=k).astype(np.float64)
-    if (lab[inv] != cl).any() or ((n > 0) & (m < 1)).any() or not np.allclose(w, n[cl] / m[cl]):
-        return None
-    mean = np.bincount(lab, t, minlength=k) / np.maximum(n, 1)
-    var = np.maximum(np.bincount(lab, t * t, minlength=k) / np.maximum(n, 1) - mean ** 2, 0.0)
-    fpc = np.where(n > 1, np.maximum(n - m, 0) / np.maximum(n - 1, 1), 0.0)
-    per = n ** 2 * var / np.maximum(m, 1) * fpc
-    total_var = float(per.sum())
-    total = float(t.sum())
-    if total <= 0:
-        return None
-    share = {int(c): float(per[c] / total_var) for c in np.flatnonzero(per > 0)} if total_var > 0 else {}
-    return 100.0 * np.sqrt(total_var) / total, share
 
 
 def cluster_table(plan, times_ns: np.ndarray, labels: np.ndarray | None = None, max_rows: int = 30) -> str:

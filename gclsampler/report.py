@@ -320,22 +320,27 @@ def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
 
 
 def _any_member_table(summary, avg, arch: str) -> str | None:
-    """Plan error next to the mean error over random representatives, for one-per-cluster plans."""
+    """Plan error next to the mean error over random representatives, and the spread the profile
+    predicts for that (``spread_sd``), for one-per-cluster plans."""
     if "error_cycles_any_member" not in summary.columns:
         return None
     df = summary[(summary["arch"] == arch) & summary["error_cycles_any_member"].notna()]
     methods = _methods(df)
     if not methods:
         return None
-    header = ["workload"] + [f"{m} E(%) / any member" for m in methods]
+    spread = "spread_sd" in df.columns
+
+    def cell(d, m) -> str:
+        text = f"{_fmt_err(d.loc[m, 'error_cycles'])} / {_fmt_err(d.loc[m, 'error_cycles_any_member'])}"
+        return text + (f" / ±{_fmt_err(d.loc[m, 'spread_sd'])}" if spread else "")
+
+    header = ["workload"] + [f"{m} E(%) / any member" + (" / spread" if spread else "") for m in methods]
     rows = []
     for w in dict.fromkeys(df["workload"]):
         d = df[df["workload"] == w].set_index("method")
-        rows.append([w] + [f"{_fmt_err(d.loc[m, 'error_cycles'])} / {_fmt_err(d.loc[m, 'error_cycles_any_member'])}"
-                           if m in d.index else "—" for m in methods])
+        rows.append([w] + [cell(d, m) if m in d.index else "—" for m in methods])
     a = avg[avg["arch"] == arch].set_index("method")
-    rows.append(["**AVG**"] + [f"{_fmt_err(a.loc[m, 'error_cycles'])} / {_fmt_err(a.loc[m, 'error_cycles_any_member'])}"
-                               for m in methods])
+    rows.append(["**AVG**"] + [cell(a, m) for m in methods])
     return _md_table(header, rows)
 
 
@@ -439,7 +444,10 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
                   "For plans that simulate one member per cluster: the plan's cycle error, then the mean error over "
                   "1000 draws that replace every representative by a random member of its cluster "
                   "(`error_cycles_any_member`). One plan's error also measures which member it happened to pick; "
-                  "the second number measures the clusters.", "", any_member, ""]
+                  "the second number measures the clusters. The third (`spread_sd`) is what the plan's profile "
+                  "predicts before anything is simulated: one standard deviation of the estimate over random "
+                  "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
+                  "", any_member, ""]
     want_plots = plots
     plots: list[tuple[str, Path | None]] = []
     if want_plots:

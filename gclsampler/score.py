@@ -20,6 +20,10 @@ and gives one place where the definitions live:
   cluster, which member is picked moves the error by the cluster's run-to-run spread (on the
   synthetic suite 5 % for memory-bound kernels), so one plan's error ranks methods partly by
   luck; this column ranks their *clusters*.
+* representative spread (``spread_sd``): the standard deviation (% of the total time) of the
+  plan's estimate over which members its samples are, from the spread of the *profiled* times
+  inside each cluster. The same for every arch a plan is scored on: it needs only the profile
+  the plan was fitted on, so a user has it before simulating anything.
 
 ``summarize`` averages over seeds (errors arithmetically; speedup both arithmetic, the GCL
 paper's averaging, and harmonic, the STEM+ROOT paper's).
@@ -47,6 +51,7 @@ __all__ = [
     "harmonic_mean",
     "score_plan",
     "any_member_error",
+    "representative_spread",
     "evaluate_workload",
     "summarize",
     "suite_averages",
@@ -142,13 +147,16 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
             raise EvaluationError(f"{path or workload.name}: archs: no ground truth for arch {arch!r}")
         truths[arch] = (workload.ground_truth(arch), str(path))
     rows = []
+    fitted_times = workload.profile["time_ns"].to_numpy(dtype=np.float64)
     for run in runs:
+        spread = representative_spread(run.plan, fitted_times, run.labels) if run.labels is not None else None
         for arch in archs:
             truth, where = truths[arch]
             score = score_plan(run.plan, truth, where)
             # stochastic plans already redraw their members over seeds
             score["error_cycles_any_member"] = float("nan") if run.stochastic else any_member_error(
                 run.plan, run.labels, truth["cycles"].to_numpy(dtype=np.float64))
+            score["spread_sd"] = float("nan") if spread is None else spread[0]
             rows.append({
                 "workload": workload.name, "method": run.method, "arch": arch, "plan_arch": plan_arch,
                 "cross_arch": arch != plan_arch, "seed": run.seed,
@@ -189,11 +197,50 @@ def any_member_error(plan: SamplingPlan, labels: np.ndarray | None, cycles: np.n
     return float(np.mean(np.abs(est - total)) / total * 100.0)
 
 
+def representative_spread(plan, times_ns: np.ndarray, labels: np.ndarray) -> tuple[float, dict[int, float]] | None:
+    """Standard deviation (% of the total time) of the plan's estimate Σ w·t over which
+    members its samples are, as simple random sampling without replacement inside each
+    cluster: Var = Σ_k N_k² σ_k² / m_k · (N_k − m_k) / (N_k − 1), σ_k the population
+    standard deviation of the members' times, m_k the cluster's samples. Also each cluster's
+    share of that variance. None when the labels do not match the plan or a cluster's
+    samples do not each weigh N_k / m_k (the estimator the formula describes).
+    """
+    t = np.asarray(times_ns, dtype=np.float64)
+    lab = np.asarray(labels)
+    if lab.shape != t.shape or not t.size or lab.dtype.kind not in "iu":
+        return None
+    ids = np.array([c.id for c in plan.clusters], dtype=np.int64)
+    if ids.size == 0 or ids.min() < 0 or lab.min() < 0:
+        return None
+    k = int(max(ids.max(), lab.max())) + 1
+    n = np.bincount(lab, minlength=k).astype(np.float64)
+    if any(n[c.id] != c.size for c in plan.clusters):
+        return None
+    cl = np.array([smp.cluster for smp in plan.samples], dtype=np.int64)
+    inv = np.array([smp.invocation for smp in plan.samples], dtype=np.int64)
+    w = np.array([smp.weight for smp in plan.samples], dtype=np.float64)
+    if cl.size == 0 or cl.min() < 0 or cl.max() >= k or inv.min() < 0 or inv.max() >= t.size:
+        return None
+    m = np.bincount(cl, minlength=k).astype(np.float64)
+    if (lab[inv] != cl).any() or ((n > 0) & (m < 1)).any() or not np.allclose(w, n[cl] / m[cl]):
+        return None
+    mean = np.bincount(lab, t, minlength=k) / np.maximum(n, 1)
+    var = np.maximum(np.bincount(lab, t * t, minlength=k) / np.maximum(n, 1) - mean ** 2, 0.0)
+    fpc = np.where(n > 1, np.maximum(n - m, 0) / np.maximum(n - 1, 1), 0.0)
+    per = n ** 2 * var / np.maximum(m, 1) * fpc
+    total_var = float(per.sum())
+    total = float(t.sum())
+    if total <= 0:
+        return None
+    share = {int(c): float(per[c] / total_var) for c in np.flatnonzero(per > 0)} if total_var > 0 else {}
+    return 100.0 * np.sqrt(total_var) / total, share
+
+
 RESULT_COLUMNS = [
     "workload", "method", "arch", "plan_arch", "cross_arch", "seed", "epsilon", "sweep", "stochastic",
     "n_invocations", "n_simulated", "n_clusters", "error_cycles",
     *[f"error_{m}" for m in RATE_METRICS],
-    "error_cycles_any_member",
+    "error_cycles_any_member", "spread_sd",
     "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
 ]
 
@@ -211,8 +258,7 @@ def summarize(results, sweep: bool = False):
     if sweep:
         df = df[df["method"].isin(df.loc[df["sweep"], "method"].unique())]
     err_cols = ["error_cycles", *[f"error_{m}" for m in RATE_METRICS]]
-    if "error_cycles_any_member" in df.columns:
-        err_cols.append("error_cycles_any_member")
+    err_cols += [c for c in ("error_cycles_any_member", "spread_sd") if c in df.columns]
     g = df.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup"].mean()
@@ -227,7 +273,7 @@ def suite_averages(summary):
     """Across workloads per method x arch: mean error; speedup arithmetic mean of per-workload
     arithmetic means (GCL style) and harmonic mean of per-workload harmonic means (STEM style)."""
     keys = [k for k in ("method", "arch", "cross_arch", "epsilon") if k in summary.columns]
-    err_cols = [c for c in summary.columns if c.startswith("error_")]
+    err_cols = [c for c in summary.columns if c.startswith("error_") or c == "spread_sd"]
     g = summary.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup_mean"].mean()

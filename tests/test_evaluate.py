@@ -117,6 +117,13 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     # one-per-cluster deterministic plans get the any-member error; seeded ones do not
     assert df.loc[df["method"] == "sieve", "error_cycles_any_member"].notna().all()
     assert df.loc[df["method"] == "random", "error_cycles_any_member"].isna().all()
+    # the spread comes from the profile the plan was fitted on: one value for every arch it is scored on
+    from gclsampler.score import representative_spread
+
+    sieve = df[df["method"] == "sieve"]
+    want = representative_spread(runs[0].plan, t["time_ns"].to_numpy(), runs[0].labels)[0]
+    assert sieve["spread_sd"].tolist() == pytest.approx([want, want])
+    assert s.loc[(s["method"] == "sieve") & (s["arch"] == "turing"), "spread_sd"].iloc[0] == pytest.approx(want)
 
 
 def test_missing_arch_truth_raises(tmp_path):
@@ -250,6 +257,7 @@ def test_write_workload_report(tmp_path):
     res = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(res["arch"]) == {"turing", "ada"}
     assert res["error_cycles_any_member"].notna().all()  # the plan's labels reach the any-member column
+    assert res["spread_sd"].notna().all() and "/ spread" in text
 
 
 @pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)

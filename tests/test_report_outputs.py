@@ -141,7 +141,7 @@ def _brute_force_sd(labels, times, m):
        st.lists(st.floats(0.5, 50.0), min_size=9, max_size=9), st.integers(0, 10**6))
 @settings(max_examples=80, deadline=None)
 def test_representative_spread_equals_exact_enumeration(raw, times, seed):
-    from gclsampler.cluster_table import representative_spread
+    from gclsampler.score import representative_spread
     from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
 
     labels = np.unique(np.asarray(raw), return_inverse=True)[1].reshape(-1)  # dense 0..K-1
@@ -162,7 +162,7 @@ def test_representative_spread_equals_exact_enumeration(raw, times, seed):
 
 
 def test_representative_spread_refuses_plans_it_does_not_describe():
-    from gclsampler.cluster_table import representative_spread
+    from gclsampler.score import representative_spread
     from gclsampler.plan import Sample, SamplingPlan
 
     labels = np.array([0, 0, 1, 1])
