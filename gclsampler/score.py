@@ -245,6 +245,12 @@ RESULT_COLUMNS = [
 ]
 
 
+def _averaged_columns(columns) -> list[str]:
+    """The per-row percentages averaged arithmetically, over seeds and then over workloads:
+    every ``error_*`` column and the representative spread, in the table's column order."""
+    return [c for c in columns if c.startswith("error_") or c == "spread_sd"]
+
+
 def summarize(results, sweep: bool = False):
     """Per workload x method x arch (x ε): mean errors over seeds, speedup arith + harmonic.
 
@@ -257,8 +263,7 @@ def summarize(results, sweep: bool = False):
     keys = ["workload", "method", "arch", "cross_arch"] + (["epsilon"] if sweep else [])
     if sweep:
         df = df[df["method"].isin(df.loc[df["sweep"], "method"].unique())]
-    err_cols = ["error_cycles", *[f"error_{m}" for m in RATE_METRICS]]
-    err_cols += [c for c in ("error_cycles_any_member", "spread_sd") if c in df.columns]
+    err_cols = _averaged_columns(df.columns)
     g = df.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup"].mean()
@@ -273,7 +278,7 @@ def suite_averages(summary):
     """Across workloads per method x arch: mean error; speedup arithmetic mean of per-workload
     arithmetic means (GCL style) and harmonic mean of per-workload harmonic means (STEM style)."""
     keys = [k for k in ("method", "arch", "cross_arch", "epsilon") if k in summary.columns]
-    err_cols = [c for c in summary.columns if c.startswith("error_") or c == "spread_sd"]
+    err_cols = _averaged_columns(summary.columns)
     g = summary.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup_mean"].mean()
