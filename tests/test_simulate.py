@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -410,6 +411,29 @@ def test_submitit_local_executor(tmp_path, stub, monkeypatch):
     assert _simulate(tmp_path, "--launcher", "submitit-local") == 0
     assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]
     assert (tmp_path / "out" / "runs" / "submitit").is_dir()
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert est["totals"]["cycles"] == pytest.approx(1 * 1000 + 2 * 1300 + 2 * 3000 + 1 * 500)
+
+
+@pytest.mark.skipif(os.environ.get("GCL_TEST_SLURM") != "1" or shutil.which("sbatch") is None,
+                    reason="opt-in: GCL_TEST_SLURM=1 with a SLURM cluster answering sbatch")
+def test_slurm_launcher_on_a_real_cluster(tmp_path, stub, monkeypatch):
+    """The local executor does not exercise sbatch: its flags, the array, polling squeue/sacct.
+
+    Opt-in, because an installed but stopped or busy SLURM would fail or stall an unrelated test
+    run (docs/simulate.md sets up a one-node slurmctld+slurmd). The output folder stands in for
+    the shared filesystem. GCL_TEST_SLURM_PARTITION picks the partition.
+    """
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")]))
+    _workload(tmp_path)
+    part = os.environ.get("GCL_TEST_SLURM_PARTITION")
+    extra = [a for kv in ([f"partition={part}"] if part else []) + ["mem_gb=1", "cpus_per_task=1"]
+             for a in ("--slurm", kv)]
+    assert _simulate(tmp_path, "--launcher", "slurm", "--timeout", "120", *extra) == 0
+    assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]
+    logs = sorted(p.name for p in (tmp_path / "out" / "runs" / "submitit").rglob("*_submission.sh"))
+    assert logs, "submitit wrote no sbatch script"
     est = json.loads((tmp_path / "out" / "estimate.json").read_text())
     assert est["totals"]["cycles"] == pytest.approx(1 * 1000 + 2 * 1300 + 2 * 3000 + 1 * 500)
 
