@@ -74,7 +74,10 @@ def config_error_text(exc: BaseException) -> str | None:
         lines = text.splitlines()
         for i, line in enumerate(lines):
             if line.startswith("Available options"):
-                opts = [x.strip() for x in lines[i + 1:] if x.startswith("\t")]
+                for x in lines[i + 1:]:  # the options end where "Config search path:" begins
+                    if not x.startswith("\t"):
+                        break
+                    opts.append(x.strip())
                 break
         return "config: " + _first_line(text) + (f" (available: {', '.join(opts)})" if opts else "")
     cause = exc.__cause__ if isinstance(exc, HydraException) else exc

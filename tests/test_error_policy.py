@@ -172,7 +172,7 @@ def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
     ("+train.epoch=3", "config: train.epoch: unknown key"),
     ("train.epoch=3", "config: train.epoch: Key 'epoch' not in 'TrainConfig'"),
     ("train.lr=abc", "config: train.lr: Value 'abc' of type 'str' could not be converted to Float"),
-    ("graph=nope", "config: In 'config': Could not find 'graph/nope' (available: default"),
+    ("graph=nope", "config: In 'config': Could not find 'graph/nope' (available: default)"),  # no search path
 ])
 def test_train_py_config_errors_are_one_line_exit_2(tmp_path, override, needle):
     r = _run([str(ROOT / "train.py"), "debug=default", override, f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
