@@ -49,6 +49,9 @@ def _first_line(text: str) -> str:
 def os_error_text(exc: OSError) -> str:
     """``PATH: reason`` for an OSError (both paths for a failed rename)."""
     reason = exc.strerror or _first_line(str(exc)) or type(exc).__name__
+    if isinstance(exc, FileExistsError) and exc.filename2 is None and os.path.isfile(exc.filename or ""):
+        # makedirs onto a file (e.g. hydra.run.dir naming one): "File exists" reads as if it were fine
+        reason = "exists and is a file, not a directory; not replaced"
     if exc.filename is not None and exc.filename2 is not None:
         return f"{exc.filename} -> {exc.filename2}: {reason}"
     if exc.filename is not None:

@@ -48,6 +48,21 @@ def test_os_errors_are_one_line_and_leave_no_debris(wl_copy, tmp_path, capsys, m
     assert list(tmp_path.glob(".plan.json.*")) == [] and not out.exists()
 
 
+def test_makedirs_onto_a_file_says_so_and_keeps_it(tmp_path):
+    from gclsampler._guard import os_error_text
+
+    f = tmp_path / "notes.txt"
+    f.write_text("mine")
+    with pytest.raises(FileExistsError) as info:
+        os.makedirs(f, exist_ok=True)  # what Hydra does with hydra.run.dir
+    assert os_error_text(info.value) == f"{f}: exists and is a file, not a directory; not replaced"
+    assert f.read_text() == "mine"
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FileExistsError) as info:
+        os.mkdir(tmp_path / "d")
+    assert os_error_text(info.value) == f"{tmp_path / 'd'}: File exists"
+
+
 def test_a_corrupt_gzip_trace_is_one_line(wl_copy, capsys):
     data = gzip.compress((wl_copy / "kernel-2.traceg").read_bytes())
     bad = bytearray(data)
