@@ -101,6 +101,9 @@ class ProfileFormatError(GclError):
 # dim3 helpers
 # ---------------------------------------------------------------------------------------
 _DIM3 = re.compile(r"^\s*[\(\[]?\s*(\d+)\s*[,\s]\s*(\d+)\s*[,\s]\s*(\d+)\s*[\)\]]?\s*$")
+DIM3_MAX = 2**31 - 1
+"""Largest launch dimension CUDA allows (grid x); bounds every dim so that (N, 3) int64 arrays
+and products of dims cannot overflow on a corrupt value."""
 
 
 def parse_dim3(text: str) -> tuple[int, int, int]:
@@ -111,6 +114,8 @@ def parse_dim3(text: str) -> tuple[int, int, int]:
     x, y, z = (int(g) for g in m.groups())
     if min(x, y, z) < 1:
         raise ValueError(f"dimensions must be >= 1, found {text!r}")
+    if max(x, y, z) > DIM3_MAX:
+        raise ValueError(f"dimensions must be below 2^31 (CUDA's limit), found {text!r}")
     return x, y, z
 
 
@@ -131,6 +136,11 @@ def dim3_array(column: pd.Series) -> np.ndarray:
 def _line_of(row: int) -> int:
     """File line of data row ``row`` (header is line 1)."""
     return int(row) + 2
+
+
+def _plain(value: Any) -> str:
+    """``repr`` of a cell as the user wrote it: ``0`` and ``inf``, not ``np.int64(0)``."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of=_line_of) -> pd.DataFrame:
@@ -161,7 +171,7 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         r = int(bad[0])
         raise ProfileFormatError(
             located(where, line_of(r), "invocation",
-                    f"rows must list invocations 0..N-1 in launch order; expected {r}, found {df['invocation'].iloc[r]!r}")
+                    f"rows must list invocations 0..N-1 in launch order; expected {r}, found {_plain(df['invocation'].iloc[r])}")
         )
     out["invocation"] = np.arange(n, dtype=np.int64)
 
@@ -212,7 +222,14 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
 
 
 def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndarray:
-    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+    if pd.api.types.is_bool_dtype(series.dtype) or (series.dtype == object and
+                                                     pd.api.types.infer_dtype(series, skipna=True) in ("boolean", "mixed")):
+        # pandas reads True/False as booleans, and those would count as 1/0
+        is_bool = series.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        if is_bool.any():
+            r = int(np.flatnonzero(is_bool)[0])
+            raise ProfileFormatError(located(where, line_of(r), col, f"not a number: {_plain(series.iloc[r])}"))
+    if pd.api.types.is_numeric_dtype(series.dtype):
         values = series.to_numpy(dtype=np.float64, na_value=np.nan)
     else:  # text: parse, then look only at the cells that did not parse
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -223,11 +240,11 @@ def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndar
             bad = (text != "") & ~text.str.lower().isin(["nan", "na", "n/a"])
             if bad.any():
                 r = int(nan_rows[np.flatnonzero(bad.to_numpy())[0]])
-                raise ProfileFormatError(located(where, line_of(r), col, f"not a number: {series.iloc[r]!r}"))
+                raise ProfileFormatError(located(where, line_of(r), col, f"not a number: {_plain(series.iloc[r])}"))
     inf = np.isinf(values)
     if inf.any():
         r = int(np.flatnonzero(inf)[0])
-        raise ProfileFormatError(located(where, line_of(r), col, f"not finite: {series.iloc[r]!r}"))
+        raise ProfileFormatError(located(where, line_of(r), col, f"not finite: {_plain(series.iloc[r])}"))
     return values
 
 
@@ -287,6 +304,14 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     fast = _read_profile_arrow(path)
     if fast is not None:
         return fast
+    header = _profile_header(path)
+    if header:
+        # pandas renames a repeated column (time_ns.1), fills a short row with NaN and takes
+        # extra fields as an index: all three are decided here, from the file itself
+        dup = pd.Index(header)[pd.Index(header).duplicated()]
+        if len(dup):
+            raise ProfileFormatError(located(path, 1, str(dup[0]), "column appears more than once"))
+        _check_field_counts(path, len(header))
     text_cols = {"kernel_name": str, "grid": str, "block": str}
     try:
         # Only empty cells are missing: a kernel called "NA" stays a name.
@@ -304,7 +329,91 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         # every data row had more fields than the header: pandas took the extras as an index
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
-    return validate_profile(df, path)
+    return validate_profile(df, path, line_of=_RowLines(path))
+
+
+def _profile_header(path: Path) -> list[str] | None:
+    """The header record's column names (stripped); None when there is none to read."""
+    try:
+        with open(path, "r", encoding="utf-8-sig", newline="") as fh:
+            return [c.strip() for c in next(csv.reader(fh), [])] or None
+    except (OSError, UnicodeError, csv.Error):
+        return None  # pandas reads the file next and names the problem
+
+
+def _profile_records(path: Path):
+    """``(line, fields)`` of every data record of a profile.csv, skipping the lines pandas skips."""
+    text = path.read_bytes().decode("utf-8-sig", errors="replace")
+    rows = _csv_rows(path, text)
+    next(rows, None)  # the header
+    for line, row in rows:
+        if len(row) <= 1 and not "".join(row).strip():  # blank or whitespace-only
+            continue
+        yield line, row
+
+
+def _check_field_counts(path: Path, n: int) -> None:
+    """Raise naming the first record whose field count is not the header's ``n``.
+
+    pyarrow's reader checks every record's count at C speed; only when it finds one
+    does a row-by-row pass look for the line to name.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover
+        suspect = True
+    else:
+        found: list = []
+
+        def on_invalid(row) -> str:
+            if not row.text.strip():
+                return "skip"  # a whitespace-only line, which pandas skips too
+            found.append(row)
+            return "error"
+
+        names = [f"c{i}" for i in range(n)]
+        try:
+            reader = pacsv.open_csv(
+                str(path),
+                read_options=pacsv.ReadOptions(skip_rows=1, column_names=names, block_size=1 << 24),
+                parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=on_invalid),
+                convert_options=pacsv.ConvertOptions(include_columns=names[:1], column_types={names[0]: pa.binary()}))
+            for _ in reader:
+                pass
+            suspect = bool(found)
+        except (pa.ArrowInvalid, OSError):
+            suspect = True  # a bad record, or something else pandas will name; look to be sure
+    if not suspect:
+        return
+    try:
+        for line, row in _profile_records(path):
+            if len(row) != n:
+                raise ProfileFormatError(located(path, line, None,
+                                                 f"malformed CSV: expected {n} fields like the header, found {len(row)}"))
+    except OSError:
+        return
+
+
+class _RowLines:
+    """``line_of`` for a profile.csv: the physical line where data row ``r`` starts.
+
+    Blank lines and quoted line breaks make it differ from ``r + 2``; finding it reads
+    the file again, so that is done on the first call only (an error is being reported).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lines: np.ndarray | None = None
+
+    def __call__(self, row: int) -> int:
+        if self._lines is None:
+            try:
+                self._lines = np.fromiter((ln for ln, _ in _profile_records(self.path)), dtype=np.int64)
+            except (OSError, ProfileFormatError):
+                self._lines = np.zeros(0, dtype=np.int64)
+        row = int(row)
+        return int(self._lines[row]) if row < self._lines.size else _line_of(row)
 
 
 def _first_non_utf8_line(path: Path) -> int | None:
@@ -525,10 +634,14 @@ def _unit_scale(unit: str, kind: str) -> float | None:
 
 
 class _Lines:
-    """Iterate text lines while remembering the 1-based number of the last one read."""
+    """Iterate text lines while remembering the 1-based number of the last one read.
+
+    Lines end only at LF, CR or CRLF, as for pandas and pyarrow (``str.splitlines`` also
+    splits at form feeds and U+2028, which moved every later line number).
+    """
 
     def __init__(self, text: str):
-        self._it = iter(text.splitlines())
+        self._it = iter(io.StringIO(text, newline=""))
         self.line = 0
 
     def __iter__(self):
@@ -545,7 +658,7 @@ def _read_text(path: Path) -> str:
         if path.suffix == ".gz":
             import gzip
 
-            with gzip.open(path, "rt", encoding="utf-8", errors="strict") as fh:
+            with gzip.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
                 return fh.read()
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -586,11 +699,12 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
     for line in text[: 1 << 20].splitlines()[:200]:
         s = line.strip()
         if s.startswith('"ID"') or s.startswith("ID,"):
-            if "Kernel Name" in s:
+            # "Kernel Name" may be the column that is missing: the importer then names it
+            if "Kernel Name" in s or "__" in s:
                 return "ncu"
         if ("GrdX" in s and "Duration" in s) or "Kernel Dur" in s:
             return "nsys"
-        if s.startswith("invocation,"):
+        if s.startswith(("invocation,", '"invocation"')):
             return "profile"
     raise ProfileFormatError(
         located(path, 1, None, "unrecognised export: expected an Nsight Compute --csv --page raw file, "
@@ -599,12 +713,17 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
     )
 
 
-def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | None = None) -> pd.DataFrame:
-    """Read any supported export into a validated profile table (row i = invocation i)."""
+def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | None = None,
+                   notes: list[str] | None = None) -> pd.DataFrame:
+    """Read any supported export into a validated profile table (row i = invocation i).
+
+    ``notes`` (when given) receives one located line per kind of record left out on
+    purpose (memcpy rows, non-complete kernel events), so that no skip goes unreported.
+    """
     path = Path(path)
     if fmt not in ("auto", *FORMATS):
         raise ProfileFormatError(located(path, None, "format", f"unknown format {fmt!r}; choose auto, {', '.join(FORMATS)}"))
-    df = _import_nsys_mapped(path, fmt)
+    df = _import_nsys_mapped(path, fmt, notes)
     if df is not None:
         return _fill_cycles(df, path, clock_mhz)
     text = _read_text(path)
@@ -615,13 +734,13 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     elif fmt == "ncu":
         df = _import_ncu_text(path, text)
     elif fmt == "nsys":
-        df = _import_nsys(path, text)
+        df = _import_nsys(path, text, notes)
     else:
-        df = _import_torch_text(path, text)
+        df = _import_torch_text(path, text, notes)
     return _fill_cycles(df, path, clock_mhz)
 
 
-def _import_nsys_mapped(path: Path, fmt: str) -> pd.DataFrame | None:
+def _import_nsys_mapped(path: Path, fmt: str, notes: list[str] | None = None) -> pd.DataFrame | None:
     """An nsys CSV read straight from the mapped file, without first decoding all of it.
 
     Only for plain (not gzipped) files that are, or are detected from their first
@@ -641,17 +760,26 @@ def _import_nsys_mapped(path: Path, fmt: str) -> pd.DataFrame | None:
     except ProfileFormatError:
         return None
     try:
-        return _import_nsys_arrow(path)
+        return _import_nsys_arrow(path, notes=notes)
     except ProfileFormatError:
         return None
 
 
 def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.DataFrame:
     if clock_mhz is not None:
-        if not (clock_mhz > 0):
-            raise ProfileFormatError(located(path, None, "clock_mhz", f"must be > 0, found {clock_mhz}"))
-        missing = df["cycles"].isna()
-        df.loc[missing, "cycles"] = df.loc[missing, "time_ns"] * (clock_mhz / 1000.0)
+        if isinstance(clock_mhz, bool) or not (isinstance(clock_mhz, (int, float, np.number))
+                                               and math.isfinite(clock_mhz) and clock_mhz > 0):
+            raise ProfileFormatError(located(path, None, "clock_mhz", f"must be a finite number > 0, found {clock_mhz}"))
+        missing = df["cycles"].isna().to_numpy()
+        with np.errstate(over="ignore"):
+            filled = df["time_ns"].to_numpy(dtype=np.float64)[missing] * (clock_mhz / 1000.0)
+        inf = ~np.isfinite(filled)
+        if inf.any():
+            r = int(np.flatnonzero(missing)[np.flatnonzero(inf)[0]])
+            raise ProfileFormatError(located(path, None, "clock_mhz",
+                                             f"{clock_mhz} MHz gives infinite cycles (invocation {r}, "
+                                             f"time_ns {_plain(df['time_ns'].iloc[r])})"))
+        df.loc[missing, "cycles"] = filled
     return df
 
 
@@ -661,16 +789,16 @@ def import_ncu(path: str | Path) -> pd.DataFrame:
     return _import_ncu_text(path, _read_text(path))
 
 
-def import_nsys(path: str | Path) -> pd.DataFrame:
+def import_nsys(path: str | Path, *, notes: list[str] | None = None) -> pd.DataFrame:
     """``nsys stats --report cuda_gpu_trace|cuda_kern_exec_trace --format csv`` export."""
     path = Path(path)
-    return _import_nsys(path, _read_text(path))
+    return _import_nsys(path, _read_text(path), notes)
 
 
-def import_torch(path: str | Path) -> pd.DataFrame:
+def import_torch(path: str | Path, *, notes: list[str] | None = None) -> pd.DataFrame:
     """torch.profiler chrome trace (``export_chrome_trace``), kernel events only."""
     path = Path(path)
-    return _import_torch_text(path, _read_text(path))
+    return _import_torch_text(path, _read_text(path), notes)
 
 
 # ---- Nsight Compute ----------------------------------------------------------------------
@@ -706,6 +834,13 @@ _NCU_AUX: list[tuple[str, str]] = [
     ("shmem_dynamic", "launch__shared_mem_per_block_dynamic"),
     ("shmem_total", "launch__shared_mem_per_block"),
 ]
+_NCU_WHOLE = frozenset({
+    "launch__registers_per_thread", "launch__grid_size", "launch__block_size", "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic", "launch__shared_mem_per_block", "device__attribute_multiprocessor_count",
+})
+"""Metrics that count whole things. ncu auto-scales them ("16.38 Kbyte/block"), and 16.38 * 1e3
+is 16379.999999999998 in floating point: they are rounded to the whole number the printed value
+stands for, and a value that stands for no whole number (a fraction of a register) is refused."""
 
 
 def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
@@ -718,6 +853,9 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
             break
     if header is None:
         raise ProfileFormatError(located(path, None, "ID", "no Nsight Compute header line (\"ID\",...,\"Kernel Name\",...) found"))
+    dup = pd.Index(header)[pd.Index(header).duplicated()]
+    if len(dup):
+        raise ProfileFormatError(located(path, header_line, str(dup[0]), "column appears more than once"))
     col = {name: i for i, name in enumerate(header)}
     has_dims = ("Grid Size" in col and "Block Size" in col) or ("launch__grid_size" in col and "launch__block_size" in col)
     need = ["Kernel Name", "gpu__time_duration.sum"]
@@ -747,7 +885,10 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
     ids = []
     for line, row in records:
         try:
-            ids.append(int(_number(row[col["ID"]])))
+            v = _number(row[col["ID"]])
+            if not v.is_integer():
+                raise ValueError
+            ids.append(int(v))
         except (ValueError, OverflowError):
             raise ProfileFormatError(located(path, line, "ID", f"not an integer: {row[col['ID']]!r}")) from None
     for k in range(1, len(ids)):
@@ -767,29 +908,44 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
         out = np.empty(len(records))
         for k, (line, row) in enumerate(records):
             try:
-                out[k] = _number(row[j]) * scale
+                out[k] = _number(row[j])
             except ValueError:
                 raise ProfileFormatError(located(path, line, name, f"not a number: {row[j]!r}")) from None
+        inf = np.isinf(out)
+        if inf.any():
+            k = int(np.flatnonzero(inf)[0])
+            raise ProfileFormatError(located(path, lines[k], name, f"not finite: {records[k][1][j]!r}"))
+        out *= scale
+        if name in _NCU_WHOLE:
+            whole = np.round(out)
+            frac = ~np.isnan(out) & ~(np.abs(out - whole) <= 1e-9 * np.maximum(1.0, np.abs(out)))
+            if frac.any():
+                k = int(np.flatnonzero(frac)[0])
+                raise ProfileFormatError(located(
+                    path, lines[k], name, f"{records[k][1][j].strip()!r}" + (f" {units[j]}" if units[j] else "")
+                    + f" is {out[k]:.6g}, not a whole number"))
+            out = whole
         return out
 
     df: dict[str, Any] = {"invocation": np.arange(len(records))}
     df["kernel_name"] = [row[col["Kernel Name"]].strip() for _, row in records]
-    for out_name, dim_col, metric_names in (("grid", "Grid Size", ("launch__grid_size",)),
-                                            ("block", "Block Size", ("launch__block_size",))):
+    for out_name, dim_col, total_col in (("grid", "Grid Size", "launch__grid_size"),
+                                         ("block", "Block Size", "launch__block_size")):
         vals = []
-        for line, row in records:
-            if dim_col in col:
+        if dim_col in col:
+            for line, row in records:
                 raw = row[col[dim_col]]
                 try:
                     vals.append(format_dim3(parse_dim3(raw)))
                 except ValueError as exc:
                     raise ProfileFormatError(located(path, line, dim_col, str(exc))) from None
-            else:  # only the total is known: record it as a 1-D launch
-                raw = row[col[metric_names[0]]]
-                try:
-                    vals.append(format_dim3((int(_number(raw)), 1, 1)))
-                except ValueError:
-                    raise ProfileFormatError(located(path, line, metric_names[0], f"not a number: {raw!r}")) from None
+        else:  # only the total is known: record it as a 1-D launch (scaled by the units row, whole)
+            totals = metric(total_col, "count")
+            for (line, row), v in zip(records, totals.tolist()):
+                if not 1 <= v <= DIM3_MAX:  # NaN too
+                    raise ProfileFormatError(located(path, line, total_col, f"expected a whole number from 1 to "
+                                                                            f"2^31-1, found {row[col[total_col]]!r}"))
+                vals.append(format_dim3((int(v), 1, 1)))
         df[out_name] = vals
     for out_name, names, kind in _NCU_METRICS:
         for name in names:
@@ -803,7 +959,7 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
     # ipc: warp instructions per cycle per SM that had work, min(#SMs, #CTAs) (the synthetic
     # timing model's definition); from the SM count when known, else ncu's per-SM average
     if "inst_executed" in df and aux["sm_count"] is not None and not np.all(np.isnan(df["cycles"])):
-        ctas = dim3_array(pd.Series(df["grid"])).prod(axis=1).astype(np.float64)
+        ctas = dim3_array(pd.Series(df["grid"])).astype(np.float64).prod(axis=1)  # int64 could wrap
         active = np.minimum(aux["sm_count"], ctas)
         with np.errstate(divide="ignore", invalid="ignore"):
             df["ipc"] = np.where((df["cycles"] > 0) & (active > 0), df["inst_executed"] / (df["cycles"] * active), np.nan)
@@ -814,7 +970,8 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
         if warps is None and aux["grid_size"] is not None and aux["block_size"] is not None:
             warps = aux["grid_size"] * np.ceil(aux["block_size"] / 32.0)
         if warps is None:
-            g, b = dim3_array(pd.Series(df["grid"])), dim3_array(pd.Series(df["block"]))
+            g = dim3_array(pd.Series(df["grid"])).astype(np.float64)
+            b = dim3_array(pd.Series(df["block"])).astype(np.float64)
             warps = g.prod(axis=1) * np.ceil(b.prod(axis=1) / 32.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             df["warp_inst_executed_mean"] = np.where(warps > 0, df["inst_executed"] / warps, np.nan)
@@ -830,6 +987,10 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
 
 # ---- Nsight Systems ----------------------------------------------------------------------
 _UNIT_SUFFIX = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
+_NSYS_NOT_KERNEL = re.compile(r"^\[CUDA [^\]]*\]$")
+"""cuda_gpu_trace's names of rows that are not kernel launches ("[CUDA memcpy Host-to-Device]",
+"[CUDA memset]"): the only rows that may have no grid."""
+_NSYS_SKIPPED = "row(s) without a grid (memcpy/memset, not kernel launches)"
 
 
 def _split_unit(name: str) -> tuple[str, str | None]:
@@ -837,7 +998,7 @@ def _split_unit(name: str) -> tuple[str, str | None]:
     return (m.group(1), m.group(2)) if m else (name, None)
 
 
-def _import_nsys(path: Path, text: str) -> pd.DataFrame:
+def _import_nsys(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
     """Columnar fast path for well-formed exports; anything it does not accept goes to
     the row-by-row reader, which either reads it too or names the file, line and field.
 
@@ -847,13 +1008,13 @@ def _import_nsys(path: Path, text: str) -> pd.DataFrame:
     values and order); on any doubt it returns None and the row reader decides.
     """
     try:
-        df = _import_nsys_arrow(path, text)
+        df = _import_nsys_arrow(path, text, notes=notes)
     except ProfileFormatError:
         df = None
-    return df if df is not None else _import_nsys_text(path, text)
+    return df if df is not None else _import_nsys_text(path, text, notes=notes)
 
 
-def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | None:
+def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] | None = None) -> pd.DataFrame | None:
     """The fast path: ``text`` already read, or (None) the file mapped into memory as bytes."""
     try:
         import pyarrow as pa
@@ -916,22 +1077,23 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
     def num(c: str) -> np.ndarray:
         return table.column(base[c]).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
-    if exec_trace:
-        keep = np.ones(table.num_rows, dtype=bool)
-    else:
+    # names: the row reader strips them; factorise first, strip each distinct name once
+    codes, uniq = _arrow_factorize(table.column(base[name_col]))
+    uniq = np.asarray([str(u).strip() for u in uniq], dtype=object)
+    skipped = 0
+    if not exec_trace:
         gx = table.column(base["GrdX"])
         keep = ~np.asarray(gx.is_null().to_numpy(zero_copy_only=False))
-        if not keep.any():
-            return None
+        memop = np.asarray([bool(_NSYS_NOT_KERNEL.match(u)) for u in uniq], dtype=bool)
+        if not keep.any() or (~keep & ~memop[codes]).any():
+            return None  # no kernel rows, or a kernel without a grid: let the row reader name it
         if not keep.all():
+            skipped = int((~keep).sum())
             table = table.filter(pa.array(keep))
+            codes = codes[keep]
         if any(table.column(base[c]).null_count for c in dims):
             return None  # a kernel row with a missing dimension: let the row reader name it
     n = table.num_rows
-    names = table.column(base[name_col])
-    # names: the row reader strips them; factorise first, strip each distinct name once
-    codes, uniq = _arrow_factorize(names)
-    uniq = np.asarray([str(u).strip() for u in uniq], dtype=object)
     if exec_trace:
         grid = _dim3_strings(table.column(base["GridXYZ"]))
         block = _dim3_strings(table.column(base["BlockXYZ"]))
@@ -945,8 +1107,14 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
     t = num(dur_col) * scale
     if np.isnan(t).any():
         return None
-    o = num(order_col) if order_col in base else np.full(n, np.nan)
-    perm = np.argsort(o, kind="stable") if not np.isnan(o).any() else np.arange(n)
+    perm = np.arange(n)
+    if order_col in base:
+        o = num(order_col)
+        if not np.isfinite(o).all():
+            return None  # a missing launch order: the row reader names the row
+        perm = np.argsort(o, kind="stable")
+        if order_col == "CorrId" and (o[perm][1:] == o[perm][:-1]).any():
+            return None  # two launches with one correlation id: the row reader names them
     df: dict[str, Any] = {
         "invocation": np.arange(n),
         "kernel_name": _take_strings(uniq, codes[perm]),
@@ -959,7 +1127,10 @@ def _import_nsys_arrow(path: Path, text: str | None = None) -> pd.DataFrame | No
         regs = num("Reg/Trd")
         if not np.isnan(regs).all():
             df["nregs"] = regs[perm]
-    return validate_profile(pd.DataFrame(df, copy=False), path, line_of=lambda r: r)
+    result = validate_profile(pd.DataFrame(df, copy=False), path, line_of=lambda r: r)
+    if skipped and notes is not None:
+        notes.append(located(path, None, None, f"skipped {skipped} {_NSYS_SKIPPED}"))
+    return result
 
 
 def _arrow_factorize(col) -> tuple[np.ndarray, list]:
@@ -998,7 +1169,7 @@ def _dim3_strings(col) -> tuple[np.ndarray, np.ndarray] | None:
     return text, codes
 
 
-def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
+def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) -> pd.DataFrame:
     rows = _csv_rows(path, text)
     header: list[str] | None = None
     header_line = 0
@@ -1013,6 +1184,9 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
             "no Nsight Systems header found: expected `nsys stats --report cuda_gpu_trace` (Start, Duration, "
             "CorrId, GrdX..BlkZ, Name) or `cuda_kern_exec_trace` (API Start, Kernel Dur, GridXYZ, BlockXYZ, "
             "Kernel Name) with --format csv"))
+    dup = pd.Index(header)[pd.Index(header).duplicated()]
+    if len(dup):
+        raise ProfileFormatError(located(path, header_line, str(dup[0]), "column appears more than once"))
     base = {}
     unit_of = {}
     for i, c in enumerate(header):
@@ -1041,6 +1215,7 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
     times: list[float] = []
     order: list[float] = []
     nregs: list[float] = []
+    skipped = 0
     for line, row in rows:
         if not row or not "".join(row).strip():
             continue
@@ -1051,7 +1226,11 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
             field_g, field_b = "GridXYZ", "BlockXYZ"
         else:
             if row[base["GrdX"]].strip() == "":
-                continue  # memcpy / memset: not a kernel invocation
+                if _NSYS_NOT_KERNEL.match(row[base[name_col]].strip()):
+                    skipped += 1  # memcpy / memset: not a kernel invocation
+                    continue
+                raise ProfileFormatError(located(path, line, "GrdX", f"empty grid for kernel {row[base[name_col]].strip()!r} "
+                                                                     "(only [CUDA memcpy/memset] rows have no grid)"))
             g_raw = " ".join(row[base[k]] for k in ("GrdX", "GrdY", "GrdZ"))
             b_raw = " ".join(row[base[k]] for k in ("BlkX", "BlkY", "BlkZ"))
             field_g, field_b = "GrdX", "BlkX"
@@ -1074,10 +1253,19 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
             except ValueError:
                 raise ProfileFormatError(located(path, line, header[base[order_col]],
                                                  f"not a number: {row[base[order_col]]!r}")) from None
+            if not math.isfinite(o):
+                # one missing value would otherwise put every launch back in GPU start order
+                raise ProfileFormatError(located(path, line, header[base[order_col]],
+                                                 f"missing or not finite: {row[base[order_col]]!r} (launch order "
+                                                 "comes from this column, so every kernel row needs it)"))
         if not exec_trace:
             # Shared memory is left out on purpose: nsys prints it in MB with three
             # decimals, which cannot tell 16000 from 16384 bytes.
-            nregs.append(_safe(row, base.get("Reg/Trd")))
+            j = base.get("Reg/Trd")
+            try:
+                nregs.append(math.nan if j is None else _number(row[j]))
+            except ValueError:
+                raise ProfileFormatError(located(path, line, header[j], f"not a number: {row[j]!r}")) from None
         lines.append(line)
         names.append(row[base[name_col]].strip())
         grids.append(g)
@@ -1089,8 +1277,15 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
     # Launch order: correlation ids (cuda_gpu_trace) / API start (cuda_kern_exec_trace)
     # follow the host's launch calls, which is how NVBit numbers the traced kernels;
     # GPU start times do not when several streams overlap.
+    # Without the column at all (an export that does not have it), rows stay in file order.
     o = np.asarray(order)
-    perm = np.argsort(o, kind="stable") if not np.isnan(o).any() else np.arange(len(o))
+    perm = np.argsort(o, kind="stable") if order_col in base else np.arange(len(o))
+    if order_col == "CorrId" and order_col in base:
+        rep = _repeated_id(o, perm)
+        if rep is not None:
+            raise ProfileFormatError(located(path, lines[rep[1]], header[base[order_col]],
+                                             f"{_id_text(o[rep[1]])} is also the correlation id of line {lines[rep[0]]}; "
+                                             "each launch has its own"))
     df: dict[str, Any] = {
         "invocation": np.arange(len(lines)),
         "kernel_name": np.asarray(names, dtype=object)[perm],
@@ -1102,20 +1297,51 @@ def _import_nsys_text(path: Path, text: str) -> pd.DataFrame:
     if nregs and not np.isnan(nregs).all():
         df["nregs"] = np.asarray(nregs, dtype=np.float64)[perm]
     src_lines = np.asarray(lines)[perm]
-    return validate_profile(pd.DataFrame(df), path, line_of=lambda r: int(src_lines[r]))
+    result = validate_profile(pd.DataFrame(df), path, line_of=lambda r: int(src_lines[r]))
+    if skipped and notes is not None:
+        notes.append(located(path, None, None, f"skipped {skipped} {_NSYS_SKIPPED}"))
+    return result
 
 
-def _safe(row: list[str], j: int | None) -> float:
-    if j is None:
-        return math.nan
-    try:
-        return _number(row[j])
-    except ValueError:
-        return math.nan
+def _repeated_id(ids: np.ndarray, perm: np.ndarray) -> tuple[int, int] | None:
+    """``(earlier, later)`` records sharing a correlation id, ``later`` the first such in
+    file order; None when all differ. ``perm`` is the stable argsort of ``ids``.
+
+    Why refuse: launch order comes from these ids, and two launches with one id have
+    no order between them.
+    """
+    s = ids[perm]
+    d = np.flatnonzero(s[1:] == s[:-1])
+    if not d.size:
+        return None
+    i = int(np.argmin(perm[d + 1]))
+    return int(perm[d[i]]), int(perm[d[i] + 1])
+
+
+def _id_text(v: float) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() else repr(v)
 
 
 # ---- torch.profiler -------------------------------------------------------------------------
-def _import_torch_text(path: Path, text: str) -> pd.DataFrame:
+def _json_number(v: Any) -> float:
+    """A finite JSON number, or a string holding one, as float; ValueError for anything else.
+
+    Why not ``float(v)``: it reads ``true`` as 1 and accepts Infinity; ``int(v)`` reads
+    2.9 as 2. Numbers in a trace are never silently misread.
+    """
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError(v)
+    try:
+        x = float(v)
+    except OverflowError:
+        raise ValueError(v) from None
+    if not math.isfinite(x):
+        raise ValueError(v)
+    return x
+
+
+def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -1123,8 +1349,16 @@ def _import_torch_text(path: Path, text: str) -> pd.DataFrame:
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise ProfileFormatError(located(path, None, "traceEvents", "expected a chrome trace with a traceEvents list"))
-    kernels = [(k, e) for k, e in enumerate(events)
-               if isinstance(e, dict) and e.get("cat") == "kernel" and e.get("ph", "X") == "X"]
+    kernel_events = [(k, e) for k, e in enumerate(events) if isinstance(e, dict) and e.get("cat") == "kernel"]
+    kernels = [(k, e) for k, e in kernel_events if e.get("ph", "X") == "X"]
+    note = None
+    if len(kernels) < len(kernel_events):
+        k0, e0 = next((k, e) for k, e in kernel_events if e.get("ph", "X") != "X")
+        note = located(path, None, "traceEvents",
+                       f"skipped {len(kernel_events) - len(kernels)} kernel event(s) whose ph is not \"X\" "
+                       f"(first: traceEvents[{k0}], ph {e0.get('ph')!r:.20}); only complete events carry a duration")
+    if not kernels and note is not None:
+        raise ProfileFormatError(note.replace("skipped", "no complete kernel events:", 1))
     if not kernels:
         cats = sorted({str(e.get("cat")) for e in events if isinstance(e, dict)})
         raise ProfileFormatError(located(path, None, "traceEvents",
@@ -1133,36 +1367,80 @@ def _import_torch_text(path: Path, text: str) -> pd.DataFrame:
     names, grids, blocks = [], [], []
     times, order, ts = np.empty(n), np.empty(n), np.empty(n)
     nregs, shmem, occ = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    no_corr: list[int] = []
     for k, (idx, e) in enumerate(kernels):
         where = f"traceEvents[{idx}]"
         args = e.get("args") or {}
+        if not isinstance(args, dict):
+            raise ProfileFormatError(located(path, None, f"{where}.args", f"expected an object, found {args!r:.80}"))
         name = e.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ProfileFormatError(located(path, None, f"{where}.name", "missing kernel name"))
         try:
-            dur = float(e["dur"])
-            start = float(e.get("ts", math.nan))
-        except (KeyError, TypeError, ValueError):
+            dur = _json_number(e["dur"])
+        except (KeyError, ValueError):
             raise ProfileFormatError(located(path, None, f"{where}.dur", f"missing or not a number: {e.get('dur')!r}")) from None
+        try:
+            start = _json_number(e.get("ts"))
+        except ValueError:
+            start = math.nan  # needed only without correlation ids; refused there
         for key, out in (("grid", grids), ("block", blocks)):
             v = args.get(key)
             try:
-                out.append(format_dim3(parse_dim3(",".join(str(int(x)) for x in v))))
-            except (TypeError, ValueError):
-                raise ProfileFormatError(located(path, None, f"{where}.args.{key}", f"expected [x, y, z], found {v!r}")) from None
+                if not isinstance(v, list) or len(v) != 3:
+                    raise ValueError(v)
+                xs = [_json_number(x) for x in v]
+                if not all(x.is_integer() for x in xs):
+                    raise ValueError(v)
+                out.append(format_dim3(parse_dim3(",".join(str(int(x)) for x in xs))))
+            except ValueError:
+                raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
+                                                 f"expected [x, y, z] of whole numbers from 1 to 2^31-1, found {v!r:.80}")) from None
         names.append(name.strip())
         times[k] = dur * 1e3  # chrome traces count microseconds
         ts[k] = start
         corr = args.get("correlation")
-        order[k] = float(corr) if isinstance(corr, (int, float)) else math.nan
+        if corr is None:
+            no_corr.append(k)
+            order[k] = math.nan
+        else:
+            try:
+                order[k] = _json_number(corr)
+                if not order[k].is_integer():
+                    raise ValueError(corr)
+            except ValueError:
+                raise ProfileFormatError(located(path, None, f"{where}.args.correlation",
+                                                 f"not a whole number: {corr!r:.80}")) from None
         for key, arr, mult in (("registers per thread", nregs, 1.0), ("shared memory", shmem, 1.0),
                                ("est. achieved occupancy %", occ, 0.01)):
             v = args.get(key)
-            if isinstance(v, (int, float)):
-                arr[k] = float(v) * mult
-    # launch order: the CUDA correlation id follows the host's launch calls
-    key = order if not np.isnan(order).any() else ts
-    perm = np.argsort(key, kind="stable")
+            if v is not None:
+                try:
+                    arr[k] = _json_number(v) * mult
+                except ValueError:
+                    raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
+                                                     f"not a number: {v!r:.80}")) from None
+    # launch order: the CUDA correlation id follows the host's launch calls; GPU start
+    # times (ts) only when the trace has no correlation ids at all
+    event_of = np.asarray([idx for idx, _ in kernels])
+    if no_corr and len(no_corr) < n:
+        raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[no_corr[0]]}].args.correlation",
+                                         "missing, but other kernel events have one (launch order comes from it)"))
+    if no_corr:
+        bad_ts = np.flatnonzero(np.isnan(ts))
+        if bad_ts.size:
+            k = int(bad_ts[0])
+            raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[k]}].ts",
+                                             f"missing or not a number: {kernels[k][1].get('ts')!r:.80} (no kernel "
+                                             "event has a correlation id, so launch order comes from ts)"))
+        perm = np.argsort(ts, kind="stable")
+    else:
+        perm = np.argsort(order, kind="stable")
+        rep = _repeated_id(order, perm)
+        if rep is not None:
+            raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[rep[1]]}].args.correlation",
+                                             f"{_id_text(order[rep[1]])} is also the correlation id of "
+                                             f"traceEvents[{event_of[rep[0]]}]; each launch has its own"))
     df: dict[str, Any] = {
         "invocation": np.arange(n),
         "kernel_name": np.asarray(names, dtype=object)[perm],
@@ -1174,5 +1452,8 @@ def _import_torch_text(path: Path, text: str) -> pd.DataFrame:
     for name, arr in (("achieved_occupancy", occ), ("nregs", nregs), ("shmem", shmem)):
         if not np.isnan(arr).all():
             df[name] = arr[perm]
-    event_ids = np.asarray([idx for idx, _ in kernels])[perm]
-    return validate_profile(pd.DataFrame(df), f"{path} (traceEvents index)", line_of=lambda r: int(event_ids[r]))
+    event_ids = event_of[perm]
+    result = validate_profile(pd.DataFrame(df), f"{path} (traceEvents index)", line_of=lambda r: int(event_ids[r]))
+    if note is not None and notes is not None:
+        notes.append(note)
+    return result

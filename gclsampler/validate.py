@@ -169,8 +169,9 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
 
 def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any], rep: _Report,
                        own: bool = True) -> None:
-    from gclsampler.profile import format_dim3
+    from gclsampler.profile import _RowLines, format_dim3
 
+    line_of = _RowLines(prof_path)  # physical lines (blank lines, quoted line breaks), found on first use
     n_prof, n_tr = len(prof), len(heads)
     if n_prof != n_tr:
         rep.add("error", located(prof_path, None, "invocation",
@@ -187,30 +188,41 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
     extra = {c: prof[c].to_numpy() for c in ("nregs", "shmem") if c in prof.columns}
     for i in range(min(n_prof, n_tr)):
         h, trace = heads[i], names[i]
-        line = i + 2
         if pk[i] != h.name:
-            rep.add("error", located(prof_path, line, "kernel_name",
+            rep.add("error", located(prof_path, line_of(i), "kernel_name",
                                      f"{pk[i][:100]!r}, but {trace} is {h.name[:100]!r}"), "error:kernel_name")
         for col, have, want in (("grid", pg[i], format_dim3(h.grid)), ("block", pb[i], format_dim3(h.block))):
             if have != want:
-                rep.add("error", located(prof_path, line, col, f"{have}, but {trace} has {want}"), f"error:{col}")
+                rep.add("error", located(prof_path, line_of(i), col, f"{have}, but {trace} has {want}"), f"error:{col}")
         if own:
             for col, v in extra.items():
                 want = getattr(h, col)
                 if v[i] == v[i] and want and int(v[i]) != int(want):  # NaN-safe; 0 = header did not say
-                    rep.add("warning", located(prof_path, line, col, f"{v[i]:g}, but {trace} says {want}"),
+                    rep.add("warning", located(prof_path, line_of(i), col, f"{v[i]:g}, but {trace} says {want}"),
                             f"warning:{col}")
 
 
 def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> None:
-    """Row i of every ``profiles/<arch>.csv`` must be the same launch as row i of profile.csv."""
+    """Row i of every ``profiles/<arch>.csv`` must be the same launch as row i of profile.csv:
+    same kernel name, grid and block (launch facts, whatever the architecture)."""
+    import numpy as np
+
+    from gclsampler.profile import _RowLines
+
     if len(prof) != len(ref):
         rep.add("error", located(path, None, "invocation", f"{len(prof)} rows, but {ref_path.name} has {len(ref)}"))
-    a, b = prof["kernel_name"].astype(str).tolist(), ref["kernel_name"].astype(str).tolist()
-    for i in range(min(len(a), len(b))):
-        if a[i] != b[i]:
-            rep.add("error", located(path, i + 2, "kernel_name", f"{a[i][:100]!r}, but {ref_path.name} line {i + 2} "
-                                                                 f"is {b[i][:100]!r}"), f"error:{path.name} kernel_name")
+    n = min(len(prof), len(ref))
+    cols = ("kernel_name", "grid", "block")
+    have = {c: prof[c].astype(str).to_numpy(dtype=object)[:n] for c in cols}
+    want = {c: ref[c].astype(str).to_numpy(dtype=object)[:n] for c in cols}
+    differ = {c: have[c] != want[c] for c in cols}
+    line_of, ref_line_of = _RowLines(path), _RowLines(ref_path)
+    for i in np.flatnonzero(differ["kernel_name"] | differ["grid"] | differ["block"]).tolist():
+        for c in cols:
+            if differ[c][i]:
+                a, b = (repr(have[c][i][:100]), repr(want[c][i][:100])) if c == "kernel_name" else (have[c][i], want[c][i])
+                rep.add("error", located(path, line_of(i), c, f"{a}, but {ref_path.name} line {ref_line_of(i)} is {b}"),
+                        f"error:{path.name} {c}")
 
 
 def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "time_ns") -> None:

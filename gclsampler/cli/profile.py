@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -40,10 +41,13 @@ def _import(args: argparse.Namespace) -> int:
     from gclsampler._safe_out import check_out_file
 
     check_out_file(args.out, "profile", inputs=[args.file])
-    df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz)
+    notes: list[str] = []
+    df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz, notes=notes)
     write_profile(df, args.out, validated=True)  # import_profile returns a validated table
     print(f"{args.out}: {len(df)} invocations, {df['kernel_name'].nunique()} kernel names, "
           f"{len(df.columns)} columns")
+    for note in notes:  # records left out on purpose: never silently
+        print(f"gclsampler: warning: {note}", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,334 @@
+"""Profile import and profile.csv reading on hostile input: each bad value is one located
+error (never a traceback, never a silently dropped or misread record), and each record left
+out on purpose is counted in a warning.
+
+Inputs are generated here (SYNTHETIC values in each tool's layout).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import gclsampler.cli as cli
+from gclsampler.cli import main
+from gclsampler.profile import (
+    ProfileFormatError,
+    detect_format,
+    import_profile,
+    parse_dim3,
+    read_profile,
+)
+
+
+@pytest.fixture(autouse=True)
+def _only_profile_cli(monkeypatch):
+    """Build the real dispatcher with only this group, so the test does not import torch."""
+    monkeypatch.setattr(cli, "GROUPS", {"profile": cli.GROUPS["profile"]})
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# ---- Nsight Systems (cuda_gpu_trace) -----------------------------------------------------------
+NSYS_HEAD = '"Start (ns)","Duration (ns)","CorrId","GrdX","GrdY","GrdZ","BlkX","BlkY","BlkZ","Reg/Trd","Name"\n'
+
+
+def _nsys(tmp_path, *rows: str) -> Path:
+    return _write(tmp_path, "g.csv", NSYS_HEAD + "".join(r + "\n" for r in rows))
+
+
+def test_nsys_one_missing_corrid_is_an_error(tmp_path):
+    p = _nsys(tmp_path, "1000,100,10,1,1,1,32,1,1,16,kA", "1100,200,,2,1,1,32,1,1,16,kC",
+              "1200,300,11,3,1,1,32,1,1,16,kB")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:3: CorrId: missing"):
+        import_profile(p)
+
+
+def test_nsys_repeated_corrid_is_an_error(tmp_path):
+    p = _nsys(tmp_path, "1000,100,10,1,1,1,32,1,1,16,kA", "1100,200,11,2,1,1,32,1,1,16,kC",
+              "1200,300,11,3,1,1,32,1,1,16,kB")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:4: CorrId: 11 is also the correlation id of line 3"):
+        import_profile(p)
+
+
+def test_nsys_without_corrid_column_keeps_file_order(tmp_path):
+    text = NSYS_HEAD.replace('"CorrId",', "") + "1000,100,1,1,1,32,1,1,16,kA\n1100,200,2,1,1,32,1,1,16,kB\n"
+    df = import_profile(_write(tmp_path, "g.csv", text))
+    assert list(df["kernel_name"]) == ["kA", "kB"]
+
+
+def test_nsys_kernel_with_empty_grid_is_an_error(tmp_path):
+    p = _nsys(tmp_path, "1000,100,10,1,1,1,32,1,1,16,kA", "1100,200,11,,,,32,1,1,16,kB")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:3: GrdX: empty grid for kernel 'kB'"):
+        import_profile(p)
+
+
+def test_nsys_skipped_memcpy_rows_are_counted(tmp_path, capsys):
+    p = _nsys(tmp_path, "900,50,9,,,,,,,,[CUDA memcpy Host-to-Device]", "1000,100,10,1,1,1,32,1,1,16,kA",
+              "1050,10,12,,,,,,,,[CUDA memset]", "1100,200,11,2,1,1,32,1,1,16,kB")
+    from gclsampler.profile import _import_nsys_arrow, _import_nsys_text
+
+    for read in (lambda n: import_profile(p, notes=n), lambda n: _import_nsys_text(p, p.read_text(), notes=n),
+                 lambda n: _import_nsys_arrow(p, notes=n)):
+        notes: list[str] = []
+        assert list(read(notes)["kernel_name"]) == ["kA", "kB"]
+        assert notes == [f"{p}: skipped 2 row(s) without a grid (memcpy/memset, not kernel launches)"]
+    assert main(["profile", "import", str(p), "--out", str(tmp_path / "p.csv")]) == 0
+    assert capsys.readouterr().err.strip() == (f"gclsampler: warning: {p}: skipped 2 row(s) without a grid "
+                                               "(memcpy/memset, not kernel launches)")
+
+
+def test_nsys_non_numeric_registers_are_an_error(tmp_path):
+    p = _nsys(tmp_path, "1000,100,10,1,1,1,32,1,1,abc,kA", "1100,200,11,2,1,1,32,1,1,16,kB")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:2: Reg/Trd: not a number: 'abc'"):
+        import_profile(p)
+
+
+def test_nsys_repeated_header_column_is_an_error(tmp_path):
+    from gclsampler.profile import _import_nsys_text
+
+    text = NSYS_HEAD.replace('"Name"', '"Reg/Trd","Name"') + "1000,100,10,1,1,1,32,1,1,16,17,kA\n"
+    with pytest.raises(ProfileFormatError, match=r"g.csv:1: Reg/Trd: column appears more than once"):
+        _import_nsys_text(_write(tmp_path, "g.csv", text), text)
+
+
+# ---- torch.profiler ------------------------------------------------------------------------------
+def _torch(tmp_path, *events: dict, name: str = "t.json") -> Path:
+    return _write(tmp_path, name, json.dumps({"traceEvents": list(events)}))
+
+
+def _ev(name: str, ts: float, corr=None, grid=(1, 1, 1), **args) -> dict:
+    a = {"grid": list(grid), "block": [32, 1, 1], **args}
+    if corr is not None:
+        a["correlation"] = corr
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": 1.0, "args": a}
+
+
+def test_torch_one_missing_or_non_numeric_correlation_is_an_error(tmp_path):
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7), _ev("kC", 11))
+    with pytest.raises(ProfileFormatError, match=r"t.json: traceEvents\[2\].args.correlation: missing"):
+        import_profile(p)
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7), _ev("kC", 11, "six"))
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[2\].args.correlation: not a whole number: 'six'"):
+        import_profile(p)
+
+
+def test_torch_numeric_string_correlation_orders_like_a_number(tmp_path):
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7), _ev("kC", 13, "6"))
+    assert list(import_profile(p)["kernel_name"]) == ["kA", "kC", "kB"]
+
+
+def test_torch_without_any_correlation_orders_by_ts(tmp_path):
+    p = _torch(tmp_path, _ev("kA", 10), _ev("kB", 12), _ev("kC", 11))
+    assert list(import_profile(p)["kernel_name"]) == ["kA", "kC", "kB"]
+
+
+def test_torch_repeated_correlation_is_an_error(tmp_path):
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7), _ev("kC", 13, 5))
+    with pytest.raises(ProfileFormatError,
+                       match=r"traceEvents\[2\].args.correlation: 5 is also the correlation id of traceEvents\[0\]"):
+        import_profile(p)
+
+
+def test_torch_non_complete_kernel_events_are_counted(tmp_path):
+    b = dict(_ev("kB", 12, 7), ph="B")
+    p = _torch(tmp_path, _ev("kA", 10, 5), b, _ev("kC", 11, 6))
+    notes: list[str] = []
+    assert list(import_profile(p, notes=notes)["kernel_name"]) == ["kA", "kC"]
+    assert len(notes) == 1 and "skipped 1 kernel event(s) whose ph is not \"X\" (first: traceEvents[1], ph 'B')" in notes[0]
+
+
+@pytest.mark.parametrize("grid, shown", [((2.9, 1, 1), r"\[2.9, 1, 1\]"), ((float("inf"), 1, 1), r"\[inf, 1, 1\]"),
+                                         ((1e30, 1, 1), r"\[1e\+30, 1, 1\]"), ((True, 1, 1), r"\[True, 1, 1\]"),
+                                         ((1, 1), r"\[1, 1\]")])
+def test_torch_grid_must_be_three_whole_numbers(tmp_path, grid, shown):
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7, grid=grid))
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[1\].args.grid: expected \[x, y, z\] .*found " + shown):
+        import_profile(p)
+
+
+def test_torch_args_not_an_object_and_bool_duration_are_errors(tmp_path):
+    bad = dict(_ev("kB", 12, 7), args=[1, 2])
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[1\].args: expected an object, found \[1, 2\]"):
+        import_profile(_torch(tmp_path, _ev("kA", 10, 5), bad))
+    bad = dict(_ev("kB", 12, 7), dur=True)
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[1\].dur: missing or not a number: True"):
+        import_profile(_torch(tmp_path, _ev("kA", 10, 5), bad))
+
+
+def test_torch_registers_must_be_numbers(tmp_path):
+    p = _torch(tmp_path, _ev("kA", 10, 5, **{"registers per thread": "abc"}))
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[0\].args.registers per thread: not a number: 'abc'"):
+        import_profile(p)
+    p = _torch(tmp_path, _ev("kA", 10, 5, **{"registers per thread": "122"}))
+    assert import_profile(p)["nregs"].tolist() == [122]
+
+
+def test_torch_gzip_with_bom(tmp_path):
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbf" + json.dumps({"traceEvents": [_ev("kA", 10, 5)]}).encode()))
+    assert list(import_profile(p)["kernel_name"]) == ["kA"]
+
+
+# ---- Nsight Compute ----------------------------------------------------------------------------
+def _ncu(tmp_path, header: list[str], units: list[str], *rows: list[str]) -> Path:
+    def line(cells):
+        return ",".join(f'"{c}"' for c in cells) + "\n"
+    return _write(tmp_path, "n.csv", line(header) + line(units) + "".join(line(r) for r in rows))
+
+
+NCU_HEAD = ["ID", "Kernel Name", "Grid Size", "Block Size", "gpu__time_duration.sum"]
+NCU_UNITS = ["", "", "", "", "nsecond"]
+
+
+def test_ncu_scaled_bytes_are_whole(tmp_path):
+    p = _ncu(tmp_path, NCU_HEAD + ["launch__shared_mem_per_block_static", "launch__registers_per_thread"],
+             NCU_UNITS + ["Kbyte/block", "register/thread"], ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100", "16.38", "32"])
+    df = import_profile(p)
+    assert df["shmem"].tolist() == [16380.0] and df["nregs"].tolist() == [32.0]
+    p = _ncu(tmp_path, NCU_HEAD + ["launch__registers_per_thread"], NCU_UNITS + ["register/thread"],
+             ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100", "32.5"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__registers_per_thread: '32.5' register/thread is 32.5, "
+                                                 r"not a whole number"):
+        import_profile(p)
+
+
+def test_ncu_1d_launch_uses_units_and_refuses_fractions(tmp_path):
+    head = ["ID", "Kernel Name", "launch__grid_size", "launch__block_size", "gpu__time_duration.sum"]
+    p = _ncu(tmp_path, head, ["", "", "K", "", "nsecond"], ["0", "kA", "2", "128", "100"], ["1", "kB", "64.7", "128", "100"])
+    assert list(import_profile(p)["grid"]) == ["(2000,1,1)", "(64700,1,1)"]
+    p = _ncu(tmp_path, head, ["", "", "", "", "nsecond"], ["0", "kA", "64.7", "128", "100"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__grid_size: '64.7' is 64.7, not a whole number"):
+        import_profile(p)
+    p = _ncu(tmp_path, head, ["", "", "", "", "nsecond"], ["0", "kA", "inf", "128", "100"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__grid_size: not finite: 'inf'"):
+        import_profile(p)
+
+
+def test_ncu_huge_grid_is_located(tmp_path):
+    p = _ncu(tmp_path, NCU_HEAD + ["sm__cycles_elapsed.max", "smsp__inst_executed.sum", "device__attribute_multiprocessor_count"],
+             NCU_UNITS + ["cycle", "inst", ""], ["0", "kA", "(99999999999999999999, 1, 1)", "(128, 1, 1)", "100", "200", "300", "108"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: Grid Size: dimensions must be below 2\^31"):
+        import_profile(p)
+    with pytest.raises(ValueError):
+        parse_dim3("(2147483648,1,1)")
+    assert parse_dim3("(2147483647,1,1)") == (2147483647, 1, 1)
+
+
+def test_ncu_repeated_column_and_missing_kernel_name(tmp_path):
+    p = _ncu(tmp_path, NCU_HEAD + ["Grid Size"], NCU_UNITS + [""], ["0", "kA", "(1, 1, 1)", "(1, 1, 1)", "5", "(2, 1, 1)"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:1: Grid Size: column appears more than once"):
+        import_profile(p)
+    head = ["ID", "Kernel", "Grid Size", "Block Size", "gpu__time_duration.sum"]
+    p = _ncu(tmp_path, head, NCU_UNITS, ["0", "kA", "(1, 1, 1)", "(1, 1, 1)", "5"])
+    assert detect_format(p) == "ncu"
+    with pytest.raises(ProfileFormatError, match=r"n.csv:1: Kernel Name: required Nsight Compute column"):
+        import_profile(p)
+
+
+# ---- profile.csv -------------------------------------------------------------------------------
+HEADER = "invocation,kernel_name,grid,block,time_ns,cycles\n"
+ROW0 = '0,k,"(1,1,1)","(1,1,1)",5,\n'
+
+
+def test_profile_short_row_is_an_error(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER.replace("\n", ",nregs\n") + '0,k,"(1,1,1)","(1,1,1)",5,10,32\n'
+               '1,k,"(1,1,1)","(1,1,1)",6,12\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:3: .*expected 7 fields like the header, found 6"):
+        read_profile(p)
+
+
+def test_profile_trailing_comma_is_a_field_count_error(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER + '0,k,"(1,1,1)","(1,1,1)",5,1,\n1,k,"(1,1,1)","(1,1,1)",5,1,\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:2: .*expected 6 fields like the header, found 7"):
+        read_profile(p)
+
+
+def test_profile_repeated_column_is_an_error(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER.replace("\n", ",time_ns\n") + '0,k,"(1,1,1)","(1,1,1)",5,10,5000\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:1: time_ns: column appears more than once"):
+        read_profile(p)
+
+
+def test_profile_booleans_are_not_numbers(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER.replace("\n", ",nregs\n") + '0,k,"(1,1,1)","(1,1,1)",True,10,True\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:2: time_ns: not a number: True"):
+        read_profile(p)
+
+
+def test_profile_errors_name_the_physical_line(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER + ROW0 + "\n\n" + '1,k,"(1,1,1)","(1,1,1)",-5,\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:5: time_ns: negative value"):
+        read_profile(p)
+    p = _write(tmp_path, "p.csv", HEADER + '0,"two\nlines","(1,1,1)","(1,1,1)",5,\n1,k,"(1,1,1)","(1,1,1)",-5,\n')
+    with pytest.raises(ProfileFormatError, match=r"p.csv:4: time_ns: negative value"):
+        read_profile(p)
+
+
+def test_profile_errors_show_plain_values(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER + ROW0 + ROW0)
+    with pytest.raises(ProfileFormatError, match=r"p.csv:3: invocation: .*expected 1, found 0$"):
+        read_profile(p)
+    p = _write(tmp_path, "p.csv", HEADER + ROW0.replace(",\n", ",inf\n"))
+    with pytest.raises(ProfileFormatError, match=r"p.csv:2: cycles: not finite: inf$"):
+        read_profile(p)
+
+
+def test_profile_with_quoted_header_imports(tmp_path):
+    p = _write(tmp_path, "p.csv", '"invocation","kernel_name","grid","block","time_ns","cycles"\n' + ROW0)
+    assert detect_format(p) == "profile"
+    assert list(import_profile(p)["kernel_name"]) == ["k"]
+
+
+@pytest.mark.parametrize("clock", [float("inf"), 1e308, float("nan")])
+def test_clock_must_give_finite_cycles(tmp_path, clock):
+    p = _write(tmp_path, "p.csv", HEADER + ROW0.replace(",5,", ",5000,"))  # 5000 ns at 1e308 MHz overflows
+    with pytest.raises(ProfileFormatError, match=r"p.csv: clock_mhz: "):
+        import_profile(p, clock_mhz=clock)
+
+
+# ---- validate ----------------------------------------------------------------------------------
+def test_arch_profile_must_agree_on_grid_and_block(tmp_path):
+    from gclsampler.validate import check_workload
+
+    wl = tmp_path / "wl"
+    (wl / "profiles").mkdir(parents=True)
+    (wl / "profile.csv").write_text(HEADER + ROW0 + "\n" + '1,k,"(1,1,1)","(1,1,1)",5,\n')
+    (wl / "profiles" / "ampere.csv").write_text(HEADER + ROW0 + '1,k,"(9,9,9)","(1024,1,1)",5,\n')
+    texts = [p.text for p in check_workload(wl) if p.severity == "error"]
+    assert len(texts) == 2
+    assert texts[0].endswith("ampere.csv:3: grid: (9,9,9), but profile.csv line 4 is (1,1,1)")
+    assert texts[1].endswith("ampere.csv:3: block: (1024,1,1), but profile.csv line 4 is (1,1,1)")
+
+
+def test_profile_vs_traces_names_the_physical_line(wl_copy):
+    from gclsampler.validate import check_workload
+
+    p = wl_copy / "profile.csv"
+    lines = p.read_text().splitlines(keepends=True)
+    head, row3 = lines[0], lines[4].split(",", 2)
+    lines[4] = f"{row3[0]},not_the_traced_kernel,{row3[2]}"
+    p.write_text(head + "\n" + "".join(lines[1:]))  # a blank line after the header
+    texts = [q.text for q in check_workload(wl_copy) if q.severity == "error"]
+    assert len(texts) == 1 and "profile.csv:6: kernel_name: 'not_the_traced_kernel'" in texts[0]
+
+
+def test_no_tracebacks_and_one_line_from_the_cli(tmp_path, capsys):
+    cases = {
+        "t.json": json.dumps({"traceEvents": [dict(_ev("kA", 10, 5), args=[1, 2])]}),
+        "n.csv": '"ID","Kernel Name","Grid Size","Block Size","gpu__time_duration.sum"\n"","","","","nsecond"\n'
+                 '"0","kA","(99999999999999999999, 1, 1)","(1, 1, 1)","5"\n',
+    }
+    for name, text in cases.items():
+        p = _write(tmp_path, name, text)
+        assert main(["profile", "import", str(p), "--out", str(tmp_path / "p.csv")]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.strip().count("\n") == 0 and f"{name}" in err
+    assert not (tmp_path / "p.csv").exists()
