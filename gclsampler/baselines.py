@@ -20,14 +20,16 @@ STEM+ROOT lives in ``gclsampler.stem``; the GCL methods in ``gclsampler.samplers
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
 import numpy as np
 
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, plan_from_labels
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column, plan_from_labels
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
+from gclsampler.stem import time_scale
 
 __all__ = [
     "BaselineError",
@@ -60,7 +62,7 @@ def _column(workload, name: str, method: str) -> np.ndarray:
     df = workload.profile
     if name not in df.columns:
         raise BaselineError(f"{_where(workload)}: {name}: column required by {method} is missing")
-    values = df[name].to_numpy(dtype=np.float64)
+    values = numeric_column(df, name, _where(workload), BaselineError)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         raise BaselineError(
@@ -78,6 +80,26 @@ def _dim3_product(column) -> np.ndarray:
 def _check_positive(value: float, key: str, method: str) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise BaselineError(f"{method}: {key}: must be a positive number, found {value!r}")
+
+
+@contextlib.contextmanager
+def _sklearn_params(method: str):
+    """A parameter scikit-learn refuses (InvalidParameterError, with its own traceback) as one
+    line naming the method; it names the parameter itself."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    try:
+        yield
+    except InvalidParameterError as exc:
+        raise BaselineError(f"{method}: {str(exc).splitlines()[0]}") from None
+
+
+def _check_count(value, key: str, method: str) -> None:
+    """An integer >= 1 (a whole float such as 3.0 too, as the --set checks accept it)."""
+    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+          and math.isfinite(value) and float(value).is_integer() and value >= 1)
+    if not ok:
+        raise BaselineError(f"{method}: {key}: must be an integer >= 1, found {value!r}")
 
 
 def _first_per_label(labels: np.ndarray, n_labels: int) -> np.ndarray:
@@ -148,6 +170,8 @@ class PkaSampler(Sampler):
         from sklearn.decomposition import PCA
 
         _check_positive(self.target_error, "target_error", "pka")
+        for key in ("k_min", "k_max", "n_init"):
+            _check_count(getattr(self, key), key, "pka")
         if not (1 <= int(self.k_min) <= int(self.k_max)):
             raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
         if not (0 < self.pca_variance <= 1):
@@ -161,7 +185,8 @@ class PkaSampler(Sampler):
         if z.shape[1] > 1 and n > 1:
             pca = PCA(n_components=float(self.pca_variance) if self.pca_variance < 1 else None,
                       svd_solver="full", random_state=0)
-            proj = pca.fit_transform(z)
+            with _sklearn_params("pka"):
+                proj = pca.fit_transform(z)
         else:
             proj = z
         self.n_components_ = int(proj.shape[1])
@@ -177,7 +202,8 @@ class PkaSampler(Sampler):
                 labels = np.zeros(n, dtype=np.int64)
             else:
                 km = KMeans(n_clusters=k, n_init=int(self.n_init), random_state=self.random_state)
-                labels = _relabel(km.fit_predict(proj))
+                with _sklearn_params("pka"):
+                    labels = _relabel(km.fit_predict(proj))
             kk = int(labels.max()) + 1
             reps = _first_per_label(labels, kk)
             projected = float(np.dot(np.bincount(labels, minlength=kk), cycles[reps]))
@@ -383,14 +409,24 @@ class RandomSampler(Sampler):
 # ---------------------------------------------------------------------------------------
 # Allegro
 # ---------------------------------------------------------------------------------------
+_M_MIN_CAP = 2.0**62
+"""m_min beyond any leaf size (and within int64): where a tiny epsilon would make it overflow."""
+
+
 def allegro_m_min(times: np.ndarray, epsilon: float, z: float = 1.96, floor: int = 30) -> int:
-    """m_min = max(ceil((z/eps * sigma/mu)^2), floor) (Allegro Theorem 2), not capped."""
+    """m_min = max(ceil((z/eps * sigma/mu)^2), floor) (Allegro Theorem 2), capped only at 2^62.
+
+    sigma/mu is scale-free: times far from 1 are divided by a power of two first
+    (``time_scale``), so times near 1e150 do not overflow the variance.
+    """
     t = np.asarray(times, dtype=np.float64)
+    t = t / time_scale(t)
     mu = float(t.mean())
     sigma = float(t.std(ddof=1)) if t.size > 1 else 0.0
     cov = sigma / mu if mu > 0 else 0.0
+    q = z / epsilon * cov
     # round before ceil so (z/eps*cov)^2 == 30.000000000004 does not become 31
-    return max(int(math.ceil(round((z / epsilon * cov) ** 2, 9))), int(floor))
+    return max(int(math.ceil(round(min(q * q, _M_MIN_CAP), 9))), int(floor))
 
 
 def _best_2means_1d(t: np.ndarray) -> np.ndarray:
@@ -423,6 +459,7 @@ def allegro_partition(times: np.ndarray, keys: np.ndarray, epsilon: float, z: fl
     uncapped; callers cap it at the leaf size.
     """
     times = np.asarray(times, dtype=np.float64)
+    times = times / time_scale(times)  # exact; the 2-means sums of squares stay finite
     groups = _relabel(np.asarray(keys))
     leaves: list[np.ndarray] = []
     m_mins: list[int] = []
@@ -470,8 +507,15 @@ class AllegroSampler(Sampler):
         self.random_state = random_state
 
     def fit(self, workload) -> SamplingPlan:
+        from gclsampler.stem import Z_RANGE
+
         _check_positive(self.epsilon, "epsilon", "allegro")
-        _check_positive(self.z, "z", "allegro")
+        if self.epsilon >= 1:  # a relative error of 100% or more bounds nothing
+            raise BaselineError(f"allegro: epsilon: must be a number in (0, 1), found {self.epsilon!r}")
+        if not (isinstance(self.z, (int, float)) and not isinstance(self.z, bool)
+                and Z_RANGE[0] <= self.z <= Z_RANGE[1]):
+            raise BaselineError(f"allegro: z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] "
+                                f"(1.96 = 95% confidence), found {self.z!r}")
         if int(self.floor) < 1 or int(self.m_th) < 1:
             raise BaselineError(f"allegro: floor/m_th: must be >= 1, found {self.floor}, {self.m_th}")
         times = _column(workload, self.time_column, "allegro")

@@ -34,7 +34,7 @@ import io
 import math
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -44,6 +44,23 @@ from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 
 REPRESENTATIVES = ("first", "medoid", "random")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v: Any) -> bool:
+    return _is_int(v) or isinstance(v, (float, np.floating))
+
+
+# ClusterConfig field annotation -> (check, what the message says is expected)
+_FIELD_KINDS = {
+    "int": (_is_int, "an integer"),
+    "float": (_is_real, "a number"),
+    "bool": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+}
 
 
 class ClusterConfigError(GclError):
@@ -94,6 +111,13 @@ class ClusterConfig:
         def bad(key: str, msg: str) -> ClusterConfigError:
             return ClusterConfigError(f"{where}.{key}: {msg}")
 
+        # types first: `--set 'cluster={k_max: abc}'` reached the comparisons below as a TypeError
+        for f in fields(self):
+            kind = f.type if isinstance(f.type, str) else f.type.__name__
+            ok, expected = _FIELD_KINDS[kind]
+            v = getattr(self, f.name)
+            if not ok(v):
+                raise bad(f.name, f"must be {expected}, got {v!r}")
         if self.k_min < 2:
             raise bad("k_min", f"must be >= 2 (silhouette needs two clusters), got {self.k_min}")
         if self.k_max < self.k_min:

@@ -44,6 +44,15 @@ def check_embeddings(emb: np.ndarray, where: str | os.PathLike, n_invocations: i
             raise EmbeddingsError(located(where, None, f"row {r}",
                                           f"not finite ({emb[r, c]!r} in column {c}; "
                                           f"{int(bad.sum())} bad row(s) in all)"))
+    if emb.dtype.kind == "f" and emb.dtype.itemsize > 4 and emb.size:  # finite here, inf once cast to float32
+        top = float(np.finfo(np.float32).max)
+        big = (emb.max(axis=1) > top) | (emb.min(axis=1) < -top)  # reductions: no copy of a big matrix
+        if big.any():
+            r = int(np.flatnonzero(big)[0])
+            c = int(np.flatnonzero(np.abs(emb[r]) > top)[0])
+            raise EmbeddingsError(located(where, None, f"row {r}",
+                                          f"{emb[r, c].item()!r} in column {c} overflows float32, which embeddings "
+                                          f"are used as ({int(big.sum())} such row(s) in all)"))
     return emb.astype(np.float32, copy=False)
 
 

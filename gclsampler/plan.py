@@ -75,8 +75,14 @@ class SamplingPlan:
             per_cluster[s.cluster] = per_cluster.get(s.cluster, 0.0) + s.weight
         for cid, size in sizes.items():
             got = per_cluster.get(cid, 0.0)
-            if size > 0 and not math.isclose(got, size, rel_tol=1e-9, abs_tol=1e-6):
+            if size == 0 and cid in per_cluster:  # weight on an empty cluster counts invocations twice
+                raise PlanError(f"{where}: cluster {cid}: size 0, but its samples carry weight {got}")
+            if not math.isclose(got, size, rel_tol=1e-9, abs_tol=1e-6):
                 raise PlanError(f"{where}: cluster {cid}: sample weights sum to {got}, not its size {size}")
+        # per-cluster tolerances could add up over many clusters: the whole must hold too
+        total = math.fsum(per_cluster.values())
+        if not math.isclose(total, self.n_invocations, rel_tol=1e-9, abs_tol=1e-6):
+            raise PlanError(f"{where}: samples: weights sum to {total}, not n_invocations={self.n_invocations}")
         return self
 
     # ---- derived ------------------------------------------------------------------
@@ -94,9 +100,21 @@ class SamplingPlan:
         return float(np.dot(self.weights, values[self.invocations]))
 
     def speedup(self, time_per_invocation: np.ndarray) -> float:
-        """Total time of all invocations over total time of the simulated ones (GCL eq. 6)."""
+        """Total time of all invocations over total time of the simulated ones (GCL eq. 6).
+
+        inf (or nan) when the sampled invocations' time is 0: no warning, since callers
+        report that case in words (``speedup_text``).
+        """
         t = np.asarray(time_per_invocation, dtype=np.float64)
-        return float(t.sum() / t[self.invocations].sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.float64(t.sum()) / t[self.invocations].sum())
+
+    def speedup_text(self, time_per_invocation: np.ndarray) -> str:
+        """The expected-speedup line the CLIs print, or why there is no number."""
+        s = self.speedup(time_per_invocation)
+        if not math.isfinite(s):
+            return "expected speedup: n/a (sampled invocations have zero profiled time)"
+        return f"expected speedup {s:.1f}x (profile time of all invocations / of the sampled ones)"
 
     # ---- file form ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -209,7 +227,12 @@ class SamplingPlan:
             raise PlanError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
         except RecursionError:
             raise PlanError(f"{path}: not a plan: JSON nested too deeply") from None
-        return cls.from_dict(d, str(path))
+        except ValueError as exc:  # Python's int digit limit: a number of thousands of digits
+            raise PlanError(f"{path}: not a plan: {str(exc).split(';')[0]}") from None
+        try:
+            return cls.from_dict(d, str(path))
+        except (ValueError, OverflowError, TypeError) as exc:  # a value no field check foresaw
+            raise PlanError(f"{path}: not a valid plan ({type(exc).__name__}: {exc})") from None
 
 
 def _json_type(v: Any) -> str:
@@ -235,17 +258,65 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_INT64 = (-(2**63), 2**63)
+
+
 def _int_field(d: dict, key: str, parent: str | None, where: str) -> int:
+    """An integer that fits int64: invocations and sizes become numpy int64 arrays."""
     ok = lambda v: _is_number(v) and (not isinstance(v, float) or v.is_integer())  # noqa: E731
-    return int(_field(d, key, parent, where, ok, "an integer"))
+    v = _field(d, key, parent, where, ok, "an integer")
+    if not _INT64[0] <= v < _INT64[1]:
+        raise PlanError(f"{where}: {_field_name(key, parent)}: {v!r} is outside the 64-bit integer range")
+    return int(v)
+
+
+def _is_finite(v: Any) -> bool:
+    try:
+        return _is_number(v) and math.isfinite(v)
+    except OverflowError:  # an int beyond float range (10**400)
+        return False
 
 
 def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
-    return float(_field(d, key, parent, where, lambda v: _is_number(v) and math.isfinite(v), "a finite number"))
+    return float(_field(d, key, parent, where, _is_finite, "a finite number"))
 
 
 def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:
     return _field(d, key, parent, where, lambda v: isinstance(v, str), "a string")
+
+
+def check_seed(value: Any, key: str) -> int:
+    """``value`` as a seed, or a GclError naming ``key``.
+
+    Why one range for every method: numpy's ``default_rng`` refuses negative seeds with a
+    traceback, scikit-learn refuses seeds >= 2**32, and the clustering folds seeds to 32
+    bits, so -1 and 2**32 - 1 gave the same plan. [0, 2**32) means the same thing everywhere.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
+        raise GclError(f"{key}: must be an integer in [0, 2**32), found {value!r}")
+    return int(value)
+
+
+def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) -> np.ndarray:
+    """``df[name]`` as float64, or one located ``error`` quoting the first cell that is no number.
+
+    Why: the column a sampler reads times or instruction counts from is a parameter
+    (``--time-column``, ``time_column=``, ``inst_column=``), so it may name a text column
+    (kernel_name, grid) that ``read_profile`` had no reason to check as numbers, and
+    ``to_numpy(float)`` raised a bare ValueError. True/False are no numbers either.
+    """
+    import pandas as pd
+
+    col = df[name]
+    is_bool = pd.api.types.is_bool_dtype(col.dtype)
+    if pd.api.types.is_numeric_dtype(col.dtype) and not is_bool:
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    parsed = pd.Series(np.nan, index=col.index) if is_bool else pd.to_numeric(col, errors="coerce")
+    bad = (parsed.isna() & col.notna()).to_numpy(dtype=bool)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise error(f"{where}: {name}: not numeric (e.g. line {r + 2}: {str(col.iloc[r])[:80]!r})")
+    return parsed.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def plan_from_labels(

@@ -29,7 +29,7 @@ import numpy as np
 
 from gclsampler.cluster import ClusterConfig, ClusterResult, cluster_embeddings
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, plan_from_labels
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, check_seed, numeric_column, plan_from_labels
 
 
 class SamplerError(GclError):
@@ -266,15 +266,17 @@ class GclStemSampler(GclSampler):
     cluster_overrides = {"split_tolerance": 0.0}
 
     def fit(self, workload) -> SamplingPlan:
-        from gclsampler.stem import _group_codes, stem_root
+        from gclsampler.stem import _group_codes, _profile_where, stem_root
 
         prof = workload.profile
         if self.time_column not in prof.columns:
             raise SamplerError(f"{workload.name}: profile: no column {self.time_column!r} (sampler.params.time_column)")
         if self.strata not in STRATA:
             raise SamplerError(f"{workload.name}: {self.name}.strata: must be one of {', '.join(STRATA)}, got {self.strata!r}")
+        if self.cluster_random_state is not None:
+            check_seed(self.cluster_random_state, f"{self.name}.cluster_random_state")
+        times = numeric_column(prof, self.time_column, _profile_where(workload), SamplerError)
         res = self._cluster(workload)
-        times = prof[self.time_column].to_numpy(dtype=np.float64)
         names = prof["kernel_name"].to_numpy()
         candidates = {"gcl": res.labels}
         if self.strata == "auto":  # codes numbered by first invocation, as stem_root numbers its groups
@@ -329,8 +331,11 @@ def _group_error_bounds(stem, k: int) -> np.ndarray:
     Leaf i contributes variance N_i^2 sigma_i^2 / m_i = (e_i N_i mu_i / z)^2, with
     e_i its own bound, so a group's bound is sqrt(sum (e_i N_i mu_i)^2) / sum N_i mu_i.
     """
+    from gclsampler.stem import time_scale
+
     g = stem.leaf_group.astype(np.int64)
     total = stem.leaf_sizes * stem.leaf_mean
+    total = total / time_scale(total)  # exact; keeps the squares below finite for huge times
     spread = (stem.leaf_error_bound * total) ** 2
     num = np.sqrt(np.bincount(g, weights=spread, minlength=k))
     den = np.bincount(g, weights=total, minlength=k)
@@ -448,5 +453,6 @@ def run_plan_stage(workload, sampler_cfg: SamplerConfig | Mapping[str, Any] | No
     if "error_bound" in plan.config:
         summary["error_bound"] = float(plan.config["error_bound"])
     if "time_ns" in workload.profile.columns:
-        summary["expected_speedup"] = plan.speedup(workload.profile["time_ns"].to_numpy(dtype=np.float64))
+        speedup = plan.speedup(workload.profile["time_ns"].to_numpy(dtype=np.float64))
+        summary["expected_speedup"] = speedup if np.isfinite(speedup) else None  # sampled time 0
     return summary

@@ -54,7 +54,9 @@ Differences from the public reference scripts, each covered by a test:
 * integer draws, at least ``min_samples`` (default 1) per leaf and at most its size,
   drawn without replacement with the finite-population correction in the bound;
 * everything is seeded (``random_state``) and byte-reproducible;
-* times may be non-integer (the reference casts to ``int``);
+* times may be non-integer (the reference casts to ``int``), and of any magnitude: times
+  beyond 2^±64 are divided by a power of two first (``time_scale``), exactly, so the squares
+  in the allocation neither overflow nor underflow;
 * the 2-means on one dimension is exact (sorted times, prefix sums) and cannot
   return a single label silently: a cluster with one distinct time, or one whose
   only splits would leave a side smaller than ``min_group``, is not split.
@@ -72,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column
 
 __all__ = [
     "SCOPES",
@@ -87,7 +89,12 @@ __all__ = [
     "stem_kkt",
     "stem_root",
     "split_1d_2means",
+    "time_scale",
+    "Z_RANGE",
 ]
+
+Z_RANGE = (0.01, 40.0)
+"""Accepted confidence z-scores (``_check_params``)."""
 
 SCOPES = {"global": "the workload's total time", "group": "the total time of each group (kernel name or cluster)"}
 """What the error bound covers under each ``scope``; printed by every output."""
@@ -510,16 +517,35 @@ def _progress(n_members: int):
 # STEM + ROOT
 # ---------------------------------------------------------------------------------------
 def _check_params(epsilon: float, z: float, min_samples: int, min_group: int, scope: str) -> None:
-    if not (isinstance(epsilon, (int, float)) and 0 < epsilon and math.isfinite(epsilon)):
-        raise StemError(f"stem.epsilon: must be a number > 0, found {epsilon!r}")
-    if not (isinstance(z, (int, float)) and 0 < z and math.isfinite(z)):
-        raise StemError(f"stem.z: must be a number > 0, found {z!r}")
+    # a relative error of 100% or more bounds nothing (an estimate of 0 is within it)
+    if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < 1):
+        raise StemError(f"stem.epsilon: must be a number in (0, 1), found {epsilon!r}")
+    # a normal quantile: beyond 40 the confidence is 1 in double precision, and a z near 0
+    # makes the budget (epsilon total / z)^2 overflow
+    if not (isinstance(z, (int, float)) and not isinstance(z, bool) and Z_RANGE[0] <= z <= Z_RANGE[1]):
+        raise StemError(f"stem.z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (1.96 = 95% confidence), "
+                        f"found {z!r}")
     if int(min_samples) != min_samples or min_samples < 1:
         raise StemError(f"stem.min_samples: must be an integer >= 1, found {min_samples!r}")
     if int(min_group) != min_group or min_group < 1:
         raise StemError(f"stem.min_group: must be an integer >= 1, found {min_group!r}")
     if scope not in SCOPES:
         raise StemError(f"stem.scope: must be 'global' or 'group', found {scope!r}")
+
+
+def time_scale(t: np.ndarray) -> float:
+    """A power of two near the largest time when that is far from 1 (beyond 2^±64), else 1.
+
+    Why: STEM squares totals and spreads, (epsilon sum N mu / z)^2 and N^2 sigma^2, so times
+    around 1e150 overflow them and times around 1e-160 underflow (a varying leaf looks
+    constant). Sample sizes depend only on ratios of times, and dividing by a power of two
+    is exact, so scaling changes nothing else; times in any ordinary unit are left as they
+    are and give the same bytes as before.
+    """
+    top = float(t.max()) if t.size else 0.0
+    if top == 0.0 or 2.0**-64 <= top <= 2.0**64:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(top)[1])
 
 
 def _times(times) -> np.ndarray:
@@ -536,6 +562,10 @@ def _times(times) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise StemError(f"times[{i}]: execution time must be finite and >= 0, found {t[i]!r}")
+    with np.errstate(over="ignore"):
+        total = t.sum()
+    if not np.isfinite(total):
+        raise StemError("times: their total overflows float64; give the times in a larger unit")
     return t
 
 
@@ -570,6 +600,9 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     """
     _check_params(epsilon, z, min_samples, min_group, scope)
     t = _times(times)
+    scale = time_scale(t)
+    if scale != 1.0:
+        t = t / scale  # exact; leaf means and spreads are scaled back below
     n = t.size
     codes, labels = _group_codes(groups, n)
     G = labels.size
@@ -622,8 +655,8 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
         leaf_sizes=lv.n.astype(np.int64),
         sample_sizes=m.astype(np.int64),
         error_bound=error_bound,
-        leaf_mean=lv.mu,
-        leaf_std=lv.sd,
+        leaf_mean=lv.mu * scale,
+        leaf_std=lv.sd * scale,
         leaf_error_bound=leaf_err,
         leaf_census=m >= lv.n,
         scope=scope,
@@ -746,7 +779,8 @@ class StemRootSampler(Sampler):
         if self.time_column not in prof.columns:
             raise StemError(f"{workload.name}: profile has no column {self.time_column!r} (stem.time_column)")
         names = prof["kernel_name"]
-        res = stem_root(prof[self.time_column].to_numpy(dtype=np.float64), prof["kernel_name"], epsilon=self.epsilon, z=self.z,
+        times = numeric_column(prof, self.time_column, _profile_where(workload), StemError)
+        res = stem_root(times, prof["kernel_name"], epsilon=self.epsilon, z=self.z,
                         min_samples=self.min_samples, root=self.root, min_group=self.min_group,
                         random_state=self.random_state, scope=self.scope)
         self.result_ = res
@@ -756,6 +790,11 @@ class StemRootSampler(Sampler):
                                     config={**self.get_params(), "groups": "kernel_name"},
                                     synthetic=bool(getattr(workload, "synthetic", False)))
         return self.plan_
+
+
+def _profile_where(workload) -> str:
+    root = getattr(workload, "root", None)
+    return f"{root}/profile.csv" if root is not None else f"workload {workload.name!r}"
 
 
 def result_to_plan(res: StemResult, kernel_names, *, workload: str, method: str,

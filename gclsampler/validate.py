@@ -234,7 +234,9 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
     if time_column in prof.columns:
         import numpy as np
 
-        t = prof[time_column].to_numpy(dtype=np.float64)
+        from gclsampler.plan import numeric_column
+
+        t = numeric_column(prof, time_column, where, WorkloadError)  # --time-column may name a text column
         if t.size and not (t > 0).any():
             raise WorkloadError(located(where, None, time_column, "every value is 0; speedups and error bounds "
                                                                   "need measured times"))
@@ -363,12 +365,20 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
             _check_params(*(params[k] for k in _STEM_KEYS))
         except StemError as exc:
             raise GclError(f"{where}: {str(exc).removeprefix('stem.')}") from None
-    elif "epsilon" in params or "z" in params:
-        for key in ("epsilon", "z"):
+    elif "epsilon" in params or "z" in params:  # allegro: the same ranges as STEM's
+        from gclsampler.stem import Z_RANGE
+
+        for key, ok, text in (("epsilon", lambda v: 0 < v < 1, "in (0, 1)"),
+                              ("z", lambda v: Z_RANGE[0] <= v <= Z_RANGE[1], f"in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}]")):
             if key in params:
                 v = params[key]
-                if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
-                    raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
+                if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and ok(v)):
+                    raise GclError(f"{where}: {key}: must be a number {text}, found {v!r}")
+    for key in ("random_state", "cluster_random_state"):  # before any data is read (train.py, evaluate.py)
+        if params.get(key) is not None:
+            from gclsampler.plan import check_seed
+
+            check_seed(params[key], f"{where}: {key}")
     if "strata" in params:
         from gclsampler.samplers import STRATA
 

@@ -151,7 +151,7 @@ def test_require_valid_workload_counts_the_rest(wl_copy):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--set", "epsilon=-1"], "epsilon: must be a number > 0"),
+    (["--set", "epsilon=-1"], "epsilon: must be a number in (0, 1)"),
     (["--set", "epsilon=abc"], "epsilon: must be a number, found 'abc'"),
 ])
 def test_sampler_parameters_fail_before_any_work(tiny_workload, tmp_path, capsys, argv, needle):
@@ -191,7 +191,7 @@ def test_pipeline_checks_sampler_parameters_before_training(tiny_workload, tmp_p
 
     cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", "sampler=gcl_stem",
                     "sampler.params.epsilon=-1", "train.threads=1"])
-    with pytest.raises(GclError, match=r"sampler\.params: epsilon: must be a number > 0"):
+    with pytest.raises(GclError, match=r"sampler\.params: epsilon: must be a number in \(0, 1\)"):
         run(cfg, out_dir=tmp_path / "run")
     assert not (tiny_workload / ".graph-cache").exists() and not (tmp_path / "run" / "last.pt").exists()
 
@@ -205,15 +205,18 @@ def test_default_parameters_of_every_method_pass_the_early_check():
 
 
 @pytest.mark.parametrize("method,params,needle", [
-    ("gcl_stem", {"z": 0}, "z: must be a number > 0"),
+    ("gcl_stem", {"z": 0}, "z: must be a number in [0.01, 40]"),
     ("gcl", {"cluster": {"k_min": 1}}, "cluster.k_min: must be >= 2"),
     ("pka", {"target_error": -0.1}, "target_error: must be a number > 0"),
     ("random", {"fraction": 3}, "fraction: must be at most 1"),
-    ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number > 0"),
+    ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number in (0, 1)"),
     ("pka", {"k_max": "abc"}, "k_max: must be a number, found 'abc'"),
     ("pka", {"k_max": 2.5}, "k_max: must be a whole number"),
     ("photon", {"match_launch": "yes"}, "match_launch: must be true or false"),
     ("gcl_stem", {"strata": "names"}, "strata: must be one of auto, gcl, found 'names'"),
+    ("allegro", {"epsilon": 1.5}, "epsilon: must be a number in (0, 1), found 1.5"),
+    ("allegro", {"z": 100}, "z: must be a number in [0.01, 40]"),
+    ("gcl_stem", {"cluster_random_state": -1}, "cluster_random_state: must be an integer in [0, 2**32)"),
 ])
 def test_bad_method_parameters_fail_early(method, params, needle):
     from gclsampler.errors import GclError
@@ -224,7 +227,7 @@ def test_bad_method_parameters_fail_early(method, params, needle):
         check_sampler_params(make_sampler(method, params), f"method_params.{method}")
 
 
-@pytest.mark.parametrize("override,needle", [("stem.epsilon=0", "stem.epsilon: must be a number > 0"),
+@pytest.mark.parametrize("override,needle", [("stem.epsilon=0", "stem.epsilon: must be a number in (0, 1)"),
                                              ("cluster.k_min=1", "cluster.k_min: must be >= 2")])
 def test_pipeline_checks_stem_and_cluster_groups_first(tiny_workload, tmp_path, override, needle):
     from gclsampler.errors import GclError

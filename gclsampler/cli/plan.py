@@ -32,6 +32,7 @@ class ResultsFormatError(GclError):
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="plan_command", metavar="COMMAND")
+    sub.required = True  # `gclsampler plan` alone is a usage error (exit 2), as argparse has it
 
     p = sub.add_parser("show", help="clusters, samples and weights of a plan (expected speedup with --profile)",
                        description="Summarise plan.json: one line per cluster with its size, samples and error bound.")
@@ -62,7 +63,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["auto", "accelsim", "csv"], default="auto",
                    help="results format (default: CSV when the first line has an `invocation` column)")
     p.add_argument("--no-name-check", action="store_true",
-                   help="do not require Accel-Sim kernel names to match the plan's kernel_name")
+                   help="do not require the results' kernel names (Accel-Sim log, or a CSV's kernel_name "
+                        "column) to match the plan's kernel_name")
     p.add_argument("--rate", action="append", default=[], metavar="COLUMN",
                    help="estimate COLUMN as a weighted mean, like ipc and the hit rates (repeatable)")
     p.add_argument("--json", action="store_true", help="print the estimates as JSON: totals, means")
@@ -77,6 +79,24 @@ def _fmt_bound(b: float | None) -> str:
     return "-" if b is None else f"{100 * b:.2f}%"
 
 
+# `config` is free-form (each method writes its own keys) and not part of the checked
+# contract: what `show` prints from it is shown only when it has the type the methods write.
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _silhouette_curve(raw) -> dict[int, float] | None:
+    """``{K: score}`` from the ``[[K, score], ...]`` the GCL samplers write; None if malformed."""
+    if not isinstance(raw, list):
+        return None
+    pairs = [p for p in raw if isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and _is_real(p[1])]
+    return {k: float(v) for k, v in pairs} if len(pairs) == len(raw) else None
+
+
 def _show(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan
 
@@ -88,17 +108,17 @@ def _show(args: argparse.Namespace) -> int:
     print(f"  invocations {plan.n_invocations}, clusters {len(plan.clusters)}, sampled invocations "
           f"{len(samples)} ({100 * len(samples) / max(plan.n_invocations, 1):.2f}%)", file=out)
     cfg = plan.config
-    if "k" in cfg and "silhouette" in cfg:
-        curve = {int(k): float(s) for k, s in cfg["silhouette"]}
-        if int(cfg["k"]) in curve:
-            print(f"  K={cfg['k']} chosen by silhouette {curve[int(cfg['k'])]:.4f} "
-                  f"(best {max(curve.values()):.4f}; {len(curve)} K scored)", file=out)
-    if cfg.get("error_bound") is not None:
-        eps = f" (epsilon {100 * float(cfg['epsilon']):g}%)" if "epsilon" in cfg else ""
-        print(f"  predicted error bound of the total: {_fmt_bound(float(cfg['error_bound']))}{eps}", file=out)
+    k, curve = cfg.get("k"), _silhouette_curve(cfg.get("silhouette"))
+    if _is_int(k) and curve and k in curve:
+        print(f"  K={k} chosen by silhouette {curve[k]:.4f} "
+              f"(best {max(curve.values()):.4f}; {len(curve)} K scored)", file=out)
+    bound, epsilon = cfg.get("error_bound"), cfg.get("epsilon")
+    if _is_real(bound):
+        eps = f" (epsilon {100 * epsilon:g}%)" if _is_real(epsilon) else ""
+        print(f"  predicted error bound of the total: {_fmt_bound(bound)}{eps}", file=out)
 
     if args.profile is not None:
-        _show_profile(plan, args.profile, args.time_column, out)
+        _show_profile(plan, args.profile, args.time_column, out, args.plan)
 
     by_cluster: dict[int, list] = {}
     for s in samples:
@@ -123,16 +143,25 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_profile(plan, path: Path, column: str, out) -> None:
+def _show_profile(plan, path: Path, column: str, out, plan_path: Path | None = None) -> None:
+    from gclsampler.plan import numeric_column
     from gclsampler.profile import read_profile
 
     prof = read_profile(path)
     if len(prof) != plan.n_invocations:
         raise ResultsFormatError(located(path, None, "invocation",
                                          f"{len(prof)} rows, but the plan covers {plan.n_invocations} invocations"))
+    # the same exact comparison as `gclsampler validate` (profile vs traces)
+    samples = sorted(plan.samples, key=lambda s: s.invocation)
+    inv = np.array([s.invocation for s in samples], dtype=np.int64)
+    names = prof["kernel_name"].iloc[inv].astype(str).to_numpy(dtype=object)
+    bad = np.flatnonzero(names != np.array([s.kernel_name for s in samples], dtype=object))
+    if bad.size:
+        s = samples[int(bad[0])]
+        raise _name_mismatch(path, s.invocation + 2, "kernel_name", names[bad[0]], s, plan_path)
     if column not in prof.columns:
         raise ResultsFormatError(located(path, 1, column, "no such column (--time-column)"))
-    t = prof[column].to_numpy(dtype=np.float64)
+    t = numeric_column(prof, column, path)
     sampled = t[plan.invocations].sum()
     if not np.isfinite(t).all() or sampled <= 0:
         raise ResultsFormatError(located(path, None, column, "needs finite values with a positive sampled total"))
@@ -142,6 +171,14 @@ def _show_profile(plan, path: Path, column: str, out) -> None:
     if true > 0:
         print(f"  estimate of total {column} {est:.6g} vs profile {true:.6g}: error {100 * abs(est - true) / true:.2f}%",
               file=out)
+
+
+def _name_mismatch(path, line, field: str, got: str, sample, plan_path=None, hint: str = "") -> ResultsFormatError:
+    """A sampled invocation whose kernel is another one here: the plan was made for another
+    workload (or the file belongs to one), and its estimate would be silently wrong."""
+    of = f" of {plan_path}" if plan_path is not None else ""
+    return ResultsFormatError(located(path, line, field, f"{got[:100]!r}, but sampled invocation {sample.invocation}"
+                                                         f"{of} is {sample.kernel_name[:100]!r}{hint}"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,12 +201,14 @@ def _export(args: argparse.Namespace) -> int:
     if len(infos) != plan.n_invocations:
         raise GclError(located(args.workload_dir, None, "kernelslist.g",
                                f"{len(infos)} kernel invocations, but {args.plan} covers {plan.n_invocations}"))
-    names = {s.invocation: s.kernel_name for s in plan.samples}
-    for i in inv:
-        got = infos[i].header.name if i in infos else None
-        if got is not None and got != names[i]:
-            print(f"gclsampler: warning: invocation {i}: trace kernel name {got!r} differs from the plan's "
-                  f"{names[i]!r}", file=sys.stderr)
+    for s in sorted(plan.samples, key=lambda s: s.invocation):
+        if s.invocation not in infos:
+            raise GclError(located(args.workload_dir, None, "kernelslist.g",
+                                   f"no trace of sampled invocation {s.invocation} of {args.plan}"))
+        info = infos[s.invocation]
+        if info.header.name != s.kernel_name:  # exact, as `gclsampler validate` compares profile and traces
+            raise _name_mismatch(Path(args.workload_dir) / info.path, None, "-kernel name", info.header.name, s,
+                                 args.plan)
     from gclsampler._safe_out import replace_dir
     from gclsampler.trace.workload import describe_export
 
@@ -242,6 +281,10 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
                     raise ResultsFormatError(located(path, lineno, key, f"not a number: {value!r}")) from None
                 if not math.isfinite(v):
                     raise ResultsFormatError(located(path, lineno, key, f"not finite: {value!r}"))
+                if key == "gpu_sim_cycle" and v <= 0:  # a kernel takes time; ipc = insn / cycles
+                    raise ResultsFormatError(located(path, lineno, key, f"must be > 0, found {value!r}"))
+                if v < 0:
+                    raise ResultsFormatError(located(path, lineno, key, f"must be >= 0, found {value!r}"))
                 cur.values[_LOG_METRICS[key]] = v
     for b in launches:
         if len(b.uids) > 1:
@@ -270,9 +313,7 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarra
     out = {m: np.full(plan.n_invocations, np.nan) for m in metrics}
     for s, b in zip(samples, launches):
         if check_names and b.names[0] != s.kernel_name:
-            raise ResultsFormatError(located(path, b.line, "kernel_name",
-                                             f"{b.names[0]!r}, but sampled invocation {s.invocation} is "
-                                             f"{s.kernel_name!r} (--no-name-check to skip)"))
+            raise _name_mismatch(path, b.line, "kernel_name", b.names[0], s, hint=" (--no-name-check to skip)")
         for m in metrics:
             if m not in b.values:
                 raise ResultsFormatError(located(path, b.line, m, "missing for this kernel"))
@@ -280,10 +321,10 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarra
     return out
 
 
-def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
+def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, np.ndarray]:
     wanted = set(int(i) for i in plan.invocations)
     try:
-        fh = open(path, newline="", errors="replace")
+        fh = open(path, newline="", encoding="utf-8-sig", errors="replace")  # -sig: Excel's BOM
     except OSError as exc:
         raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
     with fh:
@@ -292,6 +333,11 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
         if not header or "invocation" not in [h.strip() for h in header]:
             raise ResultsFormatError(located(path, 1, "invocation", "no such column"))
         header = [h.strip() for h in header]
+        seen: set[str] = set()
+        for h in header:  # a repeated column would silently give the last copy's values
+            if h and h in seen:
+                raise ResultsFormatError(located(path, 1, h, "column appears twice"))
+            seen.add(h)
         inv_col = header.index("invocation")
         # plan columns that `gclsampler simulate` copies into simulated.csv are not metrics
         cols = [j for j, h in enumerate(header) if j != inv_col and h and h not in ("cluster", "weight")]
@@ -313,6 +359,12 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
     if missing:
         raise ResultsFormatError(located(path, None, "invocation",
                                          f"no row for sampled invocation(s) {missing[:10]}"))
+    if check_names and "kernel_name" in header:  # a results file of another workload
+        name_col = header.index("kernel_name")
+        for s in sorted(plan.samples, key=lambda s: s.invocation):
+            lineno, row = rows[s.invocation]
+            if row[name_col] != s.kernel_name:
+                raise _name_mismatch(path, lineno, "kernel_name", row[name_col], s, hint=" (--no-name-check to skip)")
     out: dict[str, np.ndarray] = {}
     for j in cols:
         parsed: dict[int, float] = {}
@@ -344,7 +396,7 @@ def _values_from_csv(plan, path: Path) -> dict[str, np.ndarray]:
 
 def _looks_like_csv(path: Path) -> bool:
     try:
-        with open(path, errors="replace") as fh:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
             first = fh.readline()
     except OSError as exc:
         raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
@@ -364,14 +416,16 @@ def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True
 
     if fmt == "auto":
         fmt = "csv" if _looks_like_csv(results) else "accelsim"
-    values = _values_from_csv(plan, results) if fmt == "csv" else _values_from_log(plan, results, check_names)
+    values = _values_from_csv(plan, results, check_names) if fmt == "csv" else \
+        _values_from_log(plan, results, check_names)
     if fmt == "accelsim" and "cycles" in values and "instructions" in values:
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             values["ipc"] = values["instructions"] / values["cycles"]
     unknown = [r for r in rates if r not in values]
     if unknown:
         raise ResultsFormatError(located(results, 1, unknown[0], "no such metric (--rate)"))
-    est: dict = weighted_estimate(plan, values, rates)
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64 is inf: null in --json
+        est: dict = weighted_estimate(plan, values, rates)
     tot = est["totals"]
     if tot.get("cycles") and tot.get("instructions") is not None:
         est["ipc_of_totals"] = tot["instructions"] / tot["cycles"]
@@ -387,9 +441,10 @@ def _reconstruct(args: argparse.Namespace) -> int:
     fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(args.results) else "accelsim")
     sim_by = _simulated_by(args.results) if fmt == "csv" else f"Accel-Sim log {args.results}"
     if args.json:
-        print(json.dumps({"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
-                          "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
-                          "n_invocations": n, "n_sampled": len(plan.samples), **est}, indent=1))
+        doc = {"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
+               "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
+               "n_invocations": n, "n_sampled": len(plan.samples), **est}
+        print(json.dumps(_finite_or_null(doc), indent=1, allow_nan=False))
         return 0
     tag = " (SYNTHETIC)" if plan.synthetic else ""
     print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}; {len(plan.samples)} sampled of {n} invocations")
@@ -406,11 +461,21 @@ def _reconstruct(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finite_or_null(v):
+    """``v`` with inf/NaN as None: a sum of huge finite values can still overflow, and NaN or
+    Infinity is no JSON (strict readers reject the whole document)."""
+    if isinstance(v, dict):
+        return {k: _finite_or_null(x) for k, x in v.items()}
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
 def _simulated_by(path: Path) -> str | None:
     """The ``simulated_by`` label of a ``gclsampler simulate`` CSV (first row), so the estimate
     built from it is labelled as simulated too; None for other files."""
     try:
-        with open(path, newline="", errors="replace") as fh:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
             row = next(csv.DictReader(fh), None)
     except (OSError, csv.Error):
         return None

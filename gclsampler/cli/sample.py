@@ -17,7 +17,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "(gclsampler-plan/1). Methods: pka, sieve, allegro, random, stem_root read profile.csv; "
         "photon reads the traces; gcl and gcl_stem need the embeddings a training run wrote "
         "(--embeddings). Method parameters are the keyword arguments of its class, "
-        "e.g. --set threshold=0.9 for photon or --set epsilon=0.1 for stem_root."
+        "e.g. --set threshold=0.9 for photon or --set epsilon=0.1 for stem_root "
+        "(epsilon of stem_root, gcl_stem and allegro: a number in (0, 1); z in [0.01, 40])."
     )
     parser.epilog = ("examples:\n"
                      "  gclsampler sample pka work/phi2 --out plan_pka.json\n"
@@ -29,7 +30,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", nargs="?", type=Path,
                         help="workload directory (profile.csv, kernelslist.g, traces, workload.json)")
     parser.add_argument("--out", type=Path, help="plan.json to write (atomically)")
-    parser.add_argument("--seed", type=int, default=0, help="random_state of the method (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random_state of the method, an integer in [0, 2**32) (default 0)")
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
     parser.add_argument("--embeddings", type=Path,
@@ -38,21 +40,41 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=_run)
 
 
+# YAML 1.1 (PyYAML) reads 5e-2 and 1e3 as strings: a float needs a dot and a signed exponent
+# there. Plain numbers in scientific notation are floats here, as in YAML 1.2 and Python.
+_SCI_FLOAT = r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"
+
+
+def _yaml_loader():
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_SCI_FLOAT), list("-+0123456789."))
+    return Loader
+
+
 def _parse_params(items: list[str]) -> dict:
     import yaml
 
     from gclsampler.errors import GclError
 
+    loader = _yaml_loader()
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise GclError(f"--set {item!r}: expected KEY=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+            out[key.strip()] = yaml.load(value, Loader=loader) if value.strip() else ""
         except yaml.YAMLError as exc:
             reason = str(getattr(exc, "problem", None) or exc).splitlines()[0]
             raise GclError(f"--set {item!r}: value is not valid YAML ({reason})") from None
+    if "random_state" in out:  # the constructor would get it twice ("multiple values for keyword")
+        raise GclError("--set random_state: use --seed instead")
     return out
 
 
@@ -95,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.method not in reg:
         raise GclError(f"sample: unknown method {args.method!r}; available: {', '.join(sorted(reg))}")
     from gclsampler._safe_out import check_out_file
+    from gclsampler.plan import check_seed
 
     if not args.workload.is_dir():
         raise GclError(f"{args.workload}: not a workload directory")
@@ -102,6 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         raise GclError(f"{args.workload}/profile.csv: no such file (a workload directory needs one)")
     check_out_file(args.out, "plan", inputs=[args.workload / "profile.csv", args.workload / "kernelslist.g",
                                              args.workload / "workload.json", args.embeddings])
+    check_seed(args.seed, "--seed")
     params = _parse_params(args.params)
     try:
         sampler = reg[args.method](**params, random_state=args.seed)
@@ -125,5 +149,5 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  invocations {wl.n_invocations}, clusters {len(plan.clusters)}, "
           f"simulated invocations {len(plan.samples)}")
     if t is not None:
-        print(f"  expected speedup {plan.speedup(t):.1f}x (profile time of all invocations / of the sampled ones)")
+        print(f"  {plan.speedup_text(t)}")
     return 0

@@ -16,9 +16,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("profile", type=Path, help="profile.csv (one row per invocation)")
     parser.add_argument("--out", type=Path, required=True, help="plan.json to write (atomically)")
-    parser.add_argument("--epsilon", type=float, default=0.05, help="relative error bound (default 0.05)")
-    parser.add_argument("--z", type=float, default=1.96, help="confidence z-score (default 1.96 = 95%%)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
+    parser.add_argument("--epsilon", type=float, default=0.05,
+                        help="relative error bound, a number in (0, 1) (default 0.05)")
+    parser.add_argument("--z", type=float, default=1.96,
+                        help="confidence z-score, a number in [0.01, 40] (default 1.96 = 95%%)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="random seed of the draws, an integer in [0, 2**32) (default 0)")
     parser.add_argument("--min-samples", type=int, default=1,
                         help="minimum draws per leaf, capped at the leaf size (30 = CLT rule of thumb)")
     parser.add_argument("--min-group", type=int, default=2, help="smallest leaf ROOT may split off (default 2)")
@@ -42,14 +45,14 @@ def _workload_meta(profile: Path) -> tuple[str, bool]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from gclsampler.profile import read_profile
     from gclsampler.stem import StemRootSampler, scope_description
     from gclsampler.workload import Workload
 
     from gclsampler._safe_out import check_out_file
+    from gclsampler.plan import check_seed, numeric_column
 
+    check_seed(args.seed, "--seed")
     check_out_file(args.out, "plan", inputs=[args.profile])
     if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
         from gclsampler.validate import require_valid_workload
@@ -58,6 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     profile = read_profile(args.profile)
     from gclsampler.validate import check_profile_usable
 
+    if args.time_column in profile.columns:  # a text column (kernel_name, grid): one line, not a ValueError
+        numeric_column(profile, args.time_column, args.profile)
     check_profile_usable(profile, args.profile, args.time_column)
     name, synthetic = _workload_meta(args.profile)
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,
@@ -66,13 +71,12 @@ def _run(args: argparse.Namespace) -> int:
     plan = sampler.fit(Workload(name=name, profile=profile, synthetic=synthetic))
     plan.save(args.out)
     res = sampler.result_
-    t = profile[args.time_column].to_numpy(dtype=np.float64)
-    speedup = plan.speedup(t)
+    t = numeric_column(profile, args.time_column, args.profile)
     print(f"{args.out}: stem_root plan for {name}" + (" (SYNTHETIC)" if synthetic else ""))
     print(f"  invocations {len(profile)}, kernel names {plan.config['n_groups']}, ROOT leaves {res.n_leaves}")
     print(f"  samples {len(plan.samples)} invocations (drawn without replacement inside each leaf)")
     print(f"  {scope_description(res.scope)}")
     print(f"  predicted error bound of the total {100 * res.error_bound:.2f}% at z={args.z:g} "
           f"(target {100 * args.epsilon:g}%" + (", and for every kernel name" if res.scope == "group" else "") + ")")
-    print(f"  expected speedup {speedup:.1f}x (profile time of all invocations / of the sampled ones)")
+    print(f"  {plan.speedup_text(t)}")
     return 0

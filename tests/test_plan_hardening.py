@@ -1,0 +1,378 @@
+"""Bad plans, profiles, results and parameters: one located line and exit 2, never a traceback.
+
+Each test builds its inputs in Python (small profiles, plans and traces), so the file runs in
+seconds; the numbers in the names refer to the bug list these tests were written for.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gclsampler.cli import main
+from gclsampler.errors import GclError
+from gclsampler.plan import ClusterInfo, PlanError, Sample, SamplingPlan, plan_from_labels
+from gclsampler.workload import Workload
+
+NAMES = ["gemm_A", "softmax_B", "copy_C"]
+
+
+def _profile(n=30, seed=0, names=NAMES, scale=1.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    t = rng.gamma(3.0, 1000.0, n) * scale
+    return pd.DataFrame({"invocation": np.arange(n), "kernel_name": [names[i % len(names)] for i in range(n)],
+                         "grid": "(8,1,1)", "block": "(128,1,1)", "time_ns": t, "cycles": np.round(t / scale * 1.4),
+                         "inst_executed": np.full(n, 4096)})
+
+
+def _workload_dir(tmp_path, prof: pd.DataFrame, name="wl"):
+    d = tmp_path / name
+    d.mkdir()
+    prof.to_csv(d / "profile.csv", index=False)
+    return d
+
+
+def _plan(n=30, names=NAMES) -> SamplingPlan:
+    labels = np.arange(n) % len(names)
+    reps = np.arange(len(names))
+    return plan_from_labels("toy", "gcl", labels, reps, np.array([names[i % len(names)] for i in range(n)]),
+                            {"k": len(names)}, synthetic=True)
+
+
+def _err(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+# 1 ---------------------------------------------------------------------------------------
+def test_weight_on_an_empty_cluster_is_rejected(tmp_path, capsys):
+    doc = {"format": "gclsampler-plan/1", "workload": "w", "method": "m", "n_invocations": 4,
+           "samples": [{"invocation": 0, "kernel_name": "k", "cluster": 0, "weight": 4},
+                       {"invocation": 1, "kernel_name": "k", "cluster": 7, "weight": 2}],
+           "clusters": [{"id": 0, "size": 4}, {"id": 7, "size": 0}]}
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(PlanError, match=r"plan\.json: cluster 7: size 0, but its samples carry weight 2"):
+        SamplingPlan.load(p)
+    assert main(["plan", "show", str(p)]) == 2
+    assert "cluster 7" in _err(capsys)
+    # the same plan built in memory cannot be saved either
+    plan = SamplingPlan("w", "m", 4, [Sample(0, "k", 0, 4.0), Sample(1, "k", 7, 2.0)],
+                        [ClusterInfo(0, 4), ClusterInfo(7, 0)])
+    with pytest.raises(PlanError, match="cluster 7"):
+        plan.save(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+
+
+# 2 ---------------------------------------------------------------------------------------
+def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
+    plan = _plan()
+    p = plan.save(tmp_path / "plan.json")
+    other = _profile(names=["gemm_A", "OTHER", "copy_C"])
+    other.to_csv(tmp_path / "profile.csv", index=False)
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 2
+    err = _err(capsys)
+    assert "profile.csv:3: kernel_name: 'OTHER', but sampled invocation 1 of" in err and "'softmax_B'" in err
+    _profile().to_csv(tmp_path / "profile.csv", index=False)
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 0
+
+
+def test_reconstruct_csv_compares_kernel_names_when_it_has_them(tmp_path, capsys):
+    plan = _plan()
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    csv = tmp_path / "res.csv"
+    pd.DataFrame({"invocation": inv, "kernel_name": ["gemm_A", "softmax_B", "elsewhere"],
+                  "cycles": [10, 20, 30]}).to_csv(csv, index=False)
+    assert main(["plan", "reconstruct", str(p), str(csv)]) == 2
+    err = _err(capsys)
+    assert "res.csv:4: kernel_name: 'elsewhere', but sampled invocation 2 is 'copy_C'" in err
+    assert main(["plan", "reconstruct", str(p), str(csv), "--no-name-check"]) == 0
+    pd.DataFrame({"invocation": inv, "cycles": [10, 20, 30]}).to_csv(csv, index=False)  # no names: nothing to compare
+    assert main(["plan", "reconstruct", str(p), str(csv)]) == 0
+
+
+def test_export_refuses_traces_of_another_workload(tmp_path, capsys):
+    from _trace_fixtures import Inst, make_trace
+
+    from gclsampler.trace import write_kernel, write_kernelslist
+
+    plan = _plan(6)
+    p = plan.save(tmp_path / "plan.json")
+    wdir = tmp_path / "wl"
+    wdir.mkdir()
+    files = []
+    for i in range(6):
+        name = "renamed" if i == 1 else NAMES[i % 3]
+        write_kernel(make_trace([[Inst("EXIT")]], kernel_id=i + 1, name=name), wdir / f"kernel-{i + 1}.traceg")
+        files.append(f"kernel-{i + 1}.traceg")
+    write_kernelslist(wdir, files)
+    assert main(["plan", "export-accelsim", str(p), str(wdir), str(tmp_path / "out")]) == 2
+    err = _err(capsys)
+    assert "kernel-2.traceg: -kernel name: 'renamed', but sampled invocation 1 of" in err and "'softmax_B'" in err
+    assert not (tmp_path / "out").exists()
+
+
+# 3 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [1, 1.0, 2.5])
+def test_epsilon_must_be_below_one(eps):
+    from gclsampler.baselines import AllegroSampler
+    from gclsampler.stem import StemError, StemRootSampler, stem_root
+
+    with pytest.raises(StemError, match=r"stem\.epsilon: must be a number in \(0, 1\)"):
+        stem_root(np.arange(1.0, 10.0), epsilon=eps)
+    wl = Workload("w", _profile())
+    with pytest.raises(StemError, match="epsilon"):
+        StemRootSampler(epsilon=eps).fit(wl)
+    with pytest.raises(GclError, match=r"allegro: epsilon: must be a number in \(0, 1\)"):
+        AllegroSampler(epsilon=eps).fit(wl)
+
+
+# 4 ---------------------------------------------------------------------------------------
+def test_reconstruct_csv_duplicate_column_and_bom(tmp_path, capsys):
+    plan = _plan()
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    dup = tmp_path / "dup.csv"
+    dup.write_text("invocation,cycles,cycles\n" + "".join(f"{i},1,2\n" for i in inv))
+    assert main(["plan", "reconstruct", str(p), str(dup)]) == 2
+    assert _err(capsys).endswith(f"{dup}:1: cycles: column appears twice")
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + ("invocation,cycles\n" + "".join(f"{i},100\n" for i in inv)).encode())
+    assert main(["plan", "reconstruct", str(p), str(bom), "--json"]) == 0  # auto-detected as CSV
+    assert json.loads(capsys.readouterr().out)["totals"]["cycles"] == pytest.approx(100 * plan.n_invocations)
+
+
+# 5 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cycles", ["0", "-5"])
+def test_log_cycles_must_be_positive(tmp_path, capsys, cycles):
+    plan = _plan(3)
+    p = plan.save(tmp_path / "plan.json")
+    blocks = [f"kernel_name = {s.kernel_name}\nkernel_launch_uid = {j + 1}\ngpu_sim_cycle = "
+              f"{cycles if j == 1 else 100}\ngpu_sim_insn = 50\n"
+              for j, s in enumerate(sorted(plan.samples, key=lambda s: s.invocation))]
+    log = tmp_path / "sim.log"
+    log.write_text("".join(blocks))
+    assert main(["plan", "reconstruct", str(p), str(log), "--json"]) == 2
+    assert _err(capsys).endswith(f"sim.log:7: gpu_sim_cycle: must be > 0, found '{cycles}'")
+
+
+def test_json_estimates_are_strict_json(tmp_path, capsys):
+    plan = _plan()
+    p = plan.save(tmp_path / "plan.json")
+    csv = tmp_path / "res.csv"
+    csv.write_text("invocation,cycles,huge\n" + "".join(f"{s.invocation},10,1e308\n" for s in plan.samples))
+    assert main(["plan", "reconstruct", str(p), str(csv), "--json"]) == 0
+
+    def refuse(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert doc["totals"]["huge"] is None and doc["totals"]["cycles"] == pytest.approx(10 * plan.n_invocations)
+
+
+# 6 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", ["-1", str(2**32), str(2**70)])
+def test_seed_outside_32_bits_is_refused(tmp_path, capsys, seed):
+    wdir = _workload_dir(tmp_path, _profile())
+    assert main(["stem", str(wdir / "profile.csv"), "--seed", seed, "--out", str(tmp_path / "a.json")]) == 2
+    assert _err(capsys) == f"gclsampler: error: --seed: must be an integer in [0, 2**32), found {seed}"
+    assert main(["sample", "random", str(wdir), "--seed", seed, "--out", str(tmp_path / "b.json")]) == 2
+    assert "--seed: must be an integer in [0, 2**32)" in _err(capsys)
+    assert not (tmp_path / "a.json").exists() and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("value", ["abc", 1.5, -1, 2**32, True])
+def test_gcl_stem_cluster_random_state_is_checked(value):
+    from gclsampler.samplers import GclStemSampler
+
+    prof = _profile()
+    wl = Workload("w", prof, embeddings=np.random.default_rng(0).normal(size=(len(prof), 4)).astype(np.float32))
+    with pytest.raises(GclError, match=r"cluster_random_state: must be an integer in \[0, 2\*\*32\)"):
+        GclStemSampler(cluster_random_state=value).fit(wl)
+
+
+# 7 ---------------------------------------------------------------------------------------
+def test_text_time_and_instruction_columns_are_named(tmp_path, capsys):
+    from gclsampler.baselines import AllegroSampler, SieveSampler
+    from gclsampler.samplers import GclStemSampler
+    from gclsampler.stem import StemRootSampler
+
+    prof = _profile()
+    wdir = _workload_dir(tmp_path, prof)
+    wl = Workload.load(wdir)
+    wl.embeddings = np.random.default_rng(0).normal(size=(len(prof), 4)).astype(np.float32)
+    where = f"{wdir}/profile.csv"
+    for sampler, col, value in [(StemRootSampler(time_column="grid"), "grid", "(8,1,1)"),
+                                (GclStemSampler(time_column="kernel_name"), "kernel_name", "gemm_A"),
+                                (AllegroSampler(time_column="block"), "block", "(128,1,1)"),
+                                (SieveSampler(inst_column="kernel_name"), "kernel_name", "gemm_A")]:
+        with pytest.raises(GclError) as err:
+            sampler.fit(wl)
+        assert str(err.value) == f"{where}: {col}: not numeric (e.g. line 2: {value!r})"
+    assert main(["stem", where, "--time-column", "kernel_name", "--out", str(tmp_path / "p.json")]) == 2
+    assert _err(capsys).endswith(f"{where}: kernel_name: not numeric (e.g. line 2: 'gemm_A')")
+    p = _plan().save(tmp_path / "plan.json")
+    assert main(["plan", "show", str(p), "--profile", where, "--time-column", "grid"]) == 2
+    assert _err(capsys).endswith(f"{where}: grid: not numeric (e.g. line 2: '(8,1,1)')")
+
+
+# 8 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cfg, message", [({"k_max": "abc"}, "cluster.k_max: must be an integer, got 'abc'"),
+                                          ({"tolerance": [1]}, "cluster.tolerance: must be a number"),
+                                          ({"normalize": "yes"}, "cluster.normalize: must be true or false"),
+                                          ({"representative": 3}, "cluster.representative: must be a string")])
+def test_cluster_config_types_are_checked(cfg, message):
+    from gclsampler.cluster import ClusterConfig
+
+    with pytest.raises(GclError) as err:
+        ClusterConfig.from_any(cfg)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize("params, key", [({"n_init": 0}, "n_init"), ({"n_init": 2.5}, "n_init"),
+                                         ({"random_state": -1, "target_error": 1e-12}, "random_state")])
+def test_pka_parameters_are_one_line(params, key):
+    from gclsampler.baselines import PkaSampler
+    from gclsampler.profile import PKA_METRICS
+
+    prof = _profile(40)
+    rng = np.random.default_rng(1)
+    for m in PKA_METRICS:
+        prof[m] = rng.integers(1, 100, len(prof))
+    with pytest.raises(GclError, match=key) as err:
+        PkaSampler(**params).fit(Workload("w", prof))
+    assert "\n" not in str(err.value) and str(err.value).startswith("pka: ")
+
+
+# 9 ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("config", [{"epsilon": None, "error_bound": 0.01}, {"epsilon": "x", "error_bound": 0.01},
+                                    {"error_bound": "x"}, {"k": "abc", "silhouette": [[3, 0.5]]},
+                                    {"k": [3], "silhouette": [[3, 0.5]]}, {"k": 3, "silhouette": "abc"},
+                                    {"k": 3, "silhouette": [[3, "x"]]}, {"k": 3, "silhouette": [3]}])
+def test_show_ignores_malformed_optional_config(tmp_path, capsys, config):
+    doc = _plan().to_dict()
+    doc["config"] = config
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    assert main(["plan", "show", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "chosen by silhouette" not in out and "epsilon" not in out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["samples"][0].update(invocation=2**70), "samples[0].invocation: 1180591620717411303424 is outside"),
+    (lambda d: d["clusters"][0].update(size=-(2**64)), "clusters[0].size: -18446744073709551616 is outside"),
+    (lambda d: d["samples"][0].update(weight=10**400), "samples[0].weight: expected a finite number"),
+])
+def test_load_bounds_numbers(tmp_path, capsys, edit, message):
+    doc = _plan().to_dict()
+    edit(doc)
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    assert main(["plan", "show", str(p)]) == 2
+    assert f"plan.json: {message}" in _err(capsys)
+
+
+def test_load_refuses_a_number_of_thousands_of_digits(tmp_path, capsys):
+    text = _plan().to_json().replace('"n_invocations": 30', '"n_invocations": ' + "9" * 5000)
+    p = tmp_path / "plan.json"
+    p.write_text(text)
+    assert main(["plan", "show", str(p)]) == 2
+    assert _err(capsys).startswith(f"gclsampler: error: {p}: not a plan: ")
+
+
+# 10 --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scale", [1e150, 1e300, 1e-200])
+def test_times_far_from_one_give_the_same_sample_sizes(scale):
+    from gclsampler.baselines import AllegroSampler, allegro_m_min
+    from gclsampler.stem import stem_root
+
+    prof = _profile(60)
+    t = prof["time_ns"].to_numpy()
+    names = prof["kernel_name"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warnings either
+        ref = stem_root(t, names, epsilon=0.05)
+        big = stem_root(t * scale, names, epsilon=0.05)
+        assert np.array_equal(big.sample_sizes, ref.sample_sizes) and np.array_equal(big.leaf, ref.leaf)
+        assert big.error_bound == pytest.approx(ref.error_bound, rel=1e-9)
+        assert np.allclose(big.leaf_mean, ref.leaf_mean * scale, rtol=1e-12)
+        assert allegro_m_min(t * scale, 0.05) == allegro_m_min(t, 0.05)
+        huge = prof.assign(time_ns=t * scale)
+        a = AllegroSampler(epsilon=0.2).fit(Workload("w", huge))
+        b = AllegroSampler(epsilon=0.2).fit(Workload("w", prof))
+        assert a.to_json() == b.to_json()
+
+
+def test_total_beyond_float64_is_refused():
+    from gclsampler.stem import StemError, stem_root
+
+    with pytest.raises(StemError, match="overflows float64"):
+        stem_root(np.full(4, 1e308))
+
+
+# 11, 13 ----------------------------------------------------------------------------------
+def test_set_reads_scientific_notation_as_numbers():
+    from gclsampler.cli.sample import _parse_params
+
+    got = _parse_params(["epsilon=5e-2", "a=1E3", "b=-2.5e+1", "c={tolerance: 1e-3}", "d='5e-2'", "e=0.1", "f=e5"])
+    assert got == {"epsilon": 0.05, "a": 1000.0, "b": -25.0, "c": {"tolerance": 0.001}, "d": "5e-2", "e": 0.1,
+                   "f": "e5"}
+    with pytest.raises(GclError, match=r"^--set random_state: use --seed instead$"):
+        _parse_params(["random_state=3"])
+
+
+# 12 --------------------------------------------------------------------------------------
+def test_embeddings_beyond_float32_name_the_file(tmp_path):
+    from gclsampler.embeddings import EmbeddingsError, load_embeddings
+
+    emb = np.zeros((3, 4))
+    emb[1, 2] = -1e39
+    np.save(tmp_path / "emb.npy", emb)
+    with pytest.raises(EmbeddingsError) as err:
+        load_embeddings(tmp_path / "emb.npy", 3)
+    assert str(err.value).startswith(f"{tmp_path / 'emb.npy'}: row 1: -1e+39 in column 2 overflows float32")
+
+
+# 14 --------------------------------------------------------------------------------------
+def test_zero_sampled_time_has_no_speedup_number(tmp_path, capsys):
+    prof = _profile(20, names=["one"])
+    prof.loc[0, "time_ns"] = 0.0  # sieve (one stratum, all alike) simulates invocation 0 alone
+    wdir = _workload_dir(tmp_path, prof)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["sample", "sieve", str(wdir), "--out", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    assert "expected speedup: n/a (sampled invocations have zero profiled time)" in out and "inf" not in out
+
+
+@pytest.mark.parametrize("argv, message", [(["--z", "0"], "stem.z: must be a number in [0.01, 40]"),
+                                           (["--z", "1e300"], "stem.z"), (["--epsilon", "1"], "stem.epsilon")])
+def test_extreme_z_and_epsilon_are_refused(tmp_path, capsys, argv, message):
+    wdir = _workload_dir(tmp_path, _profile())
+    assert main(["stem", str(wdir / "profile.csv"), *argv, "--out", str(tmp_path / "p.json")]) == 2
+    assert message in _err(capsys)
+
+
+# 15 --------------------------------------------------------------------------------------
+def test_plan_without_subcommand_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["plan"])
+    assert exc.value.code == 2
+    assert "required: COMMAND" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("group, texts", [("stem", ["(0, 1)", "[0, 2**32)", "[0.01, 40]"]),
+                                          ("sample", ["(0, 1)", "[0, 2**32)"])])
+def test_help_states_ranges(capsys, group, texts):
+    with pytest.raises(SystemExit):
+        main([group, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for text in texts:
+        assert text in out
