@@ -368,6 +368,13 @@ def test_plan_without_subcommand_is_a_usage_error(capsys):
     assert "required: COMMAND" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("group", ["trace", "graph", "profile"])
+def test_every_group_without_subcommand_is_a_usage_error(capsys, group):
+    assert main([group]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"usage: gclsampler {group}")  # the help, on stderr
+
+
 @pytest.mark.parametrize("group, texts", [("stem", ["(0, 1)", "[0, 2**32)", "[0.01, 40]"]),
                                           ("sample", ["(0, 1)", "[0, 2**32)"])])
 def test_help_states_ranges(capsys, group, texts):

@@ -62,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         print("gclsampler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.parse_args([args.group, "--help"])
+    if handler is None:  # a group without its subcommand: a usage error, like any missing argument
+        import contextlib
+
+        with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(SystemExit):
+            parser.parse_args([args.group, "--help"])  # argparse exits 0 after printing help
         return 2
     return run_guarded(lambda: int(handler(args) or 0), "gclsampler")
 
