@@ -95,15 +95,19 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
         line = p.read_bytes()[:exc.start].count(b"\n") + 1
         rep.add("error", located(p, line, None, "not UTF-8 text"))
         return p, []
+    from gclsampler.trace.workload import kernelslist_entry_problem
+
     entries: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(text.splitlines(), 1):
         s = raw.strip()
-        if not s or s.startswith("Memcpy"):
+        if not s:
             continue
-        if not s.startswith("kernel"):
-            rep.add("error", located(p, i, "kernelslist", f"neither a trace file name nor a Memcpy line: {s[:80]!r}"),
-                    "error:kernelslist line")
+        problem = kernelslist_entry_problem(s)
+        if problem:
+            rep.add("error", located(p, i, "kernelslist", problem), "error:kernelslist line")
+            continue
+        if s.startswith("Memcpy"):
             continue
         if s in seen:
             rep.add("error", located(p, i, "kernelslist", f"{s!r} is listed again (first on line {seen[s]})"),

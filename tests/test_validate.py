@@ -82,6 +82,20 @@ def test_duplicate_and_missing_list_entries(wl_copy, capsys):
     assert f"kernelslist.g:{n}: kernelslist: neither a trace file name nor a Memcpy line" in lines[2]
 
 
+def test_entries_outside_the_directory_are_refused(wl_copy, capsys):
+    """validate says what every trace command refuses: ``..``/absolute entries and the list itself."""
+    kl = wl_copy / "kernelslist.g"
+    outside = wl_copy.parent / "kernel-1.traceg"
+    outside.write_bytes(b"")
+    kl.write_text(kl.read_text() + "kernelsub/../../kernel-1.traceg\nkernelslist.g\n")
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    n = len(kl.read_text().splitlines())
+    assert any(f"kernelslist.g:{n - 1}: kernelslist: 'kernelsub/../../kernel-1.traceg' is not a plain file name" in ln
+               for ln in lines), lines
+    assert any(f"kernelslist.g:{n}: kernelslist: lists 'kernelslist.g', the kernelslist itself" in ln for ln in lines)
+
+
 def test_traces_out_of_launch_order(wl_copy, capsys):
     kl = wl_copy / "kernelslist.g"
     names = kl.read_text().split()

@@ -28,6 +28,9 @@ def _add_cfg_args(p: argparse.ArgumentParser) -> None:
 def _cfg(args):
     from gclsampler.graph import GraphConfig
 
+    if args.workers < 1:
+        raise GraphCliError(f"--workers {args.workers}: must be at least 1")
+
     cfg = GraphConfig(max_warps=args.max_warps, max_insts_per_warp=args.max_insts, mem_granularity=args.granularity)
     cfg.validate()
     return cfg
@@ -41,14 +44,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     info.add_argument("dir", help="workload directory or one kernel-<id>.traceg file")
     info.add_argument("--invocation", type=int, default=None, help="only this invocation (0-based)")
     info.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
-    info.add_argument("--workers", type=int, default=2)
+    info.add_argument("--workers", type=int, default=2,
+                      help="processes building graphs at once (default 2; 1 = in this process)")
     _add_cfg_args(info)
     info.set_defaults(handler=_info)
     build = sub.add_parser("build", help="build the graph cache of a workload in parallel",
                            description="Build every invocation's graph into the cache and report unique graphs.")
     build.add_argument("dir", help="workload directory")
     build.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
-    build.add_argument("--workers", type=int, default=2)
+    build.add_argument("--workers", type=int, default=2,
+                      help="processes building graphs at once (default 2; 1 = in this process)")
     _add_cfg_args(build)
     build.set_defaults(handler=_build)
 

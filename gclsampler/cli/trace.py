@@ -7,11 +7,13 @@ import json
 import sys
 
 
-def _parse_invocations(text: str | None) -> list[int] | None:
-    """``0,3,7-9`` or a file with one id per line (``@ids.txt``).
+def _parse_invocations(text: str | None) -> list[tuple[str, range]] | None:
+    """``0,3,7-9`` or a file with one id per line (``@ids.txt``), as (text, range) pairs.
 
     Anything that is not a list of non-negative ids or ascending ranges is an error, and so
     is a list that selects nothing: ``5-2`` once wrote an empty kernelslist.g and exited 0.
+    Ranges stay unexpanded until ``_expand_invocations`` has checked them against the
+    workload: ``0-99999999999`` once built a list of 10^11 ids.
     """
     from gclsampler.errors import GclError
 
@@ -20,12 +22,14 @@ def _parse_invocations(text: str | None) -> list[int] | None:
     where = "--invocations"
     if text.startswith("@"):
         where = text[1:]
+        if not where:
+            raise GclError("--invocations: '@' must be followed by a file name (@ids.txt)")
         try:
             with open(text[1:], encoding="utf-8") as f:
                 text = ",".join(s.strip() for s in f if s.strip())
         except (OSError, UnicodeDecodeError) as exc:
             raise GclError(f"{where}: cannot read the invocation list: {getattr(exc, 'strerror', None) or exc}") from None
-    out: list[int] = []
+    out: list[tuple[str, range]] = []
     for part in text.replace(" ", ",").split(","):
         if not part:
             continue
@@ -36,20 +40,37 @@ def _parse_invocations(text: str | None) -> list[int] | None:
                     raise GclError(f"{where}: range {part!r} runs backwards (write {b}-{a})")
                 ids = range(a, b + 1)
             else:
-                ids = [int(part)]
+                ids = range(int(part), int(part) + 1)
         except ValueError:
             raise GclError(f"{where}: {part!r} is not an invocation id or range like 7-9") from None
-        if any(i < 0 for i in ids):
+        if ids.start < 0:
             raise GclError(f"{where}: {part!r}: invocation ids are 0-based and not negative")
-        out.extend(ids)
+        out.append((part, ids))
     if not out:
         raise GclError(f"{where}: selects no invocations")
     return out
 
 
+def _expand_invocations(parts: list[tuple[str, range]] | None, src, where: str | None) -> list[int] | None:
+    """The ids of ``parts``, once every range is known to end inside the workload at ``src``."""
+    from gclsampler.errors import GclError
+    from gclsampler.trace import list_invocations
+
+    if parts is None:
+        return None
+    last = max(i.invocation for i in list_invocations(src))
+    for part, ids in parts:
+        if ids.stop - 1 > last:
+            raise GclError(f"{where or '--invocations'}: {part!r} goes past the last invocation of {src} ({last})")
+    return [i for _, ids in parts for i in ids]
+
+
 def _info(args) -> int:
+    from gclsampler.errors import GclError
     from gclsampler.trace import trace_info
 
+    if args.top < 1:
+        raise GclError(f"--top {args.top}: must be at least 1")
     info = trace_info(args.dir, top=args.top)
     if args.json:
         json.dump(info, sys.stdout, indent=1)
@@ -82,9 +103,11 @@ def _export(args) -> int:
 
     from gclsampler.validate import require_valid_workload
 
-    inv = _parse_invocations(args.invocations)
+    parts = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
     require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
+    where = args.invocations[1:] if (args.invocations or "").startswith("@") else None
+    inv = _expand_invocations(parts, args.src, where)
     facts: list = []
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
         paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts)
@@ -99,10 +122,18 @@ def _group(args) -> int:
 
     from gclsampler._safe_out import replace_dir
 
+    facts: dict = {}
     with replace_dir(args.out_dir, "trace group", inputs=[args.raw_dir]) as tmp:
         paths = group_raw_dir(args.raw_dir, tmp, values=not args.no_values, compress=args.compress,
-                              dedup_ldgsts=not args.keep_ldgsts_pairs)
+                              dedup_ldgsts=not args.keep_ldgsts_pairs, facts=facts)
     print(f"grouped {len(paths)} traces into {args.out_dir}")
+    if facts.get("ldgsts_removed"):
+        print(f"  note: removed {facts['ldgsts_removed']} LDGSTS records, the first of each NVBit pair as "
+              "Accel-Sim does (--keep-ldgsts-pairs keeps them)")
+    if facts.get("ldgsts_unpaired"):
+        print(f"gclsampler: warning: {facts['ldgsts_unpaired_at']}: opcode: {facts['ldgsts_unpaired']} LDGSTS "
+              "record(s) without the second record of their pair (same warp and PC, next record) kept as "
+              "instructions", file=sys.stderr)
     return 0
 
 

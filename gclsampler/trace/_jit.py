@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from gclsampler.trace._text import _DIGIT  # byte -> digit value (255: not a hex digit), a compile-time constant
-from gclsampler.trace._text import tokenize
+from gclsampler.trace._text import MAX_DEC_DIGITS, tokenize
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
@@ -231,7 +231,7 @@ def _popcount32(mask):
 def _operands(buf, p, e):
     """A register list ``n R.. R..``: ``(n, start of the list, end, bad)``; bad 1 = count, 2 = register."""
     a, p = _tok(buf, p, e)
-    v, ok = _uint(buf, a, p, 10, False, 20)
+    v, ok = _uint(buf, a, p, 10, False, MAX_DEC_DIGITS)
     if not ok or v > np.uint64(255):
         return 0, p, p, 1
     n = np.int64(v)
@@ -254,13 +254,13 @@ def _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc, mask, k,
         p, e = ls[i], le[i]
         for j in range(prefix):
             a, p = _tok(buf, p, e)
-            v, ok = _uint(buf, a, p, 10, False, 20)
+            v, ok = _uint(buf, a, p, 10, False, MAX_DEC_DIGITS)
             if not ok:
                 return i, F_PREFIX, 0, 0, 0
             pre[i, j] = np.int64(v)
         if has_line_num:
             a, p = _tok(buf, p, e)
-            v, ok = _uint(buf, a, p, 10, False, 20)
+            v, ok = _uint(buf, a, p, 10, False, MAX_DEC_DIGITS)
             if not ok or v > np.uint64(2147483647):
                 return i, F_LINE_NUM, 0, 0, 0
             line_num[i] = np.int32(v)
@@ -290,7 +290,7 @@ def _fixed_fields(buf, ls, le, prefix, has_line_num, pre, line_num, pc, mask, k,
         nsrc[i] = n
         smax = max(smax, n)
         a, p = _tok(buf, p, e)
-        v, ok = _uint(buf, a, p, 10, False, 20)
+        v, ok = _uint(buf, a, p, 10, False, MAX_DEC_DIGITS)
         if not ok or v > np.uint64(2147483647):
             return i, F_MEM_WIDTH, 0, 0, 0
         mw[i] = np.int32(v)
@@ -324,7 +324,7 @@ def _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, 
         if mw[i] > 0:
             ki = k[i]
             a, p = _tok(buf, p, e)
-            mode, ok = _uint(buf, a, p, 10, False, 20)
+            mode, ok = _uint(buf, a, p, 10, False, MAX_DEC_DIGITS)
             if not ok or mode > np.uint64(2):
                 return i, F_MODE
             if mode == 0:  # one hex address per active lane

@@ -68,6 +68,10 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
+MAX_DEC_DIGITS = 19
+"""Longest decimal token read: every 19-digit number fits in uint64, so none wraps silently
+(20 digits let ``18446744073709551617`` read as 1)."""
+
 # digit value of each byte for bases up to 16; 255 = not a digit
 _DIGIT = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789"):
@@ -144,7 +148,7 @@ def parse_uint(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: int,
     if jit is None or digits is not None:
         return parse_uint_numpy(buf, start, end, base, allow_0x, max_digits, digits)
     if max_digits is None:
-        max_digits = 16 if base == 16 else 20
+        max_digits = 16 if base == 16 else MAX_DEC_DIGITS
     return jit.parse_uint(buf, _i64(start), _i64(end), base, bool(allow_0x), max_digits)
 
 
@@ -156,7 +160,7 @@ def parse_uint_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: 
     ``digits`` is an optional precomputed ``digit_values(buf)`` (saves one lookup per character).
 
     Returns ``(values uint64, ok bool)``; ``ok`` is False for empty spans, spans
-    with a non-digit, or more digits than fit (16 hex / 20 decimal).
+    with a non-digit, or more digits than fit (16 hex / 19 decimal).
     """
     start = np.asarray(start, dtype=np.int64)
     end = np.asarray(end, dtype=np.int64)
@@ -171,7 +175,7 @@ def parse_uint_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray, base: 
             start = start + 2 * pre
     length = end - start
     if max_digits is None:
-        max_digits = 16 if base == 16 else 20
+        max_digits = 16 if base == 16 else MAX_DEC_DIGITS
     ok = (length > 0) & (length <= max_digits)
     lmin, lmax = int(length.min()), int(length.max())
     if lmin == lmax:  # fixed width column (masks, PCs)

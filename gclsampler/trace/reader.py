@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import logging
 import lzma
 import os
 import re
@@ -62,21 +63,15 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
         elif p.endswith(".xz"):
             f = lzma.open(p, "rb")
         elif p.endswith(".zst"):
-            import zstandard
-
-            f = zstandard.ZstdDecompressor().stream_reader(open(p, "rb"), closefd=True)
+            with open(p, "rb") as raw:
+                data = _read_zst(raw, limit)
+            if data is None:
+                raise TraceFormatError(p, None, "compression", "cannot decompress (zst): truncated")
+            return data
         else:
             f = open(p, "rb")
         with f:
             if limit is None:
-                if p.endswith(".zst"):
-                    chunks = []
-                    while True:
-                        c = f.read(1 << 24)
-                        if not c:
-                            break
-                        chunks.append(c)
-                    return b"".join(chunks)
                 return f.read()
             chunks, got = [], 0
             while got < limit:  # stream readers may return short reads before EOF
@@ -99,6 +94,33 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
         if type(exc).__module__.startswith("zstandard") or "Zstd" in type(exc).__name__:
             raise TraceFormatError(p, None, "compression", f"cannot decompress (zst): {exc}") from None
         raise
+
+
+def _read_zst(f, limit: int | None) -> bytes | None:
+    """zstd content of the open file ``f`` (about ``limit`` bytes of it), None if a frame is cut off.
+
+    Not ``stream_reader``: it ends quietly at an incomplete frame, so a truncated copy
+    read as a shorter valid trace. A decompression object sets ``eof`` only at a frame's
+    end marker; frames written back to back (``cat a.zst b.zst``) are read in turn.
+    """
+    import zstandard
+
+    dctx = zstandard.ZstdDecompressor()
+    d = dctx.decompressobj()
+    out, got, open_frame = [], 0, False
+    step = 1 << 24 if limit is None else 1 << 16  # header peeks: do not inflate a whole kernel
+    while limit is None or got < limit:
+        c = f.read(step)
+        if not c:
+            return b"".join(out) if out and not open_frame else None
+        while c:
+            o = d.decompress(c)
+            out.append(o)
+            got += len(o)
+            open_frame, c = not d.eof, b""
+            if d.eof:
+                c, d = d.unused_data, dctx.decompressobj()
+    return b"".join(out)
 
 
 def strip_compression(name: str) -> str:
@@ -126,7 +148,9 @@ _KEYS = {
     "enable lineinfo": "enable_lineinfo",
 }
 _REQUIRED = ("kernel name", "kernel id", "grid dim", "block dim")
-_DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$", re.ASCII)
+_DEC = re.compile(r"[0-9]+")  # int() would also take '١', '+1', ' 1' and '1_0'
+_HEX = re.compile(r"(0[xX])?[0-9a-fA-F]+")
 
 
 @dataclass(frozen=True)
@@ -155,17 +179,20 @@ def _header_value(path, lineno, key, text):
                 raise ValueError("dimensions must be >= 1")
             return dims
         if attr in ("shmem_base_addr", "local_mem_base_addr"):
+            if not _HEX.fullmatch(text):
+                raise ValueError("expected hex digits")
             return int(text, 16)
         if attr == "nvbit_version":
             return text
+        if not _DEC.fullmatch(text):
+            raise ValueError("expected ASCII decimal digits")
+        v = int(text)
         if attr == "enable_lineinfo":
-            v = int(text)
             if v not in (0, 1):
                 raise ValueError("expected 0 or 1")
             return bool(v)
-        v = int(text)
-        if v < 0:
-            raise ValueError("negative")
+        if attr == "kernel_id" and v < 1:
+            raise ValueError("kernel ids start at 1 (invocation = id - 1)")
         return v
     except ValueError as exc:
         raise TraceFormatError(path, lineno, f"-{key}", f"bad value {text!r} ({exc})") from None
@@ -174,6 +201,7 @@ def _header_value(path, lineno, key, text):
 def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int, int]:
     """Header fields, column layout, byte offset and 0-based line index where the body starts."""
     fields: dict = {}
+    key_line: dict[str, int] = {}
     fmt: str | None = None
     pos = 0
     lineno = 0
@@ -202,9 +230,14 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
             key = " ".join(key.split())
             if key not in _KEYS:
                 raise TraceFormatError(path, lineno + 1, f"-{key}", "unknown header key")
+            if key in key_line:  # keeping either value silently could describe another launch
+                raise TraceFormatError(path, lineno + 1, f"-{key}", f"appears again (first at line {key_line[key]})")
+            key_line[key] = lineno + 1
             fields[key] = _header_value(path, lineno + 1, key, value.strip())
         elif line.startswith("#traces format"):
-            fmt = line
+            if fmt is not None:
+                raise TraceFormatError(path, lineno + 1, "#traces format", f"appears again (first at line {fmt_line})")
+            fmt, fmt_line = line, lineno + 1
         elif line == "":
             pass
         else:
@@ -299,8 +332,13 @@ class _Body:
         v, ok = T.parse_uint(self.buf, self.ts[tok], self.te[tok], base, allow_0x=allow_0x, digits=self.digits)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
+            text = self.tok_text(tok[bad])
+            if _is_number(text, base, allow_0x):
+                most = f"max {max_value}" if max_value is not None else (
+                    "at most 16 hex digits" if base == 16 else f"at most {T.MAX_DEC_DIGITS} decimal digits")
+                self.fail(lines[bad], field, f"value {text!r} out of range ({most})")
             kind = "hex" if base == 16 else "decimal"
-            self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not {kind}")
+            self.fail(lines[bad], field, f"token {text!r} is not {kind}")
         if max_value is not None and v.size and int(v.max()) > max_value:
             bad = int(np.flatnonzero(v > np.uint64(max_value))[0])
             self.fail(lines[bad], field, f"value {self.tok_text(tok[bad])!r} out of range (max {max_value})")
@@ -310,7 +348,10 @@ class _Body:
         v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok], digits=self.digits)
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
-            self.fail(lines[bad], field, f"token {self.tok_text(tok[bad])!r} is not a decimal integer")
+            text = self.tok_text(tok[bad])
+            if _is_number(text.removeprefix("-"), 10, False):
+                self.fail(lines[bad], field, f"value {text!r} out of range (signed 64-bit)")
+            self.fail(lines[bad], field, f"token {text!r} is not a decimal integer")
         return v
 
     def regs(self, tok, lines, field) -> np.ndarray:
@@ -349,6 +390,13 @@ class _Body:
         return code.astype(np.int16)
 
 
+def _is_number(text: str, base: int, allow_0x: bool) -> bool:
+    """Whether a refused token is digits of ``base`` (so too large, not malformed)."""
+    if allow_0x and text[:2] in ("0x", "0X") and len(text) > 2:
+        text = text[2:]
+    return bool(text) and all(c in "0123456789abcdefABCDEF"[:base + 6 * (base == 16)] for c in text)
+
+
 def _need(body: _Body, cur, end, count, lines, field):
     bad = cur + count > end
     if bad.any():
@@ -376,7 +424,12 @@ class _OpcodeTable:
         order = np.argsort(first, kind="stable")
         gid = np.empty(uh.shape[0], dtype=np.int32)
         for u in order.tolist():
-            text = bytes(ctx.buf[s[first[u]]:e[first[u]]]).decode("utf-8", "replace")
+            raw = bytes(ctx.buf[s[first[u]]:e[first[u]]])
+            try:  # replacing bad bytes with U+FFFD would silently merge or rename opcodes
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                ctx.fail(lines[first[u]], "opcode", f"not UTF-8 text (byte {raw[exc.start]:#04x} "
+                         f"at character {exc.start + 1} of the opcode)")
             if not text[:1].isalpha() and not text[:1] == "_":
                 ctx.fail(lines[first[u]], "opcode", f"token {text!r} is not a SASS opcode")
             gid[u] = self._id(text)
@@ -532,7 +585,11 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
             v0, ok = T.parse_uint(body.buf, body.ts[head] + 1, body.te[head], 16, max_digits=8)
             if not ok.all():
                 b = int(np.flatnonzero(~ok)[0])
-                body.fail(lines[sel[b]], "reg_values", f"token {body.tok_text(head[b])!r} is not "
+                text = body.tok_text(head[b])
+                if text[:1] in "=+~:" and _is_number(text[1:], 16, False):
+                    body.fail(lines[sel[b]], "reg_values",
+                              f"value {text!r} out of range (32-bit: at most 8 hex digits)")
+                body.fail(lines[sel[b]], "reg_values", f"token {text!r} is not "
                           "'=hex', '+hex', '~hex' or ':hex'")
             v0 = v0.astype(np.int64)
             adv = np.zeros(sel.shape[0], dtype=np.int64)
@@ -567,7 +624,11 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
                     vv, ok = T.parse_uint(body.buf, body.ts[tok], body.te[tok], 16, max_digits=8)
                     if not ok.all():
                         b = int(np.flatnonzero(~ok)[0])
-                        body.fail(ln[b], "reg_values", f"token {body.tok_text(tok[b])!r} is not hex")
+                        text = body.tok_text(tok[b])
+                        if _is_number(text, 16, False):
+                            body.fail(ln[b], "reg_values",
+                                      f"value {text!r} out of range (32-bit: at most 8 hex digits)")
+                        body.fail(ln[b], "reg_values", f"token {text!r} is not hex")
                     values[np.repeat(row0[m] + 1, nd) + r] = vv.astype(np.uint32)
                 else:
                     d = body.sint(tok, ln, "value delta")
@@ -686,6 +747,9 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
     in_tb = False
     cta = None
     pending_warp = None
+    n_tb = 0
+    cta_line: dict[tuple, int] = {}  # first line of each CTA / warp: a repeat would merge two sections
+    warp_line: dict[int, int] = {}
     seen_inst_ok = np.zeros(s_lines.shape[0], dtype=bool)
     for p, li in enumerate(s_lines.tolist()):
         text = body.text_of_line(li)
@@ -696,6 +760,7 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
             if in_tb:
                 body.fail(li, "#BEGIN_TB", "thread block starts before the previous one ends")
             in_tb, cta, pending_warp = True, None, None
+            n_tb += 1
         elif key == "#END_TB":
             if not in_tb:
                 body.fail(li, "#END_TB", "without #BEGIN_TB")
@@ -705,25 +770,38 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
         elif not in_tb:
             body.fail(li, key, f"{text!r} outside a #BEGIN_TB/#END_TB section")
         elif key == "thread" and text.startswith("thread block"):
-            m = re.match(r"^thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)$", text)
+            m = re.match(r"^thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)$", text, re.ASCII)
             if not m:
                 body.fail(li, "thread block", f"expected 'thread block = x,y,z', got {text!r}")
+            if cta is not None:
+                body.fail(li, "thread block", "second 'thread block =' line in one #BEGIN_TB section")
             cta = tuple(int(v) for v in m.groups())
             if any(c >= g for c, g in zip(cta, header.grid)):
                 body.fail(li, "thread block", f"{cta} outside grid {header.grid}")
+            if cta in cta_line:
+                body.fail(li, "thread block", f"({cta[0]},{cta[1]},{cta[2]}) appears again "
+                          f"(first at line {body.line0 + cta_line[cta] + 1})")
+            cta_line[cta] = li
+            warp_line = {}
         elif key == "cluster":
             pass  # Hopper thread-block-cluster lines (newer post-processing); not modelled
         elif key == "warp":
-            m = re.match(r"^warp\s*=\s*(\d+)$", text)
+            m = re.match(r"^warp\s*=\s*(\d+)$", text, re.ASCII)
             if not m:
                 body.fail(li, "warp", f"expected 'warp = w', got {text!r}")
             if cta is None:
                 body.fail(li, "warp", "warp before 'thread block =' line")
+            if pending_warp is not None:
+                body.fail(li, "insts", f"warp {pending_warp} has no 'insts =' line")
             pending_warp = int(m.group(1))
             if pending_warp >= wpc:
                 body.fail(li, "warp", f"warp {pending_warp} >= {wpc} warps per CTA of block {header.block}")
+            if pending_warp in warp_line:
+                body.fail(li, "warp", f"{pending_warp} appears again in thread block ({cta[0]},{cta[1]},{cta[2]}) "
+                          f"(first at line {body.line0 + warp_line[pending_warp] + 1})")
+            warp_line[pending_warp] = li
         elif key == "insts":
-            m = re.match(r"^insts\s*=\s*(\d+)$", text)
+            m = re.match(r"^insts\s*=\s*(\d+)$", text, re.ASCII)
             if not m:
                 body.fail(li, "insts", f"expected 'insts = n', got {text!r}")
             if pending_warp is None:
@@ -748,6 +826,8 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
     first_inst = np.flatnonzero(is_inst)
     if first_inst.size and (s_lines.size == 0 or first_inst[0] < s_lines[0]):
         body.fail(first_inst[0], "line", "instruction line before the first #BEGIN_TB")
+    if n_tb == 0:  # a header alone read as a 0-instruction launch, and exported as an empty kernel
+        raise TraceFormatError(body.path, None, "thread block", "none (file truncated?)")
     W = len(warp_id)
     wc = np.array(warp_cta, dtype=np.int32).reshape(W, 3)
     wi = np.array(warp_id, dtype=np.int32)
@@ -756,33 +836,46 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
     return first_inst, wc, wi, wp
 
 
-def _dedup_ldgsts(opcode_names: list[str], opcode: np.ndarray, warp_key: np.ndarray) -> np.ndarray:
+def _dedup_ldgsts(opcode_names: list[str], opcode: np.ndarray, warp_key: np.ndarray,
+                  pc: np.ndarray) -> tuple[np.ndarray, int, int]:
     """Keep the second of each pair of LDGSTS records per warp (Accel-Sim post-processing).
 
     The NVBit tracer emits one record per memory reference and LDGSTS has two
-    (global source, shared destination); Accel-Sim keeps one of them.
-    Rows must already be sorted by warp. Returns a keep mask.
+    (global source, shared destination), written back to back by the same warp at
+    the same PC; Accel-Sim keeps one of them. Pairs are matched by that adjacency,
+    not by counting, so one lone record neither vanishes nor shifts every later pair:
+    it is kept and reported. Rows must already be sorted by warp. Returns a keep mask,
+    the number of unpaired records and the row of the first (-1 if none).
     """
     ld = np.array(["LDGSTS" in n for n in opcode_names], dtype=bool)
     keep = np.ones(opcode.shape[0], dtype=bool)
     if not ld.any():
-        return keep
+        return keep, 0, -1
     is_ld = ld[opcode]
+    cont = np.zeros(opcode.shape[0], dtype=bool)  # same LDGSTS as the record before it in its warp
+    cont[1:] = is_ld[1:] & is_ld[:-1] & (warp_key[1:] == warp_key[:-1]) & (pc[1:] == pc[:-1])
     idx = np.flatnonzero(is_ld)
-    wk = warp_key[idx]
-    start = np.r_[True, wk[1:] != wk[:-1]]
+    start = ~cont[idx]
     grp = np.cumsum(start) - 1
     first = np.flatnonzero(start)
     rank = np.arange(idx.size) - first[grp]
-    keep[idx[rank % 2 == 0]] = False
-    return keep
+    run = np.diff(np.append(first, idx.size))
+    paired = (run - run % 2)[grp]  # an odd run's last record has no partner
+    keep[idx[(rank % 2 == 0) & (rank < paired)]] = False
+    odd = np.flatnonzero(run % 2 == 1)
+    bad = int(idx[first[odd[0]] + run[odd[0]] - 1]) if odd.size else -1
+    return keep, int(odd.size), bad
 
 
-def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> KernelTrace:
+def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: dict | None = None) -> KernelTrace:
     """Parse one kernel trace (grouped or raw, plain or .gz/.xz/.zst).
 
     Raises ``TraceFormatError`` naming ``path:line`` and the field for anything
-    that does not follow the grammar in docs/trace-format.md.
+    that does not follow the grammar in docs/trace-format.md. ``facts``, when given,
+    receives (added to) ``ldgsts_removed``, raw records dropped as the first of an LDGSTS
+    pair, and ``ldgsts_unpaired``, lone LDGSTS records kept (with ``ldgsts_unpaired_at``,
+    the first one's file:line), so that callers can say what did not become an
+    instruction; without ``facts`` lone records are logged as a warning.
     """
     path = str(path)
     data = open_bytes(path)
@@ -810,9 +903,22 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True) -> Kernel
         key = cta_lin * wpc + pre[:, 3]
         order = np.argsort(key, kind="stable")
         key_s = key[order]
+        removed = unpaired = 0
         if dedup_ldgsts:
-            keep = _dedup_ldgsts(names, cols["opcode"][order], key_s)
+            keep, unpaired, bad = _dedup_ldgsts(names, cols["opcode"][order], key_s, cols["pc"][order])
+            removed = int(keep.size - np.count_nonzero(keep))
+            if unpaired:
+                at = f"{path}:{body.line0 + int(inst_lines[order[bad]]) + 1}"
+                if facts is None:
+                    logging.getLogger("gclsampler.trace").warning(
+                        "gclsampler: warning: %s: opcode: %d LDGSTS record(s) without the second record of "
+                        "their pair (same warp and PC, next record) kept as instructions", at, unpaired)
+                else:
+                    facts.setdefault("ldgsts_unpaired_at", at)
             order, key_s = order[keep], key_s[keep]
+        if facts is not None:
+            facts["ldgsts_removed"] = facts.get("ldgsts_removed", 0) + removed
+            facts["ldgsts_unpaired"] = facts.get("ldgsts_unpaired", 0) + unpaired
         cols = _take(cols, order)
         starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]]) if key_s.size else np.zeros(0, np.int64)
         wkey = key_s[starts]

@@ -35,27 +35,74 @@ def _progress(it, total: int, desc: str):
     return tqdm(it, total=total, desc=desc, disable=disable, file=None)
 
 
+def _kernelslist_path(root: Path) -> Path | None:
+    for name in (KERNELSLIST, "kernelslist"):
+        if (root / name).exists():
+            return root / name
+    return None
+
+
+def _kernelslist_entries(root: str | os.PathLike) -> tuple[Path, list[tuple[int, str]]]:
+    """(path, [(line, entry)]) of ``kernelslist.g`` (or the raw tracer's ``kernelslist``), blank lines dropped.
+
+    Entries are plain names in the directory: ``../x`` or ``/x`` made ``trace group``
+    read and write files outside its directories, and an entry naming the list itself
+    was read as a trace.
+    """
+    root = Path(root)
+    p = _kernelslist_path(root)
+    if p is None:
+        raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
+    out = []
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(p, raw[:exc.start].count(b"\n") + 1, "kernelslist", "not UTF-8 text") from None
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s:
+            continue
+        problem = kernelslist_entry_problem(s)
+        if problem:
+            raise TraceFormatError(p, i, "kernelslist", problem)
+        out.append((i, s))
+    return p, out
+
+
+def kernelslist_entry_problem(entry: str) -> str | None:
+    """Why a stripped kernelslist line cannot be an entry, or None (``gclsampler validate`` says the same)."""
+    if not (entry.startswith("Memcpy") or entry.startswith("kernel")):
+        return f"neither a trace file name nor a Memcpy line: {entry[:80]!r}"
+    if entry.startswith("Memcpy"):
+        return None
+    if any(c in entry for c in "/\\\0"):
+        return f"{entry!r} is not a plain file name (trace files are listed by name, in the kernelslist's own directory)"
+    if entry in (KERNELSLIST, "kernelslist"):
+        return f"lists {entry!r}, the kernelslist itself, not a trace file"
+    return None
+
+
 def read_kernelslist(root: str | os.PathLike) -> list[str]:
     """Lines of ``kernelslist.g`` (or the raw tracer's ``kernelslist``), blank lines dropped."""
-    root = Path(root)
-    for name in (KERNELSLIST, "kernelslist"):
-        p = root / name
-        if p.exists():
-            out = []
-            raw = p.read_bytes()
-            try:
-                text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
-            except UnicodeDecodeError as exc:
-                raise TraceFormatError(p, raw[:exc.start].count(b"\n") + 1, "kernelslist", "not UTF-8 text") from None
-            for i, line in enumerate(text.splitlines(), 1):
-                s = line.strip()
-                if not s:
-                    continue
-                if not (s.startswith("Memcpy") or s.startswith("kernel")):
-                    raise TraceFormatError(p, i, "kernelslist", f"neither a trace file name nor a Memcpy line: {s!r}")
-                out.append(s)
-            return out
-    raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
+    return [s for _, s in _kernelslist_entries(root)[1]]
+
+
+def _refuse_repeats(kl: Path, entries: list[tuple[int, str]], out_name=None) -> None:
+    """Refuse a trace listed twice, or two traces that ``out_name`` maps to one output file.
+
+    Either would count one launch twice or let one output overwrite the other.
+    """
+    first: dict[str, tuple[int, str]] = {}
+    for i, s in entries:
+        if s.startswith("Memcpy"):
+            continue
+        k = s if out_name is None else out_name(s)
+        if k in first:
+            j, t = first[k]
+            raise TraceFormatError(kl, i, "kernelslist", f"{s!r} is listed again (first on line {j})" if t == s
+                                   else f"{s!r} and {t!r} (line {j}) would both become {k!r}")
+        first[k] = (i, s)
 
 
 def trace_files(root: str | os.PathLike) -> list[str]:
@@ -63,15 +110,21 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     root = Path(root)
     if not root.is_dir():
         raise TraceFormatError(root, None, None, "not a directory")
-    if (root / KERNELSLIST).exists() or (root / "kernelslist").exists():
-        names = [s for s in read_kernelslist(root) if not s.startswith("Memcpy")]
-        kl = root / (KERNELSLIST if (root / KERNELSLIST).exists() else "kernelslist")
-        for s in names:
+    if _kernelslist_path(root) is not None:
+        kl, entries = _kernelslist_entries(root)
+        entries = [(i, s) for i, s in entries if not s.startswith("Memcpy")]
+        _refuse_repeats(kl, entries)
+        for i, s in entries:
             if not (root / s).exists():
-                raise TraceFormatError(kl, None, "kernelslist", f"lists {s!r}, which does not exist")
+                raise TraceFormatError(kl, i, "kernelslist", f"lists {s!r}, which does not exist")
+        names = [s for _, s in entries]
     else:
-        found = [(int(m.group(1)), p.name) for p in root.iterdir() if (m := _TRACE_RE.match(p.name))]
-        names = [n for _, n in sorted(found)]
+        found = sorted((int(m.group(1)), p.name) for p in root.iterdir() if (m := _TRACE_RE.match(p.name)))
+        for (a, x), (b, y) in zip(found, found[1:]):
+            if a == b:  # kernel-1.traceg and kernel-1.traceg.gz: one launch, read twice
+                raise TraceFormatError(root, None, "kernelslist", f"{x} and {y} are both kernel {a}; list the "
+                                       "traces to use in kernelslist.g")
+        names = [n for _, n in found]
     if not names:
         raise TraceFormatError(root, None, "kernelslist", "empty workload: no kernel traces")
     return names
@@ -81,9 +134,14 @@ def list_invocations(root: str | os.PathLike) -> list[InvocationInfo]:
     """Invocations in launch order with header metadata; bodies are not parsed."""
     root = Path(root)
     out = []
+    first: dict[int, str] = {}
     for name in trace_files(root):
         p = root / name
         header, _ = read_header(p)
+        if header.kernel_id in first:  # one invocation twice: counted twice, or exported over itself
+            raise TraceFormatError(p, None, "-kernel id",
+                                   f"{header.kernel_id} is also the id of {first[header.kernel_id]}")
+        first[header.kernel_id] = name
         out.append(InvocationInfo(invocation=header.invocation, path=name, header=header,
                                   n_bytes=p.stat().st_size))
     return out
@@ -269,30 +327,38 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     return written
 
 
+def _grouped_name(entry: str, compress: str) -> str:
+    base = strip_compression(entry)
+    if base.endswith(".trace"):
+        base += "g"
+    return base + compress
+
+
 def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, values: bool = True,
-                  compress: str = "", dedup_ldgsts: bool = True) -> list[Path]:
+                  compress: str = "", dedup_ldgsts: bool = True, facts: dict | None = None) -> list[Path]:
     """Raw tracer output (``kernel-N.trace[.xz]`` + ``kernelslist``) -> grouped ``.traceg`` dir.
 
     Memcpy lines of the kernelslist are kept; ``compress`` is '', '.gz', '.xz' or '.zst'.
+    ``facts``, when given, receives ``ldgsts_removed`` (see ``read_kernel``) summed over the traces.
     """
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    try:
-        entries = read_kernelslist(raw_dir)
-    except TraceFormatError:
-        entries = trace_files(raw_dir)
-    if not any(not e.startswith("Memcpy") for e in entries):
+    kl = _kernelslist_path(raw_dir)
+    if kl is not None:
+        kl, entries = _kernelslist_entries(raw_dir)
+    else:
+        kl, entries = raw_dir, list(enumerate(trace_files(raw_dir), 1))
+    if not any(not e.startswith("Memcpy") for _, e in entries):
         raise TraceFormatError(raw_dir, None, "kernelslist", "empty workload: no kernel traces")
+    # before anything is written: two entries with one output name would overwrite each other
+    _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, written = [], []
-    for e in _progress(entries, len(entries), "group"):
+    for _, e in _progress(entries, len(entries), "group"):
         if e.startswith("Memcpy"):
             lines.append(e)
             continue
-        t = read_kernel(raw_dir / e, dedup_ldgsts=dedup_ldgsts)
-        base = strip_compression(e)
-        if base.endswith(".trace"):
-            base += "g"
-        name = base + compress
+        t = read_kernel(raw_dir / e, dedup_ldgsts=dedup_ldgsts, facts=facts)
+        name = _grouped_name(e, compress)
         write_bytes_atomic(out_dir / name, render(t, values=values))
         lines.append(name)
         written.append(out_dir / name)

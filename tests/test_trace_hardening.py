@@ -1,0 +1,375 @@
+"""Bad or hostile trace input found by a tester: each case once read as something else.
+
+Every test builds its input in ``tmp_path``; the ones about parsing run with the compiled
+parser and the numpy one (``parser`` fixture), since both must word errors the same way.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gclsampler.cli import main
+from gclsampler.trace import (TraceFormatError, group_raw_dir, list_invocations, read_kernel, trace_info,
+                              write_kernel)
+from gclsampler.trace import _text as T
+from tests._trace_fixtures import Inst, make_trace
+
+HEADER = """-kernel name = k
+-kernel id = {kid}
+-grid dim = (2,1,1)
+-block dim = (64,1,1)
+-shmem = 0
+-nregs = 16
+-binary version = 86
+-cuda stream id = 0
+-shmem base_addr = 0x00007f0000000000
+-local mem base_addr = 0x00007e0000000000
+-nvbit version = 1.7
+-accelsim tracer version = 5
+-enable lineinfo = 0
+
+#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
+"""
+
+BODY = """#BEGIN_TB
+thread block = 0,0,0
+warp = 0
+insts = 2
+0000 ffffffff 1 R1 MOV 0 0 0
+0010 ffffffff 0 EXIT 0 0 0
+#END_TB
+"""
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def parser(request, monkeypatch):
+    """Run the test with the numba parser (when installed) and with the numpy fallback."""
+    if request.param == "compiled":
+        jit = pytest.importorskip("gclsampler.trace._jit", reason="numba is not installed")
+        monkeypatch.setattr(T, "_JIT_STATE", [jit])
+    else:
+        monkeypatch.setattr(T, "_JIT_STATE", [None])
+    return request.param
+
+
+def _w(path, text: str | bytes):
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def _wl(root, files: dict[str, str | bytes], kernelslist: str | None):
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        _w(root / name, text)
+    if kernelslist is not None:
+        (root / "kernelslist.g").write_text(kernelslist)
+    return root
+
+
+def _error(capsys, argv) -> str:
+    """Run the CLI, expect exit 2 with one error line and no traceback; return that line."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+# ----------------------------------------------------------------------------- 1 truncated .zst
+
+def test_truncated_multiblock_zst_is_refused(tmp_path, parser):
+    zstandard = pytest.importorskip("zstandard")
+    # distinct lines (fresh PCs) so that the frame spans several 128 KiB blocks
+    warps = [[Inst("MOV", ("R1",), pc=16 * i) for i in range(8000)] + [Inst("EXIT", pc=16 * 8000)]]
+    t = make_trace(warps, with_values=False)
+    full = tmp_path / "kernel-1.traceg.zst"
+    write_kernel(t, full, values=False)
+    text = zstandard.ZstdDecompressor().decompressobj().decompress(full.read_bytes())
+    assert len(text) > 128 * 1024
+    assert read_kernel(full).n_insts == 8001
+    data = full.read_bytes()
+    (tmp_path / "cut").mkdir()
+    for cut in (len(data) - 3, len(data) // 2, 8):
+        p = _w(tmp_path / "cut" / "kernel-1.traceg.zst", data[:cut])
+        with pytest.raises(TraceFormatError,
+                           match=r"kernel-1\.traceg\.zst: compression: cannot decompress \(zst\): truncated$"):
+            read_kernel(p)
+
+
+def test_concatenated_zst_frames_are_read_whole(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    text = (HEADER.format(kid=1) + BODY).encode()
+    half = len(text) // 2
+    c = zstandard.ZstdCompressor()
+    p = _w(tmp_path / "kernel-1.traceg.zst", c.compress(text[:half]) + c.compress(text[half:]))
+    assert read_kernel(p).n_insts == 2
+
+
+# ----------------------------------------------------------------------------- 2 header only
+
+def test_header_without_thread_blocks_is_refused(tmp_path, parser, capsys):
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1))
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg: thread block: none \(file truncated\?\)$"):
+        read_kernel(p)
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1)}, "kernel-1.traceg\n")
+    line = _error(capsys, ["trace", "export-accelsim", str(wl), str(tmp_path / "out")])
+    assert "thread block: none" in line and not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- 3/4 trace group names
+
+def _raw(kid: int) -> str:
+    return HEADER.format(kid=kid) + "0 0 0 0 0000 ffffffff 0 EXIT 0 0 0\n"
+
+
+def test_group_refuses_entries_outside_the_directory(tmp_path, capsys):
+    _wl(tmp_path / "victim", {"kernel-1.trace": _raw(1), "kernel-1.traceg": "precious"}, None)
+    victim = tmp_path / "victim" / "kernel-1.traceg"
+    raw = _wl(tmp_path / "raw", {"kernel-2.trace": _raw(2)}, None)
+    (raw / "kernelsub").mkdir()
+    (raw / "kernelslist").write_text("kernel-2.trace\nkernelsub/../../victim/kernel-1.trace\n")
+    out = tmp_path / "out"
+    line = _error(capsys, ["trace", "group", str(raw), str(out)])
+    assert re.search(r"raw/kernelslist:2: kernelslist: 'kernelsub/\.\./\.\./victim/kernel-1\.trace' "
+                     r"is not a plain file name", line), line
+    assert victim.read_text() == "precious" and not out.exists()
+    for bad in ("kernelsub/kernel-1.trace", "kernel-1\\x.trace"):
+        (raw / "kernelslist").write_text(f"kernel-2.trace\n{bad}\n")
+        with pytest.raises(TraceFormatError, match="kernelslist:2: kernelslist: .* not a plain file name"):
+            group_raw_dir(raw, tmp_path / "o2")
+    (raw / "kernelslist").write_text("kernel-2.trace\nkernelslist\n")
+    with pytest.raises(TraceFormatError,
+                       match="kernelslist:2: kernelslist: lists 'kernelslist', the kernelslist itself"):
+        group_raw_dir(raw, tmp_path / "o3")
+
+
+def test_group_still_reads_plain_and_accelsim_kernelslists(tmp_path):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace.gz": gzip.compress(_raw(2).encode())}, None)
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.trace\n\nkernel-2.trace.gz\n")
+    paths = group_raw_dir(raw, tmp_path / "wl")
+    assert [p.name for p in paths] == ["kernel-1.traceg", "kernel-2.traceg"]
+    assert (tmp_path / "wl" / "kernelslist.g").read_text().splitlines() == [
+        "MemcpyHtoD,0x00007f0000000000,4096", "kernel-1.traceg", "kernel-2.traceg"]
+    assert [i.invocation for i in list_invocations(tmp_path / "wl")] == [0, 1]
+
+
+@pytest.mark.parametrize("listing,line,message", [
+    ("kernel-1.trace\nkernel-1.trace.gz\n", 2, "'kernel-1.trace.gz' and 'kernel-1.trace' (line 1) would both become "
+                                               "'kernel-1.traceg'"),
+    ("kernel-1.trace\nkernel-2.trace\nkernel-1.trace\n", 3, "'kernel-1.trace' is listed again (first on line 1)"),
+])
+def test_group_refuses_colliding_entries_before_writing(tmp_path, capsys, listing, line, message):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-1.trace.gz": gzip.compress(_raw(1).encode()),
+                                 "kernel-2.trace": _raw(2)}, None)
+    (raw / "kernelslist").write_text(listing)
+    out = tmp_path / "wl"
+    err = _error(capsys, ["trace", "group", str(raw), str(out)])
+    assert err.endswith(f"raw/kernelslist:{line}: kernelslist: {message}"), err
+    assert not out.exists()
+    with pytest.raises(TraceFormatError):
+        group_raw_dir(raw, tmp_path / "direct")
+    assert not (tmp_path / "direct").exists()  # refused before anything was written
+
+
+def test_group_without_kernelslist_refuses_two_files_for_one_kernel(tmp_path):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-1.traceg": HEADER.format(kid=1) + BODY}, None)
+    with pytest.raises(TraceFormatError, match="kernel-1.trace and kernel-1.traceg are both kernel 1"):
+        group_raw_dir(raw, tmp_path / "wl")
+
+
+# ----------------------------------------------------------------------------- 5 LDGSTS pairs
+
+def _ldgsts_raw(lines: list[str]) -> str:
+    return HEADER.format(kid=1) + "\n".join(lines) + "\n"
+
+
+A = "0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x5000 0"
+B = "0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x7f0000 0"
+C = "0 0 0 0 0020 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x6000 0"
+X = "0 0 0 0 0030 ffffffff 0 EXIT 0 0 0"
+
+
+def test_ldgsts_pairs_are_matched_by_pc_and_counted(tmp_path, parser):
+    # warp 0: a pair at 0x0, then a lone record at 0x20; warp 1: a pair. Counting per warp
+    # used to drop the lone record and keep the wrong half of nothing.
+    lines = [A, B, C, X, A.replace("0 0 0 0 ", "0 0 0 1 "), B.replace("0 0 0 0 ", "0 0 0 1 "),
+             X.replace("0 0 0 0 ", "0 0 0 1 ")]
+    p = _w(tmp_path / "kernel-1.trace", _ldgsts_raw(lines))
+    facts: dict = {}
+    t = read_kernel(p, facts=facts)
+    assert t.n_insts == 5  # 7 records - 2 first-of-pair
+    assert t.addrs.tolist() == [0x7F0000, 0x6000, 0x7F0000]
+    assert facts == {"ldgsts_removed": 2, "ldgsts_unpaired": 1, "ldgsts_unpaired_at": f"{p}:18"}
+    assert read_kernel(p, dedup_ldgsts=False).n_insts == 7
+
+
+def test_trace_group_reports_ldgsts_counts(tmp_path, capsys):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _ldgsts_raw([A, B, C, X])}, None)
+    (raw / "kernelslist").write_text("kernel-1.trace\n")
+    assert main(["trace", "group", str(raw), str(tmp_path / "wl")]) == 0
+    cap = capsys.readouterr()
+    assert "removed 1 LDGSTS records" in cap.out
+    assert re.search(r"warning: .*kernel-1\.trace:18: opcode: 1 LDGSTS record\(s\) without", cap.err), cap.err
+    assert read_kernel(tmp_path / "wl" / "kernel-1.traceg").n_insts == 3
+
+
+# ----------------------------------------------------------------------------- 6 repeated CTA / warp
+
+def test_repeated_thread_block_and_warp_are_refused(tmp_path, parser):
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + BODY + BODY)
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg:24: thread block: \(0,0,0\) appears again "
+                                               r"\(first at line 17\)$"):
+        read_kernel(p)
+    body = BODY.replace("#END_TB\n", "warp = 0\ninsts = 1\n0010 ffffffff 0 EXIT 0 0 0\n#END_TB\n")
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body)
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg:22: warp: 0 appears again in thread block "
+                                               r"\(0,0,0\) \(first at line 18\)$"):
+        read_kernel(p)
+    body = BODY.replace("warp = 0\n", "warp = 1\nwarp = 0\n")
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body)
+    with pytest.raises(TraceFormatError, match=r":19: insts: warp 1 has no 'insts =' line"):
+        read_kernel(p)
+
+
+# ----------------------------------------------------------------------------- 7 trace info counts once
+
+def test_trace_info_refuses_duplicate_entries(tmp_path, capsys):
+    good = HEADER.format(kid=1) + BODY
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": good, "kernel-2.traceg": HEADER.format(kid=2) + BODY},
+             "kernel-1.traceg\nkernel-1.traceg\nkernel-2.traceg\n")
+    line = _error(capsys, ["trace", "info", str(wl)])
+    assert line.endswith("kernelslist.g:2: kernelslist: 'kernel-1.traceg' is listed again (first on line 1)")
+    wl2 = _wl(tmp_path / "wl2", {"kernel-1.traceg": good, "kernel-1.traceg.gz": gzip.compress(good.encode())}, None)
+    with pytest.raises(TraceFormatError, match="kernel-1.traceg and kernel-1.traceg.gz are both kernel 1"):
+        trace_info(wl2)
+    wl3 = _wl(tmp_path / "wl3", {"kernel-1.traceg": good, "kernel-2.traceg": good},
+              "kernel-1.traceg\nkernel-2.traceg\n")
+    with pytest.raises(TraceFormatError, match=r"kernel-2\.traceg: -kernel id: 1 is also the id of kernel-1\.traceg"):
+        trace_info(wl3)
+    wl4 = _wl(tmp_path / "wl4", {"kernel-1.traceg": good}, "kernel-1.traceg\n")
+    assert trace_info(wl4)["invocations"] == 1 and trace_info(wl4)["instructions"] == 2
+
+
+# ----------------------------------------------------------------------------- 8-10 header and opcode text
+
+def test_non_utf8_opcode_is_refused(tmp_path, parser):
+    p = _w(tmp_path / "kernel-1.traceg", (HEADER.format(kid=1) + BODY).encode().replace(b"MOV", b"M\xffV"))
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg:20: opcode: not UTF-8 text \(byte 0xff"):
+        read_kernel(p)
+
+
+def test_repeated_header_key_is_refused(tmp_path):
+    text = HEADER.format(kid=1).replace("-nregs = 16\n", "-nregs = 16\n-nregs = 255\n") + BODY
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg:7: -nregs: appears again \(first at line 6\)$"):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+    text = HEADER.format(kid=1) + "#traces format = PC mask\n" + BODY
+    with pytest.raises(TraceFormatError, match=r":16: #traces format: appears again \(first at line 15\)$"):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
+@pytest.mark.parametrize("line,value,why", [
+    ("-kernel id = {kid}", "0", "kernel ids start at 1"),
+    ("-kernel id = {kid}", "\u0661", "expected ASCII decimal digits"),
+    ("-kernel id = {kid}", "+1", "expected ASCII decimal digits"),
+    ("-kernel id = {kid}", "1_0", "expected ASCII decimal digits"),
+    ("-nregs = 16", "\u0661\u0666", "expected ASCII decimal digits"),
+    ("-enable lineinfo = 0", "\u0660", "expected ASCII decimal digits"),
+    ("-grid dim = (2,1,1)", "(\u0662,1,1)", "expected (x,y,z)"),
+    ("-shmem base_addr = 0x00007f0000000000", "0x7f_00", "expected hex digits"),
+])
+def test_header_numbers_are_ascii_and_ids_one_based(tmp_path, line, value, why):
+    key = line.split("=")[0].strip()
+    text = HEADER.replace(line, f"{key} = {value}").format(kid=1) + BODY
+    with pytest.raises(TraceFormatError, match=re.escape(f"{key}: bad value {value!r} ({why}")):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
+def test_structure_numbers_are_ascii(tmp_path, parser):
+    text = HEADER.format(kid=1) + BODY.replace("warp = 0", "warp = \u0660")
+    with pytest.raises(TraceFormatError, match=r":18: warp: expected 'warp = w'"):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
+# ----------------------------------------------------------------------------- 11 huge --invocations range
+
+def test_export_invocation_range_is_bounded_by_the_workload(tmp_path, capsys):
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY,
+                               "kernel-2.traceg": HEADER.format(kid=2) + BODY}, "kernel-1.traceg\nkernel-2.traceg\n")
+    out = tmp_path / "out"
+    # in a process of its own: before the fix this built a list of 10^11 ids and never returned
+    r = subprocess.run([sys.executable, "-m", "gclsampler", "trace", "export-accelsim", str(wl), str(out),
+                        "--invocations", "0-99999999999"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--invocations: '0-99999999999' goes past the last invocation" in r.stderr and "(1)" in r.stderr
+    assert not out.exists()
+    line = _error(capsys, ["trace", "export-accelsim", str(wl), str(out), "--invocations", "1,2-5"])
+    assert line.endswith(f"--invocations: '2-5' goes past the last invocation of {wl} (1)")
+    line = _error(capsys, ["trace", "export-accelsim", str(wl), str(out), "--invocations", "@"])
+    assert line.endswith("--invocations: '@' must be followed by a file name (@ids.txt)")
+    (tmp_path / "ids.txt").write_text("1\n7-9\n")
+    line = _error(capsys, ["trace", "export-accelsim", str(wl), str(out), "--invocations", f"@{tmp_path / 'ids.txt'}"])
+    assert f"{tmp_path / 'ids.txt'}: '7-9' goes past the last invocation" in line
+    assert main(["trace", "export-accelsim", str(wl), str(out), "--invocations", "0-1"]) == 0
+    assert (out / "kernelslist.g").read_text().split() == ["kernel-1.traceg", "kernel-2.traceg"]
+
+
+# ----------------------------------------------------------------------------- 12 smaller ones
+
+def test_missing_listed_file_names_the_kernelslist_line(tmp_path, capsys):
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\n\nkernel-2.traceg\n")
+    line = _error(capsys, ["trace", "info", str(wl)])
+    assert line.endswith("kernelslist.g:3: kernelslist: lists 'kernel-2.traceg', which does not exist")
+
+
+def test_kernelslist_listing_itself_is_refused(tmp_path):
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\nkernelslist.g\n")
+    with pytest.raises(TraceFormatError,
+                       match=r"kernelslist\.g:2: kernelslist: lists 'kernelslist\.g', the kernelslist itself"):
+        list_invocations(wl)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["trace", "info", "{wl}", "--top", "-1"], "--top -1: must be at least 1"),
+    (["trace", "info", "{wl}", "--top", "0"], "--top 0: must be at least 1"),
+    (["graph", "build", "{wl}", "--workers", "0"], "--workers 0: must be at least 1"),
+    (["graph", "info", "{wl}", "--workers", "-3"], "--workers -3: must be at least 1"),
+])
+def test_counts_must_be_positive(tmp_path, capsys, argv, message):
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\n")
+    assert _error(capsys, [a.format(wl=wl) for a in argv]).endswith(message)
+    assert not (wl / ".graph-cache").exists()
+
+
+def test_workers_has_help(capsys):
+    for cmd in ("build", "info"):
+        with pytest.raises(SystemExit):
+            main(["graph", cmd, "--help"])
+        out = capsys.readouterr().out
+        assert re.search(r"--workers WORKERS\s+processes", out), out
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("0010 ffffffff 0 EXIT", "10000000000000000 ffffffff 0 EXIT", "PC: value '10000000000000000' out of range"),
+    ("0010 ffffffff 0 EXIT", "0010 1ffffffff 0 EXIT", "mask: value '1ffffffff' out of range (max 4294967295)"),
+    ("0010 ffffffff 0 EXIT 0 0 0", "0010 ffffffff 0 EXIT 18446744073709551617 0 0",
+     "src_num: value '18446744073709551617' out of range (max 255)"),
+    ("0010 ffffffff 0 EXIT 0 0 0", "0010 ffffffff 0 EXIT 0 0 99999999999999999999",
+     "immediate: value '99999999999999999999' out of range (signed 64-bit)"),
+    ("0010 ffffffff 0 EXIT 0 0 0", "0010 ffffffff 0 EXIT 0 0 1x", "immediate: token '1x' is not a decimal integer"),
+])
+def test_overflowing_numbers_say_out_of_range(tmp_path, parser, old, new, message):
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + BODY.replace(old, new))
+    with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg:21: " + re.escape(message)):
+        read_kernel(p)
+
+
+def test_twenty_digit_decimal_does_not_wrap(tmp_path, parser):
+    # 2**64 + 1 once wrapped to 1 and was read as a valid line number
+    text = HEADER.format(kid=1).replace("-enable lineinfo = 0", "-enable lineinfo = 1") + \
+        BODY.replace("0000 ffffffff 1 R1", "18446744073709551617 0000 ffffffff 1 R1").replace("0010 ffff", "2 0010 ffff")
+    with pytest.raises(TraceFormatError, match=r":20: line_num: value '18446744073709551617' out of range"):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
