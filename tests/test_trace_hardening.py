@@ -17,7 +17,7 @@ from gclsampler.cli import main
 from gclsampler.trace import (TraceFormatError, group_raw_dir, list_invocations, read_kernel, trace_info,
                               write_kernel)
 from gclsampler.trace import _text as T
-from tests._trace_fixtures import Inst, make_trace
+from _trace_fixtures import Inst, make_trace
 
 HEADER = """-kernel name = k
 -kernel id = {kid}
