@@ -149,9 +149,7 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
     ``line_of(row)`` maps a 0-based data row to the line a user should look at.
     """
     where = str(where)
-    dup = pd.Index(df.columns)[pd.Index(df.columns).duplicated()]
-    if len(dup):
-        raise ProfileFormatError(located(where, 1, str(dup[0]), "column appears more than once"))
+    _refuse_repeated_columns(df.columns, where, 1)
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise ProfileFormatError(
@@ -219,6 +217,15 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
     result = pd.DataFrame({c: out[c] for c in order})
     result["kernel_name"] = result["kernel_name"].astype(str)
     return result
+
+
+def _refuse_repeated_columns(names, where, line: int | None) -> None:
+    """A column named twice: which copy a reader took would be an accident (pandas renames the
+    second to ``time_ns.1``, a dict of column positions keeps the last)."""
+    names = pd.Index(list(names))
+    dup = names[names.duplicated()]
+    if len(dup):
+        raise ProfileFormatError(located(where, line, str(dup[0]), "column appears more than once"))
 
 
 def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndarray:
@@ -308,9 +315,7 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     if header:
         # pandas renames a repeated column (time_ns.1), fills a short row with NaN and takes
         # extra fields as an index: all three are decided here, from the file itself
-        dup = pd.Index(header)[pd.Index(header).duplicated()]
-        if len(dup):
-            raise ProfileFormatError(located(path, 1, str(dup[0]), "column appears more than once"))
+        _refuse_repeated_columns(header, path, 1)
         _check_field_counts(path, len(header))
     text_cols = {"kernel_name": str, "grid": str, "block": str}
     try:
@@ -853,9 +858,7 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
             break
     if header is None:
         raise ProfileFormatError(located(path, None, "ID", "no Nsight Compute header line (\"ID\",...,\"Kernel Name\",...) found"))
-    dup = pd.Index(header)[pd.Index(header).duplicated()]
-    if len(dup):
-        raise ProfileFormatError(located(path, header_line, str(dup[0]), "column appears more than once"))
+    _refuse_repeated_columns(header, path, header_line)
     col = {name: i for i, name in enumerate(header)}
     has_dims = ("Grid Size" in col and "Block Size" in col) or ("launch__grid_size" in col and "launch__block_size" in col)
     need = ["Kernel Name", "gpu__time_duration.sum"]
@@ -1184,9 +1187,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
             "no Nsight Systems header found: expected `nsys stats --report cuda_gpu_trace` (Start, Duration, "
             "CorrId, GrdX..BlkZ, Name) or `cuda_kern_exec_trace` (API Start, Kernel Dur, GridXYZ, BlockXYZ, "
             "Kernel Name) with --format csv"))
-    dup = pd.Index(header)[pd.Index(header).duplicated()]
-    if len(dup):
-        raise ProfileFormatError(located(path, header_line, str(dup[0]), "column appears more than once"))
+    _refuse_repeated_columns(header, path, header_line)
     base = {}
     unit_of = {}
     for i, c in enumerate(header):
