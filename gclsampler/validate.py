@@ -77,26 +77,23 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     A directory without kernelslist.g is a profile-only workload (enough for the
     profile-based samplers); it is an error only when ``required``.
     """
-    for name in ("kernelslist.g", "kernelslist"):
-        p = root / name
-        if p.exists():
-            break
-    else:
+    from gclsampler.trace.workload import _kernelslist_path, kernelslist_entry_problem
+
+    p = _kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
+    if p is None:
         if required:
             rep.add("error", located(root, None, "kernelslist.g", "missing: a workload directory lists its traces "
                                                                    "in kernelslist.g"))
         return None, []
     try:
-        text = p.read_bytes().decode("utf-8-sig")
+        raw = p.read_bytes()
+        text = raw.decode("utf-8-sig")
     except OSError as exc:
         rep.add("error", located(p, None, None, f"cannot read: {exc.strerror or exc}"))
         return p, []
     except UnicodeDecodeError as exc:
-        line = p.read_bytes()[:exc.start].count(b"\n") + 1
-        rep.add("error", located(p, line, None, "not UTF-8 text"))
+        rep.add("error", located(p, raw[:exc.start].count(b"\n") + 1, None, "not UTF-8 text"))
         return p, []
-    from gclsampler.trace.workload import kernelslist_entry_problem
-
     entries: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(text.splitlines(), 1):
