@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -317,8 +317,9 @@ def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
                       rates: Iterable[str] = ()) -> dict[str, dict[str, float | None]]:
     """``{"totals": {m: Σ w·M}, "means": {m: Σ w·M / N}}`` over the plan's samples.
 
-    ``values[m]`` is indexed by invocation (length ``n_invocations``; only the sampled
-    entries are read). Rate metrics (``is_rate_metric`` or named in ``rates``) go to
+    ``values[m]`` is indexed by invocation: an array of length ``n_invocations``, or a
+    mapping from the sampled invocations to their values (a plan of a huge invocation
+    count need not fit an array in memory; only the sampled entries are read). Rate metrics (``is_rate_metric`` or named in ``rates``) go to
     ``means``, every other metric to ``totals``. A metric missing (NaN) for some sampled
     invocation has no estimate (None): silently dropping a sample would reweight the rest.
     """
@@ -326,8 +327,10 @@ def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
     inv, w, n = plan.invocations, plan.weights, plan.n_invocations
     out: dict[str, dict[str, float | None]] = {"totals": {}, "means": {}}
     for m, v in values.items():
-        v = np.asarray(v, dtype=np.float64)
-        s = v[inv]
+        if isinstance(v, Mapping):
+            s = np.array([v.get(int(i), np.nan) for i in inv], dtype=np.float64)
+        else:
+            s = np.asarray(v, dtype=np.float64)[inv]
         est = None if np.isnan(s).any() else float(np.dot(w, s))
         if is_rate_metric(m) or m in extra:
             out["means"][m] = None if est is None else est / n

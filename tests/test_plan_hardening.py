@@ -176,6 +176,22 @@ def test_json_estimates_are_strict_json(tmp_path, capsys):
     assert doc["totals"]["huge"] is None and doc["totals"]["cycles"] == pytest.approx(10 * plan.n_invocations)
 
 
+@pytest.mark.parametrize("fmt", ["csv", "accelsim"])
+def test_reconstruct_a_plan_of_2_62_invocations(tmp_path, capsys, fmt):
+    """Only the sampled invocations' values are held: no array of n_invocations is allocated."""
+    n = 2**62
+    plan = SamplingPlan("big", "gcl", n, [Sample(n - 1, "k", 0, float(n))], [ClusterInfo(0, n)])
+    p = plan.save(tmp_path / "plan.json")
+    res = tmp_path / ("res.csv" if fmt == "csv" else "sim.log")
+    res.write_text(f"invocation,cycles,instructions\n{n - 1},100,250\n" if fmt == "csv" else
+                   "kernel_name = k\nkernel_launch_uid = 1\ngpu_sim_cycle = 100\ngpu_sim_insn = 250\n")
+    assert main(["plan", "reconstruct", str(p), str(res), "--json"]) == 0, capsys.readouterr().err
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["totals"]["cycles"] == pytest.approx(100.0 * n) and doc["ipc_of_totals"] == pytest.approx(2.5)
+    if fmt == "accelsim":
+        assert doc["means"]["ipc"] == pytest.approx(2.5)
+
+
 # 6 ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", ["-1", str(2**32), str(2**70)])
 def test_seed_outside_32_bits_is_refused(tmp_path, capsys, seed):

@@ -296,7 +296,7 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
     return launches
 
 
-def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarray]:
+def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, dict[int, float]]:
     samples = sorted(plan.samples, key=lambda s: s.invocation)
     launches = parse_accelsim_log(path)
     if len(launches) != len(samples):
@@ -310,7 +310,7 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarra
                                              f"expected 1..{len(samples)} once each (one per sampled invocation)"))
         launches = sorted(launches, key=lambda b: b.uids[0])
     metrics = sorted({k for b in launches for k in b.values})
-    out = {m: np.full(plan.n_invocations, np.nan) for m in metrics}
+    out: dict[str, dict[int, float]] = {m: {} for m in metrics}  # invocation -> value, sampled ones only
     for s, b in zip(samples, launches):
         if check_names and b.names[0] != s.kernel_name:
             raise _name_mismatch(path, b.line, "kernel_name", b.names[0], s, hint=" (--no-name-check to skip)")
@@ -321,7 +321,7 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, np.ndarra
     return out
 
 
-def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, np.ndarray]:
+def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, dict[int, float]]:
     wanted = set(int(i) for i in plan.invocations)
     try:
         fh = open(path, newline="", encoding="utf-8-sig", errors="replace")  # -sig: Excel's BOM
@@ -385,10 +385,7 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, np
             continue  # a text column (kernel_name, grid, ...): not a metric
         if bad is not None:
             raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number: {bad[1]!r}"))
-        col = np.full(plan.n_invocations, np.nan)
-        for inv, v in parsed.items():
-            col[inv] = v
-        out[header[j]] = col
+        out[header[j]] = parsed  # invocation -> value: a plan of 2**62 invocations needs no dense array
     if not out:
         raise ResultsFormatError(located(path, 1, None, "no numeric metric column besides `invocation`"))
     return out
@@ -419,8 +416,8 @@ def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True
     values = _values_from_csv(plan, results, check_names) if fmt == "csv" else \
         _values_from_log(plan, results, check_names)
     if fmt == "accelsim" and "cycles" in values and "instructions" in values:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            values["ipc"] = values["instructions"] / values["cycles"]
+        cyc = values["cycles"]
+        values["ipc"] = {i: (v / cyc[i] if cyc[i] else math.nan) for i, v in values["instructions"].items()}
     unknown = [r for r in rates if r not in values]
     if unknown:
         raise ResultsFormatError(located(results, 1, unknown[0], "no such metric (--rate)"))
