@@ -103,7 +103,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 # plots
 # ---------------------------------------------------------------------------------------
 _COLORS = {"gcl": "tab:red", "gcl_stem": "tab:orange", "stem_root": "tab:green", "pka": "tab:blue",
-           "sieve": "tab:purple", "allegro": "tab:brown", "random": "tab:gray", "photon": "tab:olive"}
+           "sieve": "tab:purple", "allegro": "tab:brown", "random": "tab:gray", "photon": "tab:olive",
+           "gcl_paper": "tab:pink"}
 
 
 def plot_speedup_vs_error(summary, path: Path, arch: str, synthetic: bool = False) -> Path:

@@ -34,3 +34,13 @@ def test_old_names_still_importable_from_evaluate():
     assert evaluate.score_plan is score.score_plan
     assert evaluate.EvaluationError is score.EvaluationError
     assert evaluate.write_workload_report is report.write_workload_report
+
+
+def test_compare_reads_results_without_the_suite_or_torch():
+    """`gclsampler compare` only reads results.csv files: no training stack, no refitting."""
+    mods = _loaded_after("gclsampler.compare")
+    assert not mods & {"gclsampler.evaluate", "gclsampler.pipeline", "gclsampler.samplers", "gclsampler.model"}
+    code = "import sys, gclsampler.compare; print('torch' in sys.modules)"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=env).stdout.strip() == "False"

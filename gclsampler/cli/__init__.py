@@ -26,6 +26,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "sample": ("gclsampler.cli.sample", "a sampling plan from any method (pka, sieve, allegro, photon, gcl, ...)"),
     "plan": ("gclsampler.cli.plan", "show, export to Accel-Sim, and reconstruct estimates from sampling plans"),
     "simulate": ("gclsampler.cli.simulate", "run your Accel-Sim on a plan's invocations (or --all) and estimate the workload"),
+    "compare": ("gclsampler.cli.compare", "evaluate.py runs (e.g. several synthesis seeds) side by side, with their spread"),
 }
 
 

@@ -1,0 +1,50 @@
+"""``gclsampler compare RUN RUN ... --out DIR``: evaluate.py runs side by side with their spread."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Combine the results.csv of several `python evaluate.py` runs (usually one per synthesis seed: "
+        "`python evaluate.py -m seed=0,1,2 'data_dir=workloads/seed${seed}'`) into compare.md: each method's "
+        "mean error, worst workload, cross-arch error and speedup as mean ± sd over the runs, the per-run rows, "
+        "a head-to-head count of --reference against every other method, and a per-workload table. Nothing "
+        "is refitted or rescored. A multirun writes the same files into its sweep directory by itself."
+    )
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="evaluate.py output directories or their results.csv files; a directory without "
+                             "results.csv stands for the runs inside it (a multirun sweep directory)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="directory for compare.md, compare*.csv and plots/ (new, empty, or an earlier "
+                             "`gclsampler compare` output)")
+    parser.add_argument("--reference", default=None, help="method counted head to head against the others "
+                                                          "(default gcl, or the first method when a run lacks gcl)")
+    parser.add_argument("--no-plots", action="store_true", help="tables only (matplotlib costs a few seconds)")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gclsampler._safe_out import claim_dir
+    from gclsampler.compare import compare_dirs, find_runs
+    from gclsampler.score import EvaluationError
+
+    paths: list[Path] = []
+    for p in args.runs:
+        if p.is_dir() and not (p / "results.csv").exists():
+            inside = find_runs(p)
+            if not inside:
+                raise EvaluationError(f"{p}: no results.csv in it or in its subdirectories; give evaluate.py "
+                                      "output directories")
+            paths += inside
+        else:
+            paths.append(p)
+    for p in paths:  # every input readable before the output directory is touched
+        if not (p / "results.csv" if p.is_dir() else p).exists():
+            raise EvaluationError(f"{p}: no such evaluate.py run (no results.csv)")
+    claim_dir(args.out, "compare", inputs=paths)
+    md = compare_dirs(paths, args.out, reference=args.reference, plots=not args.no_plots)
+    print(f"{md}: {len(paths)} runs compared")
+    return 0

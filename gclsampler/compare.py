@@ -1,0 +1,437 @@
+"""Several ``evaluate.py`` runs side by side, usually one per synthesis seed.
+
+Why: a synthesis seed is one draw of the workloads' inputs and of the run-to-run jitter
+of their ground truth. With one representative per cluster, much of a plan's error on a
+workload is that draw (README, "Across synthesis seeds"), so a method's mean error, its
+worst workload and a head-to-head count can all flip from one seed to the next. A
+sampler should be chosen on numbers over several draws, with their spread shown. This
+module reads the runs' ``results.csv`` files; it never refits or rescores anything.
+
+Every statistic is built on ``gclsampler.score.summarize`` / ``suite_averages`` of each
+run, so a run's row here is exactly the row its own ``report.md`` shows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from gclsampler._atomic import write_text_atomic
+from gclsampler.plan import numeric_column
+from gclsampler.score import EvaluationError, method_sort_key, summarize, suite_averages
+
+__all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to_head", "per_workload_table",
+           "write_comparison", "compare_dirs", "find_runs", "CompareCallback"]
+
+COMPARE_FILES = ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv")
+"""What ``write_comparison`` writes (plus ``plots/compare_speedup_vs_error.png``)."""
+
+_NUMERIC = ("seed", "error_cycles", "speedup", "n_simulated", "n_invocations")
+_FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
+_REQUIRED = ("workload", "method", "arch", "plan_arch", *_NUMERIC, *_FLAGS)
+_TIE = 1e-9  # errors closer than this (percentage points) are ties: equal plans, or 0 % for both
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """One ``evaluate.py`` run: its ``results.csv`` rows and the synthesis seed they came from.
+
+    ``seed`` is the seed of the deterministic methods' rows, which is ``evaluate.py``'s
+    ``seed`` (stochastic methods count up from it); None when every row is stochastic.
+    """
+
+    label: str
+    path: Path
+    seed: int | None
+    results: Any  # pandas.DataFrame
+
+
+def _flag_column(df, name: str, where: Path):
+    """A True/False column as bool; pandas leaves it as text when one cell is neither."""
+    col = df[name]
+    if col.dtype == bool:
+        return col
+    text = col.astype(str).str.strip().str.lower()
+    ok = text.isin(["true", "false", "1", "0"])
+    if not ok.all():
+        r = int(np.flatnonzero(~ok.to_numpy())[0])
+        raise EvaluationError(f"{where}:{r + 2}: {name}: expected True or False, found {str(col.iloc[r])[:40]!r}")
+    return text.isin(["true", "1"])
+
+
+def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
+    """A run directory holding ``results.csv``, or the CSV itself."""
+    import pandas as pd
+
+    p = Path(path)
+    csv = p / "results.csv" if p.is_dir() else p
+    if not csv.exists():
+        raise EvaluationError(f"{csv}: no such file (give an evaluate.py output directory or its results.csv)")
+    try:
+        df = pd.read_csv(csv, keep_default_na=True)
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise EvaluationError(f"{csv}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    except pd.errors.EmptyDataError:
+        raise EvaluationError(f"{csv}: empty file; expected evaluate.py's results.csv") from None
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise EvaluationError(f"{csv}:1: {missing[0]}: missing column (results.csv of evaluate.py has "
+                              f"{', '.join(_REQUIRED)})")
+    if df.empty:
+        raise EvaluationError(f"{csv}: no rows")
+    df = df.copy()
+    for c in _NUMERIC:
+        df[c] = numeric_column(df, c, csv, EvaluationError)
+        bad = ~np.isfinite(df[c].to_numpy())
+        if c in ("seed", "speedup", "n_invocations") and bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise EvaluationError(f"{csv}:{r + 2}: {c}: empty or not finite")
+    for c in _FLAGS:
+        df[c] = _flag_column(df, c, csv)
+    for c in ("workload", "method", "arch", "plan_arch"):
+        empty = df[c].isna().to_numpy()
+        if empty.any():
+            raise EvaluationError(f"{csv}:{int(np.flatnonzero(empty)[0]) + 2}: {c}: empty")
+        df[c] = df[c].astype(str)
+    plan_archs = sorted(df["plan_arch"].unique())
+    if len(plan_archs) != 1:
+        raise EvaluationError(f"{csv}: plan_arch: plans of one run come from one arch, found {plan_archs}")
+    fixed = df.loc[~df["stochastic"], "seed"].unique()
+    if fixed.size > 1:
+        raise EvaluationError(f"{csv}: seed: deterministic methods ran with several seeds ({sorted(fixed)[:4]}); "
+                              "expected one evaluate.py run")
+    seed = int(fixed[0]) if fixed.size else None
+    return EvaluationRun(label or (p.name if p.is_dir() else p.parent.name), csv, seed, df)
+
+
+def find_runs(root: str | Path) -> list[Path]:
+    """The job directories of a multirun (or any directory) that hold a ``results.csv``,
+    in Hydra's job order (0, 1, ..., 10), then by name."""
+    root = Path(root)
+    jobs = [p for p in root.iterdir() if p.is_dir() and (p / "results.csv").exists()]
+    return sorted(jobs, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+
+
+def _common(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:
+    """Workloads, methods and notes: only what every run has is compared, and what is left out is said."""
+    if not runs:
+        raise EvaluationError("compare: no runs given")
+    archs = {r.results["plan_arch"].iloc[0] for r in runs}
+    if len(archs) > 1:
+        raise EvaluationError("compare: plan_arch: the runs fitted their plans on different archs "
+                              f"({', '.join(f'{r.path}: {r.results.plan_arch.iloc[0]}' for r in runs)})")
+    seen = [set(zip(r.results["workload"], r.results["method"])) for r in runs]
+    workloads = list(dict.fromkeys(w for r in runs for w in r.results["workload"]))
+    methods = sorted({m for r in runs for m in r.results["method"]}, key=method_sort_key)
+    keep_w = [w for w in workloads if all(any(k[0] == w for k in s) for s in seen)]
+    keep_m = [m for m in methods if all(any(k[1] == m for k in s) for s in seen)]
+    notes = []
+    for what, all_, kept in (("workloads", workloads, keep_w), ("methods", methods, keep_m)):
+        left = [x for x in all_ if x not in kept]
+        if left:
+            notes.append(f"Left out, not in every run: {what} {', '.join(left)}.")
+    if not keep_w or not keep_m:
+        raise EvaluationError("compare: the runs have no workload and method in common")
+    missing = [(w, m, r.path) for w in keep_w for m in keep_m for r, s in zip(runs, seen) if (w, m) not in s]
+    if missing:
+        w, m, p = missing[0]
+        raise EvaluationError(f"{p}: method {m!r} has no row for workload {w!r}, although both are in the run")
+    return keep_w, keep_m, notes
+
+
+def _main_rows(run: EvaluationRun, workloads: list[str], methods: list[str]):
+    df = run.results
+    return df[df["workload"].isin(workloads) & df["method"].isin(methods) & ~df["sweep"]]
+
+
+def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]):
+    """One row per run x method: the suite averages its ``report.md`` shows, the worst
+    workload on the plan arch, and the mean error on the other archs (cross-arch)."""
+    import pandas as pd
+
+    rows = []
+    for r in runs:
+        summary = summarize(_main_rows(r, workloads, methods), sweep=False)
+        avg = suite_averages(summary)
+        plan_arch = r.results["plan_arch"].iloc[0]
+        own = summary[summary["arch"] == plan_arch]
+        for m in methods:
+            a = avg[(avg["method"] == m) & (avg["arch"] == plan_arch)].iloc[0]
+            d = own[own["method"] == m]
+            worst = d.loc[d["error_cycles"].idxmax()] if d["error_cycles"].notna().any() else None
+            cross = avg[(avg["method"] == m) & avg["cross_arch"]]
+            rows.append({
+                "run": r.label, "seed": r.seed, "method": m, "arch": plan_arch,
+                "error_cycles": float(a["error_cycles"]),
+                "worst_error": float(worst["error_cycles"]) if worst is not None else math.nan,
+                "worst_workload": str(worst["workload"]) if worst is not None else "",
+                "error_cross_arch": float(cross["error_cycles"].mean()) if len(cross) else math.nan,
+                "error_cycles_any_member": float(a.get("error_cycles_any_member", math.nan)),
+                "speedup_mean": float(a["speedup_mean"]), "speedup_hmean": float(a["speedup_hmean"]),
+                "n_simulated": float(a["n_simulated"]),
+            })
+    return pd.DataFrame(rows)
+
+
+def _sd(x) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return float(x.std(ddof=1)) if x.size > 1 else math.nan
+
+
+def across_runs(per_run) -> Any:
+    """Per method: the mean over runs of each per-run number, its sample standard deviation
+    across runs, and the extremes a user should know (best and worst mean, worst workload)."""
+    import pandas as pd
+
+    rows = []
+    for m, d in per_run.groupby("method", sort=False):
+        worst_i = d["worst_error"].idxmax() if d["worst_error"].notna().any() else None
+        rows.append({
+            "method": m, "n_runs": int(len(d)),
+            "error_cycles": d["error_cycles"].mean(), "error_cycles_sd": _sd(d["error_cycles"]),
+            "error_cycles_min": d["error_cycles"].min(), "error_cycles_max": d["error_cycles"].max(),
+            "worst_error_mean": d["worst_error"].mean(),
+            "worst_error_max": d["worst_error"].max(),
+            "worst_error_where": (f"{d.loc[worst_i, 'worst_workload']} ({d.loc[worst_i, 'run']})"
+                                  if worst_i is not None else ""),
+            "error_cross_arch": d["error_cross_arch"].mean(), "error_cross_arch_sd": _sd(d["error_cross_arch"]),
+            "error_cycles_any_member": d["error_cycles_any_member"].mean(),
+            "speedup_mean": d["speedup_mean"].mean(), "speedup_mean_sd": _sd(d["speedup_mean"]),
+            "speedup_hmean": d["speedup_hmean"].mean(),
+        })
+    return pd.DataFrame(rows)
+
+
+def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]):
+    """Per workload x method on the plan arch: error mean, sd and max over runs, mean speedup."""
+    import pandas as pd
+
+    parts = []
+    for r in runs:
+        s = summarize(_main_rows(r, workloads, methods), sweep=False)
+        s = s[s["arch"] == r.results["plan_arch"].iloc[0]]
+        parts.append(s.assign(run=r.label)[["run", "workload", "method", "error_cycles", "speedup_mean"]])
+    all_ = pd.concat(parts, ignore_index=True)
+    g = all_.groupby(["workload", "method"], sort=False)
+    out = g["error_cycles"].agg(["mean", "max"]).rename(columns={"mean": "error_cycles", "max": "error_cycles_max"})
+    out["error_cycles_sd"] = g["error_cycles"].agg(_sd)
+    out["speedup_mean"] = g["speedup_mean"].mean()
+    out = out.reset_index()
+    out["workload"] = pd.Categorical(out["workload"], categories=workloads, ordered=True)
+    out["method"] = pd.Categorical(out["method"], categories=methods, ordered=True)
+    return out.sort_values(["workload", "method"]).astype({"workload": str, "method": str}).reset_index(drop=True)
+
+
+def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], reference: str):
+    """Per run and rival: on how many workloads ``reference`` has lower, equal (within
+    ``_TIE``) and higher plan-arch cycle error. Ties are their own column because a census
+    (every invocation simulated) and a one-kernel workload give 0 % to every method."""
+    import pandas as pd
+
+    if reference not in methods:
+        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
+                              f"(methods: {', '.join(methods)})")
+    rows = []
+    for r in runs:
+        s = summarize(_main_rows(r, workloads, methods), sweep=False)
+        s = s[s["arch"] == r.results["plan_arch"].iloc[0]]
+        e = s.pivot_table(index="workload", columns="method", values="error_cycles", aggfunc="first", dropna=False)
+        for other in methods:
+            if other == reference:
+                continue
+            diff = (e[reference] - e[other]).to_numpy(dtype=np.float64)
+            rows.append({"run": r.label, "seed": r.seed, "reference": reference, "method": other,
+                         "lower": int((diff < -_TIE).sum()), "tie": int((np.abs(diff) <= _TIE).sum()),
+                         "higher": int((diff > _TIE).sum()), "n_workloads": int(np.isfinite(diff).sum())})
+    return pd.DataFrame(rows, columns=["run", "seed", "reference", "method", "lower", "tie", "higher",
+                                       "n_workloads"])
+
+
+# ---------------------------------------------------------------------------------------
+# report
+
+
+def _pct(x: float, sd: float | None = None) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    s = "<0.01" if x < 0.01 else f"{x:.2f}"
+    if sd is not None and math.isfinite(sd):
+        s += f" ± {sd:.2f}"
+    return s
+
+
+def _su(x: float, sd: float | None = None) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x:.1f}×" + (f" ± {sd:.1f}" if sd is not None and math.isfinite(sd) else "")
+
+
+def _plot(across, per_run, path: Path, synthetic: bool) -> Path:
+    """Mean error against mean speedup per method, bars one sd across runs, faint dots per run."""
+    from gclsampler.report import _COLORS, _plt, _savefig
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for _, a in across.iterrows():
+        m = a["method"]
+        d = per_run[per_run["method"] == m]
+        color = _COLORS.get(m)
+        ax.scatter(d["speedup_mean"], d["error_cycles"], color=color, alpha=0.35, s=14, linewidths=0)
+        ax.errorbar(a["speedup_mean"], a["error_cycles"],
+                    xerr=0 if not math.isfinite(a["speedup_mean_sd"]) else a["speedup_mean_sd"],
+                    yerr=0 if not math.isfinite(a["error_cycles_sd"]) else a["error_cycles_sd"],
+                    fmt="o", color=color, ecolor=color, capsize=3, label=m, markeredgecolor="k", markeredgewidth=0.4)
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=1.0)
+    top = np.nanmax(np.r_[per_run["error_cycles"].to_numpy(dtype=np.float64), 1.0])
+    ax.set_ylim(0, top * 1.6)  # errors are >= 0: no negative symlog decades
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("speedup, arithmetic mean over workloads (×, log)")
+    ax.set_ylabel("mean cycle error over workloads (%, symlog)")
+    n = int(per_run["run"].nunique())
+    ax.set_title(f"{n} runs: mean ± 1 sd across runs (dots: each run)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    out = _savefig(fig, path, synthetic)
+    plt.close(fig)
+    return out
+
+
+def _head_to_head_section(runs, h2h, reference: str, others: list[str], plan_arch: str) -> list[str]:
+    from gclsampler.report import _md_table
+
+    lines = ["", f"## `{reference}` head to head", "",
+             f"Workloads on which `{reference}` has lower / equal / higher {plan_arch} cycle error than each method, "
+             f"per run (equal: within {_TIE:g} points, e.g. both 0 % on a census or a workload of one kernel per "
+             "cluster).", ""]
+    rows = []
+    for r in runs:
+        d = h2h[h2h["run"] == r.label].set_index("method")
+        rows.append([r.label] + [f"{d.loc[m, 'lower']} / {d.loc[m, 'tie']} / {d.loc[m, 'higher']}" for m in others])
+    tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher"]].sum()
+    rows.append(["**all runs**"] + [f"{tot.loc[m, 'lower']} / {tot.loc[m, 'tie']} / {tot.loc[m, 'higher']}"
+                                    for m in others])
+    lines += _md_table(["run"] + [f"vs {m}" for m in others], rows).split("\n")
+    return lines
+
+
+def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, reference: str | None = None,
+                     plots: bool = True, title: str | None = None) -> Path:
+    """Write ``compare.md`` and its CSVs (and a plot) into ``out_dir``; returns compare.md.
+
+    ``reference``: the method counted head to head; None = ``gcl`` when every run has it,
+    else the first method in the report order."""
+    from gclsampler.report import SYNTHETIC_BANNER, _md_table
+
+    out = Path(out_dir)
+    workloads, methods, notes = _common(runs)
+    if reference is None:
+        reference = "gcl" if "gcl" in methods else methods[0]
+    if reference not in methods:
+        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
+                              f"(methods: {', '.join(methods)})")
+    per_run = per_run_table(runs, workloads, methods)
+    across = across_runs(per_run)
+    per_w = per_workload_table(runs, workloads, methods)
+    h2h = head_to_head(runs, workloads, methods, reference)
+    synthetic = any(bool(r.results["synthetic"].any()) for r in runs)
+    plan_arch = runs[0].results["plan_arch"].iloc[0]
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "compare.csv", per_run.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    write_text_atomic(out / "compare_workloads.csv",
+                      per_w.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    write_text_atomic(out / "compare_head_to_head.csv",
+                      h2h.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+
+    lines = [f"# {title or 'gclsampler: evaluation runs compared'}", ""]
+    if synthetic:
+        lines += [SYNTHETIC_BANNER, ""]
+    lines += [f"{len(runs)} runs of `evaluate.py`, plans fitted on **{plan_arch}**; {len(workloads)} workloads "
+              f"({', '.join(workloads)}). Each run's numbers are those of its own report.md; ± is one sample "
+              "standard deviation across runs, so it shows how much a single run's table can be trusted.", ""]
+    lines += _md_table(["run", "path", "synthesis seed"],
+                       [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed)] for r in runs]).split("\n")
+    lines.append("")
+    lines += notes + ([""] if notes else [])
+    lines += ["## Methods over runs", "",
+              f"Cycle error on {plan_arch} (mean over workloads, then over runs); worst workload: its mean over "
+              "runs and the worst single cell; cross-arch: the same plans scored on the other archs; speedup: "
+              "arithmetic mean over workloads (GCL-Sampler), and harmonic (STEM+ROOT).", ""]
+    rows = []
+    for _, a in across.iterrows():
+        rows.append([a["method"], _pct(a["error_cycles"], a["error_cycles_sd"]),
+                     f"{_pct(a['error_cycles_min'])} – {_pct(a['error_cycles_max'])}",
+                     _pct(a["worst_error_mean"]), f"{_pct(a['worst_error_max'])} {a['worst_error_where']}".strip(),
+                     _pct(a["error_cross_arch"], a["error_cross_arch_sd"]), _pct(a["error_cycles_any_member"]),
+                     _su(a["speedup_mean"], a["speedup_mean_sd"]), _su(a["speedup_hmean"])])
+    lines += _md_table(["method", "error (%)", "range over runs", "worst workload, mean", "worst cell",
+                        "cross-arch (%)", "any-member (%)", "speedup (arith.)", "speedup (harm.)"], rows).split("\n")
+    lines += ["", "## Per run", "", f"{plan_arch} cycle error % (worst workload) / cross-arch error % / "
+              "arithmetic speedup, as each run's report.md has them.", ""]
+    rows = []
+    for m in methods:
+        d = per_run[per_run["method"] == m].set_index("run")
+        rows.append([m] + [f"{_pct(d.loc[r.label, 'error_cycles'])} ({_pct(d.loc[r.label, 'worst_error'])} "
+                           f"{d.loc[r.label, 'worst_workload']}) / {_pct(d.loc[r.label, 'error_cross_arch'])} / "
+                           f"{_su(d.loc[r.label, 'speedup_mean'])}" for r in runs])
+    lines += _md_table(["method"] + [r.label for r in runs], rows).split("\n")
+    others = [m for m in methods if m != reference]
+    if others:
+        lines += _head_to_head_section(runs, h2h, reference, others, plan_arch)
+    lines += ["", "## Per workload", "", f"{plan_arch} cycle error (%), mean ± sd over runs (max), and mean speedup.", ""]
+    rows = []
+    for w in workloads:
+        d = per_w[per_w["workload"] == w].set_index("method")
+        rows.append([w] + [f"{_pct(d.loc[m, 'error_cycles'], d.loc[m, 'error_cycles_sd'])} "
+                           f"({_pct(d.loc[m, 'error_cycles_max'])}) / {_su(d.loc[m, 'speedup_mean'])}" for m in methods])
+    lines += _md_table(["workload"] + methods, rows).split("\n")
+    if plots:
+        (out / "plots").mkdir(exist_ok=True)
+        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", synthetic)
+        lines += ["", "## Plot", "", "![error vs speedup over runs](plots/compare_speedup_vs_error.png)"]
+    lines += ["", "Files: `compare.csv` (per run x method), `compare_workloads.csv` (per workload x method), "
+              "`compare_head_to_head.csv`."]
+    return write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
+
+
+def compare_dirs(paths: Iterable[str | Path], out_dir: str | Path, **kw) -> Path:
+    """``write_comparison`` of the runs at ``paths`` (run directories or results.csv files)."""
+    runs = [load_run(p) for p in paths]
+    labels = [r.label for r in runs]
+    if len(set(labels)) < len(labels):  # two runs named "run": label by their full paths instead
+        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results) for r in runs]
+    return write_comparison(runs, out_dir, **kw)
+
+
+try:
+    from hydra.experimental.callback import Callback as _HydraCallback
+except ImportError:  # pragma: no cover - hydra is a dependency
+    _HydraCallback = object  # type: ignore[assignment,misc]
+
+
+class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
+    """Hydra callback (conf/evaluate.yaml): after ``python evaluate.py -m seed=0,1,2 ...``,
+    compare the jobs that wrote a results.csv in the sweep directory. A failure here is
+    reported, not raised: the jobs' own results are already written and stay valid."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        import sys
+
+        root = Path(config.hydra.sweep.dir)
+        jobs = find_runs(root) if root.is_dir() else []
+        if len(jobs) < 2:
+            return
+        try:
+            md = compare_dirs(jobs, root, plots=bool(config.get("plots", True)))
+        except Exception as exc:  # noqa: BLE001 - the runs succeeded; say why the summary did not
+            print(f"evaluate: {root}: compare.md not written: {exc}", file=sys.stderr)
+            return
+        print(f"evaluate: compared {len(jobs)} runs in {md}")

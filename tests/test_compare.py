@@ -1,0 +1,196 @@
+"""Several evaluate.py runs side by side (gclsampler.compare, `gclsampler compare`, the multirun callback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gclsampler.compare import (across_runs, compare_dirs, find_runs, head_to_head, load_run, per_run_table,
+                                write_comparison)
+from gclsampler.score import RESULT_COLUMNS, EvaluationError, suite_averages, summarize
+from test_baselines import make_profile
+from test_evaluate import _write_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _rows(errors: dict[tuple[str, str], float], seed: int = 0, speedup: float = 10.0, ada: float = 1.0,
+          synthetic: bool = True) -> pd.DataFrame:
+    """results.csv rows: one per (workload, method) on turing (the plan arch) and on ada."""
+    rows = []
+    for (w, m), e in errors.items():
+        for arch, err in (("turing", e), ("ada", e * ada)):
+            r = dict.fromkeys(RESULT_COLUMNS, np.nan)
+            r.update(workload=w, method=m, arch=arch, plan_arch="turing", cross_arch=arch != "turing", seed=seed,
+                     sweep=False, stochastic=False, n_invocations=100, n_simulated=5, n_clusters=5,
+                     error_cycles=err, speedup=speedup, synthetic=synthetic, fit_seconds=0.1)
+            rows.append(r)
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _write(tmp_path: Path, name: str, df: pd.DataFrame) -> Path:
+    d = tmp_path / name
+    d.mkdir(parents=True)
+    df.to_csv(d / "results.csv", index=False)
+    return d
+
+
+def test_mean_sd_worst_and_cross_arch_over_runs(tmp_path):
+    a = _write(tmp_path, "s0", _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0},
+                                     seed=0, ada=2.0))
+    b = _write(tmp_path, "s1", _rows({("w1", "gcl"): 5.0, ("w2", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "pka"): 4.0},
+                                     seed=1, ada=2.0, speedup=20.0))
+    runs = [load_run(a), load_run(b)]
+    assert [r.seed for r in runs] == [0, 1] and [r.label for r in runs] == ["s0", "s1"]
+    per = per_run_table(runs, ["w1", "w2"], ["gcl", "pka"])
+    g = per[per["method"] == "gcl"].set_index("run")
+    assert g.loc["s0", "error_cycles"] == pytest.approx(2.0) and g.loc["s1", "error_cycles"] == pytest.approx(3.0)
+    assert (g.loc["s0", "worst_workload"], g.loc["s1", "worst_workload"]) == ("w2", "w1")
+    assert g.loc["s0", "error_cross_arch"] == pytest.approx(4.0)  # ada errors are twice turing's
+    acr = across_runs(per).set_index("method")
+    assert acr.loc["gcl", "error_cycles"] == pytest.approx(2.5)
+    assert acr.loc["gcl", "error_cycles_sd"] == pytest.approx(np.std([2.0, 3.0], ddof=1))
+    assert acr.loc["gcl", "worst_error_max"] == 5.0 and acr.loc["gcl", "worst_error_where"] == "w1 (s1)"
+    assert acr.loc["pka", "speedup_mean"] == pytest.approx(15.0)
+    # a run's row is what its own report shows
+    own = suite_averages(summarize(runs[1].results))
+    own = own[(own.method == "pka") & (own.arch == "turing")].iloc[0]
+    assert per[(per.run == "s1") & (per.method == "pka")]["error_cycles"].iloc[0] == own["error_cycles"]
+
+
+def test_head_to_head_counts_ties_apart(tmp_path):
+    errs = {("w1", "gcl"): 0.0, ("w1", "sieve"): 0.0,     # tie: both 0 %
+            ("w2", "gcl"): 1.0, ("w2", "sieve"): 2.0,     # lower
+            ("w3", "gcl"): 2.0, ("w3", "sieve"): 1.999,   # higher, however small
+            ("w4", "gcl"): 0.5, ("w4", "sieve"): 0.5}     # tie: same plan
+    run = load_run(_write(tmp_path, "r", _rows(errs)))
+    h = head_to_head([run], ["w1", "w2", "w3", "w4"], ["gcl", "sieve"], "gcl").iloc[0]
+    assert (h["lower"], h["tie"], h["higher"], h["n_workloads"]) == (1, 2, 1, 4)
+    with pytest.raises(EvaluationError, match="--reference: method 'photon'"):
+        head_to_head([run], ["w1"], ["gcl", "sieve"], "photon")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 50, allow_nan=False), min_size=6, max_size=6), min_size=1, max_size=4))
+def test_head_to_head_partitions_the_workloads(tmp_path_factory, errs_per_run):
+    """lower + tie + higher = workloads, and swapping the two methods swaps lower and higher."""
+    tmp = tmp_path_factory.mktemp("h2h")
+    runs = []
+    for i, e in enumerate(errs_per_run):
+        errs = {(f"w{j}", "gcl"): e[j] for j in range(3)} | {(f"w{j}", "pka"): e[3 + j] for j in range(3)}
+        runs.append(load_run(_write(tmp, f"r{i}", _rows(errs, seed=i))))
+    ws = ["w0", "w1", "w2"]
+    h = head_to_head(runs, ws, ["gcl", "pka"], "gcl")
+    r = head_to_head(runs, ws, ["gcl", "pka"], "pka")
+    assert ((h["lower"] + h["tie"] + h["higher"]) == 3).all()
+    assert (h["lower"].to_numpy() == r["higher"].to_numpy()).all() and (h["tie"].to_numpy() == r["tie"].to_numpy()).all()
+
+
+def test_report_files_synthetic_banner_and_left_out_workloads(tmp_path):
+    a = _write(tmp_path, "0", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.0, ("w2", "pka"): 3.0}))
+    b = _write(tmp_path, "1", _rows({("w1", "gcl"): 3.0, ("w1", "pka"): 2.0}, seed=1))
+    out = tmp_path / "cmp"
+    md = compare_dirs([a, b], out, plots=True)
+    text = md.read_text()
+    assert "SYNTHETIC" in text.splitlines()[2]
+    assert "Left out, not in every run: workloads w2." in text
+    assert "| **all runs** | 1 / 0 / 1 |" in text  # gcl vs pka on w1: lower in run 0, higher in run 1
+    for f in ("compare.csv", "compare_workloads.csv", "compare_head_to_head.csv", "plots/compare_speedup_vs_error.png"):
+        assert (out / f).exists(), f
+    per = pd.read_csv(out / "compare.csv")
+    assert set(per["run"].astype(str)) == {"0", "1"} and len(per) == 4
+    # not synthetic -> no banner
+    c = _write(tmp_path, "h0", _rows({("w1", "gcl"): 1.0}, synthetic=False))
+    d = _write(tmp_path, "h1", _rows({("w1", "gcl"): 2.0}, seed=1, synthetic=False))
+    assert "SYNTHETIC" not in write_comparison([load_run(c), load_run(d)], tmp_path / "h", plots=False).read_text()
+
+
+def test_same_inputs_give_identical_files(tmp_path):
+    a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 3.0, ("w1", "pka"): 2.5}, seed=1))
+    compare_dirs([a, b], tmp_path / "x", plots=False)
+    compare_dirs([a, b], tmp_path / "y", plots=False)
+    for f in ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv"):
+        assert (tmp_path / "x" / f).read_bytes() == (tmp_path / "y" / f).read_bytes()
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda df: df.drop(columns="error_cycles"), "results.csv:1: error_cycles: missing column"),
+    (lambda df: df.assign(error_cycles=["1.0", "x%"] + ["1"] * (len(df) - 2)), "error_cycles: not numeric (e.g. line 3"),
+    (lambda df: df.assign(sweep=["False", "maybe"] + ["False"] * (len(df) - 2)), "results.csv:3: sweep: expected True"),
+    (lambda df: df.assign(speedup=[1.0, np.nan] + [1.0] * (len(df) - 2)), "results.csv:3: speedup: empty"),
+    (lambda df: df.assign(plan_arch=["turing", "ada"] + ["turing"] * (len(df) - 2)), "plan_arch: plans of one run"),
+    (lambda df: df.iloc[:0], "no rows"),
+])
+def test_bad_results_csv_is_one_located_error(tmp_path, edit, needle):
+    df = edit(_rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0}))
+    d = _write(tmp_path, "r", df)
+    with pytest.raises(EvaluationError) as e:
+        load_run(d)
+    assert needle in str(e.value) and str(d / "results.csv") in str(e.value)
+
+
+def test_runs_fitted_on_different_archs_are_refused(tmp_path):
+    a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0}))
+    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere"))
+    with pytest.raises(EvaluationError, match="different archs"):
+        compare_dirs([a, b], tmp_path / "o", plots=False)
+    assert not (tmp_path / "o").exists()
+
+
+def _cli(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
+    return subprocess.run([sys.executable, "-m", "gclsampler", "compare", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd)
+
+
+def test_cli_expands_a_sweep_dir_and_guards_its_output(tmp_path):
+    sweep = tmp_path / "sweep"
+    for i in range(3):
+        _write(sweep, str(i), _rows({("w1", "gcl"): 1.0 + i, ("w1", "pka"): 2.0}, seed=i))
+    (sweep / "10").mkdir()  # a job that failed before writing results: not a run
+    assert [p.name for p in find_runs(sweep)] == ["0", "1", "2"]
+    r = _cli(sweep, "--out", tmp_path / "cmp", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    assert "3 runs compared" in r.stdout and "| 2 |" in (tmp_path / "cmp" / "compare.md").read_text()
+    assert _cli(sweep, "--out", tmp_path / "cmp", "--no-plots").returncode == 0  # its own output: rewritten
+    # the user's directory is not written into
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    r = _cli(sweep, "--out", mine)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "not replaced" in lines[0], r.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    # a missing run: one line, nothing created
+    r = _cli(sweep / "0", tmp_path / "nope", "--out", tmp_path / "new")
+    assert r.returncode == 2 and "nope" in r.stderr and not (tmp_path / "new").exists(), r.stderr
+
+
+def test_evaluate_multirun_writes_compare_md(tmp_path):
+    """`python evaluate.py -m seed=0,1`: each job its own run, then compare.md in the sweep dir."""
+    data = tmp_path / "data"
+    for i, name in enumerate(["wa", "wb"]):
+        t = make_profile(60, i)
+        _write_workload(data / name, {"turing": t, "ampere": t.assign(time_ns=t["time_ns"] * 1.3)})
+    sweep = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": "", "CI": "1"}
+    r = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "-m", "seed=0,1", "suite=quick",
+                        "suite.workloads=[wa,wb]", "suite.data_dir=null", "suite.archs=[turing,ampere]",
+                        "suite.methods=[pka,sieve,random]", "suite.n_seeds=2", "suite.hist_workload=wa",
+                        "suite.hist_methods=[sieve]", f"data_dir={data}", "generate=false", "plots=false",
+                        f"hydra.sweep.dir={sweep}"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (sweep / "0" / "results.csv").exists() and (sweep / "1" / "results.csv").exists()
+    text = (sweep / "compare.md").read_text()
+    assert "2 runs of `evaluate.py`" in text and "## `pka` head to head" in text  # no gcl: the first method
+    per = pd.read_csv(sweep / "compare.csv")
+    assert sorted(set(per["seed"])) == [0, 1] and set(per["method"]) == {"pka", "sieve", "random"}
