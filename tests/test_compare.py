@@ -126,7 +126,7 @@ def test_same_inputs_give_identical_files(tmp_path):
     (lambda df: df.drop(columns="error_cycles"), "results.csv:1: error_cycles: missing column"),
     (lambda df: df.assign(error_cycles=["1.0", "x%"] + ["1"] * (len(df) - 2)), "error_cycles: not numeric (e.g. line 3"),
     (lambda df: df.assign(sweep=["False", "maybe"] + ["False"] * (len(df) - 2)), "results.csv:3: sweep: expected True"),
-    (lambda df: df.assign(speedup=[1.0, np.nan] + [1.0] * (len(df) - 2)), "results.csv:3: speedup: empty"),
+    (lambda df: df.assign(seed=[0, np.nan] + [0] * (len(df) - 2)), "results.csv:3: seed: empty"),
     (lambda df: df.assign(plan_arch=["turing", "ada"] + ["turing"] * (len(df) - 2)), "plan_arch: plans of one run"),
     (lambda df: df.iloc[:0], "no rows"),
 ])
