@@ -25,7 +25,7 @@ from gclsampler.plan import numeric_column
 from gclsampler.score import EvaluationError, method_sort_key, summarize, suite_averages
 
 __all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to_head", "per_workload_table",
-           "write_comparison", "compare_dirs", "find_runs", "CompareCallback"]
+           "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
 
 COMPARE_FILES = ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv")
 """What ``write_comparison`` writes (plus ``plots/compare_speedup_vs_error.png``)."""
@@ -402,13 +402,25 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     return write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
 
 
+def load_runs(paths: Iterable[str | Path], reference: str | None = None) -> list[EvaluationRun]:
+    """``load_run`` of each path; runs labelled by their directory names, or by their full
+    paths when two share a name (``a/run`` and ``b/run``). Everything ``write_comparison``
+    would refuse (mixed plan archs, nothing in common, an absent ``reference``) is refused
+    here, before an output exists."""
+    runs = [load_run(p) for p in paths]
+    _, methods, _ = _common(runs)
+    if reference is not None and reference not in methods:
+        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
+                              f"(methods: {', '.join(methods)})")
+    labels = [r.label for r in runs]
+    if len(set(labels)) < len(labels):
+        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results) for r in runs]
+    return runs
+
+
 def compare_dirs(paths: Iterable[str | Path], out_dir: str | Path, **kw) -> Path:
     """``write_comparison`` of the runs at ``paths`` (run directories or results.csv files)."""
-    runs = [load_run(p) for p in paths]
-    labels = [r.label for r in runs]
-    if len(set(labels)) < len(labels):  # two runs named "run": label by their full paths instead
-        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results) for r in runs]
-    return write_comparison(runs, out_dir, **kw)
+    return write_comparison(load_runs(paths), out_dir, **kw)
 
 
 try:

@@ -170,9 +170,16 @@ def test_cli_expands_a_sweep_dir_and_guards_its_output(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "not replaced" in lines[0], r.stderr
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
-    # a missing run: one line, nothing created
-    r = _cli(sweep / "0", tmp_path / "nope", "--out", tmp_path / "new")
-    assert r.returncode == 2 and "nope" in r.stderr and not (tmp_path / "new").exists(), r.stderr
+    # a missing run, an unreadable one, a reference no run has: one line, nothing created
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "results.csv").write_bytes(b"\xff\xfe\x00garbage")
+    for args, needle in (([sweep / "0", tmp_path / "nope"], "nope: no such file"),
+                         ([sweep / "0", tmp_path / "junk"], "not a readable CSV"),
+                         ([sweep, "--reference", "photon"], "--reference: method 'photon'")):
+        r = _cli(*args, "--out", tmp_path / "new" / "cmp")
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], r.stderr
+        assert not (tmp_path / "new").exists()
 
 
 def test_evaluate_multirun_writes_compare_md(tmp_path):

@@ -19,7 +19,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "results.csv stands for the runs inside it (a multirun sweep directory)")
     parser.add_argument("--out", type=Path, required=True,
                         help="directory for compare.md, compare*.csv and plots/ (new, empty, or an earlier "
-                             "`gclsampler compare` output)")
+                             "`gclsampler compare` output, which is replaced as a whole)")
     parser.add_argument("--reference", default=None, help="method counted head to head against the others "
                                                           "(default gcl, or the first method when a run lacks gcl)")
     parser.add_argument("--no-plots", action="store_true", help="tables only (matplotlib costs a few seconds)")
@@ -27,8 +27,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from gclsampler._safe_out import claim_dir
-    from gclsampler.compare import compare_dirs, find_runs
+    from gclsampler._safe_out import replace_dir
+    from gclsampler.compare import find_runs, load_runs, write_comparison
     from gclsampler.score import EvaluationError
 
     paths: list[Path] = []
@@ -41,10 +41,8 @@ def _run(args: argparse.Namespace) -> int:
             paths += inside
         else:
             paths.append(p)
-    for p in paths:  # every input readable before the output directory is touched
-        if not (p / "results.csv" if p.is_dir() else p).exists():
-            raise EvaluationError(f"{p}: no such evaluate.py run (no results.csv)")
-    claim_dir(args.out, "compare", inputs=paths)
-    md = compare_dirs(paths, args.out, reference=args.reference, plots=not args.no_plots)
-    print(f"{md}: {len(paths)} runs compared")
+    runs = load_runs(paths, args.reference)  # every input read and checked before the output is touched
+    with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
+        write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
+    print(f"{args.out / 'compare.md'}: {len(runs)} runs compared")
     return 0
