@@ -21,14 +21,12 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
+from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
 from gclsampler.score import EvaluationError, method_sort_key, summarize, suite_averages
 
 __all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to_head", "per_workload_table",
            "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
-
-COMPARE_FILES = ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv")
-"""What ``write_comparison`` writes (plus ``plots/compare_speedup_vs_error.png``)."""
 
 _NUMERIC = ("seed", "error_cycles", "speedup", "n_simulated", "n_invocations")
 _FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
@@ -143,6 +141,12 @@ def _common(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[s
     return keep_w, keep_m, notes
 
 
+def _check_reference(reference: str, methods: list[str]) -> None:
+    if reference not in methods:
+        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
+                              f"(methods: {', '.join(methods)})")
+
+
 def _main_rows(run: EvaluationRun, workloads: list[str], methods: list[str]):
     df = run.results
     return df[df["workload"].isin(workloads) & df["method"].isin(methods) & ~df["sweep"]]
@@ -233,9 +237,7 @@ def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: l
     (every invocation simulated) and a one-kernel workload give 0 % to every method."""
     import pandas as pd
 
-    if reference not in methods:
-        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
-                              f"(methods: {', '.join(methods)})")
+    _check_reference(reference, methods)
     rows = []
     for r in runs:
         s = summarize(_main_rows(r, workloads, methods), sweep=False)
@@ -335,9 +337,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     workloads, methods, notes = _common(runs)
     if reference is None:
         reference = "gcl" if "gcl" in methods else methods[0]
-    if reference not in methods:
-        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
-                              f"(methods: {', '.join(methods)})")
+    _check_reference(reference, methods)
     per_run = per_run_table(runs, workloads, methods)
     across = across_runs(per_run)
     per_w = per_workload_table(runs, workloads, methods)
@@ -409,9 +409,8 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None) -> list
     here, before an output exists."""
     runs = [load_run(p) for p in paths]
     _, methods, _ = _common(runs)
-    if reference is not None and reference not in methods:
-        raise EvaluationError(f"compare: --reference: method {reference!r} is not in every run "
-                              f"(methods: {', '.join(methods)})")
+    if reference is not None:
+        _check_reference(reference, methods)
     labels = [r.label for r in runs]
     if len(set(labels)) < len(labels):
         runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results) for r in runs]
@@ -432,7 +431,7 @@ except ImportError:  # pragma: no cover - hydra is a dependency
 class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback (conf/evaluate.yaml): after ``python evaluate.py -m seed=0,1,2 ...``,
     compare the jobs that wrote a results.csv in the sweep directory. A failure here is
-    reported, not raised: the jobs' own results are already written and stay valid."""
+    reported in one line, not raised: the jobs' own results are already written and stay valid."""
 
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
         import sys
@@ -443,7 +442,7 @@ class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
             return
         try:
             md = compare_dirs(jobs, root, plots=bool(config.get("plots", True)))
-        except Exception as exc:  # noqa: BLE001 - the runs succeeded; say why the summary did not
+        except (GclError, OSError) as exc:  # the runs succeeded; say why the summary did not (a bug still raises)
             print(f"evaluate: {root}: compare.md not written: {exc}", file=sys.stderr)
             return
         print(f"evaluate: compared {len(jobs)} runs in {md}")

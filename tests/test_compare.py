@@ -201,3 +201,22 @@ def test_evaluate_multirun_writes_compare_md(tmp_path):
     assert "2 runs of `evaluate.py`" in text and "## `pka` head to head" in text  # no gcl: the first method
     per = pd.read_csv(sweep / "compare.csv")
     assert sorted(set(per["seed"])) == [0, 1] and set(per["method"]) == {"pka", "sieve", "random"}
+
+
+def test_callback_reports_a_summary_it_cannot_write_in_one_line(tmp_path, capsys):
+    """The jobs' own results stand; the sweep ends with one line on why compare.md is missing."""
+    from omegaconf import OmegaConf
+
+    from gclsampler.compare import CompareCallback
+
+    _write(tmp_path, "0", _rows({("w1", "gcl"): 1.0}))
+    _write(tmp_path, "1", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere"))
+    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "plots": False})
+    CompareCallback().on_multirun_end(cfg)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "compare.md not written" in err[0] and "different archs" in err[0]
+    assert not (tmp_path / "compare.md").exists()
+    _write(tmp_path, "1b", _rows({("w1", "gcl"): 2.0}, seed=1))
+    (tmp_path / "1" / "results.csv").unlink()
+    CompareCallback().on_multirun_end(cfg)
+    assert "compared 2 runs" in capsys.readouterr().out and (tmp_path / "compare.md").exists()
