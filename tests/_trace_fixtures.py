@@ -14,6 +14,26 @@ import numpy as np
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace, reg_code
 
 
+# A grouped Accel-Sim v5 trace header (``str.format`` fields: kid, gx, li), for the parser tests.
+HEADER_V5 = """-kernel name = _Z6vecAddPfS_S_i
+-kernel id = {kid}
+-grid dim = ({gx},1,1)
+-block dim = (64,1,1)
+-shmem = 0
+-nregs = 16
+-binary version = 86
+-cuda stream id = 0
+-shmem base_addr = 0x00007f0000000000
+-local mem base_addr = 0x00007e0000000000
+-nvbit version = 1.7
+-accelsim tracer version = 5
+-enable lineinfo = {li}
+
+#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
+
+"""
+
+
 @dataclass
 class Inst:
     op: str

@@ -17,6 +17,8 @@ from gclsampler.trace import _text as T
 from gclsampler.trace.testing import random_kernel_trace
 from gclsampler.trace.types import NO_REG, reg_code
 
+from _trace_fixtures import HEADER_V5
+
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def parser(request, monkeypatch):
@@ -26,24 +28,6 @@ def parser(request, monkeypatch):
     elif T.compiled() is None:
         pytest.skip("compiled parser off: numba missing or GCLSAMPLER_NO_JIT=1")
     return request.param
-
-HEADER_V5 = """-kernel name = _Z6vecAddPfS_S_i
--kernel id = {kid}
--grid dim = ({gx},1,1)
--block dim = (64,1,1)
--shmem = 0
--nregs = 16
--binary version = 86
--cuda stream id = 0
--shmem base_addr = 0x00007f0000000000
--local mem base_addr = 0x00007e0000000000
--nvbit version = 1.7
--accelsim tracer version = 5
--enable lineinfo = {li}
-
-#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
-
-"""
 
 HEADER_V3 = """-kernel name = k3
 -kernel id = 1

@@ -17,24 +17,10 @@ from gclsampler.cli import main
 from gclsampler.trace import (TraceFormatError, group_raw_dir, list_invocations, read_kernel, trace_info,
                               write_kernel)
 from gclsampler.trace import _text as T
-from _trace_fixtures import Inst, make_trace
+from _trace_fixtures import HEADER_V5, Inst, make_trace
 
-HEADER = """-kernel name = k
--kernel id = {kid}
--grid dim = (2,1,1)
--block dim = (64,1,1)
--shmem = 0
--nregs = 16
--binary version = 86
--cuda stream id = 0
--shmem base_addr = 0x00007f0000000000
--local mem base_addr = 0x00007e0000000000
--nvbit version = 1.7
--accelsim tracer version = 5
--enable lineinfo = 0
-
-#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
-"""
+# no blank line before the body: the expected line numbers below count from it; .format(kid=...) per test
+HEADER = HEADER_V5.replace("{gx}", "2").replace("{li}", "0").rstrip("\n") + "\n"
 
 BODY = """#BEGIN_TB
 thread block = 0,0,0
