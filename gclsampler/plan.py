@@ -270,7 +270,8 @@ def _int_field(d: dict, key: str, parent: str | None, where: str) -> int:
     return int(v)
 
 
-def _is_finite(v: Any) -> bool:
+def is_finite_number(v: Any) -> bool:
+    """A JSON number (not a bool) that is finite; False, not OverflowError, for ints past float range."""
     try:
         return _is_number(v) and math.isfinite(v)
     except OverflowError:  # an int beyond float range (10**400)
@@ -278,7 +279,7 @@ def _is_finite(v: Any) -> bool:
 
 
 def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
-    return float(_field(d, key, parent, where, _is_finite, "a finite number"))
+    return float(_field(d, key, parent, where, is_finite_number, "a finite number"))
 
 
 def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:

@@ -85,20 +85,18 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_real(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _silhouette_curve(raw) -> dict[int, float] | None:
     """``{K: score}`` from the ``[[K, score], ...]`` the GCL samplers write; None if malformed."""
+    from gclsampler.plan import is_finite_number
+
     if not isinstance(raw, list):
         return None
-    pairs = [p for p in raw if isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and _is_real(p[1])]
+    pairs = [p for p in raw if isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and is_finite_number(p[1])]
     return {k: float(v) for k, v in pairs} if len(pairs) == len(raw) else None
 
 
 def _show(args: argparse.Namespace) -> int:
-    from gclsampler.plan import SamplingPlan
+    from gclsampler.plan import SamplingPlan, is_finite_number
 
     plan = SamplingPlan.load(args.plan)
     out = sys.stdout
@@ -113,8 +111,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  K={k} chosen by silhouette {curve[k]:.4f} "
               f"(best {max(curve.values()):.4f}; {len(curve)} K scored)", file=out)
     bound, epsilon = cfg.get("error_bound"), cfg.get("epsilon")
-    if _is_real(bound):
-        eps = f" (epsilon {100 * epsilon:g}%)" if _is_real(epsilon) else ""
+    if is_finite_number(bound):
+        eps = f" (epsilon {100 * epsilon:g}%)" if is_finite_number(epsilon) else ""
         print(f"  predicted error bound of the total: {_fmt_bound(bound)}{eps}", file=out)
 
     if args.profile is not None:
