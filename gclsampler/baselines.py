@@ -507,15 +507,9 @@ class AllegroSampler(Sampler):
         self.random_state = random_state
 
     def fit(self, workload) -> SamplingPlan:
-        from gclsampler.stem import Z_RANGE
+        from gclsampler.stem import check_bound
 
-        _check_positive(self.epsilon, "epsilon", "allegro")
-        if self.epsilon >= 1:  # a relative error of 100% or more bounds nothing
-            raise BaselineError(f"allegro: epsilon: must be a number in (0, 1), found {self.epsilon!r}")
-        if not (isinstance(self.z, (int, float)) and not isinstance(self.z, bool)
-                and Z_RANGE[0] <= self.z <= Z_RANGE[1]):
-            raise BaselineError(f"allegro: z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] "
-                                f"(1.96 = 95% confidence), found {self.z!r}")
+        check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
         if int(self.floor) < 1 or int(self.m_th) < 1:
             raise BaselineError(f"allegro: floor/m_th: must be >= 1, found {self.floor}, {self.m_th}")
         times = _column(workload, self.time_column, "allegro")

@@ -91,6 +91,7 @@ __all__ = [
     "split_1d_2means",
     "time_scale",
     "Z_RANGE",
+    "check_bound",
 ]
 
 Z_RANGE = (0.01, 40.0)
@@ -516,15 +517,21 @@ def _progress(n_members: int):
 # ---------------------------------------------------------------------------------------
 # STEM + ROOT
 # ---------------------------------------------------------------------------------------
-def _check_params(epsilon: float, z: float, min_samples: int, min_group: int, scope: str) -> None:
+def check_bound(epsilon: Any, z: Any, prefix: str = "stem.", error: type[GclError] = StemError) -> None:
+    """The error bound's ranges, shared by STEM+ROOT, gcl_stem and Allegro (and their
+    up-front checks): ``error(prefix + "epsilon: ...")`` when one is out of range."""
     # a relative error of 100% or more bounds nothing (an estimate of 0 is within it)
     if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < 1):
-        raise StemError(f"stem.epsilon: must be a number in (0, 1), found {epsilon!r}")
+        raise error(f"{prefix}epsilon: must be a number in (0, 1), found {epsilon!r}")
     # a normal quantile: beyond 40 the confidence is 1 in double precision, and a z near 0
     # makes the budget (epsilon total / z)^2 overflow
     if not (isinstance(z, (int, float)) and not isinstance(z, bool) and Z_RANGE[0] <= z <= Z_RANGE[1]):
-        raise StemError(f"stem.z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (1.96 = 95% confidence), "
-                        f"found {z!r}")
+        raise error(f"{prefix}z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (1.96 = 95% confidence), "
+                    f"found {z!r}")
+
+
+def _check_params(epsilon: float, z: float, min_samples: int, min_group: int, scope: str) -> None:
+    check_bound(epsilon, z)
     if int(min_samples) != min_samples or min_samples < 1:
         raise StemError(f"stem.min_samples: must be an integer >= 1, found {min_samples!r}")
     if int(min_group) != min_group or min_group < 1:

@@ -367,14 +367,10 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
         except StemError as exc:
             raise GclError(f"{where}: {str(exc).removeprefix('stem.')}") from None
     elif "epsilon" in params or "z" in params:  # allegro: the same ranges as STEM's
-        from gclsampler.stem import Z_RANGE
+        from gclsampler.stem import check_bound
 
-        for key, ok, text in (("epsilon", lambda v: 0 < v < 1, "in (0, 1)"),
-                              ("z", lambda v: Z_RANGE[0] <= v <= Z_RANGE[1], f"in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}]")):
-            if key in params:
-                v = params[key]
-                if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and ok(v)):
-                    raise GclError(f"{where}: {key}: must be a number {text}, found {v!r}")
+        # an absent one gets an in-range stand-in, so only a parameter the sampler has can fail
+        check_bound(params.get("epsilon", 0.5), params.get("z", 1.96), f"{where}: ", GclError)
     for key in ("random_state", "cluster_random_state"):  # before any data is read (train.py, evaluate.py)
         if params.get(key) is not None:
             from gclsampler.plan import check_seed
