@@ -23,7 +23,7 @@ import numpy as np
 from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
-from gclsampler.score import EvaluationError, method_sort_key, summarize, suite_averages
+from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
 
 __all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to_head", "per_workload_table",
            "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
@@ -31,7 +31,6 @@ __all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to
 _NUMERIC = ("seed", "error_cycles", "speedup", "n_simulated", "n_invocations")
 _FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
 _REQUIRED = ("workload", "method", "arch", "plan_arch", *_NUMERIC, *_FLAGS)
-_TIE = 1e-9  # errors closer than this (percentage points) are ties: equal plans, or 0 % for both
 
 
 @dataclass(frozen=True)
@@ -232,26 +231,20 @@ def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], meth
 
 
 def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], reference: str):
-    """Per run and rival: on how many workloads ``reference`` has lower, equal (within
-    ``_TIE``) and higher plan-arch cycle error. Ties are their own column because a census
-    (every invocation simulated) and a one-kernel workload give 0 % to every method."""
+    """Per run and rival: ``score.head_to_head_counts`` on the plan arch, so each run's row is
+    the one its own ``report.md`` shows (lower / equal / higher, and what chance expects)."""
     import pandas as pd
 
     _check_reference(reference, methods)
-    rows = []
+    parts = []
     for r in runs:
         s = summarize(_main_rows(r, workloads, methods), sweep=False)
-        s = s[s["arch"] == r.results["plan_arch"].iloc[0]]
-        e = s.pivot_table(index="workload", columns="method", values="error_cycles", aggfunc="first", dropna=False)
-        for other in methods:
-            if other == reference:
-                continue
-            diff = (e[reference] - e[other]).to_numpy(dtype=np.float64)
-            rows.append({"run": r.label, "seed": r.seed, "reference": reference, "method": other,
-                         "lower": int((diff < -_TIE).sum()), "tie": int((np.abs(diff) <= _TIE).sum()),
-                         "higher": int((diff > _TIE).sum()), "n_workloads": int(np.isfinite(diff).sum())})
-    return pd.DataFrame(rows, columns=["run", "seed", "reference", "method", "lower", "tie", "higher",
-                                       "n_workloads"])
+        c = head_to_head_counts(s, reference, r.results["plan_arch"].iloc[0], methods)
+        c.insert(0, "reference", reference)
+        c.insert(0, "seed", r.seed)
+        c.insert(0, "run", r.label)
+        parts.append(c)
+    return pd.concat(parts, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -304,19 +297,20 @@ def _plot(across, per_run, path: Path, synthetic: bool) -> Path:
 
 
 def _head_to_head_section(runs, h2h, reference: str, others: list[str], plan_arch: str) -> list[str]:
-    from gclsampler.report import _md_table
+    from gclsampler.report import H2H_CHANCE_TEXT, _md_table, h2h_cell
 
     lines = ["", f"## `{reference}` head to head", "",
              f"Workloads on which `{reference}` has lower / equal / higher {plan_arch} cycle error than each method, "
-             f"per run (equal: within {_TIE:g} points, e.g. both 0 % on a census or a workload of one kernel per "
-             "cluster).", ""]
+             f"per run (equal: within {TIE:g} points, e.g. both 0 % on a census or a workload of one kernel per "
+             "cluster). " + H2H_CHANCE_TEXT, ""]
     rows = []
     for r in runs:
         d = h2h[h2h["run"] == r.label].set_index("method")
-        rows.append([r.label] + [f"{d.loc[m, 'lower']} / {d.loc[m, 'tie']} / {d.loc[m, 'higher']}" for m in others])
-    tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher"]].sum()
-    rows.append(["**all runs**"] + [f"{tot.loc[m, 'lower']} / {tot.loc[m, 'tie']} / {tot.loc[m, 'higher']}"
-                                    for m in others])
+        rows.append([r.label] + [h2h_cell(d.loc[m]) for m in others])
+    # a NaN chance count in any run leaves the total NaN, so it is not shown
+    tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher", "expected_lower", "expected_tie",
+                                             "expected_higher"]].sum(min_count=len(runs))
+    rows.append(["**all runs**"] + [h2h_cell(tot.loc[m]) for m in others])
     lines += _md_table(["run"] + [f"vs {m}" for m in others], rows).split("\n")
     return lines
 

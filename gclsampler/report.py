@@ -17,8 +17,8 @@ import numpy as np
 
 from gclsampler._atomic import atomic_path, write_text_atomic
 from gclsampler.plan import SamplingPlan
-from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, MethodRun, evaluate_workload, method_sort_key,
-                               summarize, suite_averages, write_results_csv)
+from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, TIE, MethodRun, evaluate_workload, head_to_head_counts,
+                               method_sort_key, summarize, suite_averages, write_results_csv)
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
            "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER",
@@ -345,6 +345,32 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
     return _md_table(header, rows)
 
 
+def h2h_cell(row) -> str:
+    """``lower / equal / higher``, then what chance expects when every spread is known."""
+    text = f"{int(row['lower'])} / {int(row['tie'])} / {int(row['higher'])}"
+    exp = [row.get(k, float("nan")) for k in ("expected_lower", "expected_tie", "expected_higher")]
+    if all(np.isfinite(exp)):
+        text += f" (chance {exp[0]:.1f} / {exp[1]:.1f} / {exp[2]:.1f})"
+    return text
+
+
+H2H_CHANCE_TEXT = ("In brackets, what chance alone would give: if each plan's error were only the draw of its "
+                   "members (normal, mean 0, sd = `spread_sd`), the reference is lower on a workload with "
+                   "probability 2/π·atan(sd_rival / sd_reference); these are summed over workloads (shown only "
+                   "where both methods have a spread on every workload). Counts well above chance mean tighter "
+                   "clusters or a biased rival; counts near it mean the ranking is luck.")
+
+
+def _head_to_head_table(summary, arch: str, reference: str = "gcl") -> str | None:
+    """The reference method against every other, on ``arch``: observed and chance counts."""
+    methods = _methods(summary)
+    if reference not in methods or len(methods) < 2:
+        return None
+    c = head_to_head_counts(summary, reference, arch, methods)
+    return _md_table(["method", f"`{reference}` lower / equal / higher"],
+                     [[r["method"], h2h_cell(r)] for _, r in c.iterrows()])
+
+
 def strata_table(plans: dict[str, SamplingPlan]) -> str | None:
     """Which strata each workload's ``gcl_stem`` plan started ROOT from, with every candidate's
     expected simulated time: readers see where gcl_stem *is* stem_root's plan (``kernel_name``)."""
@@ -449,6 +475,11 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
                   "predicts before anything is simulated: one standard deviation of the estimate over random "
                   "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
                   "", any_member, ""]
+    h2h = _head_to_head_table(summary, plan_arch)
+    if h2h:
+        lines += [f"## `gcl` head to head, {plan_arch}", "",
+                  f"Workloads on which `gcl` has lower / equal / higher cycle error than each method (equal: within "
+                  f"{TIE:g} points, e.g. both 0 % on a census). " + H2H_CHANCE_TEXT, "", h2h, ""]
     want_plots = plots
     plots: list[tuple[str, Path | None]] = []
     if want_plots:

@@ -24,6 +24,10 @@ and gives one place where the definitions live:
   plan's estimate over which members its samples are, from the spread of the *profiled* times
   inside each cluster. The same for every arch a plan is scored on: it needs only the profile
   the plan was fitted on, so a user has it before simulating anything.
+* head to head (``head_to_head_counts``): on how many workloads one method's cycle error is
+  lower, equal or higher than another's, beside the counts that chance alone would give
+  (``chance_lower``). Why: a single table's "lower on 6 of 11" mixes better clusters with
+  luckier representatives, and the spreads say how much of each to expect.
 
 ``summarize`` averages over seeds (errors arithmetically; speedup both arithmetic, the GCL
 paper's averaging, and harmonic, the STEM+ROOT paper's).
@@ -52,6 +56,9 @@ __all__ = [
     "score_plan",
     "any_member_error",
     "representative_spread",
+    "TIE",
+    "chance_lower",
+    "head_to_head_counts",
     "evaluate_workload",
     "summarize",
     "suite_averages",
@@ -59,6 +66,7 @@ __all__ = [
     "write_results_csv",
 ]
 
+TIE = 1e-9  # cycle errors closer than this (percentage points) are equal: the same plan, or 0 % for both
 RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
 METHOD_ORDER: list[str] = ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
 
@@ -234,6 +242,72 @@ def representative_spread(plan, times_ns: np.ndarray, labels: np.ndarray) -> tup
         return None
     share = {int(c): float(per[c] / total_var) for c in np.flatnonzero(per > 0)} if total_var > 0 else {}
     return 100.0 * np.sqrt(total_var) / total, share
+
+
+def chance_lower(sd_ref, sd_other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probabilities (lower, equal, higher) that the reference's absolute error is below the
+    rival's when each is only the draw of its plan's members: independent normals with mean 0
+    and standard deviation ``spread_sd``. For |X| and |Y| of N(0, a²) and N(0, b²),
+    P(|X| < |Y|) = 2/π · atan(b / a). Both spreads within ``TIE`` of 0 (censuses, clusters of
+    identical times) count as equal; NaN where either spread is unknown (stochastic methods).
+
+    Why: it is the yardstick for a head-to-head count. A method whose clusters are as tight as
+    its rival's wins half the workloads by luck; bias (a representative systematically off its
+    cluster) is not in the model, so counts far from it point at cluster quality, not chance.
+    """
+    a = np.asarray(sd_ref, dtype=np.float64)
+    b = np.asarray(sd_other, dtype=np.float64)
+    a0, b0 = np.abs(a) <= TIE, np.abs(b) <= TIE
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = np.where(a0, 1.0, 2.0 / np.pi * np.arctan(b / np.where(a0, 1.0, a)))
+    lower = np.where(a0 & b0, 0.0, np.where(b0 & ~a0, 0.0, lower))
+    equal = np.where(a0 & b0, 1.0, 0.0)
+    higher = 1.0 - lower - equal
+    unknown = ~(np.isfinite(a) & np.isfinite(b))
+    return tuple(np.where(unknown, np.nan, x) for x in (lower, equal, higher))  # type: ignore[return-value]
+
+
+def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[str] | None = None):
+    """Per rival of ``reference`` on ``arch`` (rows of ``summarize``): the workloads where the
+    reference's cycle error is lower, equal (within ``TIE``) or higher, and the counts that
+    ``chance_lower`` expects from both plans' ``spread_sd`` (NaN unless every workload has both
+    spreads). Ties are their own column because a census and a workload of one kernel per cluster
+    give 0 % to every method.
+
+    Chance counts model one draw per method: a method averaged over several seeds (stochastic)
+    gets none. A workload on which both errors are equal counts as equal in the chance count too:
+    equal estimates mean the two plans simulate the same members, so their errors are one draw,
+    not two independent ones."""
+    import pandas as pd
+
+    s = summary[summary["arch"] == arch]
+    if methods is None:
+        methods = sorted(s["method"].unique(), key=method_sort_key)
+    e = s.pivot_table(index="workload", columns="method", values="error_cycles", aggfunc="first", dropna=False)
+    sd = None
+    if "spread_sd" in s.columns:
+        one_draw = s["n_seeds"] <= 1 if "n_seeds" in s.columns else True
+        sd = (s.assign(spread_sd=s["spread_sd"].where(one_draw))
+              .pivot_table(index="workload", columns="method", values="spread_sd", aggfunc="first", dropna=False)
+              .reindex(index=e.index, columns=e.columns))
+    rows = []
+    for other in methods:
+        if other == reference:
+            continue
+        diff = (e[reference] - e[other]).to_numpy(dtype=np.float64)
+        row = {"method": other, "lower": int((diff < -TIE).sum()), "tie": int((np.abs(diff) <= TIE).sum()),
+               "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum())}
+        if sd is not None:
+            p = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
+            same = np.abs(diff) <= TIE
+            p = tuple(np.where(same & np.isfinite(x), float(i == 1), x) for i, x in enumerate(p))
+        else:
+            p = (np.full(len(diff), np.nan),) * 3
+        for name, x in zip(("expected_lower", "expected_tie", "expected_higher"), p):
+            row[name] = float(x.sum()) if len(x) and np.isfinite(x).all() else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["method", "lower", "tie", "higher", "n_workloads",
+                                       "expected_lower", "expected_tie", "expected_higher"])
 
 
 RESULT_COLUMNS = [

@@ -220,3 +220,18 @@ def test_callback_reports_a_summary_it_cannot_write_in_one_line(tmp_path, capsys
     (tmp_path / "1" / "results.csv").unlink()
     CompareCallback().on_multirun_end(cfg)
     assert "compared 2 runs" in capsys.readouterr().out and (tmp_path / "compare.md").exists()
+
+
+def test_head_to_head_section_shows_chance_only_where_every_run_has_spreads(tmp_path):
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 3.0, ("w2", "pka"): 1.0}
+    a = _rows(errs, seed=0).assign(spread_sd=1.0)
+    b = _rows(errs, seed=1).assign(spread_sd=1.0)
+    c = _rows(errs, seed=2)  # an older results.csv: no spread
+    md = write_comparison([load_run(_write(tmp_path, "a", a)), load_run(_write(tmp_path, "b", b))],
+                          tmp_path / "ab", plots=False).read_text()
+    assert "| **all runs** | 2 / 0 / 2 (chance 2.0 / 0.0 / 2.0) |" in md
+    h = pd.read_csv(tmp_path / "ab" / "compare_head_to_head.csv")
+    assert h["expected_lower"].tolist() == [1.0, 1.0]
+    md = write_comparison([load_run(_write(tmp_path, "a2", a)), load_run(_write(tmp_path, "c", c))],
+                          tmp_path / "ac", plots=False).read_text()
+    assert "| a2 | 1 / 0 / 1 (chance 1.0 / 0.0 / 1.0) |" in md and "| **all runs** | 2 / 0 / 2 |" in md

@@ -1,0 +1,102 @@
+"""Head-to-head counts and the chance yardstick beside them (score.chance_lower, score.head_to_head_counts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gclsampler.score import chance_lower, head_to_head_counts
+
+spreads = st.floats(1e-3, 1e3, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spreads, spreads)
+def test_chance_partitions_and_is_antisymmetric(a, b):
+    lo, eq, hi = chance_lower(a, b)
+    rlo, req, rhi = chance_lower(b, a)
+    assert lo + eq + hi == pytest.approx(1.0)
+    assert eq == 0.0 and lo == pytest.approx(rhi) and hi == pytest.approx(rlo)
+    assert (lo > 0.5) == (a < b) or a == pytest.approx(b)
+
+
+@pytest.mark.parametrize("a,b", [(1.0, 1.0), (1.0, 3.0), (2.5, 0.4), (0.01, 0.3)])
+def test_chance_matches_drawn_normals(a, b):
+    rng = np.random.default_rng(0)
+    x = np.abs(rng.normal(0, a, 400_000))
+    y = np.abs(rng.normal(0, b, 400_000))
+    assert float(chance_lower(a, b)[0]) == pytest.approx(float(np.mean(x < y)), abs=0.005)
+
+
+def test_chance_edge_cases():
+    lo, eq, hi = chance_lower([0.0, 0.0, 2.0, np.nan, 1.0], [0.0, 1.0, 0.0, 1.0, np.nan])
+    assert lo[:3].tolist() == [0.0, 1.0, 0.0]   # both exact: equal; only the reference exact: lower
+    assert eq[:3].tolist() == [1.0, 0.0, 0.0]
+    assert hi[:3].tolist() == [0.0, 0.0, 1.0]
+    assert np.isnan([lo[3], lo[4], eq[3], hi[4]]).all()   # an unknown spread has no chance count
+
+
+def _summary(rows):
+    """summarize()-shaped rows: (workload, method, error, spread, n_seeds) on turing."""
+    return pd.DataFrame([{"workload": w, "method": m, "arch": "turing", "cross_arch": False, "error_cycles": e,
+                          "spread_sd": sd, "n_seeds": n} for w, m, e, sd, n in rows])
+
+
+def test_counts_and_chance_counts():
+    s = _summary([
+        ("w1", "gcl", 0.0, 0.0, 1), ("w1", "pka", 0.0, 0.0, 1),       # census for both: equal, chance equal
+        ("w2", "gcl", 1.0, 1.0, 1), ("w2", "pka", 3.0, 1.0, 1),       # lower, chance 1/2
+        ("w3", "gcl", 2.0, 2.0, 1), ("w3", "pka", 2.0, 2.0, 1),       # same plan: equal in both counts
+        ("w4", "gcl", 4.0, 3.0, 1), ("w4", "pka", 0.0, 0.0, 1),       # rival's census: higher, chance higher
+        ("w1", "random", 5.0, 1.0, 10), ("w2", "random", 5.0, 1.0, 10),
+        ("w3", "random", 5.0, 1.0, 10), ("w4", "random", 5.0, 1.0, 10),
+    ])
+    c = head_to_head_counts(s, "gcl", "turing").set_index("method")
+    pka = c.loc["pka"]
+    assert (pka["lower"], pka["tie"], pka["higher"], pka["n_workloads"]) == (1, 2, 1, 4)
+    assert (pka["expected_lower"], pka["expected_tie"], pka["expected_higher"]) == pytest.approx((0.5, 2.0, 1.5))
+    # a method averaged over seeds is not one draw: no chance count, observed counts still given
+    rnd = c.loc["random"]
+    assert (rnd["lower"], rnd["higher"]) == (4, 0) and np.isnan(rnd["expected_lower"])
+    # no spread column (an older results.csv): observed counts only
+    c2 = head_to_head_counts(s.drop(columns="spread_sd"), "gcl", "turing", ["gcl", "pka"])
+    assert c2["lower"].tolist() == [1] and c2["expected_lower"].isna().all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 20), st.floats(0, 20), st.floats(0, 5), st.floats(0, 5)),
+                min_size=1, max_size=8))
+def test_chance_counts_sum_to_the_workloads(cells):
+    rows = []
+    for i, (ea, eb, sa, sb) in enumerate(cells):
+        rows += [(f"w{i}", "gcl", ea, sa, 1), (f"w{i}", "sieve", eb, sb, 1)]
+    c = head_to_head_counts(_summary(rows), "gcl", "turing").iloc[0]
+    r = head_to_head_counts(_summary(rows), "sieve", "turing").iloc[0]
+    assert c["lower"] + c["tie"] + c["higher"] == len(cells)
+    assert c["expected_lower"] + c["expected_tie"] + c["expected_higher"] == pytest.approx(len(cells))
+    assert c["expected_lower"] == pytest.approx(r["expected_higher"]) and c["expected_tie"] == pytest.approx(r["expected_tie"])
+    # every workload counted equal is equal in the chance count too
+    assert c["expected_tie"] >= c["tie"] - 1e-9
+
+
+def test_report_shows_gcl_head_to_head(tmp_path):
+    from gclsampler.report import write_report
+    from gclsampler.score import RESULT_COLUMNS
+
+    rows = []
+    for w, (eg, ep, sg, sp) in {"a": (1.0, 2.0, 1.0, 1.0), "b": (3.0, 1.0, 1.0, 3.0), "c": (0.0, 0.0, 0.0, 0.0)}.items():
+        for m, e, sd in (("gcl", eg, sg), ("pka", ep, sp)):
+            r = dict.fromkeys(RESULT_COLUMNS, np.nan)
+            r.update(workload=w, method=m, arch="turing", plan_arch="turing", cross_arch=False, seed=0, sweep=False,
+                     stochastic=False, n_invocations=10, n_simulated=2, n_clusters=2, error_cycles=e,
+                     error_cycles_any_member=e, spread_sd=sd, speedup=5.0, synthetic=True)
+            rows.append(r)
+    text = write_report(pd.DataFrame(rows, columns=RESULT_COLUMNS), tmp_path / "r", plots=False).read_text()
+    section = text.split("## `gcl` head to head, turing", 1)[1].split("\n## ", 1)[0]
+    chance_b = 2 / np.pi * np.arctan(3.0)
+    assert f"| pka | 1 / 1 / 1 (chance {0.5 + chance_b:.1f} / 1.0 / {1.5 - chance_b:.1f}) |" in section
+    # without gcl in the run there is nothing to hold the others against
+    only_pka = pd.DataFrame([r for r in rows if r["method"] == "pka"], columns=RESULT_COLUMNS)
+    assert "head to head" not in write_report(only_pka, tmp_path / "r2", plots=False).read_text()
