@@ -212,7 +212,7 @@ def _export(args: argparse.Namespace) -> int:
 
     facts: list = []
     with replace_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan]) as tmp:
-        written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts)
+        written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts, infos=list(infos.values()))
         plan.save(tmp / "plan.json")
     print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
           f"+ kernelslist.g + plan.json")

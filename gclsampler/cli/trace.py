@@ -51,14 +51,14 @@ def _parse_invocations(text: str | None) -> list[tuple[str, range]] | None:
     return out
 
 
-def _expand_invocations(parts: list[tuple[str, range]] | None, src, where: str | None) -> list[int] | None:
-    """The ids of ``parts``, once every range is known to end inside the workload at ``src``."""
+def _expand_invocations(parts: list[tuple[str, range]] | None, infos, src, where: str | None) -> list[int] | None:
+    """The ids of ``parts``, once every range is known to end inside the workload at ``src``
+    (``infos``: its ``list_invocations``)."""
     from gclsampler.errors import GclError
-    from gclsampler.trace import list_invocations
 
     if parts is None:
         return None
-    last = max(i.invocation for i in list_invocations(src))
+    last = max(i.invocation for i in infos)
     for part, ids in parts:
         if ids.stop - 1 > last:
             raise GclError(f"{where or '--invocations'}: {part!r} goes past the last invocation of {src} ({last})")
@@ -96,7 +96,7 @@ def _info(args) -> int:
 
 
 def _export(args) -> int:
-    from gclsampler.trace import export_accelsim
+    from gclsampler.trace import export_accelsim, list_invocations
     from gclsampler.trace.workload import describe_export
 
     from gclsampler._safe_out import check_out_dir, replace_dir
@@ -107,10 +107,11 @@ def _export(args) -> int:
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
     require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
     where = args.invocations[1:] if (args.invocations or "").startswith("@") else None
-    inv = _expand_invocations(parts, args.src, where)
+    infos = list_invocations(args.src)
+    inv = _expand_invocations(parts, infos, args.src, where)
     facts: list = []
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
-        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts)
+        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts, infos=infos)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
     for line in describe_export(facts):
         print(f"  note: {line}")
