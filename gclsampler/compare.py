@@ -290,10 +290,7 @@ def _plot(across, per_run, path: Path, synthetic: bool) -> Path:
     n = int(per_run["run"].nunique())
     ax.set_title(f"{n} runs: mean ± 1 sd across runs (dots: each run)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    out = _savefig(fig, path, synthetic)
-    plt.close(fig)
-    return out
+    return _savefig(fig, path, synthetic, legend_of=ax)
 
 
 def _head_to_head_section(runs, h2h, reference: str, others: list[str], plan_arch: str) -> list[str]:

@@ -28,18 +28,25 @@ SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthet
                     "`gclsampler.synth`, not from hardware measurements.")
 
 
-def _savefig(fig, path: Path, synthetic: bool = False) -> Path:
-    """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes.
+def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
+    """Atomic PNG write with fixed metadata (no timestamp) so reruns give equal bytes; the
+    figure is closed after (each is drawn once, and pyplot keeps open ones alive).
 
     ``synthetic`` stamps "SYNTHETIC DATA" on the figure: a plot copied out of the report
     (into slides, a paper) must still say its numbers are not hardware measurements.
+    ``legend_of``: an axes whose legend goes outside it, to the right, where it hides no point.
     """
+    import matplotlib.pyplot as plt
+
     path = Path(path)
+    if legend_of is not None:
+        legend_of.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if synthetic:
         fig.text(0.99, 0.01, "SYNTHETIC DATA", ha="right", va="bottom", fontsize=9, color="tab:red",
                  alpha=0.8, fontweight="bold")
     with atomic_path(path, suffix=".png", make_parents=False) as tmp:  # matplotlib picks the format from it
         fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
     return path
 
 
@@ -121,10 +128,7 @@ def plot_speedup_vs_error(summary, path: Path, arch: str, synthetic: bool = Fals
     ax.set_ylabel("cycle error (%)" + _maybe_symlog(ax, df["error_cycles"]))
     ax.set_title(f"speedup vs error per workload ({arch})")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    out = _savefig(fig, path, synthetic)
-    plt.close(fig)
-    return out
+    return _savefig(fig, path, synthetic, legend_of=ax)
 
 
 def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: str,
@@ -154,9 +158,7 @@ def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: 
             ax.set_ylabel(ylabel + _maybe_symlog(ax, df[col]))
         ax.set_title(f"{ylabel.split(' (')[0]} per workload ({arch})")
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        outs.append(_savefig(fig, path, synthetic))
-        plt.close(fig)
+        outs.append(_savefig(fig, path, synthetic, legend_of=ax))
     return outs[0], outs[1]
 
 
@@ -189,9 +191,7 @@ def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path
     shown = f"{n} largest of {ids.size} clusters" if ids.size > n else f"{ids.size} clusters"
     fig.suptitle(f"{title}: {shown} (red: sampled invocations)", fontsize=9)
     fig.tight_layout()
-    out = _savefig(fig, path, synthetic)
-    plt.close(fig)
-    return out
+    return _savefig(fig, path, synthetic)
 
 
 def plot_silhouette(curves: dict[str, Any], path: Path, chosen: dict[str, int] | None = None,
@@ -233,10 +233,7 @@ def plot_silhouette(curves: dict[str, Any], path: Path, chosen: dict[str, int] |
     ax.set_ylabel("silhouette score")
     ax.set_title("silhouette curve (★ = k the plan uses)" if chosen else "silhouette curve (★ = max)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    out = _savefig(fig, path, synthetic)
-    plt.close(fig)
-    return out
+    return _savefig(fig, path, synthetic, legend_of=ax)
 
 
 def plot_epsilon_sweep(sweep_avg, path: Path, arch: str, synthetic: bool = False) -> Path | None:
@@ -261,9 +258,7 @@ def plot_epsilon_sweep(sweep_avg, path: Path, arch: str, synthetic: bool = False
         a.legend(fontsize=8)
     fig.suptitle(f"error-bound sweep ({arch})", fontsize=10)
     fig.tight_layout()
-    out = _savefig(fig, path, synthetic)
-    plt.close(fig)
-    return out
+    return _savefig(fig, path, synthetic)
 
 
 # ---------------------------------------------------------------------------------------

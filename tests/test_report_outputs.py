@@ -19,7 +19,9 @@ def captured(monkeypatch):
     """Figures passed to report._savefig, with the synthetic flag, instead of PNG files."""
     figs = []
 
-    def fake(fig, path, synthetic=False):
+    def fake(fig, path, synthetic=False, legend_of=None):
+        if legend_of is not None:
+            legend_of.legend()
         figs.append((fig, path, synthetic))
         return path
 
@@ -73,8 +75,8 @@ def test_synthetic_stamp_on_every_plot(tmp_path, monkeypatch):
     texts = []
     real = report._savefig
 
-    def spy(fig, path, synthetic=False):
-        out = real(fig, path, synthetic)
+    def spy(fig, path, synthetic=False, legend_of=None):
+        out = real(fig, path, synthetic, legend_of)
         texts.append([t.get_text() for t in fig.texts])
         return out
 
