@@ -258,10 +258,9 @@ def chance_lower(sd_ref, sd_other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a = np.asarray(sd_ref, dtype=np.float64)
     b = np.asarray(sd_other, dtype=np.float64)
     a0, b0 = np.abs(a) <= TIE, np.abs(b) <= TIE
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lower = np.where(a0, 1.0, 2.0 / np.pi * np.arctan(b / np.where(a0, 1.0, a)))
-    lower = np.where(a0 & b0, 0.0, np.where(b0 & ~a0, 0.0, lower))
-    equal = np.where(a0 & b0, 1.0, 0.0)
+    equal = (a0 & b0).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # b/a = inf: atan gives pi/2
+        lower = np.where(a0, 1.0 - equal, 2.0 / np.pi * np.arctan(np.where(b0, 0.0, b) / a))
     higher = 1.0 - lower - equal
     unknown = ~(np.isfinite(a) & np.isfinite(b))
     return tuple(np.where(unknown, np.nan, x) for x in (lower, equal, higher))  # type: ignore[return-value]
@@ -298,9 +297,9 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
         row = {"method": other, "lower": int((diff < -TIE).sum()), "tie": int((np.abs(diff) <= TIE).sum()),
                "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum())}
         if sd is not None:
-            p = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
-            same = np.abs(diff) <= TIE
-            p = tuple(np.where(same & np.isfinite(x), float(i == 1), x) for i, x in enumerate(p))
+            lo, eq, hi = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
+            one = (np.abs(diff) <= TIE) & np.isfinite(eq)  # equal estimates: one draw, not two
+            p = (np.where(one, 0.0, lo), np.where(one, 1.0, eq), np.where(one, 0.0, hi))
         else:
             p = (np.full(len(diff), np.nan),) * 3
         for name, x in zip(("expected_lower", "expected_tie", "expected_higher"), p):
