@@ -272,27 +272,27 @@ def test_pka_parameters_are_one_line(params, key):
                                     {"k": [3], "silhouette": [[3, 0.5]]}, {"k": 3, "silhouette": "abc"},
                                     {"k": 3, "silhouette": [[3, "x"]]}, {"k": 3, "silhouette": [3]}])
 def test_show_ignores_malformed_optional_config(tmp_path, capsys, config):
+    out = _show_with_config(tmp_path, capsys, config)
+    assert "chosen by silhouette" not in out and "epsilon" not in out
+
+
+def _show_with_config(tmp_path, capsys, config) -> str:
+    """`plan show` of a valid plan whose free-form ``config`` is ``config``; its stdout."""
     doc = _plan().to_dict()
     doc["config"] = config
     p = tmp_path / "plan.json"
     p.write_text(json.dumps(doc))
     assert main(["plan", "show", str(p)]) == 0
-    out = capsys.readouterr().out
-    assert "chosen by silhouette" not in out and "epsilon" not in out
-
+    return capsys.readouterr().out
 
 
 @pytest.mark.parametrize("config", [{"error_bound": 10**400, "epsilon": 0.05},
                                     {"k": 3, "silhouette": [[3, 10**400]]}])
 def test_show_ignores_config_numbers_past_float_range(tmp_path, capsys, config):
     """JSON ints have no size limit; one past float range is no bound or score (it raised OverflowError)."""
-    doc = _plan().to_dict()
-    doc["config"] = config
-    p = tmp_path / "plan.json"
-    p.write_text(json.dumps(doc))
-    assert main(["plan", "show", str(p)]) == 0
-    out = capsys.readouterr().out
+    out = _show_with_config(tmp_path, capsys, config)
     assert "predicted error bound" not in out and "chosen by silhouette" not in out
+
 
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["samples"][0].update(invocation=2**70), "samples[0].invocation: 1180591620717411303424 is outside"),
