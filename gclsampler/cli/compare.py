@@ -11,7 +11,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "Combine the results.csv of several `python evaluate.py` runs (usually one per synthesis seed: "
         "`python evaluate.py -m seed=0,1,2 'data_dir=workloads/seed${seed}'`) into compare.md: each method's "
         "mean error, worst workload, cross-arch error and speedup as mean ± sd over the runs, the per-run rows, "
-        "a head-to-head count of --reference against every other method, and a per-workload table. Nothing "
+        "a head-to-head count of --reference against every other method beside what chance alone would give "
+        "(from the plans' spread_sd), and a per-workload table. Nothing "
         "is refitted or rescored. A multirun writes the same files into its sweep directory by itself."
     )
     parser.add_argument("runs", nargs="+", type=Path,
