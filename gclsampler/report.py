@@ -341,11 +341,15 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
 
 
 def h2h_cell(row) -> str:
-    """``lower / equal / higher``, then what chance expects when every spread is known."""
+    """``lower / equal / higher``, then what chance expects when every spread is known, then the
+    most the reference could be lower on when the rival is exact somewhere."""
     text = f"{int(row['lower'])} / {int(row['tie'])} / {int(row['higher'])}"
     exp = [row.get(k, float("nan")) for k in ("expected_lower", "expected_tie", "expected_higher")]
     if all(np.isfinite(exp)):
         text += f" (chance {exp[0]:.1f} / {exp[1]:.1f} / {exp[2]:.1f})"
+    most, n = row.get("max_lower", float("nan")), row.get("n_workloads", float("nan"))
+    if np.isfinite(most) and np.isfinite(n) and most < n:
+        text += f"; at most {int(most)} possible"
     return text
 
 
@@ -353,7 +357,8 @@ H2H_CHANCE_TEXT = ("In brackets, what chance alone would give: if each plan's er
                    "members (normal, mean 0, sd = `spread_sd`), the reference is lower on a workload with "
                    "probability 2/π·atan(sd_rival / sd_reference); these are summed over workloads (shown only "
                    "where both methods have a spread on every workload). Counts well above chance mean tighter "
-                   "clusters or a biased rival; counts near it mean the ranking is luck.")
+                   "clusters or a biased rival; counts near it mean the ranking is luck. \"At most N possible\": "
+                   "the rival is exact (0 %) on the other workloads, so no plan can be lower there.")
 
 
 def _head_to_head_table(summary, arch: str, reference: str = "gcl") -> str | None:

@@ -271,7 +271,9 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
     reference's cycle error is lower, equal (within ``TIE``) or higher, and the counts that
     ``chance_lower`` expects from both plans' ``spread_sd`` (NaN unless every workload has both
     spreads). Ties are their own column because a census and a workload of one kernel per cluster
-    give 0 % to every method.
+    give 0 % to every method. ``max_lower`` is the most workloads the reference could be lower on:
+    those where the rival is not already exact (0 % within ``TIE``), so a reader sees when a
+    target count asks for a clean sweep of the rest.
 
     Chance counts model one draw per method: a method averaged over several seeds (stochastic)
     gets none. A workload on which both errors are equal counts as equal in the chance count too:
@@ -295,7 +297,8 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
             continue
         diff = (e[reference] - e[other]).to_numpy(dtype=np.float64)
         row = {"method": other, "lower": int((diff < -TIE).sum()), "tie": int((np.abs(diff) <= TIE).sum()),
-               "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum())}
+               "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum()),
+               "max_lower": int((np.isfinite(diff) & (np.abs(e[other].to_numpy(dtype=np.float64)) > TIE)).sum())}
         if sd is not None:
             lo, eq, hi = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
             one = (np.abs(diff) <= TIE) & np.isfinite(eq)  # equal estimates: one draw, not two
@@ -305,7 +308,7 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
         for name, x in zip(("expected_lower", "expected_tie", "expected_higher"), p):
             row[name] = float(x.sum()) if len(x) and np.isfinite(x).all() else float("nan")
         rows.append(row)
-    return pd.DataFrame(rows, columns=["method", "lower", "tie", "higher", "n_workloads",
+    return pd.DataFrame(rows, columns=["method", "lower", "tie", "higher", "n_workloads", "max_lower",
                                        "expected_lower", "expected_tie", "expected_higher"])
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclsampler.score import chance_lower, head_to_head_counts
+from gclsampler.score import TIE, chance_lower, head_to_head_counts
 
 spreads = st.floats(1e-3, 1e3, allow_nan=False)
 
@@ -56,6 +56,7 @@ def test_counts_and_chance_counts():
     c = head_to_head_counts(s, "gcl", "turing").set_index("method")
     pka = c.loc["pka"]
     assert (pka["lower"], pka["tie"], pka["higher"], pka["n_workloads"]) == (1, 2, 1, 4)
+    assert pka["max_lower"] == 2  # pka is exact on w1 and w4: gcl cannot be lower there
     assert (pka["expected_lower"], pka["expected_tie"], pka["expected_higher"]) == pytest.approx((0.5, 2.0, 1.5))
     # a method averaged over seeds is not one draw: no chance count, observed counts still given
     rnd = c.loc["random"]
@@ -79,6 +80,8 @@ def test_chance_counts_sum_to_the_workloads(cells):
     assert c["expected_lower"] == pytest.approx(r["expected_higher"]) and c["expected_tie"] == pytest.approx(r["expected_tie"])
     # every workload counted equal is equal in the chance count too
     assert c["expected_tie"] >= c["tie"] - 1e-9
+    # nobody is lower than an exact rival, and only an exact rival caps the count
+    assert c["lower"] <= c["max_lower"] == sum(eb > TIE for _, eb, _, _ in cells)
 
 
 def test_report_shows_gcl_head_to_head(tmp_path):
@@ -96,7 +99,8 @@ def test_report_shows_gcl_head_to_head(tmp_path):
     text = write_report(pd.DataFrame(rows, columns=RESULT_COLUMNS), tmp_path / "r", plots=False).read_text()
     section = text.split("## `gcl` head to head, turing", 1)[1].split("\n## ", 1)[0]
     chance_b = 2 / np.pi * np.arctan(3.0)
-    assert f"| pka | 1 / 1 / 1 (chance {0.5 + chance_b:.1f} / 1.0 / {1.5 - chance_b:.1f}) |" in section
+    # pka is exact on c, so gcl can be lower on 2 of the 3 at most
+    assert f"| pka | 1 / 1 / 1 (chance {0.5 + chance_b:.1f} / 1.0 / {1.5 - chance_b:.1f}); at most 2 possible |" in section
     # without gcl in the run there is nothing to hold the others against
     only_pka = pd.DataFrame([r for r in rows if r["method"] == "pka"], columns=RESULT_COLUMNS)
     assert "head to head" not in write_report(only_pka, tmp_path / "r2", plots=False).read_text()

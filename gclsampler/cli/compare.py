@@ -12,7 +12,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "`python evaluate.py -m seed=0,1,2 'data_dir=workloads/seed${seed}'`) into compare.md: each method's "
         "mean error, worst workload, cross-arch error and speedup as mean ± sd over the runs, the per-run rows, "
         "a head-to-head count of --reference against every other method beside what chance alone would give "
-        "(from the plans' spread_sd), and a per-workload table. Nothing "
+        "(from the plans' spread_sd) and the most that is possible where the rival is exact, and a per-workload "
+        "table. Nothing "
         "is refitted or rescored. A multirun writes the same files into its sweep directory by itself."
     )
     parser.add_argument("runs", nargs="+", type=Path,
