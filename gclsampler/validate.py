@@ -77,7 +77,7 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     A directory without kernelslist.g is a profile-only workload (enough for the
     profile-based samplers); it is an error only when ``required``.
     """
-    from gclsampler.trace.workload import _kernelslist_path, kernelslist_entry_problem
+    from gclsampler.trace.workload import _kernelslist_path, kernelslist_lines, repeat_problem
 
     p = _kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
     if p is None:
@@ -95,22 +95,17 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
         rep.add("error", located(p, raw[:exc.start].count(b"\n") + 1, None, "not UTF-8 text"))
         return p, []
     entries: list[tuple[int, str]] = []
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(text.splitlines(), 1):
-        s = raw.strip()
-        if not s:
-            continue
-        problem = kernelslist_entry_problem(s)
+    seen: dict[str, tuple[int, str]] = {}
+    for i, s, problem in kernelslist_lines(text):
         if problem:
             rep.add("error", located(p, i, "kernelslist", problem), "error:kernelslist line")
             continue
         if s.startswith("Memcpy"):
             continue
-        if s in seen:
-            rep.add("error", located(p, i, "kernelslist", f"{s!r} is listed again (first on line {seen[s]})"),
-                    "error:kernelslist duplicate")
+        problem = repeat_problem(seen, i, s)
+        if problem:
+            rep.add("error", located(p, i, "kernelslist", problem), "error:kernelslist duplicate")
             continue
-        seen[s] = i
         if not (root / s).is_file():
             rep.add("error", located(p, i, "kernelslist", f"lists {s!r}, which does not exist"),
                     "error:kernelslist missing file")

@@ -59,15 +59,23 @@ def _kernelslist_entries(root: str | os.PathLike) -> tuple[Path, list[tuple[int,
         text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
     except UnicodeDecodeError as exc:
         raise TraceFormatError(p, raw[:exc.start].count(b"\n") + 1, "kernelslist", "not UTF-8 text") from None
-    for i, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s:
-            continue
-        problem = kernelslist_entry_problem(s)
+    for i, s, problem in kernelslist_lines(text):
         if problem:
             raise TraceFormatError(p, i, "kernelslist", problem)
         out.append((i, s))
     return p, out
+
+
+def kernelslist_lines(text: str) -> Iterator[tuple[int, str, str | None]]:
+    """(line, stripped entry, ``kernelslist_entry_problem`` of it) for every non-blank line.
+
+    One walk for the trace commands, which stop at the first problem, and for
+    ``gclsampler validate``, which lists them all.
+    """
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s:
+            yield i, s, kernelslist_entry_problem(s)
 
 
 def kernelslist_entry_problem(entry: str) -> str | None:
@@ -97,12 +105,21 @@ def _refuse_repeats(kl: Path, entries: list[tuple[int, str]], out_name=None) -> 
     for i, s in entries:
         if s.startswith("Memcpy"):
             continue
-        k = s if out_name is None else out_name(s)
-        if k in first:
-            j, t = first[k]
-            raise TraceFormatError(kl, i, "kernelslist", f"{s!r} is listed again (first on line {j})" if t == s
-                                   else f"{s!r} and {t!r} (line {j}) would both become {k!r}")
-        first[k] = (i, s)
+        problem = repeat_problem(first, i, s, None if out_name is None else out_name(s))
+        if problem:
+            raise TraceFormatError(kl, i, "kernelslist", problem)
+
+
+def repeat_problem(first: dict[str, tuple[int, str]], line: int, entry: str, key: str | None = None) -> str | None:
+    """Why ``entry`` on ``line`` repeats an earlier one (the same ``key``, by default the entry
+    itself), or None after recording it in ``first`` ({key: (line, entry)}); ``validate`` says the same."""
+    k = entry if key is None else key
+    if k in first:
+        j, t = first[k]
+        return (f"{entry!r} is listed again (first on line {j})" if t == entry
+                else f"{entry!r} and {t!r} (line {j}) would both become {k!r}")
+    first[k] = (line, entry)
+    return None
 
 
 def trace_files(root: str | os.PathLike) -> list[str]:
