@@ -25,8 +25,8 @@ from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
 from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
 
-__all__ = ["EvaluationRun", "load_run", "per_run_table", "across_runs", "head_to_head", "per_workload_table",
-           "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
+__all__ = ["EvaluationRun", "load_run", "run_summaries", "per_run_table", "across_runs", "head_to_head",
+           "per_workload_table", "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
 
 _NUMERIC = ("seed", "error_cycles", "speedup", "n_simulated", "n_invocations")
 _FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
@@ -151,14 +151,30 @@ def _main_rows(run: EvaluationRun, workloads: list[str], methods: list[str]):
     return df[df["workload"].isin(workloads) & df["method"].isin(methods) & ~df["sweep"]]
 
 
-def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]):
+def run_summaries(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]) -> list[Any]:
+    """``score.summarize`` of each run's main (non-sweep) rows of these workloads and methods.
+
+    The three tables below all start from these; ``write_comparison`` computes them once
+    and hands them to each table (``summaries=``) instead of letting each recompute them."""
+    return [summarize(_main_rows(r, workloads, methods), sweep=False) for r in runs]
+
+
+def _summaries_of(runs, workloads, methods, given) -> list[Any]:
+    if given is None:
+        return run_summaries(runs, workloads, methods)
+    if len(given) != len(runs):
+        raise ValueError(f"summaries: expected one per run ({len(runs)}), got {len(given)}")
+    return list(given)
+
+
+def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], *,
+                  summaries: Sequence[Any] | None = None):
     """One row per run x method: the suite averages its ``report.md`` shows, the worst
     workload on the plan arch, and the mean error on the other archs (cross-arch)."""
     import pandas as pd
 
     rows = []
-    for r in runs:
-        summary = summarize(_main_rows(r, workloads, methods), sweep=False)
+    for r, summary in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         avg = suite_averages(summary)
         plan_arch = r.results["plan_arch"].iloc[0]
         own = summary[summary["arch"] == plan_arch]
@@ -210,13 +226,13 @@ def across_runs(per_run) -> Any:
     return pd.DataFrame(rows)
 
 
-def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]):
+def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], *,
+                       summaries: Sequence[Any] | None = None):
     """Per workload x method on the plan arch: error mean, sd and max over runs, mean speedup."""
     import pandas as pd
 
     parts = []
-    for r in runs:
-        s = summarize(_main_rows(r, workloads, methods), sweep=False)
+    for r, s in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         s = s[s["arch"] == r.results["plan_arch"].iloc[0]]
         parts.append(s.assign(run=r.label)[["run", "workload", "method", "error_cycles", "speedup_mean"]])
     all_ = pd.concat(parts, ignore_index=True)
@@ -230,15 +246,15 @@ def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], meth
     return out.sort_values(["workload", "method"]).astype({"workload": str, "method": str}).reset_index(drop=True)
 
 
-def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], reference: str):
+def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str], reference: str, *,
+                 summaries: Sequence[Any] | None = None):
     """Per run and rival: ``score.head_to_head_counts`` on the plan arch, so each run's row is
     the one its own ``report.md`` shows (lower / equal / higher, and what chance expects)."""
     import pandas as pd
 
     _check_reference(reference, methods)
     parts = []
-    for r in runs:
-        s = summarize(_main_rows(r, workloads, methods), sweep=False)
+    for r, s in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         c = head_to_head_counts(s, reference, r.results["plan_arch"].iloc[0], methods)
         c.insert(0, "reference", reference)
         c.insert(0, "seed", r.seed)
@@ -324,10 +340,11 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     workloads, methods, notes = _common(runs)
     if reference is None:
         reference = "gcl" if "gcl" in methods else methods[0]
-    per_run = per_run_table(runs, workloads, methods)
+    summ = run_summaries(runs, workloads, methods)
+    per_run = per_run_table(runs, workloads, methods, summaries=summ)
     across = across_runs(per_run)
-    per_w = per_workload_table(runs, workloads, methods)
-    h2h = head_to_head(runs, workloads, methods, reference)
+    per_w = per_workload_table(runs, workloads, methods, summaries=summ)
+    h2h = head_to_head(runs, workloads, methods, reference, summaries=summ)
     synthetic = any(bool(r.results["synthetic"].any()) for r in runs)
     plan_arch = runs[0].results["plan_arch"].iloc[0]
     out.mkdir(parents=True, exist_ok=True)

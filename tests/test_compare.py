@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclsampler.compare import (across_runs, compare_dirs, find_runs, head_to_head, load_run, per_run_table,
-                                write_comparison)
+                                per_workload_table, run_summaries, write_comparison)
 from gclsampler.score import RESULT_COLUMNS, EvaluationError, suite_averages, summarize
 from test_baselines import make_profile
 from test_evaluate import _write_workload
@@ -120,6 +120,23 @@ def test_same_inputs_give_identical_files(tmp_path):
     compare_dirs([a, b], tmp_path / "y", plots=False)
     for f in ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv"):
         assert (tmp_path / "x" / f).read_bytes() == (tmp_path / "y" / f).read_bytes()
+
+
+def test_tables_from_shared_summaries_equal_their_own(tmp_path):
+    """write_comparison summarises each run once and hands that to every table: the tables
+    must be the ones each computes alone, and a handed-in summary must be what is used."""
+    a = _write(tmp_path, "s0", _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}))
+    b = _write(tmp_path, "s1", _rows({("w1", "gcl"): 5.0, ("w2", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "pka"): 4.0},
+                                     seed=1, speedup=20.0))
+    runs, ws, ms = [load_run(a), load_run(b)], ["w1", "w2"], ["gcl", "pka"]
+    summ = run_summaries(runs, ws, ms)
+    pd.testing.assert_frame_equal(per_run_table(runs, ws, ms, summaries=summ), per_run_table(runs, ws, ms))
+    pd.testing.assert_frame_equal(per_workload_table(runs, ws, ms, summaries=summ), per_workload_table(runs, ws, ms))
+    pd.testing.assert_frame_equal(head_to_head(runs, ws, ms, "gcl", summaries=summ), head_to_head(runs, ws, ms, "gcl"))
+    swapped = per_run_table(runs, ws, ms, summaries=summ[::-1]).set_index(["run", "method"])["error_cycles"]
+    assert swapped[("s0", "gcl")] == pytest.approx(3.0) and swapped[("s1", "gcl")] == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="expected one per run"):
+        head_to_head(runs, ws, ms, "gcl", summaries=summ[:1])
 
 
 @pytest.mark.parametrize("edit, needle", [
