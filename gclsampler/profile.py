@@ -45,6 +45,7 @@ __all__ = [
     "parse_dim3",
     "format_dim3",
     "dim3_array",
+    "ProfileRowLines",
 ]
 
 REQUIRED_COLUMNS: list[str] = ["invocation", "kernel_name", "grid", "block", "time_ns", "cycles"]
@@ -334,7 +335,7 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         # every data row had more fields than the header: pandas took the extras as an index
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
-    return validate_profile(df, path, line_of=_RowLines(path))
+    return validate_profile(df, path, line_of=ProfileRowLines(path))
 
 
 def _profile_header(path: Path) -> list[str] | None:
@@ -400,7 +401,7 @@ def _check_field_counts(path: Path, n: int) -> None:
         return
 
 
-class _RowLines:
+class ProfileRowLines:
     """``line_of`` for a profile.csv: the physical line where data row ``r`` starts.
 
     Blank lines and quoted line breaks make it differ from ``r + 2``; finding it reads

@@ -77,9 +77,9 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     A directory without kernelslist.g is a profile-only workload (enough for the
     profile-based samplers); it is an error only when ``required``.
     """
-    from gclsampler.trace.workload import _kernelslist_path, kernelslist_lines, repeat_problem
+    from gclsampler.trace.workload import kernelslist_path, kernelslist_lines, repeat_problem
 
-    p = _kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
+    p = kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
     if p is None:
         if required:
             rep.add("error", located(root, None, "kernelslist.g", "missing: a workload directory lists its traces "
@@ -165,9 +165,9 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
 
 def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any], rep: _Report,
                        own: bool = True) -> None:
-    from gclsampler.profile import _RowLines, format_dim3
+    from gclsampler.profile import ProfileRowLines, format_dim3
 
-    line_of = _RowLines(prof_path)  # physical lines (blank lines, quoted line breaks), found on first use
+    line_of = ProfileRowLines(prof_path)  # physical lines (blank lines, quoted line breaks), found on first use
     n_prof, n_tr = len(prof), len(heads)
     if n_prof != n_tr:
         rep.add("error", located(prof_path, None, "invocation",
@@ -203,7 +203,7 @@ def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> 
     same kernel name, grid and block (launch facts, whatever the architecture)."""
     import numpy as np
 
-    from gclsampler.profile import _RowLines
+    from gclsampler.profile import ProfileRowLines
 
     if len(prof) != len(ref):
         rep.add("error", located(path, None, "invocation", f"{len(prof)} rows, but {ref_path.name} has {len(ref)}"))
@@ -212,7 +212,7 @@ def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> 
     have = {c: prof[c].astype(str).to_numpy(dtype=object)[:n] for c in cols}
     want = {c: ref[c].astype(str).to_numpy(dtype=object)[:n] for c in cols}
     differ = {c: have[c] != want[c] for c in cols}
-    line_of, ref_line_of = _RowLines(path), _RowLines(ref_path)
+    line_of, ref_line_of = ProfileRowLines(path), ProfileRowLines(ref_path)
     for i in np.flatnonzero(differ["kernel_name"] | differ["grid"] | differ["block"]).tolist():
         for c in cols:
             if differ[c][i]:

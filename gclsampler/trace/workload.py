@@ -35,7 +35,11 @@ def _progress(it, total: int, desc: str):
     return tqdm(it, total=total, desc=desc, disable=disable, file=None)
 
 
-def _kernelslist_path(root: Path) -> Path | None:
+def kernelslist_path(root: Path) -> Path | None:
+    """The workload's list of traces: ``kernelslist.g``, else the raw tracer's ``kernelslist``.
+
+    One rule for every reader (trace commands, ``validate``), so they never disagree on
+    which list a directory with both holds."""
     for name in (KERNELSLIST, "kernelslist"):
         if (root / name).exists():
             return root / name
@@ -50,7 +54,7 @@ def _kernelslist_entries(root: str | os.PathLike) -> tuple[Path, list[tuple[int,
     was read as a trace.
     """
     root = Path(root)
-    p = _kernelslist_path(root)
+    p = kernelslist_path(root)
     if p is None:
         raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
     out = []
@@ -127,7 +131,7 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     root = Path(root)
     if not root.is_dir():
         raise TraceFormatError(root, None, None, "not a directory")
-    if _kernelslist_path(root) is not None:
+    if kernelslist_path(root) is not None:
         kl, entries = _kernelslist_entries(root)
         entries = [(i, s) for i, s in entries if not s.startswith("Memcpy")]
         _refuse_repeats(kl, entries)
@@ -363,7 +367,7 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     ``facts``, when given, receives ``ldgsts_removed`` (see ``read_kernel``) summed over the traces.
     """
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    kl = _kernelslist_path(raw_dir)
+    kl = kernelslist_path(raw_dir)
     if kl is not None:
         kl, entries = _kernelslist_entries(raw_dir)
     else:
