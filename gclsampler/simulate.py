@@ -542,37 +542,44 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     n_cached = 0
     facts: list[dict[str, Any]] = []
     fingerprint = sim.fingerprint()
-    for inv in sorted(set(int(i) for i in invocations)):
-        info = infos[inv]
-        h = info.header
-        trace = read_kernel(wdir / info.path)
-        facts.append({"invocation": inv, **export_facts(trace)})
-        text = accelsim_text(trace)
-        del trace
-        key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
-        job_dir = cache / key
-        name = h.name
-        rec = RunRecord(inv, name, f"({h.grid[0]},{h.grid[1]},{h.grid[2]})",
-                        f"({h.block[0]},{h.block[1]},{h.block[2]})", key, job_dir / "accelsim.log")
-        records.append(rec)
-        if key in first_of_key:  # --dedup: a byte-identical trace is already scheduled or cached
-            twins.append((rec, first_of_key[key]))
-            continue
-        first_of_key[key] = rec
-        cached = read_result(job_dir)
-        if cached is not None:
-            rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
-            n_cached += 1
-            if on_record:
-                on_record(rec)
-            continue
-        _clean_debris(job_dir)
-        tdir = job_dir / "trace"
-        fname = f"kernel-{h.kernel_id}.traceg"
-        write_bytes_atomic(tdir / fname, text)
-        write_kernelslist(tdir, [fname])
-        todo.append(Job(inv, name, key, job_dir, tuple(sim.command(tdir / "kernelslist.g", flags)), sim.env,
-                        sim.config_dir, timeout_s, keep_traces))
+    try:
+        for inv in sorted(set(int(i) for i in invocations)):
+            info = infos[inv]
+            h = info.header
+            trace = read_kernel(wdir / info.path)
+            facts.append({"invocation": inv, **export_facts(trace)})
+            text = accelsim_text(trace)
+            del trace
+            key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
+            job_dir = cache / key
+            name = h.name
+            rec = RunRecord(inv, name, f"({h.grid[0]},{h.grid[1]},{h.grid[2]})",
+                            f"({h.block[0]},{h.block[1]},{h.block[2]})", key, job_dir / "accelsim.log")
+            records.append(rec)
+            if key in first_of_key:  # --dedup: a byte-identical trace is already scheduled or cached
+                twins.append((rec, first_of_key[key]))
+                continue
+            first_of_key[key] = rec
+            cached = read_result(job_dir)
+            if cached is not None:
+                rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
+                n_cached += 1
+                if on_record:
+                    on_record(rec)
+                continue
+            _clean_debris(job_dir)
+            tdir = job_dir / "trace"
+            fname = f"kernel-{h.kernel_id}.traceg"
+            write_bytes_atomic(tdir / fname, text)
+            write_kernelslist(tdir, [fname])
+            todo.append(Job(inv, name, key, job_dir, tuple(sim.command(tdir / "kernelslist.g", flags)), sim.env,
+                            sim.config_dir, timeout_s, keep_traces))
+    except BaseException:
+        # a bad trace (or ^C) met while exporting: the jobs exported so far never ran, so
+        # their trace directories are debris, not cache; leave the cache as it was
+        for job in todo:
+            shutil.rmtree(job.job_dir, ignore_errors=True)
+        raise
     by_inv = {r.invocation: r for r in records}
 
     def finish(res: dict[str, Any]) -> None:

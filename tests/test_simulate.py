@@ -473,3 +473,33 @@ def test_resume_after_kill(tmp_path, stub, sig):
     prof = pd.read_csv(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]
     assert not list((tmp_path / "out" / "runs").glob("*/.run-*"))  # run directories are cleaned up
+
+
+def test_out_that_is_not_simulates_is_refused_and_left_alone(tmp_path, stub, capsys):
+    """--out is written into (it is also the run cache), so it must be simulate's own
+    directory: a user's directory, or one inside the workload, is refused before any work."""
+    wl, plan = _workload(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "estimate.json").write_text('{"mine": 1}')
+    (mine / "notes.txt").write_text("keep")
+    for out, msg in ((mine, "not written by `gclsampler simulate`"), (wl / "sim", "inside the input")):
+        assert main(["simulate", str(plan), str(wl), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+    assert (mine / "estimate.json").read_text() == '{"mine": 1}' and (mine / "notes.txt").read_text() == "keep"
+    assert not (wl / "sim").exists() and stub.calls() == []
+    # its own output may be written again (a rerun continues from the cache)
+    assert _simulate(tmp_path) == 0 and _simulate(tmp_path) == 0
+    (tmp_path / "out" / ".gclsampler-output").unlink()  # an output from before the marker: known by run.json
+    assert _simulate(tmp_path) == 0
+
+
+def test_bad_trace_leaves_no_output_behind(tmp_path, stub, capsys):
+    wl, plan = _workload(tmp_path)
+    bad = wl / "kernel-4.traceg"  # invocation 3, exported after invocations 0 and 2
+    bad.write_text(bad.read_text().replace("EXIT", "EXIT R0 R0 R0 garbage", 1).replace("#END_TB", "", 1))
+    rc = _simulate(tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err[-1].startswith("gclsampler: error: ") and "kernel-4.traceg:" in err[-1]
+    assert not (tmp_path / "out").exists() and stub.calls() == []

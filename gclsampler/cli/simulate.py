@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -123,6 +124,11 @@ def _simulate(args: argparse.Namespace) -> int:
         raise GclError(f"--timeout {args.timeout}: must be positive")
     if not (wdir / "kernelslist.g").is_file():
         raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
+    from gclsampler._safe_out import MARKER, check_out_dir, claim_dir
+
+    # --out is also the default run cache, so simulate writes into it (a rerun continues
+    # there); that is safe only in a directory simulate made, and never inside its inputs
+    check_out_dir(args.out, "simulate", inputs=[wdir, plan_path])
     extra = _sim_args(args.sim_arg)
     slurm = _slurm_params(args.slurm)
     flags = S.default_flags(one_sm=not args.full_gpu, deadlock_detect=args.deadlock_detect, extra=extra)
@@ -152,8 +158,8 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         wanted = sorted(infos)
     synthetic = _synthetic_workload(wdir) or bool(plan is not None and plan.synthetic)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    fresh = not Path(args.out).exists()
+    out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
     cache = args.cache_dir or out / "runs"
     if not args.json:
         what = f"{len(wanted)} sampled invocations" if plan is not None else f"all {len(wanted)} invocations"
@@ -169,6 +175,12 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"gclsampler: interrupted; finished simulations are cached in {cache}: rerun the same command "
               "to continue", file=sys.stderr)
         return 130
+    except GclError:
+        # a bad trace stops the export before anything ran: a directory this call made holds
+        # nothing worth keeping (simulate leaves no finished run's cache behind on this path)
+        if fresh and all(p.name in (MARKER, "runs") for p in out.iterdir()) and _empty_cache(out / "runs"):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     run_info = {"wall_s": round(run.wall_s, 3), "simulated_now": run.n_run, "from_cache": run.n_cached,
                 "deduplicated": run.n_dedup, "launcher": run.launcher, "jobs": run.jobs,
                 "sim_wall_s": {str(r.invocation): r.sim_wall_s for r in run.records if r.source == "run"},
@@ -205,6 +217,14 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     _summary_plan(doc, run, out, label, notes)
     return 0
+
+
+def _empty_cache(cache: Path) -> bool:
+    """True when the run cache holds no directory (no finished or started simulation)."""
+    try:
+        return not any(p.is_dir() for p in cache.iterdir())
+    except FileNotFoundError:
+        return True
 
 
 def _no_nan(o):
