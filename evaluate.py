@@ -35,10 +35,11 @@ def _main(cfg) -> None:
     if not out.is_absolute():
         out = launch / out
     check_config_keys(cfg)  # unknown keys added with `+` fail too
-    if cfg.out_dir:  # a directory the user chose: never write into files evaluate did not write
-        from gclsampler._safe_out import claim_dir
+    from gclsampler._safe_out import claim_dir
 
-        claim_dir(out, "evaluate")
+    # never write into files evaluate did not write; Hydra's run dir is marked too, so a rerun
+    # there passes the run-dir guard (gclsampler._safe_out.RunDirGuard)
+    claim_dir(out, "evaluate", ignore=(() if cfg.out_dir else (".hydra", "evaluate.log")))
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
     run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")

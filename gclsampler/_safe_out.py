@@ -94,6 +94,14 @@ def written_by(directory: str | os.PathLike) -> str | None:
             return "synth"
     except (OSError, ValueError):
         pass
+    try:  # simulate outputs from before the marker: their run.json records the launcher
+        meta = json.loads((d / "run.json").read_text())
+        if isinstance(meta, dict) and "launcher" in meta and "simulated_now" in meta:
+            return "simulate"
+    except (OSError, ValueError):
+        pass
+    if (d / "results.csv").is_file() and (d / "report.md").is_file() and (d / "plans").is_dir():
+        return "evaluate"  # an evaluate.py run directory from before the marker
     if (d / "last.pt").is_file() or (d / "run.json").is_file():  # a train.py run from before the marker
         return "train"
     return None
@@ -218,3 +226,38 @@ def replace_dir(out: str | os.PathLike, command: str,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+try:
+    from hydra.experimental.callback import Callback as _HydraCallback
+except ImportError:  # pragma: no cover - hydra is a dependency
+    _HydraCallback = object  # type: ignore[assignment,misc]
+
+
+class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
+    """Hydra callback: refuse a ``hydra.run.dir`` that holds someone else's files.
+
+    Why a callback: Hydra writes ``.hydra/`` and the job log into the run directory
+    before the task starts, so a check inside ``train``/``evaluate`` comes after a user's
+    own ``.hydra/config.yaml`` (or ``train.log``) has already been replaced. ``on_run_start``
+    runs before that. The rule is ``check_out_dir``'s, with Hydra's own entries ignored.
+    """
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def on_run_start(self, config, **kwargs) -> None:  # noqa: D401
+        from omegaconf import OmegaConf
+
+        run_dir = OmegaConf.select(config, "hydra.run.dir", throw_on_missing=False)
+        if run_dir is None:
+            return
+        job = OmegaConf.select(config, "hydra.job.name", default=None) or self.command
+        try:
+            check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
+        except OutputError as exc:
+            # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
+            import sys
+
+            print(f"{self.command}.py: error: hydra.run.dir: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None

@@ -207,3 +207,38 @@ def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_pa
     old_run.mkdir()
     (old_run / "last.pt").write_bytes(b"")
     assert claim_dir(old_run, "train") == old_run  # a run from before the marker can be resumed
+
+
+@pytest.mark.parametrize("script,command", [("train.py", "train"), ("evaluate.py", "evaluate")])
+def test_hydra_run_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, script, command):
+    """Hydra writes .hydra/ and the job log before the task runs; the RunDirGuard callback
+    refuses first, so the user's own .hydra/config.yaml is not replaced and no log is added."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    mine = tmp_path / "mine"
+    (mine / ".hydra").mkdir(parents=True)
+    (mine / ".hydra" / "config.yaml").write_text("user: cfg\n")
+    (mine / "keep.txt").write_text("x\n")
+    r = subprocess.run([sys.executable, str(root / script), "debug=default" if command == "train" else "suite=quick",
+                        f"hydra.run.dir={mine}"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"{command}.py: error: hydra.run.dir: {mine}") and f"`gclsampler {command}`" in lines[0]
+    assert sorted(p.name for p in mine.rglob("*")) == [".hydra", "config.yaml", "keep.txt"]
+    assert (mine / ".hydra" / "config.yaml").read_text() == "user: cfg\n"
+
+
+def test_runs_from_before_the_marker_are_recognised(tmp_path):
+    from gclsampler._safe_out import written_by
+
+    ev = tmp_path / "ev"
+    (ev / "plans").mkdir(parents=True)
+    (ev / "results.csv").write_text("x\n")
+    (ev / "report.md").write_text("x\n")
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    (sim / "run.json").write_text('{"wall_s": 1, "simulated_now": 2, "launcher": "local"}')
+    assert (written_by(ev), written_by(sim), written_by(tmp_path)) == ("evaluate", "simulate", None)
