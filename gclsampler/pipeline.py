@@ -11,6 +11,7 @@ post-embedding hook writes (``clusters.csv``, ``plan.json``, ``report.md``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -87,7 +88,23 @@ def _stale_synthetic(wdir: Path, cfg: DictConfig) -> Optional[str]:
     from gclsampler.synth.generate import stale_reason
 
     req = _synth_request(cfg)
-    return stale_reason(wdir, str(cfg.workload.name), req["params"], req["arch"], req["seed"])
+    with _synth_keys_under_workload():
+        return stale_reason(wdir, str(cfg.workload.name), req["params"], req["arch"], req["seed"])
+
+
+@contextlib.contextmanager
+def _synth_keys_under_workload():
+    """The synthesizer names its knobs ``synth.n`` and ``seed``; in train.py's config they
+    are ``workload.synth.n`` and ``workload.seed``, the keys a user has to fix."""
+    from gclsampler.synth.generate import SynthConfigError
+
+    try:
+        yield
+    except SynthConfigError as exc:
+        text = str(exc)
+        if text.startswith(("synth.", "seed:")):
+            raise SynthConfigError(f"workload.{text}") from None
+        raise
 
 
 def ensure_workload(cfg: DictConfig) -> Path:
@@ -115,8 +132,9 @@ def ensure_workload(cfg: DictConfig) -> Path:
         raise PipelineError(f"workload.name: {wdir} is missing and gclsampler.synth is unavailable") from exc
     req = _synth_request(cfg)
     log.info("synthesizing SYNTHETIC workload %s into %s", cfg.workload.name, wdir)
-    generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
-             progress=bool(cfg.train.progress))
+    with _synth_keys_under_workload():
+        generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
+                 progress=bool(cfg.train.progress))
     return wdir
 
 

@@ -260,3 +260,49 @@ def test_conf_yaml_mirrors_defaults():
         doc = yaml.safe_load((root / f"{name}.yaml").read_text())
         assert doc["name"] == name and doc["synthetic"] is True
         assert doc["synth"] == workload_defaults(name)
+
+
+@pytest.mark.parametrize("name", workload_names())
+def test_size_knobs_below_their_minimum_fail_naming_the_knob(name, tmp_path):
+    """A size the kernel programs cannot run (n=0, decode=-2) used to surface as a KeyError or
+    as an error about a temp file; now it is the knob's name, before any work."""
+    from gclsampler.synth.generate import WORKLOADS, resolve_params
+
+    mins = WORKLOADS[name].minimums
+    assert mins, f"{name}: no minimums for its size knobs"
+    for key, low in mins.items():
+        assert resolve_params(name, {key: low})[key] == low
+        with pytest.raises(SynthConfigError, match=rf"^synth\.{key}: must be >= {low} for workload '{name}', got {low - 1}$"):
+            generate(name, tmp_path / "w", params={key: low - 1}, arch="turing")
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("name,key,low,extra", [("nw", "n", 16, {}), ("backprop", "input", 16, {}),
+                                                ("3mm", "n", 1, {}), ("phi2", "decode", 0, {"layers": 1, "prompt": 2})])
+def test_smallest_allowed_size_synthesizes(name, key, low, extra, tmp_path):
+    out = generate(name, tmp_path / "w", params={key: low, **extra, "trace_cap": 16, "max_traced_ctas": 1},
+                   arch="turing", progress=False, jobs=1)
+    assert (out / "kernelslist.g").read_text().strip()
+
+
+def test_negative_seed_is_refused_naming_the_key(tmp_path):
+    with pytest.raises(SynthConfigError, match="^seed: must be a non-negative integer, got -1$"):
+        generate("3mm", tmp_path / "w", params={"n": 16}, seed=-1)
+    assert not (tmp_path / "w").exists()
+
+
+def test_train_config_errors_name_the_workload_keys(tmp_path):
+    """Through train.py the knobs live under workload.*: the message names those keys."""
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  (registers the schema)
+    from gclsampler.pipeline import ensure_workload
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    for override, msg in (("workload.synth.n=0", "workload.synth.n: must be >= 1"),
+                          ("workload.seed=-1", "workload.seed: must be a non-negative integer")):
+        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+            cfg = compose("config", overrides=["workload=3mm", override, f"paths.workloads_dir={tmp_path}"])
+        with pytest.raises(SynthConfigError, match=f"^{msg}"):
+            ensure_workload(cfg)
+    assert list(tmp_path.iterdir()) == []

@@ -66,6 +66,9 @@ def resolve_params(name: str, params: dict | None) -> dict:
             raise SynthConfigError(f"synth.{key}: must be >= 1, got {k[key]!r}")
     if k["compress"] not in ("", "gz", "xz", "zst"):
         raise SynthConfigError(f"synth.compress: one of '', gz, xz, zst; got {k['compress']!r}")
+    for key, low in WORKLOADS[name].minimums.items():
+        if int(k[key]) < low:
+            raise SynthConfigError(f"synth.{key}: must be >= {low} for workload {name!r}, got {k[key]!r}")
     return k
 
 
@@ -306,6 +309,8 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     traces (same files as ``jobs=1``: the timing chain stays sequential).
     """
     k = resolve_params(name, params)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SynthConfigError(f"seed: must be a non-negative integer, got {seed!r}")  # SeedSequence's own error names no key
     WorkSummary, _, _, ARCHS = _timing()
     archs = list(dict.fromkeys(list(k["archs"]) + [arch]))
     bad = [a for a in archs if a not in ARCHS]

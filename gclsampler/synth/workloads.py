@@ -13,7 +13,7 @@ default pipeline stays fast. Everything is SYNTHETIC.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -67,14 +67,17 @@ class WorkloadSpec:
     defaults: dict
     launches: Callable[[dict, Alloc, Memory, np.random.Generator], list[Launch]]
     doc: str = ""
+    minimums: dict = field(default_factory=dict)
+    """Smallest value of each integer size knob the kernel programs can run (a 16-wide tile
+    needs n >= 16); ``resolve_params`` refuses less with the knob's name, before any work."""
 
 
 WORKLOADS: dict[str, WorkloadSpec] = {}
 
 
-def register(name: str, defaults: dict, doc: str = ""):
+def register(name: str, defaults: dict, doc: str = "", minimums: dict | None = None):
     def deco(fn):
-        WORKLOADS[name] = WorkloadSpec(name, {**COMMON_DEFAULTS, **defaults}, fn, doc)
+        WORKLOADS[name] = WorkloadSpec(name, {**COMMON_DEFAULTS, **defaults}, fn, doc, dict(minimums or {}))
         return fn
     return deco
 
@@ -307,18 +310,21 @@ LLM_DOC = ("{model}: {layers_real} decoder layers in the real model; `layers` ru
 
 
 @register("phi2", {"layers": 4, "prompt": 32, "decode": 15, "tied": False, "sampling": False},
-          LLM_DOC.format(model="Phi-2 (2.7B)", layers_real=32))
+          LLM_DOC.format(model="Phi-2 (2.7B)", layers_real=32),
+          minimums={"layers": 1, "prompt": 1, "decode": 0})
 def phi2(k, alloc, mem, rng):
     return _LLM(PHI2, k, alloc, mem, rng).run()
 
 
 @register("pythia", {"layers": 6, "prompt": 32, "decode": 15, "tied": False, "sampling": False},
-          LLM_DOC.format(model="Pythia-410m", layers_real=24))
+          LLM_DOC.format(model="Pythia-410m", layers_real=24),
+          minimums={"layers": 1, "prompt": 1, "decode": 0})
 def pythia(k, alloc, mem, rng):
     return _LLM(PYTHIA, k, alloc, mem, rng).run()
 
 
 @register("qwen1_5", {"layers": 6, "prompt": 32, "decode": 15, "tied": True, "sampling": True},
-          LLM_DOC.format(model="Qwen1.5-0.5B", layers_real=24))
+          LLM_DOC.format(model="Qwen1.5-0.5B", layers_real=24),
+          minimums={"layers": 1, "prompt": 1, "decode": 0})
 def qwen1_5(k, alloc, mem, rng):
     return _LLM(QWEN15, k, alloc, mem, rng).run()

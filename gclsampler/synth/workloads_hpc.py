@@ -13,7 +13,8 @@ from gclsampler.synth.families import Launch
 from gclsampler.synth.workloads import register
 
 
-@register("3mm", {"n": 512, "repeats": 1}, "PolyBench 3mm: E=A*B, F=C*D, G=E*F with plain FFMA kernels (3 invocations).")
+@register("3mm", {"n": 512, "repeats": 1}, "PolyBench 3mm: E=A*B, F=C*D, G=E*F with plain FFMA kernels (3 invocations).",
+          minimums={"n": 1, "repeats": 1})
 def mm3(k, alloc, mem, rng):
     n = k["n"]
     A, B, C, D, E, F, G = (alloc.weight(4 * n * n) for _ in range(7))
@@ -26,7 +27,8 @@ def mm3(k, alloc, mem, rng):
 
 
 @register("lu", {"n": 1024}, "PolyBench lu: per pivot k, a row-scale and a trailing-update kernel (2n invocations, "
-          "active threads shrink with k).")
+          "active threads shrink with k).",
+          minimums={"n": 1})
 def lu(k, alloc, mem, rng):
     n = k["n"]
     A = alloc.weight(4 * n * n)
@@ -38,7 +40,8 @@ def lu(k, alloc, mem, rng):
     return out
 
 
-@register("bfs", {"nodes": 65536, "degree": 6}, "Rodinia BFS on a seeded random graph: Kernel/Kernel2 per level.")
+@register("bfs", {"nodes": 65536, "degree": 6}, "Rodinia BFS on a seeded random graph: Kernel/Kernel2 per level.",
+          minimums={"nodes": 1, "degree": 0})
 def bfs(k, alloc, mem, rng):
     n, deg = k["nodes"], k["degree"]
     counts = rng.poisson(deg, size=n).astype(np.int32)
@@ -85,7 +88,8 @@ def bfs(k, alloc, mem, rng):
 
 
 @register("nw", {"n": 2048, "penalty": 10}, "Rodinia Needleman-Wunsch: one kernel name per anti-diagonal "
-          "(2*(n/16)-1 names), two behaviours (upper-left and lower-right triangles).")
+          "(2*(n/16)-1 names), two behaviours (upper-left and lower-right triangles).",
+          minimums={"n": 16})
 def nw(k, alloc, mem, rng):
     n = k["n"]
     cols = n + 1
@@ -103,7 +107,8 @@ def nw(k, alloc, mem, rng):
 
 
 @register("lud", {"n": 1024}, "Rodinia LUD: per 16-wide step a diagonal, a perimeter and an internal kernel; "
-          "the trailing matrix (and the work) shrinks every step.")
+          "the trailing matrix (and the work) shrinks every step.",
+          minimums={"n": 1})
 def lud(k, alloc, mem, rng):
     n = k["n"]
     M = alloc.weight(4 * n * n)
@@ -122,7 +127,8 @@ def lud(k, alloc, mem, rng):
 
 
 @register("backprop", {"input": 65536, "iterations": 1}, "Rodinia backprop: layer-forward and weight-adjust kernels "
-          "(2 invocations per training iteration).")
+          "(2 invocations per training iteration).",
+          minimums={"input": 16, "iterations": 1})
 def backprop(k, alloc, mem, rng):
     n, hid = k["input"], 16
     inp, w, oldw = alloc.weight(4 * (n + 1)), alloc.weight(4 * (n + 1) * (hid + 1)), alloc.weight(4 * (n + 1) * (hid + 1))
@@ -138,7 +144,8 @@ def backprop(k, alloc, mem, rng):
 
 
 @register("cfd", {"cells": 97046, "iterations": 40}, "Rodinia CFD euler3d: per iteration a step-factor kernel and "
-          "3 Runge-Kutta stages of flux + time-step (7 invocations per iteration).")
+          "3 Runge-Kutta stages of flux + time-step (7 invocations per iteration).",
+          minimums={"cells": 1, "iterations": 1})
 def cfd(k, alloc, mem, rng):
     n = k["cells"]
     var, old, flux = alloc.weight(20 * n), alloc.weight(20 * n), alloc.weight(20 * n)
@@ -170,7 +177,8 @@ ALEXNET = [  # (C, H, K, R, stride, pad, pool_after)
 
 
 @register("alexnet", {"images": 2, "max_traced_ctas": 1}, "Tango AlexNet inference per image: 5 convolutions (implicit GEMM, fused ReLU), "
-          "3 max-pools, 3 fully connected layers and a softmax (12 invocations per image).")
+          "3 max-pools, 3 fully connected layers and a softmax (12 invocations per image).",
+          minimums={"images": 1})
 def alexnet(k, alloc, mem, rng):
     out = []
     ws = []
