@@ -19,7 +19,7 @@ with exit_on_interrupt("evaluate"):  # hydra, pandas, matplotlib: seconds
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    from gclsampler.evaluate import EvaluateConfig, register_configs, run_suite
+    from gclsampler.evaluate import EvaluateConfig, check_suite_keys, register_configs, run_suite
 
 register_configs()
 
@@ -35,12 +35,13 @@ def _main(cfg) -> None:
     if not out.is_absolute():
         out = launch / out
     check_config_keys(cfg)  # unknown keys added with `+` fail too
+    typed: EvaluateConfig = OmegaConf.to_object(cfg)
+    check_suite_keys(typed)  # before out_dir is created
     from gclsampler._safe_out import claim_dir
 
     # never write into files evaluate did not write; Hydra's run dir is marked too, so a rerun
     # there passes the run-dir guard (gclsampler._safe_out.RunDirGuard)
     claim_dir(out, "evaluate", ignore=(() if cfg.out_dir else (".hydra", "evaluate.log")))
-    typed: EvaluateConfig = OmegaConf.to_object(cfg)
     run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
 

@@ -285,6 +285,29 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
     return embed
 
 
+def check_suite_keys(cfg: EvaluateConfig) -> None:
+    """Values the schema's types let through but the suite cannot use, named by their key.
+
+    Why here: each would otherwise surface late and under another name (``n_seeds=0``
+    left stochastic methods with no plan and the report said only "no workload could be
+    prepared"; an out-of-range sweep ε was reported as ``stem.epsilon``), or be ignored
+    (an ``embeddings`` mode or ``hist_workload`` that matches nothing).
+    """
+    suite = cfg.suite
+    if int(suite.n_seeds) < 1:
+        raise EvaluationError(f"suite.n_seeds: must be >= 1 (seeds per stochastic method), got {suite.n_seeds}")
+    for eps in suite.epsilons:
+        if not 0.0 < float(eps) < 1.0:
+            raise EvaluationError(f"suite.epsilons: each must be in (0, 1) (a relative error bound), got {eps!r}")
+    if cfg.embeddings not in ("train", "cached"):
+        raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
+    known = list(dict.fromkeys([*suite.workloads, *ALL_WORKLOADS]))
+    if suite.hist_workload is not None and suite.hist_workload not in known:
+        # a known workload outside a narrowed suite.workloads (full.yaml's cfd with workloads=[lu]) just has no histogram
+        raise EvaluationError(f"suite.hist_workload: {suite.hist_workload!r} names no workload "
+                              f"(suite.workloads: {', '.join(suite.workloads)})")
+
+
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
               launch_dir: str | Path | None = None, config_text: str | None = None):
     """Fit every method on every workload, score on every arch; write results.csv, report.md, plots.
@@ -298,6 +321,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     from gclsampler.workload import Workload
 
     t_start = time.perf_counter()
+    check_suite_keys(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = cfg.suite
@@ -397,7 +421,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 write_text_atomic(out / "silhouette" / f"{name}.csv", curve.to_csv(index=False, lineterminator="\n"))
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if results.empty:
-        raise EvaluationError(f"suite.workloads: no workload could be prepared: {'; '.join(skipped)}")
+        if skipped:
+            raise EvaluationError(f"suite.workloads: no workload could be prepared: {'; '.join(skipped)}")
+        raise EvaluationError(f"suite.methods: no method produced a plan ({', '.join(suite.methods) or 'none given'})")
     write_results_csv(results, out / "results.csv")
     from gclsampler.report import strata_table, write_report
 

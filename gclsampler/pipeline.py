@@ -239,6 +239,9 @@ def _check_plan_stage(cfg: DictConfig) -> None:
         st = cfg.stem
         _check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
 
+    from gclsampler.plan import check_seed
+
+    check_seed(cfg.seed, "seed")  # the root seed reaches the sampler as random_state: name the key the user set
     try:
         sampler = sampler_from_config(cfg.sampler, cfg.cluster, int(cfg.seed))
     except TypeError as exc:

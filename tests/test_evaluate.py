@@ -289,3 +289,27 @@ def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration(
                                      Sample(5, "c", 2, 1.0)], [ClusterInfo(0, 2), ClusterInfo(1, 3), ClusterInfo(2, 1)], {}, True)
     assert np.isnan(any_member_error(two, labels, c))
     assert np.isnan(any_member_error(plan, None, c))
+
+
+@pytest.mark.parametrize("change,msg", [
+    ({"n_seeds": 0}, "suite.n_seeds: must be >= 1"),
+    ({"epsilons": [0.05, 5.0]}, "suite.epsilons: each must be in (0, 1)"),
+    ({"epsilons": [0.0]}, "suite.epsilons"),
+    ({"hist_workload": "nosuch"}, "suite.hist_workload: 'nosuch' names no workload"),
+    ({"embeddings": "foo"}, "embeddings: expected 'train' or 'cached'"),
+])
+def test_suite_values_the_schema_lets_through_fail_by_key_before_any_output(change, msg, tmp_path):
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, run_suite
+
+    top = {k: v for k, v in change.items() if k == "embeddings"}
+    suite = SuiteConfig(workloads=["lu"], methods=["pka"], **{k: v for k, v in change.items() if k not in top})
+    cfg = EvaluateConfig(suite=suite, data_dir=str(tmp_path / "data"), generate=False, **top)
+    with pytest.raises(EvaluationError, match="^" + msg.replace("(", r"\(").replace(")", r"\)")):
+        run_suite(cfg, tmp_path / "out", embed_fn=lambda w, *a: None)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
+    from gclsampler.evaluate import EvaluateConfig, SuiteConfig, check_suite_keys
+
+    check_suite_keys(EvaluateConfig(suite=SuiteConfig(workloads=["lu"], hist_workload="cfd")))

@@ -151,3 +151,27 @@ def test_hydra_group_slurm_launcher_and_sweep_callback():
     from hydra.utils import get_class
 
     assert get_class(cfg.hydra.callbacks.sweep_summary._target_).__name__ == "SweepSummaryCallback"
+
+
+def test_train_config_errors_name_the_workload_keys(tmp_path):
+    """Through train.py the knobs live under workload.*: the message names those keys."""
+    from gclsampler.pipeline import ensure_workload
+    from gclsampler.synth import SynthConfigError
+
+    for override, msg in (("workload.synth.n=0", "workload.synth.n: must be >= 1"),
+                          ("workload.seed=-1", "workload.seed: must be a non-negative integer")):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            cfg = compose("config", overrides=["workload=3mm", override, f"paths.workloads_dir={tmp_path}"])
+        with pytest.raises(SynthConfigError, match=f"^{msg}"):
+            ensure_workload(cfg)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_root_seed_out_of_range_names_seed():
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import _check_plan_stage
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("config", overrides=["debug=default", "seed=-1"])
+    with pytest.raises(GclError, match=r"^seed: must be an integer in \[0, 2\*\*32\), found -1$"):
+        _check_plan_stage(cfg)

@@ -290,19 +290,3 @@ def test_negative_seed_is_refused_naming_the_key(tmp_path):
         generate("3mm", tmp_path / "w", params={"n": 16}, seed=-1)
     assert not (tmp_path / "w").exists()
 
-
-def test_train_config_errors_name_the_workload_keys(tmp_path):
-    """Through train.py the knobs live under workload.*: the message names those keys."""
-    from hydra import compose, initialize_config_dir
-
-    import gclsampler.config  # noqa: F401  (registers the schema)
-    from gclsampler.pipeline import ensure_workload
-
-    conf = Path(__file__).resolve().parents[1] / "conf"
-    for override, msg in (("workload.synth.n=0", "workload.synth.n: must be >= 1"),
-                          ("workload.seed=-1", "workload.seed: must be a non-negative integer")):
-        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-            cfg = compose("config", overrides=["workload=3mm", override, f"paths.workloads_dir={tmp_path}"])
-        with pytest.raises(SynthConfigError, match=f"^{msg}"):
-            ensure_workload(cfg)
-    assert list(tmp_path.iterdir()) == []
