@@ -164,6 +164,9 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         out_dir = Path(HydraConfig.get().runtime.output_dir)
     from gclsampler._safe_out import claim_dir
 
+    if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
+        raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
+                            f"got {cfg.get('workers')!r}")
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
     out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))

@@ -175,3 +175,13 @@ def test_train_root_seed_out_of_range_names_seed():
         cfg = compose("config", overrides=["debug=default", "seed=-1"])
     with pytest.raises(GclError, match=r"^seed: must be an integer in \[0, 2\*\*32\), found -1$"):
         _check_plan_stage(cfg)
+
+
+def test_workers_below_one_is_refused_before_the_run_dir_is_made(tmp_path):
+    from gclsampler.pipeline import PipelineError, run
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("config", overrides=["debug=default", "workers=0"])
+    with pytest.raises(PipelineError, match=r"^workers: must be at least 1"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

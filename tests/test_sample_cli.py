@@ -55,7 +55,7 @@ def test_gcl_reads_embeddings_and_checks_their_rows(wl, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["nosuch"], "unknown method 'nosuch'; available:"),
-    (["photon", "--set", "thresh=0.9"], "--set: photon does not take that parameter"),
+    (["photon", "--set", "thresh=0.9"], "--set thresh: photon has no parameter 'thresh'; it takes: threshold, match_launch"),
     (["photon", "--set", "threshold"], "expected KEY=VALUE"),
     (["gcl"], "needs --embeddings"),
 ])

@@ -298,7 +298,10 @@ def test_export_invocation_range_is_bounded_by_the_workload(tmp_path, capsys):
     assert line.endswith("--invocations: '@' must be followed by a file name (@ids.txt)")
     (tmp_path / "ids.txt").write_text("1\n7-9\n")
     line = _error(capsys, ["trace", "export-accelsim", str(wl), str(out), "--invocations", f"@{tmp_path / 'ids.txt'}"])
-    assert f"{tmp_path / 'ids.txt'}: '7-9' goes past the last invocation" in line
+    assert f"{tmp_path / 'ids.txt'}:2: '7-9' goes past the last invocation" in line
+    (tmp_path / "ids.txt").write_text("0\n\n1, x\n")  # a bad token names its line (blank lines count)
+    line = _error(capsys, ["trace", "export-accelsim", str(wl), str(out), "--invocations", f"@{tmp_path / 'ids.txt'}"])
+    assert line.endswith(f"{tmp_path / 'ids.txt'}:3: 'x' is not an invocation id or range like 7-9")
     assert main(["trace", "export-accelsim", str(wl), str(out), "--invocations", "0-1"]) == 0
     assert (out / "kernelslist.g").read_text().split() == ["kernel-1.traceg", "kernel-2.traceg"]
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 
-def _parse_invocations(text: str | None) -> list[tuple[str, range]] | None:
+def _parse_invocations(text: str | None) -> list[tuple[str, str, range]] | None:
     """``0,3,7-9`` or a file with one id per line (``@ids.txt``), as (text, range) pairs.
 
     Anything that is not a list of non-negative ids or ascending ranges is an error, and so
@@ -26,32 +26,37 @@ def _parse_invocations(text: str | None) -> list[tuple[str, range]] | None:
             raise GclError("--invocations: '@' must be followed by a file name (@ids.txt)")
         try:
             with open(text[1:], encoding="utf-8") as f:
-                text = ",".join(s.strip() for s in f if s.strip())
+                lines = f.read().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise GclError(f"{where}: cannot read the invocation list: {getattr(exc, 'strerror', None) or exc}") from None
-    out: list[tuple[str, range]] = []
-    for part in text.replace(" ", ",").split(","):
+        # each id or range keeps its line, so a bad one is reported as FILE:LINE
+        tokens = [(f"{where}:{n}", part) for n, line in enumerate(lines, 1)
+                  for part in line.replace("\t", ",").replace(" ", ",").split(",")]
+    else:
+        tokens = [(where, part) for part in text.replace(" ", ",").split(",")]
+    out: list[tuple[str, str, range]] = []
+    for at, part in tokens:
         if not part:
             continue
         try:
             if "-" in part[1:]:
                 a, b = (int(x) for x in part.split("-", 1))
                 if b < a:
-                    raise GclError(f"{where}: range {part!r} runs backwards (write {b}-{a})")
+                    raise GclError(f"{at}: range {part!r} runs backwards (write {b}-{a})")
                 ids = range(a, b + 1)
             else:
                 ids = range(int(part), int(part) + 1)
         except ValueError:
-            raise GclError(f"{where}: {part!r} is not an invocation id or range like 7-9") from None
+            raise GclError(f"{at}: {part!r} is not an invocation id or range like 7-9") from None
         if ids.start < 0:
-            raise GclError(f"{where}: {part!r}: invocation ids are 0-based and not negative")
-        out.append((part, ids))
+            raise GclError(f"{at}: {part!r}: invocation ids are 0-based and not negative")
+        out.append((at, part, ids))  # where it was written, as written, the ids
     if not out:
         raise GclError(f"{where}: selects no invocations")
     return out
 
 
-def _expand_invocations(parts: list[tuple[str, range]] | None, infos, src, where: str | None) -> list[int] | None:
+def _expand_invocations(parts: list[tuple[str, str, range]] | None, infos, src) -> list[int] | None:
     """The ids of ``parts``, once every range is known to end inside the workload at ``src``
     (``infos``: its ``list_invocations``)."""
     from gclsampler.errors import GclError
@@ -59,10 +64,10 @@ def _expand_invocations(parts: list[tuple[str, range]] | None, infos, src, where
     if parts is None:
         return None
     last = max(i.invocation for i in infos)
-    for part, ids in parts:
+    for at, part, ids in parts:
         if ids.stop - 1 > last:
-            raise GclError(f"{where or '--invocations'}: {part!r} goes past the last invocation of {src} ({last})")
-    return [i for _, ids in parts for i in ids]
+            raise GclError(f"{at}: {part!r} goes past the last invocation of {src} ({last})")
+    return [i for _, _, ids in parts for i in ids]
 
 
 def _info(args) -> int:
@@ -106,9 +111,8 @@ def _export(args) -> int:
     parts = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
     require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
-    where = args.invocations[1:] if (args.invocations or "").startswith("@") else None
     infos = list_invocations(args.src)
-    inv = _expand_invocations(parts, infos, args.src, where)
+    inv = _expand_invocations(parts, infos, args.src)
     facts: list = []
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
         paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts, infos=infos)
