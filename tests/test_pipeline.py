@@ -185,3 +185,20 @@ def test_workers_below_one_is_refused_before_the_run_dir_is_made(tmp_path):
     with pytest.raises(PipelineError, match=r"^workers: must be at least 1"):
         run(cfg, out_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_stem_group_reaches_the_stem_samplers():
+    """`stem=clt30` and `stem.epsilon=...` used to compose and change nothing (the samplers read
+    only sampler.params); now sampler.params take their STEM knobs from the stem group, and a
+    sampler.params override still wins for that sampler."""
+    from gclsampler.samplers import sampler_from_config
+
+    def built(*overrides):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            cfg = compose("config", overrides=list(overrides))
+        return sampler_from_config(cfg.sampler, cfg.cluster, 0)
+
+    assert built("sampler=stem_root", "stem=clt30").min_samples == 30
+    assert built("sampler=stem_root").min_samples == 1
+    assert built("sampler=gcl_stem", "stem.epsilon=0.1").epsilon == 0.1
+    assert built("sampler=gcl_stem", "stem.epsilon=0.1", "sampler.params.epsilon=0.2").epsilon == 0.2

@@ -141,7 +141,11 @@ def test_yaml_configs_compose_and_build(name):
 
     cluster = OmegaConf.merge(OmegaConf.structured(ClusterConfig), OmegaConf.load(CONF / "cluster" / "default.yaml"))
     cluster.k_max = 6
-    cfg = OmegaConf.merge(OmegaConf.structured(SamplerConfig), OmegaConf.load(CONF / "sampler" / f"{name}.yaml"))
+    # the stem samplers' knobs interpolate the root's `stem` group (conf/stem/default.yaml)
+    root = OmegaConf.create({"stem": OmegaConf.load(CONF / "stem" / "default.yaml"),
+                             "sampler": OmegaConf.merge(OmegaConf.structured(SamplerConfig),
+                                                        OmegaConf.load(CONF / "sampler" / f"{name}.yaml"))})
+    cfg = root.sampler
     assert cfg.name == name
     s = sampler_from_config(cfg, cluster, random_state=1)
     assert s.name == name and s.random_state == 1
