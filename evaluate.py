@@ -41,7 +41,7 @@ def _main(cfg) -> None:
 
     # never write into files evaluate did not write; Hydra's run dir is marked too, so a rerun
     # there passes the run-dir guard (gclsampler._safe_out.RunDirGuard)
-    claim_dir(out, "evaluate", ignore=(() if cfg.out_dir else (".hydra", "evaluate.log")))
+    claim_dir(out, "evaluate", ignore=(".hydra", "evaluate.log"))  # out_dir may be Hydra's run dir too
     run_suite(typed, out, launch_dir=launch, config_text=OmegaConf.to_yaml(cfg))
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
 

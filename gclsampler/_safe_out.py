@@ -243,8 +243,9 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     runs before that. The rule is ``check_out_dir``'s, with Hydra's own entries ignored.
     """
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, prog: str | None = None) -> None:
         self.command = command
+        self.prog = prog or command  # the prefix the entry point's other errors carry
 
     def on_run_start(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
@@ -259,5 +260,5 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
             # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
             import sys
 
-            print(f"{self.command}.py: error: hydra.run.dir: {exc}", file=sys.stderr)
+            print(f"{self.prog}: error: hydra.run.dir: {exc}", file=sys.stderr)
             raise SystemExit(2) from None

@@ -150,15 +150,15 @@ class SuiteConfig:
     workloads: List[str] = field(default_factory=lambda: list(ALL_WORKLOADS))
     archs: List[str] = field(default_factory=lambda: ["turing", "ampere", "ada"])
     trace_arch: str = "turing"  # P1 in GCL-Sampler Table 3: plans are fitted here
-    methods: List[str] = field(default_factory=lambda: ["gcl", "gcl_stem", "stem_root", "pka", "sieve",
-                                                        "allegro", "photon", "random"])
+    methods: List[str] = field(default_factory=lambda: ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve",
+                                                        "allegro", "photon", "random"])  # = conf/suite/full.yaml
     n_seeds: int = 10
     epsilons: List[float] = field(default_factory=lambda: [0.03, 0.05, 0.10, 0.25])
     sweep_methods: List[str] = field(default_factory=lambda: ["stem_root", "gcl_stem"])
     synth_params: Dict[str, Any] = field(default_factory=dict)
     train_overrides: List[str] = field(default_factory=list)
     data_dir: Optional[str] = None  # overrides the root data_dir (keeps shrunk quick workloads apart)
-    hist_workload: Optional[str] = None  # default: the first workload
+    hist_workload: Optional[str] = "cfd"  # as full.yaml; null: the first workload
     hist_methods: List[str] = field(default_factory=lambda: ["gcl", "stem_root", "sieve", "pka"])
 
 

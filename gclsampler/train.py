@@ -67,7 +67,7 @@ class TrainConfig:
 
     epochs: int = 8
     batch_size: int = 32
-    max_nodes_per_batch: int = 60000
+    max_nodes_per_batch: int = 120000  # = conf/train/default.yaml
     lr: float = 7e-4
     weight_decay: float = 0.01
     tau: float = 0.05

@@ -313,3 +313,21 @@ def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
     from gclsampler.evaluate import EvaluateConfig, SuiteConfig, check_suite_keys
 
     check_suite_keys(EvaluateConfig(suite=SuiteConfig(workloads=["lu"], hist_workload="cfd")))
+
+
+def test_schema_defaults_equal_the_default_yaml():
+    """An API user building SuiteConfig() / TrainConfig() gets what the CLI's defaults give
+    (they had drifted: 8 methods without gcl_paper, a halved node budget per batch)."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from gclsampler.evaluate import SuiteConfig
+    from gclsampler.train import TrainConfig
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    for cls, yaml in ((SuiteConfig, conf / "suite" / "full.yaml"), (TrainConfig, conf / "train" / "default.yaml")):
+        schema = OmegaConf.to_container(OmegaConf.structured(cls))
+        given = OmegaConf.to_container(OmegaConf.load(yaml))
+        differ = {k: (schema.get(k), v) for k, v in given.items() if schema.get(k) != v}
+        assert not differ, f"{yaml.name}: {differ}"

@@ -226,7 +226,8 @@ def test_hydra_run_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, 
                        env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
-    assert lines[0].startswith(f"{command}.py: error: hydra.run.dir: {mine}") and f"`gclsampler {command}`" in lines[0]
+    prog = {"train": "train.py", "evaluate": "evaluate"}[command]  # as each entry point's other errors
+    assert lines[0].startswith(f"{prog}: error: hydra.run.dir: {mine}") and f"`gclsampler {command}`" in lines[0]
     assert sorted(p.name for p in mine.rglob("*")) == [".hydra", "config.yaml", "keep.txt"]
     assert (mine / ".hydra" / "config.yaml").read_text() == "user: cfg\n"
 
