@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gclsampler.errors import GclError, located
+from gclsampler.trace.kernel_names import same_kernel
 
 ACCELSIM_BINARY_VERSIONS = (70, 75, 80, 86)
 """Binary versions Accel-Sim's simulator knows; others it rejects silently (DESIGN.md)."""
@@ -184,7 +185,7 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
     extra = {c: prof[c].to_numpy() for c in ("nregs", "shmem") if c in prof.columns}
     for i in range(min(n_prof, n_tr)):
         h, trace = heads[i], names[i]
-        if pk[i] != h.name:
+        if not same_kernel(pk[i], h.name):  # mangled trace vs demangled profile names are one kernel
             rep.add("error", located(prof_path, line_of(i), "kernel_name",
                                      f"{pk[i][:100]!r}, but {trace} is {h.name[:100]!r}"), "error:kernel_name")
         for col, have, want in (("grid", pg[i], format_dim3(h.grid)), ("block", pb[i], format_dim3(h.block))):

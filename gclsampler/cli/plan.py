@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gclsampler.errors import GclError, located
+from gclsampler.trace.kernel_names import same_kernel
 
 
 class ResultsFormatError(GclError):
@@ -204,7 +205,7 @@ def _export(args: argparse.Namespace) -> int:
             raise GclError(located(args.workload_dir, None, "kernelslist.g",
                                    f"no trace of sampled invocation {s.invocation} of {args.plan}"))
         info = infos[s.invocation]
-        if info.header.name != s.kernel_name:  # exact, as `gclsampler validate` compares profile and traces
+        if not same_kernel(info.header.name, s.kernel_name):  # as `gclsampler validate` compares profile and traces
             raise _name_mismatch(Path(args.workload_dir) / info.path, None, "-kernel name", info.header.name, s,
                                  args.plan)
     from gclsampler._safe_out import replace_dir
@@ -310,7 +311,7 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, dict[int,
     metrics = sorted({k for b in launches for k in b.values})
     out: dict[str, dict[int, float]] = {m: {} for m in metrics}  # invocation -> value, sampled ones only
     for s, b in zip(samples, launches):
-        if check_names and b.names[0] != s.kernel_name:
+        if check_names and not same_kernel(b.names[0], s.kernel_name):
             raise _name_mismatch(path, b.line, "kernel_name", b.names[0], s, hint=" (--no-name-check to skip)")
         for m in metrics:
             if m not in b.values:
@@ -361,7 +362,7 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
         name_col = header.index("kernel_name")
         for s in sorted(plan.samples, key=lambda s: s.invocation):
             lineno, row = rows[s.invocation]
-            if row[name_col] != s.kernel_name:
+            if not same_kernel(row[name_col], s.kernel_name):
                 raise _name_mismatch(path, lineno, "kernel_name", row[name_col], s, hint=" (--no-name-check to skip)")
     out: dict[str, np.ndarray] = {}
     for j in cols:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from gclsampler.errors import GclError
+from gclsampler.trace.kernel_names import same_kernel
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +152,7 @@ def _simulate(args: argparse.Namespace) -> int:
                            f"{plan.n_invocations}")
         for s in sorted(plan.samples, key=lambda s: s.invocation):
             got = infos[s.invocation].header.name if s.invocation in infos else None
-            if got is not None and got != s.kernel_name:
+            if got is not None and not same_kernel(got, s.kernel_name):
                 print(f"gclsampler: warning: invocation {s.invocation}: trace kernel name {got!r} differs from "
                       f"the plan's {s.kernel_name!r}", file=sys.stderr)
         wanted = sorted(int(i) for i in plan.invocations)

@@ -1,0 +1,94 @@
+"""When a trace's kernel name and a profiler's kernel name are the same kernel.
+
+Why this exists: the NVBit tracer records the *mangled* symbol
+(``_Z22bpnn_layerforward_CUDAPfS_S_S_ii``) while Nsight Compute, Nsight Systems and
+torch.profiler print it *demangled*, with their own spacing
+(``bpnn_layerforward_CUDA(float *, float *, ...)``), or only the function's base name
+(ncu's ``--print-kernel-base function``). An exact string comparison refused every real
+trace + profile pair. Names are compared in this order, and the first rule that holds wins:
+
+1. equal strings;
+2. equal after demangling either side (``__cxa_demangle`` via cxxfilt) and removing
+   whitespace;
+3. one side is the other's demangled name without its parameter list and return type
+   (``void ns::f<int>(int*)`` -> ``ns::f<int>``), without template arguments too
+   (``ns::f``), or without namespaces (``f``).
+
+Rule 3 is what a base-name profile can say; the launch's grid and block, which
+``validate`` compares as well, keep two different kernels of one base name apart.
+"""
+
+from __future__ import annotations
+
+import functools
+
+__all__ = ["demangle", "same_kernel"]
+
+
+@functools.lru_cache(maxsize=65536)
+def demangle(name: str) -> str:
+    """The demangled form of an Itanium-mangled name (``_Z...``); other names unchanged.
+
+    Falls back to the name itself when cxxfilt or the C++ runtime it loads is missing,
+    or the symbol does not demangle: comparisons then need equal spellings.
+    """
+    if not name.startswith("_Z"):
+        return name
+    try:
+        import cxxfilt
+
+        return cxxfilt.demangle(name) or name
+    except Exception:  # noqa: BLE001 - no libstdc++/libc++ or an invalid symbol: keep the name
+        return name
+
+
+def _squeeze(name: str) -> str:
+    return "".join(name.split())
+
+
+def _strip_params(name: str) -> str:
+    """``void f<int>(int*)`` -> ``f<int>``: drop the trailing parameter list and a return type."""
+    s = name.strip()
+    if s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(s[i], 0)
+            if depth == 0:
+                s = s[:i]
+                break
+    depth, cut = 0, 0  # a return type is what precedes the last top-level space
+    for i, ch in enumerate(s):
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(ch, 0)
+        if ch == " " and depth == 0:
+            cut = i + 1
+    return s[cut:]
+
+
+def _strip_templates(name: str) -> str:
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def same_kernel(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` name the same kernel (see the module docstring)."""
+    if a == b:
+        return True
+    da, db = demangle(a), demangle(b)
+    if _squeeze(da) == _squeeze(db):
+        return True
+    for short, full in ((da, db), (db, da)):
+        if "(" in short:
+            continue  # a full signature that differs is another kernel
+        base = _strip_params(full)
+        bare = _strip_templates(base)
+        if _squeeze(short) in (_squeeze(base), _squeeze(bare), _squeeze(bare.rsplit("::", 1)[-1])):
+            return True
+    return False

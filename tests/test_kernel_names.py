@@ -1,0 +1,70 @@
+"""Trace names are mangled (NVBit), profiler names demangled: one kernel either way."""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+import pytest
+
+from gclsampler.trace.kernel_names import demangle, same_kernel
+
+BP = "_Z22bpnn_layerforward_CUDAPfS_S_S_ii"
+EW = ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIN3c104HalfES4_S4_NS0_15binary_internal"
+      "10MulFunctorIfEEEESt5arrayIPcLm3EEEEviT0_T1_")
+
+
+@pytest.mark.parametrize("profiled", [
+    BP,
+    "bpnn_layerforward_CUDA(float*, float*, float*, float*, int, int)",   # __cxa_demangle spelling
+    "bpnn_layerforward_CUDA(float *, float *, float *, float *, int, int)",  # nsys / ncu spelling
+    "bpnn_layerforward_CUDA",                                             # ncu --print-kernel-base function
+])
+def test_spellings_of_one_kernel_match(profiled):
+    assert same_kernel(profiled, BP) and same_kernel(BP, profiled)
+
+
+@pytest.mark.parametrize("profiled", [
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::Half, c10::Half, c10::Half, "
+    "at::native::binary_internal::MulFunctor<float>>, std::array<char*, 3ul>>(int, at::native::BinaryFunctor<c10::Half, "
+    "c10::Half, c10::Half, at::native::binary_internal::MulFunctor<float>>, std::array<char*, 3ul>)",
+    "at::native::vectorized_elementwise_kernel", "vectorized_elementwise_kernel",
+])
+def test_templated_namespaced_kernel_matches_its_torch_and_base_names(profiled):
+    assert same_kernel(EW, profiled)
+
+
+@pytest.mark.parametrize("other", [
+    "bpnn_layerforward_CUDA(float*, float*, float*, float*, int, int, int)",  # another overload
+    "bpnn_adjust_weights_cuda", "_Z24bpnn_adjust_weights_cudaPfiS_iS_S_", "layerforward", "",
+])
+def test_other_kernels_do_not_match(other):
+    assert not same_kernel(BP, other) and not same_kernel(other, BP)
+
+
+def test_without_a_demangler_only_equal_spellings_match(monkeypatch):
+    demangle.cache_clear(), same_kernel.cache_clear()
+    monkeypatch.setitem(sys.modules, "cxxfilt", None)  # import fails
+    try:
+        assert demangle(BP) == BP
+        assert not same_kernel(BP, "bpnn_layerforward_CUDA") and same_kernel(BP, BP)
+    finally:
+        demangle.cache_clear(), same_kernel.cache_clear()
+
+
+def test_validate_accepts_a_demangled_profile_of_mangled_traces(tmp_path, capsys):
+    from gclsampler.cli import main
+    from gclsampler.synth import generate
+
+    wl = generate("backprop", tmp_path / "wl", params={"input": 64, "trace_cap": 16, "max_traced_ctas": 1},
+                  arch="turing", progress=False, jobs=1)
+    prof = pd.read_csv(wl / "profile.csv")
+    assert prof["kernel_name"].str.startswith("_Z").all()
+    prof["kernel_name"] = [demangle(n).replace("*", " *") for n in prof["kernel_name"]]  # as nsys prints them
+    prof.to_csv(wl / "profile.csv", index=False)
+    assert main(["validate", str(wl)]) == 0
+    prof.loc[1, "kernel_name"] = "bpnn_layerforward_CUDA(float *, float *, float *, float *, int, int)"
+    prof.to_csv(wl / "profile.csv", index=False)
+    capsys.readouterr()
+    assert main(["validate", str(wl)]) == 2
+    assert "profile.csv:3: kernel_name" in capsys.readouterr().err
