@@ -107,6 +107,20 @@ def _synth_keys_under_workload():
         raise
 
 
+def _label_own_workload(cfg: DictConfig) -> None:
+    """A ``workload.dir`` of the user's is labelled as its workload.json says (not synthetic
+    when it says nothing), not as the default workload group's ``synthetic: true``, so the
+    run's config.yaml never calls traced data synthetic."""
+    if not cfg.workload.get("dir"):
+        return
+    try:
+        meta = json.loads((workload_dir(cfg) / "workload.json").read_text())
+        synthetic = bool(meta.get("synthetic", False)) if isinstance(meta, dict) else False
+    except (OSError, ValueError):
+        synthetic = False
+    cfg.workload.synthetic = synthetic
+
+
 def ensure_workload(cfg: DictConfig) -> Path:
     """Return the workload directory, synthesizing it first when it does not exist.
 
@@ -169,6 +183,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
                             f"got {cfg.get('workers')!r}")
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
     out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
+    _label_own_workload(cfg)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()

@@ -1287,7 +1287,8 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         if rep is not None:
             raise ProfileFormatError(located(path, lines[rep[1]], header[base[order_col]],
                                              f"{_id_text(o[rep[1]])} is also the correlation id of line {lines[rep[0]]}; "
-                                             "each launch has its own"))
+                                             "each launch has its own (kernels replayed from one CUDA graph launch "
+                                             "share it: CUDA-graph workloads are not supported)"))
     df: dict[str, Any] = {
         "invocation": np.arange(len(lines)),
         "kernel_name": np.asarray(names, dtype=object)[perm],
@@ -1442,7 +1443,8 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
         if rep is not None:
             raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[rep[1]]}].args.correlation",
                                              f"{_id_text(order[rep[1]])} is also the correlation id of "
-                                             f"traceEvents[{event_of[rep[0]]}]; each launch has its own"))
+                                             f"traceEvents[{event_of[rep[0]]}]; each launch has its own (kernels replayed from one "
+                                             "CUDA graph launch share it: CUDA-graph workloads are not supported)"))
     df: dict[str, Any] = {
         "invocation": np.arange(n),
         "kernel_name": np.asarray(names, dtype=object)[perm],

@@ -202,3 +202,20 @@ def test_stem_group_reaches_the_stem_samplers():
     assert built("sampler=stem_root").min_samples == 1
     assert built("sampler=gcl_stem", "stem.epsilon=0.1").epsilon == 0.1
     assert built("sampler=gcl_stem", "stem.epsilon=0.1", "sampler.params.epsilon=0.2").epsilon == 0.2
+
+
+def test_own_workload_dir_is_not_labelled_synthetic_in_the_run_config(tmp_path):
+    import json as _json
+
+    from gclsampler.pipeline import _label_own_workload
+
+    for meta, want in ((None, False), ({"synthetic": False}, False), ({"synthetic": True}, True), ("[1]", False)):
+        wdir = tmp_path / f"wl{want}{meta is None}{isinstance(meta, str)}"
+        wdir.mkdir()
+        if meta is not None:
+            (wdir / "workload.json").write_text(meta if isinstance(meta, str) else _json.dumps(meta))
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            cfg = compose("config", overrides=[f"workload.dir={wdir}", "workload.name=mine"])
+        assert cfg.workload.synthetic is True  # the default group's label, before
+        _label_own_workload(cfg)
+        assert cfg.workload.synthetic is want, meta
