@@ -376,17 +376,22 @@ def write_results_csv(results, path: Path) -> Path:
 # ---------------------------------------------------------------------------------------
 # estimates from simulated (or measured) sampled invocations: totals and weighted means
 # ---------------------------------------------------------------------------------------
-_RATE_SUFFIXES = ("_rate", "_ratio", "_efficiency", "_pct", "_percent", "occupancy")
+_RATE_SUFFIXES = ("_rate", "_ratio", "_efficiency", "_pct", "_percent", "occupancy", "_mean")
+PER_LAUNCH_ATTRIBUTES = ("nregs", "shmem")
+"""profile.csv columns that describe one launch (registers per thread, shared memory per CTA):
+averaged like rates, because their sum over the workload's launches means nothing."""
 
 
 def is_rate_metric(name: str) -> bool:
-    """True for per-invocation ratios (IPC, hit rates, occupancy, efficiencies).
+    """True for per-invocation ratios (IPC, hit rates, occupancy, efficiencies, per-warp
+    means) and per-launch attributes (``nregs``, ``shmem``).
 
     Why it matters: Σ w·M estimates the workload total of an additive metric (cycles,
     instructions, time), but the weighted *sum* of 256 IPCs is no IPC at all; a ratio is
     estimated by the weighted mean Σ w·M / N, the same quantity ``score_plan`` compares.
     """
-    return name in RATE_METRICS or name == "ipc" or name.endswith(_RATE_SUFFIXES)
+    return (name in RATE_METRICS or name == "ipc" or name in PER_LAUNCH_ATTRIBUTES
+            or name.endswith(_RATE_SUFFIXES))
 
 
 def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
