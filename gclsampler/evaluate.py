@@ -79,6 +79,11 @@ def make_sampler(method: str, params: dict[str, Any] | None = None, seed: int = 
     reg = _registry()
     if method not in reg:
         raise EvaluationError(f"methods: unknown method {method!r}; available: {sorted(reg)}")
+    from gclsampler.samplers import unknown_param
+
+    problem = unknown_param(reg[method], params or {}, f"method_params.{method}.")
+    if problem:
+        raise EvaluationError(problem)
     try:
         return reg[method](**dict(params or {}), random_state=int(seed))
     except TypeError as exc:

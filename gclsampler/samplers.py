@@ -401,11 +401,37 @@ def _load_optional() -> None:
 _load_optional()
 
 
+def unknown_param(cls: type, params: Mapping[str, Any], where: str) -> str | None:
+    """Why ``cls(**params)`` would fail on a parameter name, or None: ``f"{where}{key}: photon
+    has no parameter 'thresh'; it takes: threshold, match_launch"`` (``where`` is the config
+    path or flag the parameters came from, ``"--set "`` or ``"method_params.photon."``).
+
+    Why: the constructor's own TypeError reads "__init__() got an unexpected keyword
+    argument", which names neither the method nor what it does take. ``random_state`` is
+    accepted but not listed (every method takes it, from the run's seed).
+    """
+    import inspect
+
+    sig = inspect.signature(cls.__init__)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    names = list(sig.parameters)[1:]
+    for key in params:
+        if key not in names:
+            listed = [n for n in names if n != "random_state"]
+            return (f"{where}{key}: {getattr(cls, 'name', cls.__name__)} has no parameter {key!r}; "
+                    f"it takes: {', '.join(listed) or 'none'}")
+    return None
+
+
 def make_sampler(name: str, **params: Any) -> Sampler:
     """Instantiate a registered sampler; unknown names and parameters name the config key."""
     cls = SAMPLERS.get(name)
     if cls is None:
         raise SamplerError(f"sampler.name: unknown sampler {name!r} (known: {', '.join(sorted(SAMPLERS))})")
+    problem = unknown_param(cls, params, "sampler.params.")
+    if problem:
+        raise SamplerError(problem)
     try:
         return cls(**params)
     except TypeError as exc:

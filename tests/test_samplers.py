@@ -317,3 +317,17 @@ def test_report_lists_the_strata_gcl_stem_chose():
     assert f"**{plan.config['strata_expected_time']['gcl']:.4g}**" in rows[0]
     assert "| other" not in table  # plans without strata are left out
     assert strata_table({}) is None
+
+
+def test_misspelt_parameter_names_the_key_and_what_the_method_takes():
+    """train.py's sampler.params and evaluate.py's method_params get the message `sample --set`
+    gives, not the constructor's "__init__() got an unexpected keyword argument"."""
+    from gclsampler.evaluate import EvaluationError
+    from gclsampler.evaluate import make_sampler as make_method
+    from gclsampler.samplers import SamplerError, make_sampler
+
+    with pytest.raises(SamplerError, match=r"^sampler\.params\.thresh: photon has no parameter 'thresh'; "
+                                           r"it takes: threshold, match_launch$"):
+        make_sampler("photon", thresh=0.9, random_state=0)
+    with pytest.raises(EvaluationError, match=r"^method_params\.pka\.target: pka has no parameter 'target'; it takes: "):
+        make_method("pka", {"target": 0.1})

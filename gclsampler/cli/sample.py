@@ -94,22 +94,6 @@ def _list_methods() -> int:
     return 0
 
 
-def _check_param_names(cls, method: str, params: dict) -> None:
-    """A misspelt ``--set`` key, named with the keys the method takes (the constructor's
-    own TypeError reads "__init__() got an unexpected keyword argument")."""
-    import inspect
-
-    from gclsampler.errors import GclError
-
-    sig = inspect.signature(cls.__init__)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        return
-    known = [n for n in list(sig.parameters)[1:] if n != "random_state"]
-    for key in params:
-        if key not in known:
-            raise GclError(f"--set {key}: {method} has no parameter {key!r}; it takes: {', '.join(known) or 'none'}")
-
-
 def _check_params(sampler, method: str) -> None:
     """Run the method's own parameter check (if it has one) before any data is read."""
     from gclsampler.validate import check_sampler_params
@@ -143,7 +127,11 @@ def _run(args: argparse.Namespace) -> int:
                                              args.workload / "workload.json", args.embeddings])
     check_seed(args.seed, "--seed")
     params = _parse_params(args.params)
-    _check_param_names(reg[args.method], args.method, params)
+    from gclsampler.samplers import unknown_param
+
+    problem = unknown_param(reg[args.method], params, "--set ")
+    if problem:
+        raise GclError(problem)
     try:
         sampler = reg[args.method](**params, random_state=args.seed)
     except TypeError as exc:
