@@ -68,3 +68,23 @@ def test_validate_accepts_a_demangled_profile_of_mangled_traces(tmp_path, capsys
     capsys.readouterr()
     assert main(["validate", str(wl)]) == 2
     assert "profile.csv:3: kernel_name" in capsys.readouterr().err
+
+
+def test_validate_accepts_an_arch_profile_from_another_profiler(tmp_path, capsys):
+    """profiles/<arch>.csv from nsys beside an ncu profile.csv: the same kernels spelt two ways."""
+    from gclsampler.cli import main
+    from gclsampler.synth import generate
+
+    wl = generate("backprop", tmp_path / "wl", params={"input": 64, "trace_cap": 16, "max_traced_ctas": 1,
+                                                       "archs": ["turing", "ampere"]},
+                  arch="turing", progress=False, jobs=1)
+    other = wl / "profiles" / "ampere.csv"
+    prof = pd.read_csv(other)
+    prof["kernel_name"] = [demangle(n).replace("*", " *") for n in prof["kernel_name"]]
+    prof.to_csv(other, index=False)
+    assert main(["validate", str(wl)]) == 0
+    prof.loc[0, "kernel_name"] = "bpnn_adjust_weights_cuda"
+    prof.to_csv(other, index=False)
+    capsys.readouterr()
+    assert main(["validate", str(wl)]) == 2
+    assert "ampere.csv:2: kernel_name" in capsys.readouterr().err

@@ -308,23 +308,25 @@ QWEN15 = LLMSpec(hidden=1024, heads=16, head_dim=64, mlp=2816, vocab=151936, rot
 LLM_DOC = ("{model}: {layers_real} decoder layers in the real model; `layers` runs fewer. Prefill `prompt` tokens, "
            "then greedy-decode `decode` tokens.")
 
+LLM_MINIMUMS = {"layers": 1, "prompt": 1, "decode": 0}  # one layer and one prompt token; decode may be 0
+
 
 @register("phi2", {"layers": 4, "prompt": 32, "decode": 15, "tied": False, "sampling": False},
           LLM_DOC.format(model="Phi-2 (2.7B)", layers_real=32),
-          minimums={"layers": 1, "prompt": 1, "decode": 0})
+          minimums=LLM_MINIMUMS)
 def phi2(k, alloc, mem, rng):
     return _LLM(PHI2, k, alloc, mem, rng).run()
 
 
 @register("pythia", {"layers": 6, "prompt": 32, "decode": 15, "tied": False, "sampling": False},
           LLM_DOC.format(model="Pythia-410m", layers_real=24),
-          minimums={"layers": 1, "prompt": 1, "decode": 0})
+          minimums=LLM_MINIMUMS)
 def pythia(k, alloc, mem, rng):
     return _LLM(PYTHIA, k, alloc, mem, rng).run()
 
 
 @register("qwen1_5", {"layers": 6, "prompt": 32, "decode": 15, "tied": True, "sampling": True},
           LLM_DOC.format(model="Qwen1.5-0.5B", layers_real=24),
-          minimums={"layers": 1, "prompt": 1, "decode": 0})
+          minimums=LLM_MINIMUMS)
 def qwen1_5(k, alloc, mem, rng):
     return _LLM(QWEN15, k, alloc, mem, rng).run()
