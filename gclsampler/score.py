@@ -420,6 +420,36 @@ def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
     return out
 
 
+def no_estimate_reasons(est: Mapping[str, Any]) -> dict[str, str]:
+    """metric -> why ``est`` (``weighted_estimate``'s result, with an optional
+    ``ipc_of_totals``) has no finite value for it: ``missing`` (no value for some sampled
+    invocation) or ``overflow`` (beyond float64). Why: both become null in JSON, and a reader
+    must know whether to fix the results file or rescale the metric."""
+    why: dict[str, str] = {}
+    for group in ("totals", "means"):
+        for m, v in est.get(group, {}).items():
+            if v is None:
+                why[m] = "missing"
+            elif not math.isfinite(v):
+                why[m] = "overflow"
+    v = est.get("ipc_of_totals")
+    if v is not None and not math.isfinite(v):
+        why["ipc_of_totals"] = "overflow"
+    return why
+
+
+def finite_or_null(o: Any) -> Any:
+    """``o`` with every non-finite float as None (through dicts, lists and tuples): NaN and
+    Infinity are no JSON, and strict readers reject the whole document."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: finite_or_null(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [finite_or_null(v) for v in o]
+    return o
+
+
 def cluster_contributions(plan: SamplingPlan, values: np.ndarray) -> list[dict[str, Any]]:
     """Per cluster: size, samples, Σ w·M of its samples and its share of the plan's estimate.
 

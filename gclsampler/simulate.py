@@ -730,7 +730,7 @@ def write_simulated_csv(path: Path, run: SimulationRun, plan=None, synthetic: bo
 
 def estimate(plan, run: SimulationRun) -> dict[str, Any]:
     """``estimate.json``'s content: Σ w·M totals, weighted-mean rates, per-cluster shares, interval."""
-    from gclsampler.score import cluster_contributions, weighted_estimate
+    from gclsampler.score import cluster_contributions, no_estimate_reasons, weighted_estimate
 
     n = plan.n_invocations
     vals = run.values(n)
@@ -739,6 +739,7 @@ def estimate(plan, run: SimulationRun) -> dict[str, Any]:
     tot = est["totals"]
     if tot.get("cycles") and tot.get("instructions") is not None:
         est["ipc_of_totals"] = tot["instructions"] / tot["cycles"]
+    est["no_estimate"] = no_estimate_reasons(est)
     est["clusters"] = cluster_contributions(plan, vals["cycles"])
     eb = plan.config.get("error_bound")
     if eb is not None and tot.get("cycles") is not None:

@@ -125,6 +125,7 @@ def test_reconstruct_rate_flag_and_empty_cells(tmp_path, capsys):
     (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
     got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")
     assert got["means"]["l1_hit_rate"] is None  # no estimate rather than one from a reweighted subset
+    assert got["no_estimate"] == {"l1_hit_rate": "missing"}
     assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv"), "--rate", "nope"]) == 2
     assert "res.csv:1: nope: no such metric (--rate)" in capsys.readouterr().err
 

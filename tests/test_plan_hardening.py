@@ -7,6 +7,7 @@ seconds; the numbers in the names refer to the bug list these tests were written
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -174,6 +175,10 @@ def test_json_estimates_are_strict_json(tmp_path, capsys):
 
     doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert doc["totals"]["huge"] is None and doc["totals"]["cycles"] == pytest.approx(10 * plan.n_invocations)
+    assert doc["no_estimate"] == {"huge": "overflow"}  # null says why: not a missing value
+    assert main(["plan", "reconstruct", str(p), str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"huge +- \(overflow\)", out) and "missing" not in out
 
 
 @pytest.mark.parametrize("fmt", ["csv", "accelsim"])

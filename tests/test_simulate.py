@@ -208,6 +208,8 @@ def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     assert est["means"]["ipc"] == pytest.approx(sum(w[i] * ipc[i] for i in w) / 6)
     assert est["ipc_of_totals"] == pytest.approx(est["totals"]["instructions"] / est["totals"]["cycles"])
     assert est["means"]["achieved_occupancy"] is None  # the real log prints -nan%
+    assert est["no_estimate"]["achieved_occupancy"] == "missing"
+    assert "cycles" not in est["no_estimate"]
     by = {c["cluster"]: c for c in est["clusters"]}
     assert by[0]["estimate"] == pytest.approx(1 * 1000 + 2 * 1300) and by[0]["samples"] == 2
     assert sum(c["share"] for c in est["clusters"]) == pytest.approx(1.0)

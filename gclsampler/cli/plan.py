@@ -68,7 +68,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "column) to match the plan's kernel_name")
     p.add_argument("--rate", action="append", default=[], metavar="COLUMN",
                    help="estimate COLUMN as a weighted mean, like ipc and the hit rates (repeatable)")
-    p.add_argument("--json", action="store_true", help="print the estimates as JSON: totals, means")
+    p.add_argument("--json", action="store_true",
+                   help="print the estimates as strict JSON: totals, means, and no_estimate (why a value is null: "
+                        "missing or overflow)")
     p.set_defaults(handler=_reconstruct)
 
 
@@ -430,6 +432,7 @@ def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True
 
 def _reconstruct(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan
+    from gclsampler.score import finite_or_null, no_estimate_reasons
 
     plan = SamplingPlan.load(args.plan)
     est = reconstruct(plan, args.results, args.format, not args.no_name_check, tuple(args.rate))
@@ -439,8 +442,9 @@ def _reconstruct(args: argparse.Namespace) -> int:
     if args.json:
         doc = {"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
                "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
-               "n_invocations": n, "n_sampled": len(plan.samples), **est}
-        print(json.dumps(_finite_or_null(doc), indent=1, allow_nan=False))
+               "n_invocations": n, "n_sampled": len(plan.samples), **est,
+               "no_estimate": no_estimate_reasons(est)}
+        print(json.dumps(finite_or_null(doc), indent=1, allow_nan=False))
         return 0
     tag = " (SYNTHETIC)" if plan.synthetic else ""
     print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}; {len(plan.samples)} sampled of {n} invocations")
@@ -457,16 +461,6 @@ def _reconstruct(args: argparse.Namespace) -> int:
     return 0
 
 
-def _finite_or_null(v):
-    """``v`` with inf/NaN as None: a sum of huge finite values can still overflow, and NaN or
-    Infinity is no JSON (strict readers reject the whole document)."""
-    if isinstance(v, dict):
-        return {k: _finite_or_null(x) for k, x in v.items()}
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def _simulated_by(path: Path) -> str | None:
     """The ``simulated_by`` label of a ``gclsampler simulate`` CSV (first row), so the estimate
     built from it is labelled as simulated too; None for other files."""
@@ -479,4 +473,6 @@ def _simulated_by(path: Path) -> str | None:
 
 
 def _num(v) -> str:
-    return "-" if v is None else f"{v:.6g}"
+    if v is None:
+        return "- (missing)"
+    return f"{v:.6g}" if math.isfinite(v) else "- (overflow)"

@@ -187,6 +187,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 "sim_wall_s": {str(r.invocation): r.sim_wall_s for r in run.records if r.source == "run"},
                 "failures": [r.error for r in run.failures], "flags": run.flags}
     from gclsampler._atomic import write_text_atomic
+    from gclsampler.score import finite_or_null
 
     write_text_atomic(out / "run.json", json.dumps(run_info, indent=1) + "\n")
     broken = [r for r in run.failures if r.broken]
@@ -211,7 +212,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     doc = S.estimate_document(plan, plan_path, wdir, run, synthetic)
     doc["trace_export"] = {"notes": notes, "per_invocation": run.export_facts}
-    doc = _no_nan(doc)
+    doc = finite_or_null(doc)
     write_text_atomic(out / "estimate.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.json:
         print(json.dumps(doc, indent=1))
@@ -226,17 +227,6 @@ def _empty_cache(cache: Path) -> bool:
         return not any(p.is_dir() for p in cache.iterdir())
     except FileNotFoundError:
         return True
-
-
-def _no_nan(o):
-    """NaN/inf -> None, so estimate.json is strict JSON that any reader accepts."""
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
-    if isinstance(o, dict):
-        return {k: _no_nan(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_no_nan(v) for v in o]
-    return o
 
 
 def _run_line(run) -> str:
