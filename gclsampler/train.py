@@ -469,7 +469,12 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
 
     root = Path(multirun_dir)
     rows = []
-    for job in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: (len(p.name), p.name)):
+
+    def job_order(p: Path) -> tuple:  # job dirs are <num>_<workload> (conf/hydra/default.yaml) or <num>
+        num = p.name.split("_", 1)[0]
+        return (0, int(num), p.name) if num.isdigit() else (1, 0, p.name)
+
+    for job in sorted((p for p in root.iterdir() if p.is_dir()), key=job_order):
         logf = job / "train_log.csv"
         if not logf.exists():
             continue

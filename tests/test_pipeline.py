@@ -45,6 +45,24 @@ def test_debug_and_ablation_groups():
     assert list(cfg.augment.pool) == ["node_drop"] and cfg.augment.max_strategies == 1
 
 
+@pytest.mark.parametrize("workload", sorted(p.stem for p in (Path(CONF) / "workload").glob("*.yaml")))
+def test_debug_composes_for_every_workload(workload):
+    """debug=default set the LLMs' layers/prompt/decode for every workload, so `debug=default
+    workload=3mm` stopped with "workload.synth.layers: unknown knob"; each workload's sizes now
+    come from conf/debug_size/ and only with debug=default."""
+    from gclsampler.synth.generate import resolve_params, workload_defaults
+
+    cfg = compose_cfg(["debug=default", f"workload={workload}"])
+    params = OmegaConf.to_container(cfg.workload.synth, resolve=True)
+    resolved = resolve_params(workload, params)  # every knob known to this workload, every size legal
+    full = OmegaConf.to_container(compose_cfg([f"workload={workload}"]).workload.synth, resolve=True)
+    assert "debug" in cfg.paths.workloads_dir
+    if "layers" in workload_defaults(workload):
+        assert resolved["layers"] < full["layers"] and resolved["decode"] < full["decode"]
+        assert full["layers"] == workload_defaults(workload)["layers"]  # without debug: its own sizes
+    assert resolved["trace_cap"] > 0 and resolved["archs"] == ["ampere"]
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     from gclsampler.pipeline import run
@@ -141,6 +159,33 @@ def test_summarize_sweep(tmp_path):
     assert list(t["final_val_loss"]) == [1.3, 1.5]
     md = (tmp_path / "sweep_summary.md").read_text()
     assert "augment=drops" in md and md.index("augment=drops") < md.index("augment=default")
+
+
+@pytest.mark.parametrize("extra", [[], ["debug=default"]])
+def test_a_workload_sweep_shares_one_sweep_dir(extra):
+    """Hydra resolves hydra.sweep.dir per job: with ${workload.name} in it, `-m workload=3mm,bfs`
+    scattered the jobs over multirun/3mm/ and multirun/bfs/ and the summary (written into the
+    primary config's multirun/phi2/) found no job at all."""
+    dirs = set()
+    for w in ("3mm", "bfs"):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            cfg = compose(config_name="config", overrides=[*extra, f"workload={w}"], return_hydra_config=True)
+        sweep = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
+        dirs.add(sweep["dir"])
+        assert "${workload.name}" in sweep["subdir"] and "${hydra.job.num}" in sweep["subdir"]
+    assert len(dirs) == 1 and "workload" not in dirs.pop()
+
+
+def test_summarize_sweep_orders_jobs_by_number(tmp_path):
+    from gclsampler.train import summarize_sweep
+
+    for job in ("10_phi2", "2_phi2", "0_qwen1_5"):
+        d = tmp_path / job
+        d.mkdir()
+        (d / "train_log.csv").write_text("epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n0,1,1,0.1,8,2,1,0\n")
+    import pandas as pd
+
+    assert list(pd.read_csv(summarize_sweep(tmp_path))["job"]) == ["0_qwen1_5", "2_phi2", "10_phi2"]  # ties: job order
 
 
 def test_hydra_group_slurm_launcher_and_sweep_callback():
