@@ -42,7 +42,9 @@ def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
     if legend_of is not None:
         legend_of.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if synthetic:
-        fig.text(0.99, 0.01, "SYNTHETIC DATA", ha="right", va="bottom", fontsize=9, color="tab:red",
+        # below the axes (bbox_inches="tight" grows the image to hold it): inside, it covered the
+        # x label of the bottom-right panel
+        fig.text(0.99, 0.0, "SYNTHETIC DATA", ha="right", va="top", fontsize=9, color="tab:red",
                  alpha=0.8, fontweight="bold")
     with atomic_path(path, suffix=".png", make_parents=False) as tmp:  # matplotlib picks the format from it
         fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
@@ -186,6 +188,8 @@ def plot_cluster_histograms(times_ns: np.ndarray, labels: np.ndarray, path: Path
         ax.set_title(f"cluster {int(c)}: n={idx.size}, CoV={cov:.3f}", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("time (µs)", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("invocations", fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     shown = f"{n} largest of {ids.size} clusters" if ids.size > n else f"{ids.size} clusters"
