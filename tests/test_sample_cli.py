@@ -75,3 +75,5 @@ def test_missing_profile_and_list(tmp_path, capsys):
     for name in ("pka", "sieve", "allegro", "random", "stem_root", "photon", "gcl", "gcl_stem"):
         assert f"\n{name} " in "\n" + listed
     assert "threshold=0.95" in listed
+    # each summary is the docstring's whole first paragraph (gcl_paper's first line ends in "on")
+    assert "the first invocation of each cluster simulated." in " ".join(listed.split())

@@ -80,6 +80,7 @@ def _parse_params(items: list[str]) -> dict:
 
 def _list_methods() -> int:
     import inspect
+    import textwrap
 
     from gclsampler.evaluate import _registry
 
@@ -87,8 +88,9 @@ def _list_methods() -> int:
         sig = inspect.signature(cls.__init__)
         params = ", ".join(f"{p.name}={p.default!r}" for p in list(sig.parameters.values())[1:]
                            if p.name != "random_state" and p.default is not inspect.Parameter.empty)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        print(f"{name:10s} {doc}")
+        # the docstring's first paragraph, whole: its first line alone can stop mid-sentence
+        doc = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
+        print(textwrap.fill(doc, width=100, initial_indent=f"{name:10s} ", subsequent_indent=" " * 11))
         if params:
             print(f"{'':10s} {params}")
     return 0
