@@ -269,3 +269,19 @@ def test_ctrl_c_while_a_group_imports_torch(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", slow_import)
     assert cli.main(["graph", "build", "wl"]) == 130
     _line(capsys, "gclsampler: interrupted")
+
+
+@pytest.mark.parametrize("script,needles", [
+    ("train.py", ["train.py: gclsampler's pipeline for one workload", "python train.py debug=default workload=3mm",
+                  "== Configuration groups =="]),
+    ("evaluate.py", ["evaluate.py: every sampling method", "'data_dir=workloads/seed${seed}'", "suite: full, quick"]),
+])
+def test_help_explains_the_script(tmp_path, script, needles):
+    """--help is Hydra's group/config listing under a header that says what the script does and
+    how it is run (the `${seed}` of the multirun example must survive both OmegaConf and the
+    help template's $-substitution)."""
+    r = _run([str(ROOT / script), "--help"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for needle in needles:
+        assert needle in r.stdout, needle
+    assert not any(tmp_path.iterdir())  # --help writes nothing
