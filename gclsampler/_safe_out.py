@@ -216,6 +216,40 @@ def claim_dir(out: str | os.PathLike, command: str,
 
 
 @contextlib.contextmanager
+def synth_lock(out: str | os.PathLike, on_wait=None) -> Iterator[None]:
+    """Hold an exclusive lock on ``<parent>/.<name>.lock`` while the caller checks ``out`` and
+    synthesizes it. Why: the jobs of a multirun (SLURM, or several shells) that need one missing
+    workload all synthesized it at once, and each commit replaced (and deleted) the directory
+    another job was already reading graphs from. With the lock, the first job synthesizes and
+    the others wait, then find it there. Advisory (``flock``); where no lock file can be made
+    (a read-only workloads dir, a platform without ``fcntl``) it goes on unlocked.
+    ``on_wait(message)`` is told once when another process holds the lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(out.parent / f".{out.name}.lock", "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait(f"waiting for another process that is synthesizing {out}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def replace_dir(out: str | os.PathLike, command: str,
                 inputs: Iterable[str | os.PathLike | None] = ()) -> Iterator[Path]:
     """Yield a temp directory; on success it replaces ``out`` (see the module docstring)."""

@@ -206,20 +206,31 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
     params = dict(suite.synth_params or {})
     per = params.pop("per_workload", {}) or {}
     params.update(per.get(name, {}) or {})
-    if (wdir / "profile.csv").exists():
-        from gclsampler.synth.generate import stale_reason
+    from gclsampler.synth.generate import stale_reason
 
-        why = stale_reason(wdir, name, params or None, suite.trace_arch, seed) if generate else None
-        if why is None:
-            return wdir
-        print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
+    def fresh() -> bool:
+        return (wdir / "profile.csv").exists() and (
+            not generate or stale_reason(wdir, name, params or None, suite.trace_arch, seed) is None)
+
+    if fresh():
+        return wdir
     if not generate:
         raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
     try:
         from gclsampler.synth import generate as synth_generate
     except ImportError as exc:
         raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
-    out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
+    from gclsampler._safe_out import synth_lock
+    from gclsampler.synth.generate import check_request
+
+    check_request(name, params or None, suite.trace_arch, seed)  # a bad knob fails before the lock file exists
+    with synth_lock(wdir, on_wait=lambda msg: print(f"evaluate: {msg}", file=sys.stderr)):
+        if fresh():  # another job of a multirun wrote it while this one waited
+            return wdir
+        if (wdir / "profile.csv").exists():
+            why = stale_reason(wdir, name, params or None, suite.trace_arch, seed)
+            print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
+        out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
         if cand is not None and (cand / "profile.csv").exists():
             return cand

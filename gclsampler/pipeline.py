@@ -135,20 +135,30 @@ def ensure_workload(cfg: DictConfig) -> Path:
         if not (wdir / "kernelslist.g").exists():
             raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
         return wdir
-    if (wdir / "kernelslist.g").exists():
-        why = _stale_synthetic(wdir, cfg)
-        if why is None:
-            return wdir
-        log.info("re-synthesizing %s: %s", wdir, why)
-    try:
-        from gclsampler.synth import generate
-    except ImportError as exc:  # pragma: no cover
-        raise PipelineError(f"workload.name: {wdir} is missing and gclsampler.synth is unavailable") from exc
+    if (wdir / "kernelslist.g").exists() and _stale_synthetic(wdir, cfg) is None:
+        return wdir
+    from gclsampler._safe_out import synth_lock
+    from gclsampler.synth.generate import check_request
+
     req = _synth_request(cfg)
-    log.info("synthesizing SYNTHETIC workload %s into %s", cfg.workload.name, wdir)
-    with _synth_keys_under_workload():
-        generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
-                 progress=bool(cfg.train.progress))
+    with _synth_keys_under_workload():  # a bad knob fails before the lock file exists
+        check_request(str(cfg.workload.name), req["params"], req["arch"], req["seed"])
+
+    with synth_lock(wdir, on_wait=log.info):
+        # checked again under the lock: another job of a multirun may have just written it
+        if (wdir / "kernelslist.g").exists():
+            why = _stale_synthetic(wdir, cfg)
+            if why is None:
+                return wdir
+            log.info("re-synthesizing %s: %s", wdir, why)
+        try:
+            from gclsampler.synth import generate
+        except ImportError as exc:  # pragma: no cover
+            raise PipelineError(f"workload.name: {wdir} is missing and gclsampler.synth is unavailable") from exc
+        log.info("synthesizing SYNTHETIC workload %s into %s", cfg.workload.name, wdir)
+        with _synth_keys_under_workload():
+            generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
+                     progress=bool(cfg.train.progress))
     return wdir
 
 

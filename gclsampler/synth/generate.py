@@ -299,6 +299,20 @@ def _timing_task(archs: list[str], seed: int, items: list[tuple]) -> dict[str, l
 
 
 # ----------------------------------------------------------------------------- workload
+def check_request(name: str, params: dict | None, arch: str, seed) -> tuple[dict, list[str]]:
+    """The resolved knobs and archs of a ``generate`` call, or the SynthConfigError it would
+    raise, without any work: callers check before they create anything (a lock file, a dir)."""
+    k = resolve_params(name, params)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SynthConfigError(f"seed: must be a non-negative integer, got {seed!r}")  # SeedSequence's own error names no key
+    archs = list(dict.fromkeys(list(k["archs"]) + [arch]))
+    known = _timing()[3]
+    bad = [a for a in archs if a not in known]
+    if bad:
+        raise SynthConfigError(f"synth.archs: unknown arch {bad[0]!r}; known: {', '.join(sorted(known))}")
+    return k, archs
+
+
 def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "ampere", seed: int = 0,
              progress: bool = True, jobs: int = 2) -> Path:
     """Synthesize workload ``name`` into ``out_dir`` (replaced if it exists). Returns the path.
@@ -308,14 +322,8 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     the timing model runs in one worker process while this one interprets and writes
     traces (same files as ``jobs=1``: the timing chain stays sequential).
     """
-    k = resolve_params(name, params)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SynthConfigError(f"seed: must be a non-negative integer, got {seed!r}")  # SeedSequence's own error names no key
+    k, archs = check_request(name, params, arch, seed)
     WorkSummary, _, _, ARCHS = _timing()
-    archs = list(dict.fromkeys(list(k["archs"]) + [arch]))
-    bad = [a for a in archs if a not in ARCHS]
-    if bad:
-        raise SynthConfigError(f"synth.archs: unknown arch {bad[0]!r}; known: {', '.join(sorted(ARCHS))}")
     n_sm = int(getattr(ARCHS[arch], "sm_count", 46))
     spec = WORKLOADS[name]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(name.encode())]))
