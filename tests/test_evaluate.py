@@ -335,28 +335,13 @@ def test_schema_defaults_equal_the_default_yaml():
 
 
 def test_evaluate_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_path, monkeypatch):
-    """The jobs of train.py's workloads_dir (test_pipeline) hold for evaluate.py's data_dir (a multirun over settings that share one data_dir)."""
-    import threading
-    import time
-
+    """What test_pipeline checks for train.py's workloads_dir, for evaluate.py's data_dir (a
+    multirun over settings that share one data_dir)."""
     import gclsampler.synth as synth
     from gclsampler.evaluate import SuiteConfig, _prepare_workload
+    from tests._concurrent_synth import run_in_threads, slow_fake_generate
 
-    calls = []
-
-    def slow_generate(name, wdir, **kw):
-        calls.append(name)
-        time.sleep(0.3)
-        Path(wdir).mkdir(parents=True, exist_ok=True)
-        (Path(wdir) / "profile.csv").write_text("invocation\n")
-        return Path(wdir)
-
-    monkeypatch.setattr(synth, "generate", slow_generate)
-    got: list = []
-    jobs = [threading.Thread(target=lambda: got.append(_prepare_workload("3mm", tmp_path, SuiteConfig(), True, 0)))
-            for _ in range(3)]
-    for j in jobs:
-        j.start()
-    for j in jobs:
-        j.join()
+    calls: list = []
+    monkeypatch.setattr(synth, "generate", slow_fake_generate(calls, "profile.csv"))
+    got = run_in_threads(lambda: _prepare_workload("3mm", tmp_path, SuiteConfig(), True, 0))
     assert calls == ["3mm"] and got == [tmp_path / "3mm"] * 3

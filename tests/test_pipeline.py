@@ -269,27 +269,12 @@ def test_own_workload_dir_is_not_labelled_synthetic_in_the_run_config(tmp_path):
 def test_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_path, monkeypatch):
     """A multirun's jobs (SLURM, or several shells) that start together all found the workload
     missing and synthesized it, each commit deleting the directory another job was reading."""
-    import threading
-    import time
-
     import gclsampler.synth as synth
     from gclsampler.pipeline import ensure_workload
+    from tests._concurrent_synth import run_in_threads, slow_fake_generate
 
-    calls = []
-
-    def slow_generate(name, wdir, **kw):
-        calls.append(name)
-        time.sleep(0.3)
-        Path(wdir).mkdir(parents=True, exist_ok=True)
-        (Path(wdir) / "kernelslist.g").write_text("kernel-1.traceg\n")
-        return Path(wdir)
-
-    monkeypatch.setattr(synth, "generate", slow_generate)
+    calls: list = []
+    monkeypatch.setattr(synth, "generate", slow_fake_generate(calls, "kernelslist.g"))
     cfg = compose_cfg(["debug=default", "workload=3mm", f"paths.workloads_dir={tmp_path}"])
-    got: list = []
-    jobs = [threading.Thread(target=lambda: got.append(ensure_workload(cfg))) for _ in range(3)]
-    for j in jobs:
-        j.start()
-    for j in jobs:
-        j.join()
+    got = run_in_threads(lambda: ensure_workload(cfg))
     assert calls == ["3mm"] and got == [tmp_path / "3mm"] * 3
