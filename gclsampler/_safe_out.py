@@ -268,6 +268,14 @@ except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]
 
 
+def job_order(job: Path) -> tuple:
+    """Sort key for a multirun's job directories, ``<num>`` or ``<num>_<name>`` (the sweep
+    subdirs of conf/hydra/default.yaml and conf/evaluate.yaml): Hydra's job order 0, 1, ...,
+    10 rather than the string order 0, 1, 10, 2; other names after them, by name."""
+    num = job.name.split("_", 1)[0]
+    return (0, int(num), job.name) if num.isdigit() else (1, 0, job.name)
+
+
 class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback: refuse a ``hydra.run.dir`` that holds someone else's files.
 

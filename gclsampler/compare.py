@@ -21,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
+from gclsampler._safe_out import job_order
 from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
 from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
@@ -107,10 +108,10 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
 
 def find_runs(root: str | Path) -> list[Path]:
     """The job directories of a multirun (or any directory) that hold a ``results.csv``,
-    in Hydra's job order (0, 1, ..., 10), then by name."""
+    in Hydra's job order (``0_full``, ``1_full``, ..., ``10_full``), then by name."""
     root = Path(root)
     jobs = [p for p in root.iterdir() if p.is_dir() and (p / "results.csv").exists()]
-    return sorted(jobs, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
+    return sorted(jobs, key=job_order)
 
 
 def _common(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:

@@ -36,6 +36,7 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from gclsampler._atomic import atomic_path, write_text_atomic
+from gclsampler._safe_out import job_order
 from gclsampler.augment import AugmentConfig, augment_batch
 from gclsampler.errors import GclError
 from gclsampler.loss import symmetric_info_nce
@@ -469,10 +470,6 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
 
     root = Path(multirun_dir)
     rows = []
-
-    def job_order(p: Path) -> tuple:  # job dirs are <num>_<workload> (conf/hydra/default.yaml) or <num>
-        num = p.name.split("_", 1)[0]
-        return (0, int(num), p.name) if num.isdigit() else (1, 0, p.name)
 
     for job in sorted((p for p in root.iterdir() if p.is_dir()), key=job_order):
         logf = job / "train_log.csv"

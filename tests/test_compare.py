@@ -213,11 +213,37 @@ def test_evaluate_multirun_writes_compare_md(tmp_path):
                         "suite.hist_methods=[sieve]", f"data_dir={data}", "generate=false", "plots=false",
                         f"hydra.sweep.dir={sweep}"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (sweep / "0" / "results.csv").exists() and (sweep / "1" / "results.csv").exists()
+    assert (sweep / "0_quick" / "results.csv").exists() and (sweep / "1_quick" / "results.csv").exists()
     text = (sweep / "compare.md").read_text()
     assert "2 runs of `evaluate.py`" in text and "## `pka` head to head" in text  # no gcl: the first method
     per = pd.read_csv(sweep / "compare.csv")
     assert sorted(set(per["seed"])) == [0, 1] and set(per["method"]) == {"pka", "sieve", "random"}
+
+
+def test_a_suite_sweep_shares_one_sweep_dir():
+    """Hydra resolves hydra.sweep.dir per job: with ${suite.name} in it, `-m suite=quick,full`
+    put the jobs under multirun/evaluate/quick/ and .../full/, and compare.md (written into the
+    primary config's dir) saw only one of them."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from gclsampler.evaluate import register_configs
+
+    register_configs()
+    dirs = set()
+    for suite in ("quick", "full"):
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            cfg = compose(config_name="evaluate", overrides=[f"suite={suite}"], return_hydra_config=True)
+        sweep = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
+        dirs.add(sweep["dir"])
+        assert "${suite.name}" in sweep["subdir"] and "${hydra.job.num}" in sweep["subdir"]
+    assert len(dirs) == 1 and "suite" not in dirs.pop()
+
+
+def test_find_runs_orders_jobs_by_number(tmp_path):
+    for job in ("10_full", "2_quick", "0_full", "notes"):
+        _write(tmp_path, job, _rows({("w1", "gcl"): 1.0}))
+    assert [p.name for p in find_runs(tmp_path)] == ["0_full", "2_quick", "10_full", "notes"]
 
 
 def test_callback_reports_a_summary_it_cannot_write_in_one_line(tmp_path, capsys):
