@@ -185,3 +185,25 @@ def test_nvbit_compat_picks_the_set_at_launch_form(tmp_path, flags, expected):
     subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", *flags, f"-I{ROOT / 'tracer'}",
                     str(ROOT / "tracer/test/nvbit_compat_test.cpp"), "-o", str(exe)], check=True)
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
+
+
+def test_every_single_kernel_launch_entry_point_is_read_alike(tmp_path):
+    """tracer/gcl_launch.h: cuLaunchKernel, cuLaunchCooperativeKernel and cuLaunchKernelEx (the
+    last keeps its geometry in a CUlaunchConfig), each with its _ptsz form, give the same view
+    of kernel, grid, block, dynamic shared memory and stream; other callbacks are not launches.
+    Only cuLaunchKernel[_ptsz] was hooked, so cudaLaunchKernelEx launches went uncounted and the
+    trace ids stopped matching profile rows."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "launch_view"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer/test/launch_view_test.cpp"), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    apis = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz",
+            "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"]
+    for k, (api, line) in enumerate(zip(apis, lines), start=1):
+        name, func, grid, block, shmem, stream = line.split()
+        assert name == api and int(func, 16) == 0x1000 * k and int(stream, 16) == 0x100 * k, line
+        assert grid == f"{10 * k + 1},{10 * k + 2},{10 * k + 3}" and block == f"{10 * k + 4},{10 * k + 5},{10 * k + 6}"
+        assert int(shmem) == 10 * k + 7
+    assert [ln.split()[0] for ln in lines[len(apis):]] == ["-", "-", "-"]  # Ex without a config, a memcpy, a graph

@@ -36,6 +36,7 @@
 #include "utils/channel.hpp"
 
 #include "gcl_format.h"
+#include "gcl_launch.h"
 #include "gcl_record.h"
 
 #define GCL_CHANNEL_BYTES (1 << 22)
@@ -299,40 +300,40 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
             (unsigned long long)p->ByteCount);
     return;
   }
-  if (cbid != API_CUDA_cuLaunchKernel && cbid != API_CUDA_cuLaunchKernel_ptsz) return;
-  cuLaunchKernel_params *p = (cuLaunchKernel_params *)params;
+  gcl::LaunchView L;
+  if (!gcl::launch_view(cbid, params, &L)) return;
   static CUevent ev_start, ev_stop;
   static bool traced = false;
   static std::string mangled;
   static int nregs = 0, shmem = 0;
   if (!is_exit) {
     invocation_id++;
-    mangled = nvbit_get_func_name(ctx, p->f, true);
-    const char *demangled = nvbit_get_func_name(ctx, p->f, false);
+    mangled = nvbit_get_func_name(ctx, L.f, true);
+    const char *demangled = nvbit_get_func_name(ctx, L.f, false);
     traced = !opt.time_only && wanted(invocation_id, mangled.c_str(), demangled);
     if (traced) {
-      instrument(ctx, p->f);
+      instrument(ctx, L.f);
       uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
       /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0.
        * The stream argument exists only after 1.7.1 (nvbit_compat.h picks the form). */
-      GCL_SET_AT_LAUNCH(ctx, p->f, (uint64_t)sm, p->hStream);
+      GCL_SET_AT_LAUNCH(ctx, L.f, (uint64_t)sm, L.stream);
     }
-    nvbit_enable_instrumented(ctx, p->f, traced);
+    nvbit_enable_instrumented(ctx, L.f, traced);
     int v = 0;
-    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p->f);
-    shmem = v + (int)p->sharedMemBytes;
-    cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->f);
+    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, L.f);
+    shmem = v + (int)L.dyn_shmem;
+    cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, L.f);
     if (traced) {
       gcl::KernelHeaderInfo h;
       h.name = mangled;
       h.kernel_id = invocation_id;
-      h.grid[0] = p->gridDimX, h.grid[1] = p->gridDimY, h.grid[2] = p->gridDimZ;
-      h.block[0] = p->blockDimX, h.block[1] = p->blockDimY, h.block[2] = p->blockDimZ;
+      h.grid[0] = L.grid[0], h.grid[1] = L.grid[1], h.grid[2] = L.grid[2];
+      h.block[0] = L.block[0], h.block[1] = L.block[1], h.block[2] = L.block[2];
       h.shmem = shmem;
       h.nregs = nregs;
-      cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, p->f);
+      cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, L.f);
       h.binary_version = v;
-      h.cuda_stream_id = (uint64_t)p->hStream;
+      h.cuda_stream_id = (uint64_t)L.stream;
       h.shmem_base_addr = nvbit_get_shmem_base_addr(ctx);
       h.local_mem_base_addr = nvbit_get_local_mem_base_addr(ctx);
       h.nvbit_version = NVBIT_VERSION;
@@ -350,12 +351,12 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     }
     cuEventCreate(&ev_start, CU_EVENT_DEFAULT);
     cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
-    cuEventRecord(ev_start, p->hStream);
+    cuEventRecord(ev_start, L.stream);
     return;
   }
   /* exit: the launch is queued; time it and, when traced, drain the channel */
   skip_callbacks = true;
-  cuEventRecord(ev_stop, p->hStream);
+  cuEventRecord(ev_stop, L.stream);
   cuEventSynchronize(ev_stop);
   float ms = 0.f;
   cuEventElapsedTime(&ms, ev_start, ev_stop);
@@ -377,8 +378,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   /* cycles from the SM clock: an estimate (boost clocks vary); prefer Nsight Compute's
    * sm__cycles_elapsed.max via `gclsampler profile import` where it matters */
   fprintf(profile_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%.0f,%.0f,%d,%d\n",
-          (unsigned long long)(invocation_id - 1), mangled.c_str(), p->gridDimX, p->gridDimY, p->gridDimZ,
-          p->blockDimX, p->blockDimY, p->blockDimZ, ns, ns * clock_khz / 1e6, nregs, shmem);
+          (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2],
+          L.block[0], L.block[1], L.block[2], ns, ns * clock_khz / 1e6, nregs, shmem);
   fflush(profile_csv);
   fflush(kernelslist);
   skip_callbacks = false;

@@ -1,0 +1,70 @@
+/* One view of a kernel launch, whichever driver entry point made it.
+ *
+ * Why: the tool must count and trace every launch the profilers count, or the trace ids
+ * stop lining up with profile.csv rows. `<<<>>>` and cudaLaunchKernel reach cuLaunchKernel,
+ * but cudaLaunchKernelEx (which thread-block-cluster launches need, e.g. on Hopper)
+ * reaches cuLaunchKernelEx, whose geometry sits in a CUlaunchConfig, and
+ * cudaLaunchCooperativeKernel reaches cuLaunchCooperativeKernel. Each comes in a
+ * per-thread-default-stream (_ptsz) form with the same parameter layout. The callback
+ * reads the kernel, its grid, block, dynamic shared memory and stream from here only.
+ * CUDA-graph replays do not pass through any of these entry points.
+ * Include after the CUDA and NVBit headers (cuda.h, generated_cuda_meta.h, nvbit.h).
+ */
+#pragma once
+
+namespace gcl {
+
+struct LaunchView {
+  CUfunction f = nullptr;
+  unsigned grid[3] = {0, 0, 0};
+  unsigned block[3] = {0, 0, 0};
+  unsigned dyn_shmem = 0;  /* dynamic shared memory per CTA, bytes */
+  CUstream stream = nullptr;
+  const char *api = "";    /* the entry point, for messages */
+};
+
+template <typename P>
+inline void copy_geometry(const P &p, LaunchView *v) {
+  v->grid[0] = p.gridDimX, v->grid[1] = p.gridDimY, v->grid[2] = p.gridDimZ;
+  v->block[0] = p.blockDimX, v->block[1] = p.blockDimY, v->block[2] = p.blockDimZ;
+  v->dyn_shmem = p.sharedMemBytes;
+  v->stream = p.hStream;
+}
+
+template <typename P>
+inline bool from_classic(const void *params, const char *api, LaunchView *v) {
+  const P *p = static_cast<const P *>(params);
+  v->f = p->f;
+  copy_geometry(*p, v);
+  v->api = api;
+  return true;
+}
+
+template <typename P>
+inline bool from_ex(const void *params, const char *api, LaunchView *v) {
+  const P *p = static_cast<const P *>(params);
+  if (p->config == nullptr) return false; /* the driver rejects it: nothing launches */
+  v->f = p->f;
+  copy_geometry(*p->config, v);
+  v->api = api;
+  return true;
+}
+
+/* True when `cbid` is a single-kernel launch; then *v describes it. */
+inline bool launch_view(nvbit_api_cuda_t cbid, const void *params, LaunchView *v) {
+  switch (cbid) {
+    case API_CUDA_cuLaunchKernel: return from_classic<cuLaunchKernel_params>(params, "cuLaunchKernel", v);
+    case API_CUDA_cuLaunchKernel_ptsz:
+      return from_classic<cuLaunchKernel_ptsz_params>(params, "cuLaunchKernel_ptsz", v);
+    case API_CUDA_cuLaunchCooperativeKernel:
+      return from_classic<cuLaunchCooperativeKernel_params>(params, "cuLaunchCooperativeKernel", v);
+    case API_CUDA_cuLaunchCooperativeKernel_ptsz:
+      return from_classic<cuLaunchCooperativeKernel_ptsz_params>(params, "cuLaunchCooperativeKernel_ptsz", v);
+    case API_CUDA_cuLaunchKernelEx: return from_ex<cuLaunchKernelEx_params>(params, "cuLaunchKernelEx", v);
+    case API_CUDA_cuLaunchKernelEx_ptsz:
+      return from_ex<cuLaunchKernelEx_ptsz_params>(params, "cuLaunchKernelEx_ptsz", v);
+    default: return false;
+  }
+}
+
+}  // namespace gcl
