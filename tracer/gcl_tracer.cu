@@ -302,6 +302,20 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   }
   gcl::LaunchView L;
   if (!gcl::launch_view(cbid, params, &L)) return;
+  /* A launch made while its stream is being captured into a CUDA graph does not run: it
+   * becomes a graph node, and its replays bypass these callbacks. Counting it would give
+   * a trace id to a kernel the profilers never see run, and timing it would record and
+   * wait on events inside the capture, which invalidates the application's graph. */
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(L.stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    static bool warned = false;
+    if (!is_exit && !warned) {
+      fprintf(stderr, "gcl_tracer: %s during CUDA-graph stream capture: not traced or counted, and neither are the "
+              "graph's replays; trace with graphs off\n", L.api);
+      warned = true;
+    }
+    return;
+  }
   static CUevent ev_start, ev_stop;
   static bool traced = false;
   static std::string mangled;
