@@ -290,3 +290,57 @@ def test_negative_seed_is_refused_naming_the_key(tmp_path):
         generate("3mm", tmp_path / "w", params={"n": 16}, seed=-1)
     assert not (tmp_path / "w").exists()
 
+
+
+def _warp_view(t, w):
+    """Warp ``w``'s instructions, addresses and value blocks, as plain lists."""
+    a, b = int(t.warp_ptr[w]), int(t.warp_ptr[w + 1])
+    vals = None if t.values is None else t.values[t.value_ptr[a]:t.value_ptr[b]].tolist()
+    return (t.pc[a:b].tolist(), t.mask[a:b].tolist(), t.addrs[t.addr_ptr[a]:t.addr_ptr[b]].tolist(),
+            np.diff(t.addr_ptr[a:b + 1]).tolist(), vals,
+            None if t.value_ptr is None else np.diff(t.value_ptr[a:b + 1]).tolist())
+
+
+@pytest.mark.parametrize("key", ["gemm_tc", "attn_decode", "layernorm"])
+def test_batched_warps_record_what_each_cta_records_alone(key):
+    """The synthesizer runs traced CTAs (values on, no cap) and timing-sample CTAs (values off,
+    capped) in one batch; the interpreter puts every record's addresses and values in its own
+    warp's place. A traced CTA's warps are what the CTA records alone, and a sample CTA's carry
+    no values."""
+    L = LAUNCHES[key]
+    p = build(L)
+    h = KernelHeader(L.name, 1, L.grid, L.block, shmem=p.shmem, nregs=p.nregs, shmem_base_addr=SHBASE)
+    last = [L.grid[0] - 1, L.grid[1] - 1, 0]
+    both = run_program(p, h, np.asarray([[0, 0, 0], last]), Memory(), np.array([10**6, 40]),
+                       np.array([True, False])).trace
+    alone = run_program(p, h, np.asarray([[0, 0, 0]]), Memory(), 10**6, True).trace
+    wpc = alone.n_warps
+    for w in range(wpc):
+        assert _warp_view(both, w) == _warp_view(alone, w)
+    for w in range(wpc, 2 * wpc):
+        pcs, _, _, _, vals, nvals = _warp_view(both, w)
+        assert len(pcs) == 40 and vals == [] and set(nvals) == {0}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_subset_warps_keeps_each_warp_whole(seed):
+    """Consecutive warps (the synthesizer's only request) are cut as one instruction range, any
+    other set warp by warp; either way each kept warp is the original warp, opcode names
+    included, and the copy does not share memory with the batch it came from."""
+    from gclsampler.synth.generate import subset_warps
+    from gclsampler.trace.testing import random_kernel_trace
+
+    rng = np.random.default_rng(seed)
+    t = random_kernel_trace(rng, n_warps=8, max_insts=25, values=True)
+    lo = int(rng.integers(0, t.n_warps))
+    for warps in (np.arange(lo, t.n_warps), np.arange(0, lo + 1), np.arange(t.n_warps)[::2]):
+        for values in (True, False):
+            s = subset_warps(t, warps, values=values)
+            assert s.n_warps == len(warps) and np.array_equal(s.warp_id, t.warp_id[warps])
+            for i, w in enumerate(warps.tolist()):
+                got, want = _warp_view(s, i), _warp_view(t, w)
+                assert got[:4] == want[:4] and got[4:] == (want[4:] if values else (None, None))
+                a, b = s.warp_ptr[i], s.warp_ptr[i + 1]
+                c = t.warp_ptr[w]
+                assert [s.opcode_table[o] for o in s.opcode[a:b]] == [t.opcode_table[o] for o in t.opcode[c:c + b - a]]
+            assert not np.shares_memory(s.pc, t.pc) and (s.values is None or not np.shares_memory(s.values, t.values))

@@ -182,6 +182,47 @@ def test_round_trip_property(tmp_path, seed, line_num, imm, values, n_warps, max
     assert plain.values is None and np.array_equal(plain.addrs, t.addrs) and np.array_equal(plain.pc, t.pc)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), chunk=st.integers(1, 50), values=st.booleans(), line_num=st.booleans())
+def test_text_formatted_in_chunks_is_the_text_formatted_at_once(seed, chunk, values, line_num):
+    """The writer formats long kernels a chunk of instructions at a time (a complete conv layer
+    needed tens of GB at once); where the chunks cut warps, CTAs or empty warps must not show."""
+    from gclsampler.trace.writer import render_chunks
+
+    rng = np.random.default_rng(seed)
+    t = random_kernel_trace(rng, n_warps=int(rng.integers(1, 9)), max_insts=int(rng.integers(0, 30)),
+                            line_num=line_num, values=True)
+    whole = b"".join(render_chunks(t, values=values, chunk_insts=max(1, t.n_insts)))
+    assert b"".join(render_chunks(t, values=values, chunk_insts=chunk)) == whole
+    assert whole.count(b"#BEGIN_TB") == whole.count(b"#END_TB") == len({tuple(c) for c in t.warp_cta.tolist()})
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".xz", ".zst"])
+def test_a_kernel_too_long_for_one_compress_call_streams(tmp_path, suffix, monkeypatch):
+    """Past ONE_SHOT_BYTES of text the file streams through the compressor: the same content
+    (and for plain, gz and xz the same bytes) as one call, and never a partial file."""
+    from gclsampler.trace import writer
+
+    t = random_kernel_trace(np.random.default_rng(11), n_warps=8, max_insts=200, values=True)
+    write_kernel(t, tmp_path / f"once.traceg{suffix}")
+    monkeypatch.setattr(writer, "ONE_SHOT_BYTES", 1000)
+    monkeypatch.setattr(writer, "CHUNK_INSTS", 16)
+    p = tmp_path / f"kernel-1.traceg{suffix}"
+    write_kernel(t, p)
+    assert read_kernel(p).equals(t)
+    if suffix != ".zst":  # a streamed zstd frame leaves out the content size
+        assert p.read_bytes() == (tmp_path / f"once.traceg{suffix}").read_bytes()
+
+    def broken():
+        yield from writer.render_chunks(t, chunk_insts=16)
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError):
+        writer.write_chunks_atomic(p, broken())
+    assert read_kernel(p).equals(t) and sorted(x.name for x in tmp_path.iterdir()) == sorted(
+        [p.name, f"once.traceg{suffix}"])
+
+
 def _workload(tmp_path, n=3):
     d = tmp_path / "wl"
     d.mkdir()

@@ -26,6 +26,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -155,14 +156,23 @@ def subset_warps(t: KernelTrace, warps: np.ndarray, header: KernelHeader | None 
     warps = np.asarray(warps, np.int64)
     lo, hi = t.warp_ptr[warps], t.warp_ptr[warps + 1]
     cnt = hi - lo
-    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(warps) else np.zeros(0, np.int64)
-    idx = idx.astype(np.int64)
+    # consecutive warps (what the synthesizer asks for) are one instruction range: sliced, with
+    # no per-value index arrays, which took ~2 KB per instruction of values-carrying traces
+    span = len(warps) > 0 and bool(np.all(np.diff(warps) == 1))
+    if span:
+        idx = slice(int(lo[0]), int(hi[-1]))
+    else:
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(warps) else np.zeros(0, np.int64)
+        idx = idx.astype(np.int64)
     warp_ptr = np.zeros(len(warps) + 1, np.int64)
     np.cumsum(cnt, out=warp_ptr[1:])
 
     def ragged(ptr, data):
         if ptr is None:
             return None, None
+        if span:
+            a, b = int(ptr[idx.start]), int(ptr[idx.stop])
+            return ptr[idx.start:idx.stop + 1] - a, data[a:b].copy()
         c = ptr[idx + 1] - ptr[idx]
         out_ptr = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(c, out=out_ptr[1:])
@@ -180,12 +190,15 @@ def subset_warps(t: KernelTrace, warps: np.ndarray, header: KernelHeader | None 
     first = np.unique(t.opcode[idx], return_index=True)[1]
     order = used[np.argsort(first)]
     remap[order] = np.arange(len(order), dtype=np.int32)
+    def take(x):  # a copy either way: a view would keep the whole batch's arrays alive
+        return x[idx].copy() if span else x[idx]
+
     return KernelTrace(
         header=t.header if header is None else header, warp_cta=t.warp_cta[warps], warp_id=t.warp_id[warps], warp_ptr=warp_ptr,
-        pc=t.pc[idx], mask=t.mask[idx], opcode=remap[t.opcode[idx]],
-        opcode_table=tuple(t.opcode_table[i] for i in order), dst=t.dst[idx], src=t.src[idx],
-        mem_width=t.mem_width[idx], addr_ptr=addr_ptr, addrs=addrs, line_num=None,
-        imm=None if t.imm is None else t.imm[idx], value_ptr=value_ptr, values=vals)
+        pc=take(t.pc), mask=take(t.mask), opcode=remap[t.opcode[idx]],
+        opcode_table=tuple(t.opcode_table[i] for i in order), dst=take(t.dst), src=take(t.src),
+        mem_width=take(t.mem_width), addr_ptr=addr_ptr, addrs=addrs, line_num=None,
+        imm=None if t.imm is None else take(t.imm), value_ptr=value_ptr, values=vals)
 
 
 def _header(launch: Launch, kernel_id: int, prog) -> KernelHeader:
@@ -196,9 +209,11 @@ def _header(launch: Launch, kernel_id: int, prog) -> KernelHeader:
 
 @dataclass
 class Interpreted:
-    """What one invocation contributes: its trace file content and the timing model's input."""
+    """What one invocation contributes: its trace file content and the timing model's input.
+    ``traced`` is None once handed to ``interpret``'s ``emit`` (written and let go)."""
 
-    traced: KernelTrace
+    header: KernelHeader
+    traced: KernelTrace | None
     sample: KernelTrace
     sample_ctas: np.ndarray
     insts_scale: float
@@ -206,10 +221,15 @@ class Interpreted:
     shmem: int
 
 
-def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm: int) -> list[Interpreted]:
+def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm: int,
+              emit: Callable[[int, KernelTrace], None] | None = None) -> list[Interpreted]:
     """Interpret consecutive launches; launches whose programs differ only in integer
     kernel parameters (same layer op in another layer or decode step) run as one
-    vectorised batch, each CTA reading its own launch's parameters."""
+    vectorised batch, each CTA reading its own launch's parameters.
+
+    ``emit(j, traced)``, when given, receives launch j's trace as soon as its batch is done
+    and the result keeps only its header: complete traces of a whole window of launches
+    (every conv layer of a network) do not fit in memory together."""
     progs = [build(L) for L in launches]
     groups: dict[tuple, list[int]] = {}
     for j, (L, p) in enumerate(zip(launches, progs)):
@@ -224,7 +244,8 @@ def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm:
         while i < len(members):
             take = 1 if per_launch == 0 else max(1, budget // per_launch)
             chunk = members[i:i + take]
-            per_launch = max(per_launch, _interpret_group(launches, progs, chunk, first_id, mem, k, n_sm, tcap, out))
+            per_launch = max(per_launch, _interpret_group(launches, progs, chunk, first_id, mem, k, n_sm, tcap, out,
+                                                          emit))
             i += len(chunk)
     return out
 
@@ -233,7 +254,7 @@ _NO_CAP = 1 << 62
 
 
 def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Memory, k: dict, n_sm: int,
-                     tcap: int, out: list) -> int:
+                     tcap: int, out: list, emit=None) -> int:
     """One interpreter batch of same-program launches; fills ``out``; returns the largest
     number of warp instructions recorded for one launch's traced CTAs."""
     scap = int(k["sample_cap"])
@@ -259,8 +280,11 @@ def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Me
         sample = subset_warps(res.trace, np.arange(w0 + nt, w0 + per * wpc), header=hdr, values=False)
         per_cta = res.insts_total[w0 + nt:w0 + per * wpc].reshape(len(s_ids), wpc).sum(axis=1)
         total = float(per_cta.mean()) * n
-        out[j] = Interpreted(traced, sample, s_ids, total / max(1, sample.n_insts), p0.nregs, p0.shmem)
         largest = max(largest, int(traced.n_insts))
+        if emit is not None:
+            emit(j, traced)
+            traced = None
+        out[j] = Interpreted(hdr, traced, sample, s_ids, total / max(1, sample.n_insts), p0.nregs, p0.shmem)
     return largest
 
 
@@ -361,14 +385,17 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
         try:
             done: list[Interpreted] = []
             items: list[tuple] = []
+            def emit_from(first: int):
+                def emit(j: int, traced: KernelTrace) -> None:
+                    write_kernel(traced, tmp / f"kernel-{first + j + 1}{suffix}", values=bool(k["values"]))
+                return emit
+
             for i in it:
                 if i % window == 0:
-                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm)
+                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm, emit=emit_from(i))
                 L, r = launches[i], done[i % window]
-                fname = f"kernel-{i + 1}{suffix}"
-                write_kernel(r.traced, tmp / fname, values=bool(k["values"]))
-                files.append(fname)
-                work = WorkSummary(header=r.traced.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
+                files.append(f"kernel-{i + 1}{suffix}")  # written by emit
+                work = WorkSummary(header=r.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
                                    insts_scale=r.insts_scale)
                 items.append((i, L.name, L.grid, L.block, r.nregs, r.shmem, work))
                 if len(items) == window or i == len(launches) - 1:

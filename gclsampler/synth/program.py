@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from gclsampler.trace._text import popcount32, ragged_arange
 from gclsampler.trace.types import KernelHeader, KernelTrace, reg_code
 
 PC_STEP = 16  # Ampere instructions are 128-bit
@@ -742,81 +743,87 @@ class Machine:
                 self._recording = False
 
     def _record(self, inst: Inst, rec: np.ndarray, eff: np.ndarray, addrs, vals) -> None:
-        # raw per-step arrays; lane selection and regrouping by warp happen once in result()
+        # only what the trace keeps, compacted now: the 32-lane mask as a word, the active
+        # lanes' addresses, and the active lanes' register values of value-recording warps
+        # (operand-major, lanes ascending, the trace's own value layout); result() puts them
+        # in warp order. Full (rows, 32) blocks held to the end cost ~3.5 KB per record.
         if rec.all():
-            w = self._all_w
-            m = eff
-            a = addrs
-            sel = None
+            w, m, a, sel = self._all_w, eff, addrs, None
         else:
             w = np.nonzero(rec)[0]
             m = eff[w]
             a = addrs[w] if addrs is not None else None
             sel = w
-        v = None
-        if self.record_values and vals and self.value_warps[w].any():
-            v = np.empty((len(w), len(vals), 32), np.uint32)
-            for j, x in enumerate(vals):
-                v[:, j] = _u32(x if sel is None else x[sel])
-        self._recs.append((inst.sid, w, m, a, v))
+        bits = np.packbits(m, axis=1, bitorder="little").view(np.uint32).reshape(-1)
+        af = None
+        if inst.mem:
+            af = (a if a is not None else np.zeros(m.shape, np.uint64))[m]
+        vf = keep = None
+        if self.record_values and vals:
+            keep = self.value_warps[w]
+            if keep.any():
+                rows = slice(None) if keep.all() else np.nonzero(keep)[0]
+                blk = np.empty((int(keep.sum()), len(vals), 32), np.uint32)
+                for j, x in enumerate(vals):
+                    blk[:, j] = _u32(x if sel is None else x[sel])[rows]
+                vf = blk[np.broadcast_to(m[rows][:, None, :], blk.shape)]
+            else:
+                keep = None
+        self._recs.append((inst.sid, w, bits, af, vf, keep))
 
     # -- output
     def result(self) -> RunResult:
         prog, W = self.prog, self.W
         recs = self._recs
+        self._recs = []
         R = sum(len(r[1]) for r in recs)
         sid = np.empty(R, np.int64)
         warp = np.empty(R, np.int64)
-        M = np.zeros((R, 32), bool)
-        A = np.zeros((R, 32), np.uint64)
+        masks = np.empty(R, np.uint32)
         vrow = np.zeros(R, bool)
-        vparts = []
         o = 0
-        for s_, w, m, a, v in recs:
+        for s_, w, bits, _, vf, keep in recs:
             n = len(w)
             sid[o:o + n] = s_
             warp[o:o + n] = w
-            M[o:o + n] = m
-            if a is not None:
-                A[o:o + n] = a
-            if v is not None:
-                keep = self.value_warps[w]
-                if keep.any():
-                    vrow[o:o + n] = keep
-                    pad = np.zeros((int(keep.sum()), 5, 32), np.uint32)
-                    pad[:, :v.shape[1]] = v[keep]
-                    vparts.append(pad)
+            masks[o:o + n] = bits
+            if vf is not None:
+                vrow[o:o + n] = keep
             o += n
-        order = np.argsort(warp, kind="stable")
-        n = R
         mem_w = np.array([i.mem for i in prog.insts], np.int32)
         nops = np.array([len(i.dst) + len(i.src) for i in prog.insts], np.int64)
+        lanes = popcount32(masks)
+        addr_cnt = lanes * (mem_w[sid] > 0)
+        val_cnt = lanes * nops[sid] * vrow
+        order = np.argsort(warp, kind="stable")
+        rank = np.empty(R, np.int64)
+        rank[order] = np.arange(R)
+        addr_ptr = np.zeros(R + 1, np.int64)
+        np.cumsum(addr_cnt[order], out=addr_ptr[1:])
+        value_ptr = np.zeros(R + 1, np.int64)
+        np.cumsum(val_cnt[order], out=value_ptr[1:])
+        addrs = np.zeros(int(addr_ptr[-1]), np.uint64)
+        values = np.zeros(int(value_ptr[-1]), np.uint32) if self.record_values else None
+        # scatter the record-order pieces to their warp-order places, a batch of records at a time
+        o = i = 0
+        while i < len(recs):
+            j, rows = i, 0
+            while j < len(recs) and (rows < 65536 or j == i):
+                rows += len(recs[j][1])
+                j += 1
+            g = slice(o, o + rows)
+            for col, cnt, ptr, out in ((3, addr_cnt, addr_ptr, addrs), (4, val_cnt, value_ptr, values)):
+                parts = [r[col] for r in recs[i:j] if r[col] is not None]
+                if parts and out is not None:
+                    c = cnt[g]
+                    dest = np.repeat(ptr[rank[g]], c) + ragged_arange(c)
+                    out[dest] = np.concatenate(parts)
+            recs[i:j] = [None] * (j - i)  # free what is placed
+            o, i = o + rows, j
+        if not self.record_values:
+            value_ptr = None
         sid_o = sid[order]
         warp_o = warp[order]
-        M_o = M[order]
-        masks = np.packbits(M_o, axis=1, bitorder="little").view(np.uint32).reshape(-1) if n else np.zeros(0, np.uint32)
-        memrow = (mem_w[sid_o] > 0)
-        asel = M_o[memrow]
-        addr_cnt = np.zeros(n, np.int64)
-        addr_cnt[memrow] = asel.sum(axis=1)
-        addr_ptr = np.zeros(n + 1, np.int64)
-        np.cumsum(addr_cnt, out=addr_ptr[1:])
-        addrs = A[order][memrow][asel]
-        if self.record_values:
-            # rows of V are the value-recording records in record order; regroup them by warp
-            vidx = np.cumsum(vrow) - 1
-            V = np.concatenate(vparts) if vparts else np.zeros((0, 5, 32), np.uint32)
-            vr_o = vrow[order]
-            rows = vidx[order][vr_o]
-            keep = (np.arange(5)[None, :] < nops[sid_o][vr_o][:, None])
-            vsel = M_o[vr_o][:, None, :] & keep[:, :, None]
-            cnt = np.zeros(n, np.int64)
-            cnt[vr_o] = vsel.sum(axis=(1, 2))
-            value_ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(cnt, out=value_ptr[1:])
-            values = V[rows][vsel]
-        else:
-            value_ptr = values = None
         warp_ptr = np.zeros(W + 1, np.int64)
         np.cumsum(np.bincount(warp_o, minlength=W), out=warp_ptr[1:])
         # opcode table in order of first dynamic appearance
@@ -844,7 +851,7 @@ class Machine:
             warp_id=self.warp_id.copy(),
             warp_ptr=warp_ptr,
             pc=pcs[sid_o],
-            mask=masks,
+            mask=masks[order],
             opcode=remap[op_dyn],
             opcode_table=table,
             dst=dst_t[sid_o][:, :dmax],

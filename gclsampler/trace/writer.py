@@ -14,9 +14,11 @@ import io
 import lzma
 import os
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
+from gclsampler._atomic import atomic_path
 from gclsampler._atomic import write_bytes_atomic as _write_bytes_atomic
 from gclsampler.trace import _fmt as F
 from gclsampler.trace import _text as T
@@ -150,8 +152,10 @@ def _count_tokens(regs: np.ndarray, asm: F.LineAssembler) -> None:
     asm.add(np.arange(regs.shape[0]), *F.dec_tokens(n))
 
 
-def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -> tuple[bytes, np.ndarray]:
-    """All instruction lines (warp order) as one byte string plus (N+1) line offsets."""
+def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True,
+                     first: int = 0) -> tuple[bytes, np.ndarray]:
+    """All instruction lines (warp order) as one byte string plus (N+1) line offsets.
+    ``first``: the index of ``t``'s first instruction in the whole trace (for messages)."""
     n = t.n_insts
     allv = np.arange(n, dtype=np.int64)
     asm = F.LineAssembler(n)
@@ -192,7 +196,7 @@ def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -
         bad = withv & (nv != rows * k)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"instruction {i}: {int(nv[i])} values but {int(rows[i])} operands x "
+            raise ValueError(f"instruction {first + i}: {int(nv[i])} values but {int(rows[i])} operands x "
                              f"{int(k[i])} lanes")
         wi = np.flatnonzero(withv)
         if wi.size:
@@ -231,50 +235,145 @@ def instruction_text(t: KernelTrace, *, values: bool = True, imm: bool = True) -
     return asm.render()
 
 
-def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None = None,
-           cta_coords: np.ndarray | None = None) -> bytes:
-    """Whole grouped file. ``cta_coords`` overrides the per-warp CTA ids."""
+# Instructions formatted in one pass. Formatting takes about 7.5 KB per instruction (token
+# matrices, offsets) against about 450 B for the instruction itself, so a whole complete
+# kernel at once (an alexnet conv layer: millions of warp instructions) needed tens of GB.
+CHUNK_INSTS = 1 << 16
+
+
+def _instruction_range(t: KernelTrace, a: int, b: int) -> KernelTrace:
+    """Instructions ``[a, b)`` of ``t`` as one pseudo-warp of views: what ``instruction_text``
+    reads is per instruction, so lines come out the same as in the whole trace."""
+    def ragged(ptr, data):
+        if ptr is None:
+            return None, None
+        return ptr[a:b + 1] - ptr[a], data[ptr[a]:ptr[b]]
+
+    addr_ptr, addrs = ragged(t.addr_ptr, t.addrs)
+    value_ptr, vals = ragged(t.value_ptr, t.values)
+    cut = (lambda x: None if x is None else x[a:b])
+    return KernelTrace(header=t.header, warp_cta=t.warp_cta[:0], warp_id=t.warp_id[:0],
+                       warp_ptr=np.array([0, b - a], np.int64), pc=t.pc[a:b], mask=t.mask[a:b],
+                       opcode=t.opcode[a:b], opcode_table=t.opcode_table, dst=t.dst[a:b], src=t.src[a:b],
+                       mem_width=t.mem_width[a:b], addr_ptr=addr_ptr, addrs=addrs, line_num=cut(t.line_num),
+                       imm=cut(t.imm), value_ptr=value_ptr, values=vals)
+
+
+def render_chunks(t: KernelTrace, *, values: bool = True, header: KernelHeader | None = None,
+                  cta_coords: np.ndarray | None = None, chunk_insts: int | None = None) -> Iterator[bytes]:
+    """The grouped file in pieces (joined: ``render``), formatted ``chunk_insts`` instructions
+    at a time (default ``CHUNK_INSTS``) so that memory stays bounded however long the kernel is."""
     h = header or t.header
     has_vals = values and t.values is not None
     if (t.line_num is not None) != h.enable_lineinfo:
         raise ValueError("header.enable_lineinfo must be True exactly when line_num is present")
-    body, starts = instruction_text(t, values=values)
-    parts = [header_text(h, imm=t.imm is not None, values=has_vals).encode()]
-    wc = t.warp_cta if cta_coords is None else cta_coords
-    prev = None
+    yield header_text(h, imm=t.imm is not None, values=has_vals).encode()
+    # what precedes each warp's instruction lines: CTA boundaries and the warp's own header
+    wc = np.asarray(t.warp_cta if cta_coords is None else cta_coords).tolist()
     wp = t.warp_ptr.tolist()
-    wcl = np.asarray(wc).tolist()
     wid = t.warp_id.tolist()
+    seps, prev = [], None
     for w in range(t.n_warps):
-        cta = tuple(wcl[w])
+        cta = tuple(wc[w])
+        sep = b""
         if cta != prev:
             if prev is not None:
-                parts.append(b"\n#END_TB\n")
-            parts.append(f"\n#BEGIN_TB\n\nthread block = {cta[0]},{cta[1]},{cta[2]}\n".encode())
+                sep = b"\n#END_TB\n"
+            sep += f"\n#BEGIN_TB\n\nthread block = {cta[0]},{cta[1]},{cta[2]}\n".encode()
             prev = cta
-        a, b = wp[w], wp[w + 1]
-        parts.append(f"\nwarp = {wid[w]}\ninsts = {b - a}\n".encode())
-        parts.append(body[int(starts[a]):int(starts[b])])
+        seps.append(sep + f"\nwarp = {wid[w]}\ninsts = {wp[w + 1] - wp[w]}\n".encode())
+    n, w = t.n_insts, 0
+    step = max(1, int(CHUNK_INSTS if chunk_insts is None else chunk_insts))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        body, starts = instruction_text(_instruction_range(t, a, b), values=values, first=a)
+        parts, cur = [], a
+        while w < t.n_warps and wp[w] < b:  # warps that start inside this chunk, in order
+            parts.append(body[int(starts[cur - a]):int(starts[wp[w] - a])])
+            parts.append(seps[w])
+            cur, w = wp[w], w + 1
+        parts.append(body[int(starts[cur - a]):int(starts[b - a])])
+        yield b"".join(parts)
+    yield b"".join(seps[w:])  # warps without instructions at the end
     if prev is not None:
-        parts.append(b"\n#END_TB\n")
-    return b"".join(parts)
+        yield b"\n#END_TB\n"
+
+
+def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None = None,
+           cta_coords: np.ndarray | None = None) -> bytes:
+    """Whole grouped file. ``cta_coords`` overrides the per-warp CTA ids."""
+    return b"".join(render_chunks(t, values=values, header=header, cta_coords=cta_coords))
+
+
+def _compress(p: str, data: bytes) -> bytes:
+    if p.endswith(".gz"):
+        bio = io.BytesIO()
+        with gzip.GzipFile(fileobj=bio, mode="wb", mtime=0, filename="") as g:
+            g.write(data)
+        return bio.getvalue()
+    if p.endswith(".xz"):
+        return lzma.compress(data, preset=1)
+    if p.endswith(".zst"):
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3).compress(data)
+    return data
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Compress by suffix, then write atomically (``gclsampler._atomic``: temp file + ``os.replace``)."""
     p = str(path)
+    _write_bytes_atomic(p, _compress(p, data))
+
+
+# Up to this much text is compressed in one call, as earlier versions did for every file (the
+# same bytes); past it the rest streams through the compressor (a .zst frame then does not
+# state its content size, as the zstd command line's from a pipe does not either).
+ONE_SHOT_BYTES = 1 << 26
+
+
+class _Plain:
+    def __init__(self, fh):
+        self.write = fh.write
+
+    def close(self) -> None:
+        pass
+
+
+def _compressing_writer(p: str, fh):
     if p.endswith(".gz"):
-        bio = io.BytesIO()
-        with gzip.GzipFile(fileobj=bio, mode="wb", mtime=0, filename="") as g:
-            g.write(data)
-        data = bio.getvalue()
-    elif p.endswith(".xz"):
-        data = lzma.compress(data, preset=1)
-    elif p.endswith(".zst"):
+        return gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="")
+    if p.endswith(".xz"):
+        return lzma.LZMAFile(fh, "wb", preset=1)
+    if p.endswith(".zst"):
         import zstandard
 
-        data = zstandard.ZstdCompressor(level=3).compress(data)
-    _write_bytes_atomic(p, data)
+        return zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False)
+    return _Plain(fh)
+
+
+def write_chunks_atomic(path: str | os.PathLike, chunks: Iterable[bytes]) -> None:
+    """``write_bytes_atomic`` of ``b"".join(chunks)`` without holding more than
+    ``ONE_SHOT_BYTES`` of it: a complete kernel's text can be several GB."""
+    p = str(path)
+    it = iter(chunks)
+    head, size = [], 0
+    for c in it:
+        head.append(c)
+        size += len(c)
+        if size > ONE_SHOT_BYTES:
+            break
+    else:
+        write_bytes_atomic(p, b"".join(head))
+        return
+    with atomic_path(p) as tmp, open(tmp, "wb") as fh:
+        sink = _compressing_writer(p, fh)
+        for c in head:
+            sink.write(c)
+        del head
+        for c in it:
+            sink.write(c)
+        sink.close()
 
 
 def write_kernel(trace: KernelTrace, path: str | os.PathLike, *, values: bool = True) -> Path:
@@ -283,5 +382,5 @@ def write_kernel(trace: KernelTrace, path: str | os.PathLike, *, values: bool = 
     ``values=False`` drops gclsampler's register-value extension (plain Accel-Sim).
     Raises ``ValueError`` for an inconsistent ``KernelTrace`` (a bug in the caller).
     """
-    write_bytes_atomic(path, render(trace, values=values))
+    write_chunks_atomic(path, render_chunks(trace, values=values))
     return Path(path)

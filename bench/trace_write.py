@@ -1,0 +1,74 @@
+"""Peak memory and time of writing one long kernel trace: chunked (the writer's default)
+against the same text formatted in one pass, measured in the same run.
+
+    python bench/trace_write.py                  # ~1.5 M warp instructions with register values
+    python bench/trace_write.py --ctas 64 --compress .zst
+
+Why: a complete SM-0 trace of a conv layer is millions of warp instructions, and formatting
+takes about 7.5 KB per instruction, so the whole kernel at once needed tens of GB. Prints
+tracemalloc peaks (numpy buffers included), wall and CPU seconds, and the ratios
+one-pass / chunked; both files are checked to hold the same text. The trace is SYNTHETIC
+(random instruction mixes tiled over CTAs, as in bench/trace_parse.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trace_parse import _tile  # noqa: E402
+
+from gclsampler.trace.reader import open_bytes  # noqa: E402
+from gclsampler.trace.testing import random_kernel_trace  # noqa: E402
+from gclsampler.trace.writer import render_chunks, write_bytes_atomic, write_kernel  # noqa: E402
+
+
+def _measure(fn) -> tuple[float, float, float]:
+    tracemalloc.start()
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    w, c = time.perf_counter() - w, time.process_time() - c
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6, w, c
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ctas", type=int, default=48, help="CTAs the one-CTA random trace is tiled over")
+    ap.add_argument("--compress", default="", choices=["", ".gz", ".xz", ".zst"])
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    one = random_kernel_trace(np.random.default_rng(a.seed), n_warps=8, max_insts=4000, values=True, dense=True)
+    t = _tile(one, a.ctas, np.random.default_rng(a.seed), fresh_lines=False)
+    with tempfile.TemporaryDirectory() as d:
+        chunked, whole = Path(d) / f"c.traceg{a.compress}", Path(d) / f"w.traceg{a.compress}"
+        rows = {
+            "chunked": _measure(lambda: write_kernel(t, chunked)),
+            "one pass": _measure(lambda: write_bytes_atomic(
+                whole, b"".join(render_chunks(t, chunk_insts=max(1, t.n_insts))))),
+        }
+        same = open_bytes(chunked) == open_bytes(whole)
+        size = len(open_bytes(chunked)) / 1e6
+    print(f"{t.n_insts:,} warp instructions, {t.n_warps} warps, {size:.0f} MB of text{a.compress and ' -> ' + a.compress}"
+          " (SYNTHETIC)")
+    print(f"{'':10} {'peak MB':>9} {'wall s':>8} {'CPU s':>8}")
+    for name, (peak, w, c) in rows.items():
+        print(f"{name:10} {peak:9.0f} {w:8.2f} {c:8.2f}")
+    (pc, wc, cc), (pw, ww, cw) = rows["chunked"], rows["one pass"]
+    print(f"one pass / chunked: peak {pw / pc:.1f}x, wall {ww / wc:.2f}x, CPU {cw / cc:.2f}x; same text: {same}")
+    if not same:
+        raise SystemExit("bench/trace_write.py: the chunked file's text differs from the one-pass file's")
+
+
+if __name__ == "__main__":
+    main()
