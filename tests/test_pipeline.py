@@ -129,7 +129,7 @@ def test_existing_workload_is_reused_and_stale_one_resynthesized(tiny_run):
     assert ensure_workload(cfg) == wdir
     assert (wdir / "workload.json").stat().st_mtime_ns == stamp
     other = compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "workload.synth.decode=3"])
-    assert _stale_synthetic(wdir, other).startswith("synth knobs differ")
+    assert _stale_synthetic(wdir, other) == "synth knobs differ: decode 1 -> 3"  # names what changed
 
 
 def test_missing_explicit_workload_dir_is_an_error(tmp_path):

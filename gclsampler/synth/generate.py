@@ -83,8 +83,11 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
     if meta.get("generator") != "gclsampler.synth":
         return None
     want = json.loads(json.dumps(resolve_params(name, params)))
-    if meta.get("synth") is not None and meta.get("synth") != want:
-        return "synth knobs differ (e.g. capped traces from an older version)"
+    have = meta.get("synth")
+    if have is not None and have != want:
+        diff = [f"{key} {have.get(key, '(none)')!r} -> {want.get(key, '(none)')!r}"
+                for key in sorted(set(have) | set(want)) if have.get(key) != want.get(key)]
+        return "synth knobs differ: " + ", ".join(diff)
     if "seed" in meta and int(meta["seed"]) != int(seed):
         return "seed differs"
     if "arch" in meta and str(meta["arch"]) != str(arch):
