@@ -18,7 +18,7 @@ import numpy as np
 
 from gclsampler.trace.reader import TraceFormatError, read_header, read_kernel, strip_compression
 from gclsampler.trace.types import NO_REG, InvocationInfo, KernelTrace
-from gclsampler.trace.writer import render, write_bytes_atomic
+from gclsampler.trace.writer import render, render_chunks, write_bytes_atomic, write_chunks_atomic
 
 KERNELSLIST = "kernelslist.g"
 ACCELSIM_MAX_DST = 1
@@ -384,7 +384,7 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
             continue
         t = read_kernel(raw_dir / e, dedup_ldgsts=dedup_ldgsts, facts=facts)
         name = _grouped_name(e, compress)
-        write_bytes_atomic(out_dir / name, render(t, values=values))
+        write_chunks_atomic(out_dir / name, render_chunks(t, values=values))  # bounded memory for long kernels
         lines.append(name)
         written.append(out_dir / name)
     write_kernelslist(out_dir, lines)
