@@ -176,7 +176,7 @@ ALEXNET = [  # (C, H, K, R, stride, pad, pool_after)
 ]
 
 
-@register("alexnet", {"images": 2, "max_traced_ctas": 1}, "Tango AlexNet inference per image: 5 convolutions (implicit GEMM, fused ReLU), "
+@register("alexnet", {"images": 2}, "Tango AlexNet inference per image: 5 convolutions (implicit GEMM, fused ReLU), "
           "3 max-pools, 3 fully connected layers and a softmax (12 invocations per image).",
           minimums={"images": 1})
 def alexnet(k, alloc, mem, rng):
