@@ -193,6 +193,7 @@ def subset_warps(t: KernelTrace, warps: np.ndarray, header: KernelHeader | None 
     first = np.unique(t.opcode[idx], return_index=True)[1]
     order = used[np.argsort(first)]
     remap[order] = np.arange(len(order), dtype=np.int32)
+
     def take(x):  # a copy either way: a view would keep the whole batch's arrays alive
         return x[idx].copy() if span else x[idx]
 
@@ -388,6 +389,7 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
         try:
             done: list[Interpreted] = []
             items: list[tuple] = []
+
             def emit_from(first: int):
                 def emit(j: int, traced: KernelTrace) -> None:
                     write_kernel(traced, tmp / f"kernel-{first + j + 1}{suffix}", values=bool(k["values"]))
