@@ -323,24 +323,25 @@ def test_batched_warps_record_what_each_cta_records_alone(key):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_subset_warps_keeps_each_warp_whole(seed):
-    """Consecutive warps (the synthesizer's only request) are cut as one instruction range, any
-    other set warp by warp; either way each kept warp is the original warp, opcode names
-    included, and the copy does not share memory with the batch it came from."""
-    from gclsampler.synth.generate import subset_warps
+def test_warp_range_keeps_each_warp_whole(seed):
+    """A batch's trace is cut into each launch's traced and sampled CTAs as one instruction
+    range; each kept warp is the original warp, opcode names included, and the copy does not
+    share memory with the batch it came from."""
+    from gclsampler.synth.generate import warp_range
     from gclsampler.trace.testing import random_kernel_trace
 
     rng = np.random.default_rng(seed)
     t = random_kernel_trace(rng, n_warps=8, max_insts=25, values=True)
     lo = int(rng.integers(0, t.n_warps))
-    for warps in (np.arange(lo, t.n_warps), np.arange(0, lo + 1), np.arange(t.n_warps)[::2]):
+    for w0, w1 in ((lo, t.n_warps), (0, lo + 1), (0, t.n_warps), (lo, lo)):
         for values in (True, False):
-            s = subset_warps(t, warps, values=values)
-            assert s.n_warps == len(warps) and np.array_equal(s.warp_id, t.warp_id[warps])
-            for i, w in enumerate(warps.tolist()):
+            s = warp_range(t, w0, w1, values=values)
+            assert s.n_warps == w1 - w0 and np.array_equal(s.warp_id, t.warp_id[w0:w1])
+            for i, w in enumerate(range(w0, w1)):
                 got, want = _warp_view(s, i), _warp_view(t, w)
                 assert got[:4] == want[:4] and got[4:] == (want[4:] if values else (None, None))
                 a, b = s.warp_ptr[i], s.warp_ptr[i + 1]
                 c = t.warp_ptr[w]
                 assert [s.opcode_table[o] for o in s.opcode[a:b]] == [t.opcode_table[o] for o in t.opcode[c:c + b - a]]
             assert not np.shares_memory(s.pc, t.pc) and (s.values is None or not np.shares_memory(s.values, t.values))
+            assert len(s.opcode_table) == len(set(s.opcode.tolist()))  # only the opcodes the range uses

@@ -153,56 +153,33 @@ def sample_cta_ids(n_ctas: int, k: int) -> np.ndarray:
     return np.unique(np.linspace(0, n_ctas - 1, min(n_ctas, k)).round().astype(np.int64))
 
 
-def subset_warps(t: KernelTrace, warps: np.ndarray, header: KernelHeader | None = None,
-                 values: bool = True) -> KernelTrace:
-    """The trace restricted to ``warps`` (ascending indices), all columns re-sliced."""
-    warps = np.asarray(warps, np.int64)
-    lo, hi = t.warp_ptr[warps], t.warp_ptr[warps + 1]
-    cnt = hi - lo
-    # consecutive warps (what the synthesizer asks for) are one instruction range: sliced, with
-    # no per-value index arrays, which took ~2 KB per instruction of values-carrying traces
-    span = len(warps) > 0 and bool(np.all(np.diff(warps) == 1))
-    if span:
-        idx = slice(int(lo[0]), int(hi[-1]))
-    else:
-        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]) if len(warps) else np.zeros(0, np.int64)
-        idx = idx.astype(np.int64)
-    warp_ptr = np.zeros(len(warps) + 1, np.int64)
-    np.cumsum(cnt, out=warp_ptr[1:])
+def warp_range(t: KernelTrace, w0: int, w1: int, header: KernelHeader | None = None,
+               values: bool = True) -> KernelTrace:
+    """Warps ``[w0, w1)`` of a batch's trace (one launch's traced or sampled CTAs) as their own
+    trace: one instruction range, copied so the batch's arrays can be freed, opcodes
+    renumbered in order of first appearance. Slices, not per-value index arrays: those took
+    ~2 KB per instruction of a values-carrying trace."""
+    a, b = int(t.warp_ptr[w0]), int(t.warp_ptr[w1])
 
     def ragged(ptr, data):
         if ptr is None:
             return None, None
-        if span:
-            a, b = int(ptr[idx.start]), int(ptr[idx.stop])
-            return ptr[idx.start:idx.stop + 1] - a, data[a:b].copy()
-        c = ptr[idx + 1] - ptr[idx]
-        out_ptr = np.zeros(len(idx) + 1, np.int64)
-        np.cumsum(c, out=out_ptr[1:])
-        if out_ptr[-1] == 0:
-            return out_ptr, data[:0].copy()
-        rec = np.repeat(np.arange(len(idx)), c)
-        pos = ptr[idx][rec] + (np.arange(out_ptr[-1]) - out_ptr[:-1][rec])
-        return out_ptr, data[pos]
+        lo, hi = int(ptr[a]), int(ptr[b])
+        return ptr[a:b + 1] - lo, data[lo:hi].copy()
 
     addr_ptr, addrs = ragged(t.addr_ptr, t.addrs)
     value_ptr, vals = ragged(t.value_ptr, t.values) if values else (None, None)
-    used = np.unique(t.opcode[idx])
-    remap = np.full(len(t.opcode_table), -1, np.int32)
-    # keep first-appearance order
-    first = np.unique(t.opcode[idx], return_index=True)[1]
+    used, first = np.unique(t.opcode[a:b], return_index=True)
     order = used[np.argsort(first)]
+    remap = np.full(len(t.opcode_table), -1, np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-
-    def take(x):  # a copy either way: a view would keep the whole batch's arrays alive
-        return x[idx].copy() if span else x[idx]
-
     return KernelTrace(
-        header=t.header if header is None else header, warp_cta=t.warp_cta[warps], warp_id=t.warp_id[warps], warp_ptr=warp_ptr,
-        pc=take(t.pc), mask=take(t.mask), opcode=remap[t.opcode[idx]],
-        opcode_table=tuple(t.opcode_table[i] for i in order), dst=take(t.dst), src=take(t.src),
-        mem_width=take(t.mem_width), addr_ptr=addr_ptr, addrs=addrs, line_num=None,
-        imm=None if t.imm is None else take(t.imm), value_ptr=value_ptr, values=vals)
+        header=t.header if header is None else header, warp_cta=t.warp_cta[w0:w1].copy(),
+        warp_id=t.warp_id[w0:w1].copy(), warp_ptr=t.warp_ptr[w0:w1 + 1] - a,
+        pc=t.pc[a:b].copy(), mask=t.mask[a:b].copy(), opcode=remap[t.opcode[a:b]],
+        opcode_table=tuple(t.opcode_table[i] for i in order), dst=t.dst[a:b].copy(), src=t.src[a:b].copy(),
+        mem_width=t.mem_width[a:b].copy(), addr_ptr=addr_ptr, addrs=addrs, line_num=None,
+        imm=None if t.imm is None else t.imm[a:b].copy(), value_ptr=value_ptr, values=vals)
 
 
 def _header(launch: Launch, kernel_id: int, prog) -> KernelHeader:
@@ -226,13 +203,13 @@ class Interpreted:
 
 
 def interpret(launches: list[Launch], first_id: int, mem: Memory, k: dict, n_sm: int,
-              emit: Callable[[int, KernelTrace], None] | None = None) -> list[Interpreted]:
+              emit: Callable[[KernelTrace], None] | None = None) -> list[Interpreted]:
     """Interpret consecutive launches; launches whose programs differ only in integer
     kernel parameters (same layer op in another layer or decode step) run as one
     vectorised batch, each CTA reading its own launch's parameters.
 
-    ``emit(j, traced)``, when given, receives launch j's trace as soon as its batch is done
-    and the result keeps only its header: complete traces of a whole window of launches
+    ``emit(traced)``, when given, receives each launch's trace (its header carries the kernel
+    id) as soon as its batch is done, and the result keeps only the header: complete traces of a whole window of launches
     (every conv layer of a network) do not fit in memory together."""
     progs = [build(L) for L in launches]
     groups: dict[tuple, list[int]] = {}
@@ -280,13 +257,13 @@ def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Me
         w0 = g * per * wpc
         nt = len(t_ids) * wpc
         hdr = _header(launches[j], first_id + j, progs[j])
-        traced = subset_warps(res.trace, np.arange(w0, w0 + nt), header=hdr, values=bool(k["values"]))
-        sample = subset_warps(res.trace, np.arange(w0 + nt, w0 + per * wpc), header=hdr, values=False)
+        traced = warp_range(res.trace, w0, w0 + nt, header=hdr, values=bool(k["values"]))
+        sample = warp_range(res.trace, w0 + nt, w0 + per * wpc, header=hdr, values=False)
         per_cta = res.insts_total[w0 + nt:w0 + per * wpc].reshape(len(s_ids), wpc).sum(axis=1)
         total = float(per_cta.mean()) * n
         largest = max(largest, int(traced.n_insts))
         if emit is not None:
-            emit(j, traced)
+            emit(traced)
             traced = None
         out[j] = Interpreted(hdr, traced, sample, s_ids, total / max(1, sample.n_insts), p0.nregs, p0.shmem)
     return largest
@@ -390,16 +367,17 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
             done: list[Interpreted] = []
             items: list[tuple] = []
 
-            def emit_from(first: int):
-                def emit(j: int, traced: KernelTrace) -> None:
-                    write_kernel(traced, tmp / f"kernel-{first + j + 1}{suffix}", values=bool(k["values"]))
-                return emit
+            def trace_file(kernel_id: int) -> str:
+                return f"kernel-{kernel_id}{suffix}"
+
+            def emit(traced: KernelTrace) -> None:
+                write_kernel(traced, tmp / trace_file(traced.header.kernel_id), values=bool(k["values"]))
 
             for i in it:
                 if i % window == 0:
-                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm, emit=emit_from(i))
+                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm, emit=emit)
                 L, r = launches[i], done[i % window]
-                files.append(f"kernel-{i + 1}{suffix}")  # written by emit
+                files.append(trace_file(i + 1))  # written by emit
                 work = WorkSummary(header=r.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
                                    insts_scale=r.insts_scale)
                 items.append((i, L.name, L.grid, L.block, r.nregs, r.shmem, work))

@@ -305,19 +305,22 @@ def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None =
     return b"".join(render_chunks(t, values=values, header=header, cta_coords=cta_coords))
 
 
-def _compress(p: str, data: bytes) -> bytes:
-    if p.endswith(".gz"):
-        bio = io.BytesIO()
-        with gzip.GzipFile(fileobj=bio, mode="wb", mtime=0, filename="") as g:
-            g.write(data)
-        return bio.getvalue()
-    if p.endswith(".xz"):
-        return lzma.compress(data, preset=1)
-    if p.endswith(".zst"):
-        import zstandard
+def _zstd():
+    import zstandard
 
-        return zstandard.ZstdCompressor(level=3).compress(data)
-    return data
+    return zstandard.ZstdCompressor(level=3)
+
+
+def _compress(p: str, data: bytes) -> bytes:
+    if p.endswith(".zst"):  # one call: the frame states its content size
+        return _zstd().compress(data)
+    if not p.endswith((".gz", ".xz")):
+        return data
+    bio = io.BytesIO()
+    sink = _compressing_writer(p, bio)
+    sink.write(data)
+    sink.close()
+    return bio.getvalue()
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
@@ -346,9 +349,7 @@ def _compressing_writer(p: str, fh):
     if p.endswith(".xz"):
         return lzma.LZMAFile(fh, "wb", preset=1)
     if p.endswith(".zst"):
-        import zstandard
-
-        return zstandard.ZstdCompressor(level=3).stream_writer(fh, closefd=False)
+        return _zstd().stream_writer(fh, closefd=False)
     return _Plain(fh)
 
 
