@@ -35,6 +35,7 @@ from gclsampler.synth.families import Launch, build
 from gclsampler.synth.program import Memory, run_program
 import gclsampler.synth.workloads_hpc  # noqa: F401  (registers the HPC workloads)
 from gclsampler.synth.workloads import LOCAL_BASE, SHMEM_BASE, WORKLOADS, Alloc
+from gclsampler.trace._text import ragged_rows
 from gclsampler.trace.types import KernelHeader, KernelTrace
 
 
@@ -164,8 +165,8 @@ def warp_range(t: KernelTrace, w0: int, w1: int, header: KernelHeader | None = N
     def ragged(ptr, data):
         if ptr is None:
             return None, None
-        lo, hi = int(ptr[a]), int(ptr[b])
-        return ptr[a:b + 1] - lo, data[lo:hi].copy()
+        rows_ptr, rows = ragged_rows(ptr, data, a, b)
+        return rows_ptr, rows.copy()
 
     addr_ptr, addrs = ragged(t.addr_ptr, t.addrs)
     value_ptr, vals = ragged(t.value_ptr, t.values) if values else (None, None)

@@ -326,6 +326,13 @@ def ragged_take(ptr: np.ndarray, data: np.ndarray, idx: np.ndarray) -> tuple[np.
     return new_ptr, data[gather]
 
 
+def ragged_rows(ptr: np.ndarray, data: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``[a, b)`` of a CSR ragged array: a rebased pointer and a view of their data (a
+    contiguous range needs no gather, unlike ``ragged_take``)."""
+    lo, hi = int(ptr[a]), int(ptr[b])
+    return ptr[a:b + 1] - lo, data[lo:hi]
+
+
 def popcount32(mask: np.ndarray) -> np.ndarray:
     m = np.ascontiguousarray(mask, dtype=np.uint32)
     return np.unpackbits(m.view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1).astype(np.int64)

@@ -245,9 +245,7 @@ def _instruction_range(t: KernelTrace, a: int, b: int) -> KernelTrace:
     """Instructions ``[a, b)`` of ``t`` as one pseudo-warp of views: what ``instruction_text``
     reads is per instruction, so lines come out the same as in the whole trace."""
     def ragged(ptr, data):
-        if ptr is None:
-            return None, None
-        return ptr[a:b + 1] - ptr[a], data[ptr[a]:ptr[b]]
+        return (None, None) if ptr is None else T.ragged_rows(ptr, data, a, b)
 
     addr_ptr, addrs = ragged(t.addr_ptr, t.addrs)
     value_ptr, vals = ragged(t.value_ptr, t.values)
