@@ -7,7 +7,7 @@ matmul rate measured in the same run. Rows: the reference (PyG ``RGCNConv``, fp3
 fast conv in fp32 and in ``train.precision=bf16`` (bfloat16 GEMMs in the convs), and with
 ``--mixed`` / ``--pyg-bf16`` the basis-mixed fast conv and the reference under bf16 autocast.
 The last line gives the ratio of the default training configuration
-(``TrainConfig.precision``) over the fp32 reference. The batch is random graphs with the
+(``TrainConfig.precision``, as ``auto`` resolves it on this CPU) over the fp32 reference. The batch is random graphs with the
 ``gclsampler.graph`` layout (``tests/_random_graphs.py``), or real graphs with ``--workload DIR``.
 
     python bench/rgcn_step.py [--graphs 64 --warps 8 --insts 40 --reps 5 --threads 2]
@@ -32,7 +32,7 @@ from torch_geometric.data import Batch  # noqa: E402
 
 from gclsampler.loss import symmetric_info_nce  # noqa: E402
 from gclsampler.model import GCLModel, ModelConfig, pyg_to_fast_state  # noqa: E402
-from gclsampler.train import TrainConfig, projections  # noqa: E402
+from gclsampler.train import TrainConfig, projections, resolve_precision  # noqa: E402
 
 
 def matmul_gflops(n: int = 2048, reps: int = 5, dtype=torch.float32) -> float:
@@ -146,9 +146,9 @@ def main(argv=None) -> int:
     for (label, _, blocks, _), t in zip(rows, times):
         floor = gf * 1e9 / flops_per_node(cfg, blocks + 1)
         print(f"{label:34s} {t * 1e3:9.1f} {n / t:10,.0f} {times[0] / t:6.2f}x {floor:15,.0f}")
-    default = TrainConfig().precision
+    default = resolve_precision(TrainConfig().precision, torch.device("cpu"))
     t_default = times[[lab for lab, *_ in rows].index(f"fast, R+1 blocks, {default}")]
-    print(f"default training step (model.conv=fast, train.precision={default}): "
+    print(f"default training step (model.conv=fast, train.precision={TrainConfig().precision} = {default} on this CPU): "
           f"{times[0] / t_default:.2f}x PyG RGCNConv (fp32), {n / t_default:,.0f} nodes/s")
     return 0
 

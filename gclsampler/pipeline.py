@@ -32,7 +32,9 @@ from gclsampler.train import (
     atomic_write_text,
     embed_invocations,
     fit,
+    native_bf16,
     resolve_device,
+    resolve_precision,
 )
 
 log = logging.getLogger("gclsampler.pipeline")
@@ -221,6 +223,12 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     log.info("%d invocations, %d unique graphs (%d nodes on average)", len(inv_to_graph), len(graphs),
              int(np.mean(n_nodes)) if n_nodes else 0)
 
+    device = resolve_device(train_cfg.device)
+    precision = resolve_precision(train_cfg.precision, device)
+    if precision == "bf16" and not native_bf16(device):
+        log.warning("train.precision=bf16 on a %s without native bfloat16: emulated, slower than fp32 "
+                    "(train.precision=auto picks fp32 here)", device.type.upper())
+    log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
     result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir,
                  log_fn=lambda r: log.info("epoch %d train %.4f val %.4f (%.1fs)", r["epoch"], r["train_loss"],
                                            r["val_loss"], r["seconds"]))
@@ -247,6 +255,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         "train_graphs": len(result.train_ids), "val_graphs": len(result.val_ids),
         "epochs_run": len(result.log), "best_epoch": result.best_epoch, "best_val_loss": result.best_val_loss,
         "device": str(next(result.model.parameters()).device), "threads": torch.get_num_threads(),
+        "precision": result.precision,
         "timings": timings, "post_embedding": post,
     }
     atomic_write_text(out_dir / "run.json", json.dumps(summary, indent=2, default=str) + "\n")

@@ -27,7 +27,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
@@ -45,7 +45,7 @@ from gclsampler.model import GCLModel, ModelConfig
 LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "lr", "n_train", "n_val", "seconds", "best"]
 
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16")
 
 
 class TrainConfigError(GclError):
@@ -59,11 +59,13 @@ class TrainConfig:
     ``epochs``/``max_train_graphs``/``max_nodes_per_batch`` bound the wall time on CPU
     (see docs/model.md for why these defaults keep ``python train.py workload=phi2`` short).
     ``patience`` 0 disables early stopping. ``device``: auto | cpu | cuda.
-    ``precision``: fp32 | bf16. ``bf16`` runs the encoder's training forward under
+    ``precision``: auto | fp32 | bf16. ``bf16`` runs the encoder's training forward under
     bfloat16 autocast, which puts only the relational convolutions' GEMMs in bfloat16
     (features, LayerNorm, readout, projection head and loss stay float32); validation
-    loss and embeddings are always computed in float32. See docs/model.md for the
-    measured speed and validation loss of both.
+    loss and embeddings are always computed in float32. ``auto`` is ``bf16`` only where the
+    device multiplies bfloat16 natively (``native_bf16``): elsewhere oneDNN emulates it and
+    the step is slower than fp32. See docs/model.md for the measured speed and validation
+    loss of both.
     """
 
     epochs: int = 8
@@ -80,7 +82,7 @@ class TrainConfig:
     embed_batch_size: int = 32
     device: str = "auto"
     threads: int = 0
-    precision: str = "bf16"
+    precision: str = "auto"
     resume: bool = True
     progress: bool = True
 
@@ -118,6 +120,28 @@ class TrainResult:
     train_ids: List[int] = field(default_factory=list)
     val_ids: List[int] = field(default_factory=list)
     seconds: float = 0.0
+    precision: str = "fp32"  # what ``train.precision`` resolved to on this device
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether bfloat16 GEMMs are native here, so ``precision=auto`` may use them.
+
+    On an x86 CPU without AVX512-BF16 or AMX-BF16, oneDNN converts to float32 and back, and
+    the training step took 2.9x as long as in fp32 (``bench/rgcn_step.py`` on a 2-core
+    AVX-512 Xeon without either). Other CPUs (ARM's BF16 extension included) are unmeasured
+    and keep fp32; GPUs count only without emulation."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type != "cpu":
+        return False
+    caps = torch.cpu.get_capabilities()
+    return bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    if precision != "auto":
+        return precision
+    return "bf16" if native_bf16(device) else "fp32"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -234,6 +258,8 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     device = resolve_device(cfg.device)
     if cfg.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise TrainConfigError("train.precision: this GPU has no bfloat16 support, set train.precision=fp32")
+    # resolved before the resume settings are taken: a checkpoint records what it trained in
+    cfg = replace(cfg, precision=resolve_precision(cfg.precision, device))
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
     model = GCLModel(model_cfg).to(device)
@@ -243,7 +269,7 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         pick = torch.randperm(len(train_ids), generator=torch.Generator().manual_seed(cfg.seed + 1))
         train_ids = sorted(train_ids[i] for i in pick[: cfg.max_train_graphs].tolist())
         val_ids = val_ids[: max(2, int(round(cfg.max_train_graphs * cfg.val_fraction)))]
-    result = TrainResult(model=model, train_ids=train_ids, val_ids=val_ids)
+    result = TrainResult(model=model, train_ids=train_ids, val_ids=val_ids, precision=cfg.precision)
     if len(train_ids) < 2 or cfg.epochs == 0:
         # one unique kernel graph (or no training asked): nothing to contrast against
         result.seconds = time.perf_counter() - t0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
@@ -94,6 +95,9 @@ def test_tiny_pipeline_end_to_end(tiny_run):
     assert len(np.unique(emb, axis=0)) == ds.n_unique
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["synthetic"] is True and meta["invocations"] == n
+    from gclsampler.train import resolve_precision
+
+    assert meta["precision"] == resolve_precision("auto", torch.device("cpu"))  # what `auto` trained in here
     assert OmegaConf.load(run_dir / "config.yaml").train.epochs == 1
 
 

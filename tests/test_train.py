@@ -18,6 +18,7 @@ from gclsampler.train import (
     fit,
     load_model,
     make_batches,
+    resolve_precision,
     split_graphs,
 )
 
@@ -92,6 +93,36 @@ def test_bf16_training_validates_in_fp32(tmp_path):
     sizes = [g.num_nodes for g in graphs]
     again = evaluate_loss(r.model, graphs, r.val_ids, AugmentConfig(), cfg, sizes, torch.device("cpu"))
     assert again == pytest.approx(r.log[-1]["val_loss"], rel=1e-4, abs=1e-6)  # log rounds to 6 places
+
+
+def _cpu_caps(monkeypatch, **flags):
+    caps = dict(torch.cpu.get_capabilities())
+    caps.update({"avx512_bf16": False, "amx_bf16": False, **flags})
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: caps)
+
+
+@pytest.mark.parametrize("flags, want", [({}, "fp32"), ({"avx512_bf16": True}, "bf16"), ({"amx_bf16": True}, "bf16")])
+def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bfloat16(monkeypatch, flags, want):
+    _cpu_caps(monkeypatch, **flags)
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == want
+    assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"  # as asked
+    assert TrainConfig().precision == "auto"
+
+
+def test_auto_precision_without_native_bf16_trains_as_fp32(tmp_path, monkeypatch):
+    """The resolved precision is what trains, what the result reports and what a checkpoint
+    records: a run started as ``auto`` resumes as an explicit ``fp32`` run would."""
+    _cpu_caps(monkeypatch)
+    graphs = tiny(8, seed=5)
+    auto = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="auto"), tmp_path / "auto")
+    fp32 = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="fp32"), tmp_path / "fp32")
+    assert auto.precision == fp32.precision == "fp32"
+    assert [r["train_loss"] for r in auto.log] == [r["train_loss"] for r in fp32.log]
+    again = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="fp32"), tmp_path / "auto")
+    assert [r["train_loss"] for r in again.log] == [r["train_loss"] for r in auto.log]
+    with pytest.raises(TrainConfigError, match=r"train.precision \('fp32' -> 'bf16'\)"):  # the checkpoint says fp32
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="bf16"), tmp_path / "auto")
 
 
 def test_resume_equals_uninterrupted_run(tmp_path):
