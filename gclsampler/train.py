@@ -134,7 +134,8 @@ def native_bf16(device: torch.device) -> bool:
         return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type != "cpu":
         return False
-    caps = torch.cpu.get_capabilities()
+    get = getattr(torch.cpu, "get_capabilities", None)  # absent from older torch: fp32
+    caps = get() if get is not None else {}
     return bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
 
 
