@@ -200,7 +200,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
-    resolve_device(train_cfg.device)  # fail before synthesis/graph building
+    device = resolve_device(train_cfg.device)  # fail before synthesis/graph building
     if bool(cfg.get("post_embedding", True)):
         _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
     timings: dict[str, float] = {}
@@ -223,9 +223,8 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     log.info("%d invocations, %d unique graphs (%d nodes on average)", len(inv_to_graph), len(graphs),
              int(np.mean(n_nodes)) if n_nodes else 0)
 
-    device = resolve_device(train_cfg.device)
     precision = resolve_precision(train_cfg.precision, device)
-    if precision == "bf16" and not native_bf16(device):
+    if train_cfg.precision == "bf16" and not native_bf16(device):
         log.warning("train.precision=bf16 on a %s without native bfloat16: emulated, slower than fp32 "
                     "(train.precision=auto picks fp32 here)", device.type.upper())
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
