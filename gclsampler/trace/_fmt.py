@@ -5,17 +5,32 @@ tokens of one instruction line come from several "groups" (one per field,
 ragged fields such as address deltas give several tokens per line). Byte
 positions are computed with cumulative sums, so a whole kernel is formatted
 with a few dozen numpy passes instead of one Python f-string per token.
+
+When numba is there (``_text.compiled()``), the token builders and the byte
+placement run as compiled loops in ``_jit`` instead: the numpy versions spend
+most of their time in whole-matrix temporaries. The ``*_numpy`` bodies stay the
+fallback and the reference the tests hold the compiled loops to.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gclsampler.trace._text import compiled
+
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
 def hex_tokens(v: np.ndarray, min_width: int = 1, prefix: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
     """Lower-case hex of uint64 values, at least ``min_width`` digits, with an optional prefix."""
+    v = np.ascontiguousarray(v, dtype=np.uint64)
+    jit = compiled()
+    if jit is not None:
+        return jit.hex_tokens(v, int(min_width), np.frombuffer(prefix, dtype=np.uint8))
+    return hex_tokens_numpy(v, min_width, prefix)
+
+
+def hex_tokens_numpy(v: np.ndarray, min_width: int = 1, prefix: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
     v = np.ascontiguousarray(v, dtype=np.uint64)
     n = v.shape[0]
     P = len(prefix)
@@ -37,6 +52,14 @@ def hex_tokens(v: np.ndarray, min_width: int = 1, prefix: bytes = b"") -> tuple[
 
 def dec_tokens(v: np.ndarray, prefix: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
     """Signed decimal of int64 values (with optional prefix characters)."""
+    v = np.ascontiguousarray(v, dtype=np.int64)
+    jit = compiled()
+    if jit is not None:
+        return jit.dec_tokens(v, np.frombuffer(prefix, dtype=np.uint8))
+    return dec_tokens_numpy(v, prefix)
+
+
+def dec_tokens_numpy(v: np.ndarray, prefix: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
     v = np.asarray(v, dtype=np.int64)
     n = v.shape[0]
     P = len(prefix)
@@ -98,7 +121,11 @@ class LineAssembler:
         np.cumsum(line_len, out=starts[1:])
         out = np.full(int(starts[-1]), 32, dtype=np.uint8)
         cursor = starts[:-1].copy()
+        jit = compiled()
         for ln, mat, length in self.groups:
+            if jit is not None:
+                jit.place_tokens(out, cursor, ln, np.ascontiguousarray(mat), length)
+                continue
             step = length + 1
             cs = np.cumsum(step)
             seg_start = np.r_[True, ln[1:] != ln[:-1]]

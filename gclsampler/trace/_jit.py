@@ -528,6 +528,144 @@ def ragged_take(ptr, data, idx):
     return new_ptr, out
 
 
+# ----------------------------------------------------------------------------- writer
+# Twins of ``_fmt``'s token builders and line assembly and of the writer's value-row
+# encoding. They return exactly the numpy versions' arrays (the tests compare them),
+# including the digit columns left of a token that no line ever shows.
+
+_HEXB = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+@_jit
+def hex_tokens(v, min_width, prefix):
+    """``_fmt.hex_tokens``: right-aligned lower-case hex of uint64 ``v``."""
+    n = v.shape[0]
+    P = prefix.shape[0]
+    W = 16 + P
+    M = np.zeros((n, W), np.uint8)
+    L = np.zeros(n, np.int64)
+    if n == 0:
+        return M, L
+    top = np.uint64(0)
+    for i in range(n):
+        if v[i] > top:
+            top = v[i]
+    cols = 0
+    while top != 0:
+        cols += 1
+        top >>= np.uint64(4)
+    cols = max(cols, min_width)
+    for i in range(n):
+        x = v[i]
+        nd = min_width
+        for j in range(cols):
+            nib = x & np.uint64(15)
+            M[i, W - 1 - j] = _HEXB[nib]
+            if nib != 0 and j + 1 > nd:
+                nd = j + 1
+            x >>= np.uint64(4)
+        for k in range(P):
+            M[i, W - nd - P + k] = prefix[k]
+        L[i] = nd + P
+    return M, L
+
+
+@_jit
+def dec_tokens(v, prefix):
+    """``_fmt.dec_tokens``: right-aligned signed decimal of int64 ``v``."""
+    n = v.shape[0]
+    P = prefix.shape[0]
+    W = 20 + P
+    M = np.zeros((n, W), np.uint8)
+    L = np.zeros(n, np.int64)
+    if n == 0:
+        return M, L
+    mag = np.empty(n, np.uint64)
+    cols = 1
+    for i in range(n):
+        x = v[i]
+        m = np.uint64(-(x + 1)) + np.uint64(1) if x < 0 else np.uint64(x)  # |int64 min| fits
+        mag[i] = m
+        d = 1
+        m //= np.uint64(10)
+        while m != 0:
+            d += 1
+            m //= np.uint64(10)
+        if d > cols:
+            cols = d
+    for i in range(n):
+        m = mag[i]
+        nd = 1
+        for j in range(cols):
+            M[i, W - 1 - j] = np.uint8(m % np.uint64(10)) + np.uint8(48)
+            m //= np.uint64(10)
+            if m != 0:
+                nd = j + 2
+        ln = nd + (1 if v[i] < 0 else 0)
+        if v[i] < 0:
+            M[i, W - ln] = 45
+        for k in range(P):
+            M[i, W - ln - P + k] = prefix[k]
+        L[i] = ln + P
+    return M, L
+
+
+@_jit
+def place_tokens(out, cursor, lines, mat, length):
+    """Copy each token's right-aligned bytes to its line's cursor, then step past a space."""
+    W = mat.shape[1]
+    for i in range(lines.shape[0]):
+        ln = lines[i]
+        d = cursor[ln]
+        n = length[i]
+        for c in range(n):
+            out[d + c] = mat[i, W - n + c]
+        cursor[ln] = d + n + 1
+
+
+@_jit
+def value_rows(v, k_rows):
+    """The writer's ``_value_rows``: per row of lane values, '=' (all equal), '+' (constant
+    32-bit stride), '~' (deltas, when shorter than the hex list) or ':' (hex list)."""
+    nrow = k_rows.shape[0]
+    enc = np.full(nrow, 58, np.uint8)
+    stride = np.zeros(nrow, np.int64)
+    s = 0
+    for r in range(nrow):
+        k = k_rows[r]
+        first = np.int64(0)
+        const = True
+        hl = 0
+        dl = 0
+        for j in range(1, k):
+            d = ((np.int64(v[s + j]) - np.int64(v[s + j - 1]) + 2**31) & 0xFFFFFFFF) - 2**31
+            if j == 1:
+                first = d
+            elif d != first:
+                const = False
+            x = np.uint64(v[s + j])
+            nd = 1
+            x >>= np.uint64(4)
+            while x != 0:
+                nd += 1
+                x >>= np.uint64(4)
+            hl += nd
+            a = -d if d < 0 else d
+            nd = 1
+            a //= 10
+            while a != 0:
+                nd += 1
+                a //= 10
+            dl += nd + (1 if d < 0 else 0)
+        if const:
+            enc[r] = 61 if first == 0 else 43
+            stride[r] = first
+        elif dl < hl:
+            enc[r] = 126
+        s += k
+    return enc, stride
+
+
 def warm_up() -> None:
     """Run every kernel once on a read-only buffer, the kind ``read_kernel`` passes.
 
@@ -548,3 +686,18 @@ def warm_up() -> None:
     ts, te = tokenize(buf)
     parse_uint(buf, ts, te, 16, True, 16)
     parse_int(buf, ts, te)
+    _warm_up_writer()
+
+
+def _warm_up_writer() -> None:
+    """Compile the writer's kernels and check one known line of each."""
+    M, L = hex_tokens(np.array([0x1f, 0], np.uint64), 4, np.frombuffer(b"0x", np.uint8))
+    D, DL = dec_tokens(np.array([-12, 7], np.int64), np.zeros(0, np.uint8))
+    out = np.full(32, 32, np.uint8)
+    cur = np.zeros(1, np.int64)
+    place_tokens(out, cur, np.zeros(2, np.int64), M, L)
+    place_tokens(out, cur, np.zeros(2, np.int64), D, DL)
+    enc, st = value_rows(np.array([5, 5, 1, 3, 5, 9, 8, 100], np.uint32), np.array([2, 3, 3], np.int64))
+    if (bytes(out[:int(cur[0])]) != b"0x001f 0x0000 -12 7 " or bytes(enc) != b"=+:"
+            or st.tolist() != [0, 2, 0]):
+        raise RuntimeError("compiled trace writer misformatted its warm-up tokens")

@@ -83,6 +83,13 @@ def _addr_modes(t: KernelTrace, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _value_rows(vals: np.ndarray, k_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Encoding per value row ('=', '+', '~', ':') and stride for '+' rows."""
+    jit = T.compiled()
+    if jit is not None:
+        return jit.value_rows(np.ascontiguousarray(vals, dtype=np.uint32), np.ascontiguousarray(k_rows, dtype=np.int64))
+    return _value_rows_numpy(vals, k_rows)
+
+
+def _value_rows_numpy(vals: np.ndarray, k_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     nrow = k_rows.shape[0]
     enc = np.full(nrow, ord(":"), dtype=np.uint8)
     stride = np.zeros(nrow, dtype=np.int64)
