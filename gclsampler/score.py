@@ -233,7 +233,8 @@ def representative_spread(plan, times_ns: np.ndarray, labels: np.ndarray) -> tup
     if (lab[inv] != cl).any() or ((n > 0) & (m < 1)).any() or not np.allclose(w, n[cl] / m[cl]):
         return None
     mean = np.bincount(lab, t, minlength=k) / np.maximum(n, 1)
-    var = np.maximum(np.bincount(lab, t * t, minlength=k) / np.maximum(n, 1) - mean ** 2, 0.0)
+    dev = t - mean[lab]  # centred first: E[t²] − E[t]² cancels to noise on near-equal times
+    var = np.bincount(lab, dev * dev, minlength=k) / np.maximum(n, 1)
     fpc = np.where(n > 1, np.maximum(n - m, 0) / np.maximum(n - 1, 1), 0.0)
     per = n ** 2 * var / np.maximum(m, 1) * fpc
     total_var = float(per.sum())
