@@ -323,7 +323,8 @@ def _head_to_head_section(runs, h2h, reference: str, others: list[str], plan_arc
         rows.append([r.label] + [h2h_cell(d.loc[m]) for m in others])
     # a NaN chance count in any run leaves the total NaN, so it is not shown
     tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher", "n_workloads", "max_lower", "expected_lower",
-                                             "expected_tie", "expected_higher"]].sum(min_count=len(runs))
+                                             "expected_tie", "expected_higher", "dominates", "dominated"]
+                                            ].sum(min_count=len(runs))
     rows.append(["**all runs**"] + [h2h_cell(tot.loc[m]) for m in others])
     lines += _md_table(["run"] + [f"vs {m}" for m in others], rows).split("\n")
     return lines

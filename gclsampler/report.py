@@ -354,6 +354,9 @@ def h2h_cell(row) -> str:
     most, n = row.get("max_lower", float("nan")), row.get("n_workloads", float("nan"))
     if np.isfinite(most) and np.isfinite(n) and most < n:
         text += f"; at most {int(most)} possible"
+    dom, domd = row.get("dominates", float("nan")), row.get("dominated", float("nan"))
+    if np.isfinite(dom) and np.isfinite(domd):
+        text += f"; Pareto {int(dom)} / {int(domd)}"
     return text
 
 
@@ -362,7 +365,10 @@ H2H_CHANCE_TEXT = ("In brackets, what chance alone would give: if each plan's er
                    "probability 2/π·atan(sd_rival / sd_reference); these are summed over workloads (shown only "
                    "where both methods have a spread on every workload). Counts well above chance mean tighter "
                    "clusters or a biased rival; counts near it mean the ranking is luck. \"At most N possible\": "
-                   "the rival is exact (0 %) on the other workloads, so no plan can be lower there.")
+                   "the rival is exact (0 %) on the other workloads, so no plan can be lower there. "
+                   "\"Pareto A / B\": on A workloads the reference's plan has cycle error no higher and speedup no "
+                   "lower than the rival's, better in one; on B the rival's plan beats the reference's that way. "
+                   "The other workloads are trade-offs, such as a lower error bought by simulating more.")
 
 
 def _head_to_head_table(summary, arch: str, reference: str = "gcl") -> str | None:

@@ -27,7 +27,9 @@ and gives one place where the definitions live:
 * head to head (``head_to_head_counts``): on how many workloads one method's cycle error is
   lower, equal or higher than another's, beside the counts that chance alone would give
   (``chance_lower``). Why: a single table's "lower on 6 of 11" mixes better clusters with
-  luckier representatives, and the spreads say how much of each to expect.
+  luckier representatives, and the spreads say how much of each to expect. Beside them, the
+  Pareto counts: workloads where one plan is no worse on both error and speedup and better on
+  one. A rival that is lower only by simulating every invocation is not ahead there.
 
 ``summarize`` averages over seeds (errors arithmetically; speedup both arithmetic, the GCL
 paper's averaging, and harmonic, the STEM+ROOT paper's).
@@ -59,6 +61,7 @@ __all__ = [
     "TIE",
     "chance_lower",
     "head_to_head_counts",
+    "pareto_counts",
     "evaluate_workload",
     "summarize",
     "suite_averages",
@@ -67,6 +70,7 @@ __all__ = [
 ]
 
 TIE = 1e-9  # cycle errors closer than this (percentage points) are equal: the same plan, or 0 % for both
+SPEEDUP_TIE = 1e-9  # relative: speedups this close are equal (the same simulated set)
 RATE_METRICS: list[str] = ["ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
 METHOD_ORDER: list[str] = ["gcl", "gcl_paper", "gcl_stem", "stem_root", "pka", "sieve", "allegro", "random", "photon"]
 
@@ -276,6 +280,9 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
     those where the rival is not already exact (0 % within ``TIE``), so a reader sees when a
     target count asks for a clean sweep of the rest.
 
+    ``dominates`` / ``dominated``: ``pareto_counts`` of the reference against the rival on error and
+    arithmetic-mean speedup (NaN without a ``speedup_mean`` column).
+
     Chance counts model one draw per method: a method averaged over several seeds (stochastic)
     gets none. A workload on which both errors are equal counts as equal in the chance count too:
     equal estimates mean the two plans simulate the same members, so their errors are one draw,
@@ -291,6 +298,10 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
         one_draw = s["n_seeds"] <= 1 if "n_seeds" in s.columns else True
         sd = (s.assign(spread_sd=s["spread_sd"].where(one_draw))
               .pivot_table(index="workload", columns="method", values="spread_sd", aggfunc="first", dropna=False)
+              .reindex(index=e.index, columns=e.columns))
+    su = None
+    if "speedup_mean" in s.columns:
+        su = (s.pivot_table(index="workload", columns="method", values="speedup_mean", aggfunc="first", dropna=False)
               .reindex(index=e.index, columns=e.columns))
     rows = []
     for other in methods:
@@ -308,9 +319,31 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
             p = (np.full(len(diff), np.nan),) * 3
         for name, x in zip(("expected_lower", "expected_tie", "expected_higher"), p):
             row[name] = float(x.sum()) if len(x) and np.isfinite(x).all() else float("nan")
+        row["dominates"] = row["dominated"] = float("nan")
+        if su is not None:
+            row["dominates"], row["dominated"] = pareto_counts(
+                e[reference].to_numpy(dtype=np.float64), su[reference].to_numpy(dtype=np.float64),
+                e[other].to_numpy(dtype=np.float64), su[other].to_numpy(dtype=np.float64))
         rows.append(row)
     return pd.DataFrame(rows, columns=["method", "lower", "tie", "higher", "n_workloads", "max_lower",
-                                       "expected_lower", "expected_tie", "expected_higher"])
+                                       "expected_lower", "expected_tie", "expected_higher", "dominates", "dominated"])
+
+
+def pareto_counts(err_a, speedup_a, err_b, speedup_b) -> tuple[float, float]:
+    """``(a dominates b, b dominates a)``: the workloads where one plan has cycle error no higher
+    *and* speedup no lower than the other's, and is strictly better in one of them (errors equal
+    within ``TIE`` points, speedups within ``SPEEDUP_TIE`` relative). Why: a lower error bought by
+    simulating more is a trade-off, not a win; a reader choosing a sampler wants the plans that
+    are better on both. A workload missing a number for either plan counts for neither."""
+    ea, sa, eb, sb = (np.asarray(x, dtype=np.float64) for x in (err_a, speedup_a, err_b, speedup_b))
+    known = np.isfinite(ea) & np.isfinite(sa) & np.isfinite(eb) & np.isfinite(sb)
+    ea, sa, eb, sb = ea[known], sa[known], eb[known], sb[known]
+    de = ea - eb
+    tol = SPEEDUP_TIE * np.maximum(np.abs(sa), np.abs(sb))
+    ds = sa - sb
+    a_better = (de < -TIE) | (ds > tol)
+    b_better = (de > TIE) | (ds < -tol)
+    return float((a_better & ~b_better).sum()), float((b_better & ~a_better).sum())
 
 
 RESULT_COLUMNS = [

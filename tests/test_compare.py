@@ -102,7 +102,8 @@ def test_report_files_synthetic_banner_and_left_out_workloads(tmp_path):
     text = md.read_text()
     assert "SYNTHETIC" in text.splitlines()[2]
     assert "Left out, not in every run: workloads w2." in text
-    assert "| **all runs** | 1 / 0 / 1 |" in text  # gcl vs pka on w1: lower in run 0, higher in run 1
+    # gcl vs pka on w1: lower in run 0, higher in run 1, at the same speedup (so Pareto too)
+    assert "| **all runs** | 1 / 0 / 1; Pareto 1 / 1 |" in text
     for f in ("compare.csv", "compare_workloads.csv", "compare_head_to_head.csv", "plots/compare_speedup_vs_error.png"):
         assert (out / f).exists(), f
     per = pd.read_csv(out / "compare.csv")
@@ -272,9 +273,10 @@ def test_head_to_head_section_shows_chance_only_where_every_run_has_spreads(tmp_
     c = _rows(errs, seed=2)  # an older results.csv: no spread
     md = write_comparison([load_run(_write(tmp_path, "a", a)), load_run(_write(tmp_path, "b", b))],
                           tmp_path / "ab", plots=False).read_text()
-    assert "| **all runs** | 2 / 0 / 2 (chance 2.0 / 0.0 / 2.0) |" in md
+    assert "| **all runs** | 2 / 0 / 2 (chance 2.0 / 0.0 / 2.0); Pareto 2 / 2 |" in md
     h = pd.read_csv(tmp_path / "ab" / "compare_head_to_head.csv")
     assert h["expected_lower"].tolist() == [1.0, 1.0]
     md = write_comparison([load_run(_write(tmp_path, "a2", a)), load_run(_write(tmp_path, "c", c))],
                           tmp_path / "ac", plots=False).read_text()
-    assert "| a2 | 1 / 0 / 1 (chance 1.0 / 0.0 / 1.0) |" in md and "| **all runs** | 2 / 0 / 2 |" in md
+    assert "| a2 | 1 / 0 / 1 (chance 1.0 / 0.0 / 1.0); Pareto 1 / 1 |" in md
+    assert "| **all runs** | 2 / 0 / 2; Pareto 2 / 2 |" in md

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclsampler.score import TIE, chance_lower, head_to_head_counts
+from gclsampler.score import TIE, chance_lower, head_to_head_counts, pareto_counts
 
 spreads = st.floats(1e-3, 1e3, allow_nan=False)
 
@@ -100,7 +100,40 @@ def test_report_shows_gcl_head_to_head(tmp_path):
     section = text.split("## `gcl` head to head, turing", 1)[1].split("\n## ", 1)[0]
     chance_b = 2 / np.pi * np.arctan(3.0)
     # pka is exact on c, so gcl can be lower on 2 of the 3 at most
-    assert f"| pka | 1 / 1 / 1 (chance {0.5 + chance_b:.1f} / 1.0 / {1.5 - chance_b:.1f}); at most 2 possible |" in section
+    # same speedup everywhere: lower error on a is a Pareto win, higher on b a loss, c equal
+    assert (f"| pka | 1 / 1 / 1 (chance {0.5 + chance_b:.1f} / 1.0 / {1.5 - chance_b:.1f}); at most 2 possible; "
+            "Pareto 1 / 1 |") in section
     # without gcl in the run there is nothing to hold the others against
     only_pka = pd.DataFrame([r for r in rows if r["method"] == "pka"], columns=RESULT_COLUMNS)
     assert "head to head" not in write_report(only_pka, tmp_path / "r2", plots=False).read_text()
+
+
+def test_pareto_counts_separate_wins_from_trade_offs():
+    err_a = [1.0, 1.0, 2.0, 0.0, 1.0, 1.0, np.nan]
+    su_a = [10.0, 10.0, 10.0, 1.0, 10.0, 20.0, 5.0]
+    err_b = [2.0, 1.0, 1.0, 0.0, 0.5, 2.0, 1.0]
+    su_b = [10.0, 5.0, 20.0, 1.0, 2.0, 10.0, 5.0]
+    # w0 lower error, same speedup: a; w1 same error, faster: a; w2 b on both; w3 the same plan;
+    # w4 b lower only by simulating 5x as much: a trade-off; w5 a on both; w6 unknown: neither
+    assert pareto_counts(err_a, su_a, err_b, su_b) == (3.0, 1.0)
+    assert pareto_counts(err_b, su_b, err_a, su_a) == (1.0, 3.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 20), st.floats(1, 500), st.floats(0, 20), st.floats(1, 500)), max_size=10))
+def test_pareto_counts_are_antisymmetric_and_exclusive(cells):
+    ea, sa, eb, sb = (np.array([c[i] for c in cells], dtype=np.float64) for i in range(4))
+    dom, domd = pareto_counts(ea, sa, eb, sb)
+    assert (dom, domd) == pareto_counts(eb, sb, ea, sa)[::-1]
+    assert dom + domd <= len(cells)
+    # dominating needs no worse error: never more than the workloads where a is not higher
+    assert dom <= int(np.sum(ea - eb <= TIE)) and domd <= int(np.sum(eb - ea <= TIE))
+    assert pareto_counts(ea, sa, ea, sa) == (0.0, 0.0)
+
+
+def test_counts_without_speedup_have_no_pareto_column():
+    s = _summary([("w1", "gcl", 1.0, 1.0, 1), ("w1", "pka", 2.0, 1.0, 1)])
+    c = head_to_head_counts(s, "gcl", "turing").iloc[0]
+    assert np.isnan(c["dominates"]) and np.isnan(c["dominated"])
+    c = head_to_head_counts(s.assign(speedup_mean=[4.0, 2.0]), "gcl", "turing").iloc[0]
+    assert (c["dominates"], c["dominated"]) == (1.0, 0.0)
