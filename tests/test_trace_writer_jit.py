@@ -37,6 +37,12 @@ def test_hex_tokens_match_numpy(v, min_width, prefix):
         assert bytes(M1[i, M1.shape[1] - L1[i]:]) == prefix + format(x, f"0{min_width}x").encode()
 
 
+def test_hex_width_outside_the_token_matrix_is_refused():
+    for w in (0, 17):
+        with pytest.raises(ValueError, match="min_width"):
+            F.hex_tokens(np.array([1], np.uint64), w)
+
+
 @HYP
 @given(v=st.lists(I64, max_size=40), prefix=PREFIX)
 def test_dec_tokens_match_numpy(v, prefix):

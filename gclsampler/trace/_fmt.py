@@ -23,6 +23,8 @@ _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 def hex_tokens(v: np.ndarray, min_width: int = 1, prefix: bytes = b"") -> tuple[np.ndarray, np.ndarray]:
     """Lower-case hex of uint64 values, at least ``min_width`` digits, with an optional prefix."""
+    if not 1 <= min_width <= 16:  # the token matrix holds 16 digits; the compiled loop does not bounds-check
+        raise ValueError(f"hex_tokens: min_width must be 1..16, got {min_width}")
     v = np.ascontiguousarray(v, dtype=np.uint64)
     jit = compiled()
     if jit is not None:
