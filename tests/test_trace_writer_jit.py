@@ -99,6 +99,13 @@ def test_line_assembly_matches_numpy(groups):
     assert b1 == b2 and np.array_equal(s1, s2)
 
 
+def test_line_assembler_refuses_tokens_it_cannot_place():
+    M, L = F.dec_tokens(np.array([1, 2], np.int64))
+    for lines, length in (([0, 6], L), ([-1, 0], L), ([1, 0], L), ([0, 1], np.array([1, 99]))):
+        with pytest.raises(ValueError, match="LineAssembler.add"):
+            F.LineAssembler(6).add(np.array(lines), M, length)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), values=st.booleans(), dense=st.booleans(), chunk=st.sampled_from([None, 7]))
 def test_rendered_traces_are_byte_identical(seed, values, dense, chunk):

@@ -110,7 +110,15 @@ class LineAssembler:
     def add(self, lines: np.ndarray, mat: np.ndarray, length: np.ndarray) -> None:
         """Tokens for ``lines`` (ascending; repeated line ids = several tokens, in order)."""
         if lines.shape[0]:
-            self.groups.append((np.asarray(lines, dtype=np.int64), mat, np.asarray(length, dtype=np.int64)))
+            lines = np.asarray(lines, dtype=np.int64)
+            length = np.asarray(length, dtype=np.int64)
+            # the compiled placement writes where these point without bounds checks
+            if (lines.shape != length.shape or lines.shape[0] != mat.shape[0] or lines[0] < 0 or lines[-1] >= self.n
+                    or (lines.shape[0] > 1 and (np.diff(lines) < 0).any())
+                    or length.min() < 0 or length.max() > mat.shape[1]):
+                raise ValueError("LineAssembler.add: lines must ascend within the assembler, one per token, "
+                                 "and each length fit its token row")
+            self.groups.append((lines, mat, length))
 
     def render(self) -> tuple[bytes, np.ndarray]:
         """All lines joined with '\\n' (each line ends with one) and the (n+1) line offsets."""
