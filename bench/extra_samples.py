@@ -1,0 +1,126 @@
+"""Would extra members per gcl cluster buy accuracy cheaply? A study on an evaluate.py run (SYNTHETIC).
+
+gcl simulates one member per cluster, so a cluster of launches that look the same carries one
+draw of the run-to-run jitter into the estimate. Simulating m members of the heavy clusters
+shrinks that, at the price of speedup. This script asks how much error each extra percent of
+simulated time removes, to decide whether gcl should spend it. It re-clusters each workload's
+trained embeddings with the plan's own settings (the clusters gcl used), then, for each budget
+(extra simulated time as a fraction of one member per cluster), allocates extra members greedily
+by variance removed per unit cost, under the stratified-sampling model of equal relative jitter
+in every cluster (sd proportional to the member cost) with the finite-population correction.
+
+The cost a planner can know before simulating is the size vector's instructions on SM 0
+(``--cost trace``, what gcl itself would have to use); ``--cost time`` uses the measured times
+instead, an oracle no planner has, as an upper bound on what a better proxy could buy.
+Errors are expectations over uniformly drawn members (``--draws``, seeded), like
+``error_cycles_any_member``. The ``exact groups`` row is the floor of one-member sampling: the
+clusters are the invocations with equal kernel name, grid and ``inst_executed``, so what is left
+is the jitter. Usage::
+
+    python evaluate.py suite=full out_dir=RUN data_dir=WL       # the run studied
+    python bench/extra_samples.py RUN WL [--cost trace|time] [--budgets 0,0.05,0.1,0.2,0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ["phi2", "pythia", "qwen1_5", "3mm", "lu", "bfs", "cfd", "lud", "nw", "backprop", "alexnet"]
+
+
+def allocate(labels: np.ndarray, cost: np.ndarray, budget: float) -> np.ndarray:
+    """Members to simulate per cluster: one each, then greedily the member that removes the most
+    variance of the estimated total per unit of cost, while the extra cost stays within
+    ``budget`` x the one-per-cluster cost."""
+    n = np.bincount(labels)
+    c = np.bincount(labels, weights=cost) / n
+    m = np.ones_like(n)
+    left = budget * c.sum()
+
+    def var(mm: np.ndarray) -> np.ndarray:  # sd_j proportional to c_j: equal relative jitter
+        return (n * c) ** 2 / mm * (n - mm) / np.maximum(n - 1, 1)
+
+    while True:
+        gain = (var(m) - var(np.minimum(m + 1, n))) / c
+        gain[(m >= n) | (c > left)] = -1.0
+        j = int(np.argmax(gain))
+        if gain[j] <= 0:
+            return m
+        m[j] += 1
+        left -= c[j]
+
+
+def expected(labels: np.ndarray, m: np.ndarray, cycles: np.ndarray, time_ns: np.ndarray,
+             draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw cycle error (%) and speedup when each cluster's m_j members are drawn uniformly
+    without replacement and scaled by n_j / m_j."""
+    rng = np.random.default_rng(seed)
+    est = np.zeros(draws)
+    sim = np.zeros(draws)
+    for j, size in enumerate(np.bincount(labels)):
+        members = np.flatnonzero(labels == j)
+        keys = rng.random((draws, size))
+        pick = members[np.argpartition(keys, m[j] - 1, axis=1)[:, :m[j]]] if m[j] < size else \
+            np.broadcast_to(members, (draws, size))
+        est += cycles[pick].mean(axis=1) * size
+        sim += time_ns[pick].sum(axis=1)
+    total = cycles.sum()
+    return np.abs(est - total) / total * 100.0, time_ns.sum() / sim
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path, help="an evaluate.py out_dir (train/<w>/embeddings.npy, plans/<w>/gcl.json)")
+    ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
+    ap.add_argument("--arch", default="turing")
+    ap.add_argument("--cost", choices=["trace", "time"], default="trace")
+    ap.add_argument("--budgets", default="0,0.05,0.1,0.2,0.5")
+    ap.add_argument("--draws", type=int, default=2000)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from gclsampler.cluster import cluster_embeddings
+    from gclsampler.profile import read_profile
+
+    budgets = [float(b) for b in args.budgets.split(",")]
+    rows: dict[str, list[tuple[str, float, float, int]]] = {}
+    for name in SUITE:
+        emb_path, plan_path = args.run_dir / "train" / name / "embeddings.npy", args.run_dir / "plans" / name / "gcl.json"
+        prof_path = args.data_dir / name / "profiles" / f"{args.arch}.csv"
+        if not (emb_path.exists() and plan_path.exists() and prof_path.exists()):
+            print(f"{name}: skipped (no {emb_path}, {plan_path} or {prof_path})", file=sys.stderr)
+            continue
+        emb = np.load(emb_path)
+        cfg = json.loads(plan_path.read_text())["config"]
+        labels = cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)).labels
+        prof = read_profile(prof_path)
+        cycles = prof["cycles"].to_numpy(np.float64)
+        time_ns = prof["time_ns"].to_numpy(np.float64)
+        # the size vector's log2(1 + instructions on SM 0); model.kfeat_scale 1 (the default)
+        cost = time_ns if args.cost == "time" else np.exp2(emb[:, cfg["cluster"]["split_column"]].astype(np.float64))
+        for b in budgets:
+            m = allocate(labels, cost, b)
+            err, speed = expected(labels, m, cycles, time_ns, args.draws, 0)
+            rows.setdefault(f"gcl + {b:g}", []).append((name, err.mean(), speed.mean(), int(m.sum() - m.size)))
+        key = prof["kernel_name"] + "|" + prof["grid"] + "|" + prof["inst_executed"].astype(str)
+        exact = np.unique(key.to_numpy(), return_inverse=True)[1].reshape(-1)
+        err, speed = expected(exact, np.ones(exact.max() + 1, dtype=np.int64), cycles, time_ns, args.draws, 0)
+        rows.setdefault("exact groups", []).append((name, err.mean(), speed.mean(), 0))
+
+    print(f"SYNTHETIC, {args.arch}, cost = {args.cost}, {args.draws} draws; expected cycle error over drawn members")
+    print("| plan | mean error | worst workload | arithmetic speedup | extra members |")
+    print("|---|---|---|---|---|")
+    for label, r in rows.items():
+        worst = max(r, key=lambda x: x[1])
+        print(f"| {label} | {np.mean([x[1] for x in r]):.2f} % | {worst[1]:.2f} % ({worst[0]}) | "
+              f"{np.mean([x[2] for x in r]):.1f}x | {sum(x[3] for x in r)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
