@@ -112,6 +112,10 @@ def main() -> int:
         err, speed = expected(exact, np.ones(exact.max() + 1, dtype=np.int64), cycles, time_ns, args.draws, 0)
         rows.setdefault("exact groups", []).append((name, err.mean(), speed.mean(), 0))
 
+    if not rows:
+        print(f"extra_samples: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "
+              f"{args.run_dir} and <w>/profiles/{args.arch}.csv under {args.data_dir}", file=sys.stderr)
+        return 2
     print(f"SYNTHETIC, {args.arch}, cost = {args.cost}, {args.draws} draws; expected cycle error over drawn members")
     print("| plan | mean error | worst workload | arithmetic speedup | extra members |")
     print("|---|---|---|---|---|")
