@@ -537,6 +537,28 @@ _HEXB = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
 @_jit
+def _hex_digits(x):
+    """Hex digits of uint64 ``x`` without leading zeros (1 for 0)."""
+    nd = 1
+    x >>= np.uint64(4)
+    while x != 0:
+        nd += 1
+        x >>= np.uint64(4)
+    return nd
+
+
+@_jit
+def _dec_digits(m):
+    """Decimal digits of uint64 ``m`` (1 for 0)."""
+    nd = 1
+    m //= np.uint64(10)
+    while m != 0:
+        nd += 1
+        m //= np.uint64(10)
+    return nd
+
+
+@_jit
 def hex_tokens(v, min_width, prefix):
     """``_fmt.hex_tokens``: right-aligned lower-case hex of uint64 ``v``."""
     n = v.shape[0]
@@ -550,11 +572,7 @@ def hex_tokens(v, min_width, prefix):
     for i in range(n):
         if v[i] > top:
             top = v[i]
-    cols = 0
-    while top != 0:
-        cols += 1
-        top >>= np.uint64(4)
-    cols = max(cols, min_width)
+    cols = max(_hex_digits(top), min_width)
     for i in range(n):
         x = v[i]
         nd = min_width
@@ -586,11 +604,7 @@ def dec_tokens(v, prefix):
         x = v[i]
         m = np.uint64(-(x + 1)) + np.uint64(1) if x < 0 else np.uint64(x)  # |int64 min| fits
         mag[i] = m
-        d = 1
-        m //= np.uint64(10)
-        while m != 0:
-            d += 1
-            m //= np.uint64(10)
+        d = _dec_digits(m)
         if d > cols:
             cols = d
     for i in range(n):
@@ -643,20 +657,8 @@ def value_rows(v, k_rows):
                 first = d
             elif d != first:
                 const = False
-            x = np.uint64(v[s + j])
-            nd = 1
-            x >>= np.uint64(4)
-            while x != 0:
-                nd += 1
-                x >>= np.uint64(4)
-            hl += nd
-            a = -d if d < 0 else d
-            nd = 1
-            a //= 10
-            while a != 0:
-                nd += 1
-                a //= 10
-            dl += nd + (1 if d < 0 else 0)
+            hl += _hex_digits(np.uint64(v[s + j]))
+            dl += _dec_digits(np.uint64(-d if d < 0 else d)) + (1 if d < 0 else 0)
         if const:
             enc[r] = 61 if first == 0 else 43
             stride[r] = first
