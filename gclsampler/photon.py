@@ -31,9 +31,9 @@ scaling only when both launches do about the same work, hence ``match_launch``:
 a normalised BBV cannot tell a 4-CTA GEMM from a 400-CTA one, Photon's scaling
 would, and unscaled reuse across them is off by the CTA ratio.
 
-Traces are whatever the tracer captured (for ``gclsampler.synth`` workloads: at
-most 48 instructions per warp of 2 CTAs), so the BBV describes that part of a
-kernel only.
+Traces are whatever the tracer captured: by default every instruction of every
+CTA on SM 0 (the paper's scope), so the BBV describes SM 0's share of the kernel,
+and with opt-in capped traces (``trace_cap``, ``max_traced_ctas``) only their start.
 """
 
 from __future__ import annotations
