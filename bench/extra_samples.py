@@ -74,6 +74,33 @@ def expected(labels: np.ndarray, m: np.ndarray, cycles: np.ndarray, time_ns: np.
     return np.abs(est - total) / total * 100.0, time_ns.sum() / sim
 
 
+def suite_runs(run_dir: Path, data_dir: Path, arch: str):
+    """(name, embeddings, gcl plan config, gcl's cluster labels, profile of ``arch``) per suite
+    workload of an evaluate.py run; the labels are re-clustered with the plan's own settings,
+    so they are the clusters gcl used. Workloads with a missing file are skipped with a line."""
+    sys.path.insert(0, str(ROOT))
+    from gclsampler.cluster import cluster_embeddings
+    from gclsampler.profile import read_profile
+
+    for name in SUITE:
+        emb_path, plan_path = run_dir / "train" / name / "embeddings.npy", run_dir / "plans" / name / "gcl.json"
+        prof_path = data_dir / name / "profiles" / f"{arch}.csv"
+        if not (emb_path.exists() and plan_path.exists() and prof_path.exists()):
+            print(f"{name}: skipped (no {emb_path}, {plan_path} or {prof_path})", file=sys.stderr)
+            continue
+        emb = np.load(emb_path)
+        cfg = json.loads(plan_path.read_text())["config"]
+        labels = cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)).labels
+        yield name, emb, cfg, labels, read_profile(prof_path)
+
+
+def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
+    """One line saying what was looked for, and exit status 2."""
+    print(f"{prog}: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "
+          f"{run_dir} and <w>/profiles/{arch}.csv under {data_dir}", file=sys.stderr)
+    return 2
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path, help="an evaluate.py out_dir (train/<w>/embeddings.npy, plans/<w>/gcl.json)")
@@ -83,22 +110,9 @@ def main() -> int:
     ap.add_argument("--budgets", default="0,0.05,0.1,0.2,0.5")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from gclsampler.cluster import cluster_embeddings
-    from gclsampler.profile import read_profile
-
     budgets = [float(b) for b in args.budgets.split(",")]
     rows: dict[str, list[tuple[str, float, float, int]]] = {}
-    for name in SUITE:
-        emb_path, plan_path = args.run_dir / "train" / name / "embeddings.npy", args.run_dir / "plans" / name / "gcl.json"
-        prof_path = args.data_dir / name / "profiles" / f"{args.arch}.csv"
-        if not (emb_path.exists() and plan_path.exists() and prof_path.exists()):
-            print(f"{name}: skipped (no {emb_path}, {plan_path} or {prof_path})", file=sys.stderr)
-            continue
-        emb = np.load(emb_path)
-        cfg = json.loads(plan_path.read_text())["config"]
-        labels = cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)).labels
-        prof = read_profile(prof_path)
+    for name, emb, cfg, labels, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
         cycles = prof["cycles"].to_numpy(np.float64)
         time_ns = prof["time_ns"].to_numpy(np.float64)
         # the size vector's log2(1 + instructions on SM 0); model.kfeat_scale 1 (the default)
@@ -113,9 +127,7 @@ def main() -> int:
         rows.setdefault("exact groups", []).append((name, err.mean(), speed.mean(), 0))
 
     if not rows:
-        print(f"extra_samples: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "
-              f"{args.run_dir} and <w>/profiles/{args.arch}.csv under {args.data_dir}", file=sys.stderr)
-        return 2
+        return nothing_found("extra_samples", args.run_dir, args.data_dir, args.arch)
     print(f"SYNTHETIC, {args.arch}, cost = {args.cost}, {args.draws} draws; expected cycle error over drawn members")
     print("| plan | mean error | worst workload | arithmetic speedup | extra members |")
     print("|---|---|---|---|---|")

@@ -34,7 +34,7 @@ import io
 import math
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -106,6 +106,10 @@ class ClusterConfig:
     # spans more than split_tolerance is cut at its widest gap until none does. 0 = off (paper).
     split_tolerance: float = 0.5
     split_column: int = -6
+    # Opt-in deviation: then cut every cluster whose members' measured times (the profile's
+    # time_ns) span more than time_split_tolerance in log2 (0.5: 1.41x), as the work split does.
+    # Needs the profile, so the GCL samplers apply it (cut_by_time); 0 = off (the default).
+    time_split_tolerance: float = 0.0
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
         def bad(key: str, msg: str) -> ClusterConfigError:
@@ -140,6 +144,8 @@ class ClusterConfig:
             raise bad("silhouette_min_points", f"must be >= 3 (silhouette needs k < points), got {self.silhouette_min_points}")
         if not (self.split_tolerance >= 0 and math.isfinite(self.split_tolerance)):
             raise bad("split_tolerance", f"must be a finite number >= 0 (0 = off), got {self.split_tolerance}")
+        if not (self.time_split_tolerance >= 0 and math.isfinite(self.time_split_tolerance)):
+            raise bad("time_split_tolerance", f"must be a finite number >= 0 (0 = off), got {self.time_split_tolerance}")
         if self.representative not in REPRESENTATIVES:
             raise bad("representative", f"must be one of {', '.join(REPRESENTATIVES)}, got {self.representative!r}")
         return self
@@ -391,7 +397,7 @@ def _pick(curve: dict[int, float], tolerance: float) -> int:
 
 def _one_cluster(n: int, cfg: ClusterConfig, random_state: int) -> ClusterResult:
     labels = np.zeros(n, dtype=np.int64)
-    reps = _representatives(labels, None, cfg.representative, random_state) if n else np.zeros(0, dtype=np.int64)
+    reps = representatives(labels, None, cfg.representative, random_state) if n else np.zeros(0, dtype=np.int64)
     return ClusterResult(labels, 1 if n else 0, {}, reps, np.bincount(labels, minlength=1 if n else 0),
                          False, 0, asdict(cfg))
 
@@ -473,7 +479,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
             return _one_cluster(n, cfg, random_state)
         # too few distinct points for silhouette: each one is its own cluster
         labels = _compact(groups[inverse])
-        reps = _representatives(labels, x_all, cfg.representative, random_state)
+        reps = representatives(labels, x_all, cfg.representative, random_state)
         return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg), n_groups)
     every = _Points.of(uniq, counts)
 
@@ -560,7 +566,7 @@ def _work_split(labels: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: Clu
                 f"cluster.split_column: {cfg.split_column} is outside embeddings of {x_all.shape[1]} columns; the work "
                 "split needs the size vector (model.kernel_features=true) or cluster.split_tolerance=0")
         labels = split_by_work(labels, np.asarray(emb, dtype=np.float64)[:, cfg.split_column], cfg.split_tolerance)
-    reps = _representatives(labels, x_all, cfg.representative, random_state)
+    reps = representatives(labels, x_all, cfg.representative, random_state)
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), k_silhouette)
 
@@ -593,7 +599,35 @@ def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.
     return _compact(out)
 
 
-def _representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:
+def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarray, tolerance: float,
+                representative: str = "medoid", random_state: int = 0) -> ClusterResult:
+    """``result`` with every cluster whose measured times span more than ``tolerance`` (log2)
+    cut at its widest gap (``split_by_work`` on log2 time), and representatives chosen anew.
+
+    Why: an SM-scoped trace does not see work that ran on other SMs (a BFS frontier) or a
+    launch slowed by cold caches, so launches with the same SM-0 trace can differ 2x in time;
+    the profile's times, which every workload has, do see it. ROOT cuts STEM's strata by time
+    for the same reason. Off by default: it costs speedup (docs/plans.md, bench/time_split.py).
+    ``x`` is the clustering input the medoid is taken over (None: all members tied).
+    """
+    times_ns = np.asarray(times_ns, dtype=np.float64)
+    if times_ns.shape != result.labels.shape:
+        raise ValueError(f"time_ns: {times_ns.size} times for {result.labels.size} invocations")
+    bad = ~(np.isfinite(times_ns) & (times_ns > 0))
+    if bad.any():
+        raise ValueError(f"time_ns: invocation {int(np.flatnonzero(bad)[0])}: the time cut needs a time > 0, "
+                         f"found {times_ns[bad][0]!r}")
+    if tolerance <= 0 or result.labels.size == 0:
+        return result
+    labels = split_by_work(result.labels, np.log2(times_ns), tolerance)
+    if labels.max() + 1 == result.k:
+        return result
+    reps = representatives(labels, None if x is None else np.asarray(x, dtype=np.float64), representative,
+                           random_state)
+    return replace(result, labels=labels, k=int(labels.max()) + 1, representatives=reps, sizes=np.bincount(labels))
+
+
+def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:
     """One member invocation per cluster.
 
     ``first``: the earliest invocation (paper; a simulator reaches it soonest).

@@ -138,10 +138,11 @@ def test_gcl_paper_uses_none_of_the_deviations():
     wl = _workload(np.r_[np.zeros((6, 2)), np.ones((6, 2))] + np.arange(12)[:, None] * 1e-3,
                    ["k"] * 12)
     wl.paper_embeddings = np.r_[np.zeros((6, 2)), np.ones((6, 2))].astype(np.float32) + 0.5
-    project = {"launch_weight": 2.0, "representative": "medoid"}
+    project = {"launch_weight": 2.0, "representative": "medoid", "time_split_tolerance": 0.5}
     s = GclPaperSampler(cluster=project).fit(wl)
     cfg = s.config["cluster"]
     assert cfg["launch_weight"] == 0.0 and cfg["representative"] == "first"
+    assert cfg["split_tolerance"] == 0.0 and cfg["time_split_tolerance"] == 0.0  # times span 12x here, uncut
     # it clusters the paper encoder's embeddings, and simulates the first member of each cluster
     assert sorted(x.invocation for x in s.samples) == [0, 6]
     # model=paper turns both encoder deviations off; the default model has the size vector in z
@@ -166,3 +167,64 @@ def test_work_split_also_cuts_when_no_k_gets_a_silhouette_score(monkeypatch):
     assert res.silhouette == {} and res.k_silhouette == 0
     assert res.k == 2 and np.array_equal(res.labels, (np.arange(40) >= 25).astype(np.int64))
     assert cluster_embeddings(emb, {"split_tolerance": 0.0}, random_state=0).k == 1
+
+
+def _tied_launches(times):
+    """Launches of one kernel with identical embeddings (same SM-0 trace) and these measured times."""
+    n = len(times)
+    wl = _workload(np.tile([[0.3, 0.7]], (n, 1)), ["k"] * n)
+    wl.profile["time_ns"] = np.asarray(times, dtype=np.float64)
+    return wl
+
+
+def test_time_cut_separates_launches_an_sm0_trace_cannot_tell_apart():
+    """Identical traces, but the first launch ran 2.6x longer (cold caches, or work on other SMs):
+    the opt-in time cut gives it its own cluster; jitter inside the tolerance is never cut."""
+    times = [2600.0] + [1000.0 * (1 + 0.03 * np.sin(i)) for i in range(1, 10)]
+    off = make_sampler("gcl").fit(_tied_launches(times))
+    assert len(off.clusters) == 1
+    on = make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
+    assert sorted(c.size for c in on.clusters) == [1, 9]
+    assert sum(x.weight for x in on.samples) == 10
+    alone = [x for x in on.samples if x.weight == 1.0]
+    assert [x.invocation for x in alone] == [0]
+    # the other nine are still represented by their middle launch (medoid tie-break)
+    assert sorted(x.invocation for x in on.samples) == [0, 5]
+    assert on.config["k"] == 2 and on.config["cluster"]["time_split_tolerance"] == 0.5
+    jitter_only = make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times[1:]))
+    assert len(jitter_only.clusters) == 1
+    # gcl_stem's strata are cut by ROOT instead: the setting is overridden there
+    stem = make_sampler("gcl_stem", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
+    assert stem.config["cluster"]["time_split_tolerance"] == 0.0
+
+
+def test_time_cut_refuses_a_profile_without_usable_times():
+    from gclsampler.cluster import ClusterConfigError
+    from gclsampler.samplers import SamplerError
+
+    times = [1000.0, 0.0, 1000.0, 1200.0]
+    make_sampler("gcl").fit(_tied_launches(times))  # off: times are not read
+    with pytest.raises(SamplerError, match=r"time_ns: invocation 1: .*time > 0.*time_split_tolerance=0"):
+        make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
+    with pytest.raises(ClusterConfigError, match="cluster.time_split_tolerance"):
+        make_sampler("gcl", cluster={"time_split_tolerance": -1.0}).fit(_tied_launches(times))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(1.0, 1e6)), min_size=1, max_size=40),
+       st.sampled_from([0.1, 0.5, 1.0]))
+def test_time_cut_refines_clusters_to_the_tolerance(rows, tol):
+    from gclsampler.cluster import ClusterResult, _compact, cut_by_time, representatives
+
+    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
+    times = np.array([r[1] for r in rows])
+    k = int(labels.max()) + 1
+    res = ClusterResult(labels, k, {}, representatives(labels, None, "medoid", 0), np.bincount(labels))
+    out = cut_by_time(res, None, times, tol)
+    assert out.sizes.sum() == len(rows) and out.k == out.sizes.size == out.representatives.size
+    for c in range(out.k):
+        members = np.flatnonzero(out.labels == c)
+        assert np.ptp(np.log2(times[members])) <= tol + 1e-12  # every cluster within the tolerance
+        assert np.unique(labels[members]).size == 1  # a refinement: never merges across old clusters
+        assert out.representatives[c] in members
+    assert out.labels[0] == 0  # numbered by first appearance

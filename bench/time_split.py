@@ -1,0 +1,101 @@
+"""Should gcl also cut its clusters by measured time, as ROOT does? A study on an evaluate.py run (SYNTHETIC).
+
+gcl's work split cuts a cluster whose members' SM-0 instructions span more than
+``cluster.split_tolerance``. Work that runs on other SMs (a BFS frontier) or a launch slowed by
+cold caches is not in an SM-0 trace, so such members stay together. The profile's measured times
+do see it, and every gclsampler workload has them (``time_ns`` is a required profile.csv
+column). This script takes the clusters gcl used in a run (re-clustered from its embeddings with
+the plan's settings), additionally cuts every cluster whose ``time_ns`` on the plan's arch spans
+more than TOL in log2 (0.5: 1.41x, the work split's default) at its widest gap, picks medoids as
+gcl does, and prints the cycle error on the plan's arch and on the other archs, the any-member
+error (expected over uniformly drawn representatives, the jitter-free measure) and the
+arithmetic-mean speedup, beside gcl with its work split tightened instead
+(``--work-tolerances``), the knob that already trades speed for accuracy. Usage::
+
+    python evaluate.py suite=full out_dir=RUN data_dir=WL       # the run studied
+    python bench/time_split.py RUN WL [--tolerances 0,0.5,0.7,1.0] [--arch turing]
+
+TOL 0 is gcl's plan as it is (the script checks that its representatives equal the plan's); TOL > 0 is
+what ``cluster.time_split_tolerance=TOL`` makes gcl do (``gclsampler.cluster.cut_by_time``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from extra_samples import expected, nothing_found, suite_runs
+
+CROSS = ("turing", "ampere", "ada")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path, help="an evaluate.py out_dir (train/<w>/embeddings.npy, plans/<w>/gcl.json)")
+    ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
+    ap.add_argument("--arch", default="turing", help="the arch the plans were made on")
+    ap.add_argument("--tolerances", default="0,0.5,0.7,1.0", help="log2 spans of time_ns allowed in a cluster; 0 = no cut")
+    ap.add_argument("--work-tolerances", default="0.3,0.2",
+                    help="for comparison: gcl with only cluster.split_tolerance (SM-0 work) lowered to these")
+    ap.add_argument("--draws", type=int, default=2000)
+    args = ap.parse_args()
+    from gclsampler.cluster import cluster_embeddings, cut_by_time
+    from gclsampler.profile import read_profile
+
+    tols = [float(t) for t in args.tolerances.split(",")]
+    work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
+    variants = [("time", t) for t in tols] + [("work", t) for t in work_tols]
+    rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int]]] = {v: [] for v in variants}
+    for name, emb, cfg, _, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
+        plan = json.loads((args.run_dir / "plans" / name / "gcl.json").read_text())
+        time_ns = prof["time_ns"].to_numpy(np.float64)
+        others = [read_profile(args.data_dir / name / "profiles" / f"{a}.csv")["cycles"].to_numpy(np.float64)
+                  for a in CROSS if a != args.arch and (args.data_dir / name / "profiles" / f"{a}.csv").exists()]
+        cycles = prof["cycles"].to_numpy(np.float64)
+        x = emb.astype(np.float64)
+        seed = cfg.get("cluster_random_state", 0)
+        base = cluster_embeddings(emb, cfg["cluster"], seed)  # gcl's clusters (suite_runs' labels)
+        for kind, tol in variants:
+            if kind == "work":
+                res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
+            else:  # what gcl does with cluster.time_split_tolerance=tol
+                res = cut_by_time(base, x, time_ns, tol,
+                                  cfg["cluster"]["representative"], seed)
+            lab, reps = res.labels, res.representatives
+            if (kind, tol) == ("time", 0) and sorted(reps.tolist()) != sorted(s["invocation"] for s in plan["samples"]):
+                print(f"{name}: re-clustering does not reproduce plans/{name}/gcl.json; rerun with this checkout",
+                      file=sys.stderr)
+                return 2
+            n = np.bincount(lab)
+
+            def err(c: np.ndarray) -> float:
+                return abs(float((c[reps] * n).sum() - c.sum())) / c.sum() * 100.0
+
+            cross = float(np.mean([err(c) for c in others])) if others else float("nan")
+            any_member = float(expected(lab, np.ones(n.size, dtype=np.int64), cycles, time_ns, args.draws, 0)[0].mean())
+            rows[(kind, tol)].append((name, err(cycles), cross, any_member, time_ns.sum() / time_ns[reps].sum(), int(n.size)))
+
+    if not any(rows.values()):
+        return nothing_found("time_split", args.run_dir, args.data_dir, args.arch)
+    print(f"SYNTHETIC, plans on {args.arch}; cycle error of the plan, mean over workloads")
+    print("| plan | error (worst) | cross-arch | any-member error | arithmetic speedup | simulated |")
+    print("|---|---|---|---|---|---|")
+    for (kind, tol), r in rows.items():
+        worst = max(r, key=lambda v: v[1])
+        label = ("gcl" if tol == 0 else f"gcl + time cut at {tol:g} ({2 ** tol:.2f}x)") if kind == "time" else \
+            f"gcl, split_tolerance {tol:g} ({2 ** tol:.2f}x), no time cut"
+        print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
+              f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
+              f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} |")
+    print("per workload, error / speedup:")
+    for (kind, tol), r in rows.items():
+        print(f"  {kind} {tol:g}: " + ", ".join(f"{v[0]} {v[1]:.2f} %/{v[4]:.0f}x" for v in r))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
