@@ -75,8 +75,8 @@ def expected(labels: np.ndarray, m: np.ndarray, cycles: np.ndarray, time_ns: np.
 
 
 def suite_runs(run_dir: Path, data_dir: Path, arch: str):
-    """(name, embeddings, gcl plan config, gcl's cluster labels, profile of ``arch``) per suite
-    workload of an evaluate.py run; the labels are re-clustered with the plan's own settings,
+    """(name, embeddings, gcl's plan.json, gcl's ClusterResult, profile of ``arch``) per suite
+    workload of an evaluate.py run; the clusters are re-clustered with the plan's own settings,
     so they are the clusters gcl used. Workloads with a missing file are skipped with a line."""
     sys.path.insert(0, str(ROOT))
     from gclsampler.cluster import cluster_embeddings
@@ -89,9 +89,10 @@ def suite_runs(run_dir: Path, data_dir: Path, arch: str):
             print(f"{name}: skipped (no {emb_path}, {plan_path} or {prof_path})", file=sys.stderr)
             continue
         emb = np.load(emb_path)
-        cfg = json.loads(plan_path.read_text())["config"]
-        labels = cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)).labels
-        yield name, emb, cfg, labels, read_profile(prof_path)
+        plan = json.loads(plan_path.read_text())
+        cfg = plan["config"]
+        yield name, emb, plan, cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)), \
+            read_profile(prof_path)
 
 
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
@@ -112,7 +113,8 @@ def main() -> int:
     args = ap.parse_args()
     budgets = [float(b) for b in args.budgets.split(",")]
     rows: dict[str, list[tuple[str, float, float, int]]] = {}
-    for name, emb, cfg, labels, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
+    for name, emb, plan, clusters, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
+        cfg, labels = plan["config"], clusters.labels
         cycles = prof["cycles"].to_numpy(np.float64)
         time_ns = prof["time_ns"].to_numpy(np.float64)
         # the size vector's log2(1 + instructions on SM 0); model.kfeat_scale 1 (the default)

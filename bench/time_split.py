@@ -22,13 +22,12 @@ what ``cluster.time_split_tolerance=TOL`` makes gcl do (``gclsampler.cluster.cut
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from extra_samples import expected, nothing_found, suite_runs
+from extra_samples import nothing_found, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 
@@ -44,40 +43,36 @@ def main() -> int:
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
     from gclsampler.cluster import cluster_embeddings, cut_by_time
+    from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile
+    from gclsampler.score import any_member_error, score_plan
 
     tols = [float(t) for t in args.tolerances.split(",")]
     work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
     variants = [("time", t) for t in tols] + [("work", t) for t in work_tols]
     rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int]]] = {v: [] for v in variants}
-    for name, emb, cfg, _, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
-        plan = json.loads((args.run_dir / "plans" / name / "gcl.json").read_text())
-        time_ns = prof["time_ns"].to_numpy(np.float64)
-        others = [read_profile(args.data_dir / name / "profiles" / f"{a}.csv")["cycles"].to_numpy(np.float64)
-                  for a in CROSS if a != args.arch and (args.data_dir / name / "profiles" / f"{a}.csv").exists()]
-        cycles = prof["cycles"].to_numpy(np.float64)
-        x = emb.astype(np.float64)
+    for name, emb, gcl_plan, base, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
+        cfg = gcl_plan["config"]
+        others = [read_profile(path) for path in (args.data_dir / name / "profiles" / f"{a}.csv"
+                                                  for a in CROSS if a != args.arch) if path.exists()]
+        names = prof["kernel_name"].to_numpy()
         seed = cfg.get("cluster_random_state", 0)
-        base = cluster_embeddings(emb, cfg["cluster"], seed)  # gcl's clusters (suite_runs' labels)
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
             else:  # what gcl does with cluster.time_split_tolerance=tol
-                res = cut_by_time(base, x, time_ns, tol,
+                res = cut_by_time(base, emb.astype(np.float64), prof["time_ns"].to_numpy(np.float64), tol,
                                   cfg["cluster"]["representative"], seed)
-            lab, reps = res.labels, res.representatives
-            if (kind, tol) == ("time", 0) and sorted(reps.tolist()) != sorted(s["invocation"] for s in plan["samples"]):
+            if (kind, tol) == ("time", 0) and \
+                    sorted(res.representatives.tolist()) != sorted(s["invocation"] for s in gcl_plan["samples"]):
                 print(f"{name}: re-clustering does not reproduce plans/{name}/gcl.json; rerun with this checkout",
                       file=sys.stderr)
                 return 2
-            n = np.bincount(lab)
-
-            def err(c: np.ndarray) -> float:
-                return abs(float((c[reps] * n).sum() - c.sum())) / c.sum() * 100.0
-
-            cross = float(np.mean([err(c) for c in others])) if others else float("nan")
-            any_member = float(expected(lab, np.ones(n.size, dtype=np.int64), cycles, time_ns, args.draws, 0)[0].mean())
-            rows[(kind, tol)].append((name, err(cycles), cross, any_member, time_ns.sum() / time_ns[reps].sum(), int(n.size)))
+            plan = plan_from_labels(name, "gcl", res.labels, res.representatives, names)
+            own = score_plan(plan, prof)
+            cross = float(np.mean([score_plan(plan, o)["error_cycles"] for o in others])) if others else float("nan")
+            any_member = any_member_error(plan, res.labels, prof["cycles"].to_numpy(np.float64), args.draws)
+            rows[(kind, tol)].append((name, own["error_cycles"], cross, any_member, own["speedup"], res.k))
 
     if not any(rows.values()):
         return nothing_found("time_split", args.run_dir, args.data_dir, args.arch)
