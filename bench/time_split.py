@@ -10,10 +10,12 @@ more than TOL in log2 (0.5: 1.41x, the work split's default) at its widest gap, 
 gcl does, and prints the cycle error on the plan's arch and on the other archs, the any-member
 error (expected over uniformly drawn representatives, the jitter-free measure) and the
 arithmetic-mean speedup, beside gcl with its work split tightened instead
-(``--work-tolerances``), the knob that already trades speed for accuracy. Usage::
+(``--work-tolerances``), the knob that already trades speed for accuracy, and beside a cut only
+where a cluster's sorted log2 times have a gap wider than G (``--gaps``: two populations, not one
+population spread by jitter or by a smooth trend). Usage::
 
     python evaluate.py suite=full out_dir=RUN data_dir=WL       # the run studied
-    python bench/time_split.py RUN WL [--tolerances 0,0.5,0.7,1.0] [--arch turing]
+    python bench/time_split.py RUN WL [--tolerances 0,0.5,0.7,1.0] [--gaps 0.5] [--arch turing]
 
 TOL 0 is gcl's plan as it is (the script checks that its representatives equal the plan's); TOL > 0 is
 what ``cluster.time_split_tolerance=TOL`` makes gcl do (``gclsampler.cluster.cut_by_time``).
@@ -25,11 +27,27 @@ import argparse
 import sys
 from pathlib import Path
 
+from dataclasses import replace
+
 import numpy as np
 
 from extra_samples import nothing_found, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
+
+
+def cut_at_gaps(labels: np.ndarray, log_time: np.ndarray, gap: float) -> np.ndarray:
+    """``labels`` with each cluster cut wherever two neighbours in sorted ``log_time`` are more than
+    ``gap`` apart; labels renumbered by first appearance. Unlike the span cut, a cluster whose
+    times spread smoothly (jitter, a shrinking LU trailing matrix) stays whole however wide it is."""
+    order = np.lexsort((log_time, labels))
+    new = np.r_[True, (labels[order][1:] != labels[order][:-1]) | (np.diff(log_time[order]) > gap)]
+    out = np.empty_like(labels)
+    out[order] = np.cumsum(new) - 1
+    _, first = np.unique(out, return_index=True)  # renumber by first appearance
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[out]
 
 
 def main() -> int:
@@ -40,16 +58,19 @@ def main() -> int:
     ap.add_argument("--tolerances", default="0,0.5,0.7,1.0", help="log2 spans of time_ns allowed in a cluster; 0 = no cut")
     ap.add_argument("--work-tolerances", default="0.3,0.2",
                     help="for comparison: gcl with only cluster.split_tolerance (SM-0 work) lowered to these")
+    ap.add_argument("--gaps", default="",
+                    help="also: cut clusters only at gaps between sorted log2 time_ns wider than these")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
-    from gclsampler.cluster import cluster_embeddings, cut_by_time
+    from gclsampler.cluster import cluster_embeddings, cut_by_time, representatives
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile
     from gclsampler.score import any_member_error, score_plan
 
     tols = [float(t) for t in args.tolerances.split(",")]
     work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
-    variants = [("time", t) for t in tols] + [("work", t) for t in work_tols]
+    gaps = [float(g) for g in args.gaps.split(",") if g]
+    variants = [("time", t) for t in tols] + [("work", t) for t in work_tols] + [("gap", g) for g in gaps]
     rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int]]] = {v: [] for v in variants}
     for name, emb, gcl_plan, base, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
         cfg = gcl_plan["config"]
@@ -60,6 +81,11 @@ def main() -> int:
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
+            elif kind == "gap":
+                labels = cut_at_gaps(base.labels, np.log2(prof["time_ns"].to_numpy(np.float64)), tol)
+                reps = representatives(labels, emb.astype(np.float64), cfg["cluster"]["representative"], seed)
+                res = replace(base, labels=labels, k=int(labels.max()) + 1, representatives=reps,
+                              sizes=np.bincount(labels))
             else:  # what gcl does with cluster.time_split_tolerance=tol
                 res = cut_by_time(base, emb.astype(np.float64), prof["time_ns"].to_numpy(np.float64), tol,
                                   cfg["cluster"]["representative"], seed)
@@ -81,8 +107,9 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     for (kind, tol), r in rows.items():
         worst = max(r, key=lambda v: v[1])
-        label = ("gcl" if tol == 0 else f"gcl + time cut at {tol:g} ({2 ** tol:.2f}x)") if kind == "time" else \
-            f"gcl, split_tolerance {tol:g} ({2 ** tol:.2f}x), no time cut"
+        label = {"time": "gcl" if tol == 0 else f"gcl + time cut at {tol:g} ({2 ** tol:.2f}x)",
+                 "work": f"gcl, split_tolerance {tol:g} ({2 ** tol:.2f}x), no time cut",
+                 "gap": f"gcl + cut at time gaps over {tol:g} ({2 ** tol:.2f}x)"}[kind]
         print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
               f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
               f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} |")

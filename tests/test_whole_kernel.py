@@ -228,3 +228,32 @@ def test_time_cut_refines_clusters_to_the_tolerance(rows, tol):
         assert np.unique(labels[members]).size == 1  # a refinement: never merges across old clusters
         assert out.representatives[c] in members
     assert out.labels[0] == 0  # numbered by first appearance
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.0, 20.0)), min_size=1, max_size=40),
+       st.sampled_from([0.1, 0.5, 1.0]))
+def test_gap_cut_of_the_time_study_keeps_spread_clusters_whole(rows, gap):
+    """bench/time_split.py --gaps: cuts only where sorted log2 times jump by more than the gap."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        cut_at_gaps = importlib.import_module("time_split").cut_at_gaps
+    finally:
+        sys.path.pop(0)
+    from gclsampler.cluster import _compact
+
+    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
+    log_time = np.array([r[1] for r in rows])
+    out = cut_at_gaps(labels, log_time, gap)
+    assert out[0] == 0 and np.array_equal(out, _compact(out))  # numbered by first appearance
+    for c in range(int(out.max()) + 1):
+        members = np.flatnonzero(out == c)
+        assert np.unique(labels[members]).size == 1  # a refinement
+        assert np.all(np.diff(np.sort(log_time[members])) <= gap)  # no gap left inside
+    for c in range(int(labels.max()) + 1):  # and no cut where there was no gap
+        members = np.flatnonzero(labels == c)
+        jumps = int(np.sum(np.diff(np.sort(log_time[members])) > gap))
+        assert np.unique(out[members]).size == jumps + 1
