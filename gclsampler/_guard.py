@@ -29,6 +29,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from gclsampler._interrupt import sigint_recorded
 from gclsampler.errors import GclError
 
 EXIT_ERROR = 2
@@ -151,33 +152,18 @@ def _silence_stdout() -> None:
 def exit_on_interrupt(prog: str):
     """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130.
 
-    Some libraries import optional parts inside ``try/except`` blocks broad enough to
-    swallow the KeyboardInterrupt, and the half-imported module then fails with an
-    unrelated error (seen: AttributeError from numpy). So the SIGINT itself is recorded,
-    and any error after it counts as the interrupt.
+    A library may swallow the KeyboardInterrupt in a broad ``except`` and then fail with an
+    unrelated error (seen: AttributeError from numpy), so any error after a recorded Ctrl-C
+    counts as the interrupt (``gclsampler._interrupt``).
     """
-    import signal
-
-    hit: list[int] = []
-
-    def on_sigint(signum, frame):
-        hit.append(signum)
-        raise KeyboardInterrupt
-
-    try:
-        old = signal.signal(signal.SIGINT, on_sigint)
-    except ValueError:  # not the main thread: leave signals alone
-        old = None
-    try:
-        yield
-    except BaseException as exc:
-        if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
-            print(f"{prog}: interrupted", file=sys.stderr)
-            raise SystemExit(EXIT_INTERRUPTED) from None
-        raise
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+    with sigint_recorded() as hit:
+        try:
+            yield
+        except BaseException as exc:
+            if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
+                print(f"{prog}: interrupted", file=sys.stderr)
+                raise SystemExit(EXIT_INTERRUPTED) from None
+            raise
 
 
 def run_hydra_main(main: Callable[[], Any], prog: str) -> int:

@@ -13,8 +13,10 @@ import errno
 import gzip
 import os
 import pickle
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -293,3 +295,40 @@ def test_help_explains_the_script(tmp_path, script, needles):
     for needle in needles:
         assert needle in r.stdout, needle
     assert not any(tmp_path.iterdir())  # --help writes nothing
+
+
+def _spin():
+    for _ in range(200):  # a signal handler runs between bytecodes
+        time.sleep(0.001)
+
+
+def test_ctrl_c_swallowed_by_an_import_then_another_error_is_the_interrupt(capsys):
+    """exit_on_interrupt (entry scripts' slow imports): a library catches the KeyboardInterrupt and
+    fails later with an unrelated error; that is still Ctrl-C, one line and exit 130."""
+    from gclsampler._guard import exit_on_interrupt
+
+    with pytest.raises(SystemExit) as exc:
+        with exit_on_interrupt("train.py"):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                _spin()
+            except KeyboardInterrupt:
+                pass
+            raise AttributeError("module 'numpy' has no attribute 'linalg'")
+    assert exc.value.code == 130
+    _line(capsys, "train.py: interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_ctrl_c_stays_ignored():
+    """A job started with SIGINT ignored (`cmd &` in a script) must not become interruptible."""
+    from gclsampler._interrupt import sigint_recorded
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with sigint_recorded() as hit:
+            os.kill(os.getpid(), signal.SIGINT)
+            _spin()
+        assert hit == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -9,6 +9,9 @@ text, so most produce exactly one bad line.
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -218,6 +221,36 @@ def test_broken_numba_falls_back_to_numpy_with_a_warning(tmp_path, monkeypatch):
     p = tmp_path / "kernel-1.traceg"
     p.write_bytes(render(t))
     assert read_kernel(p).equals(t)  # parsed by numpy now
+
+
+def _ctrl_c_swallowed():
+    """What llvmlite's ctypes callbacks do with a Ctrl-C that arrives while numba compiles."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between bytecodes, here
+            time.sleep(0.001)
+    except KeyboardInterrupt:
+        pass
+
+
+@pytest.mark.parametrize("then", [None, RuntimeError("LLVM ERROR after the interrupt")])
+def test_ctrl_c_swallowed_during_the_compile_still_interrupts(monkeypatch, recwarn, then):
+    """Not a silent carry-on (the command used to finish and exit 0), and not "numba is broken,
+    falling back to numpy" either when the swallowed interrupt turns into another error."""
+    def compile_interrupted():
+        _ctrl_c_swallowed()
+        if then is not None:
+            raise then
+
+    monkeypatch.setattr(jit, "warm_up", compile_interrupted)
+    monkeypatch.setattr(T, "_JIT_STATE", [])
+    monkeypatch.delenv("GCLSAMPLER_NO_JIT", raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        T.compiled()
+    assert T._JIT_STATE == [] and not recwarn.list  # nothing decided: the next call compiles again
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(jit, "warm_up", lambda: None)
+    assert T.compiled() is jit
 
 
 def test_error_the_numpy_parser_does_not_confirm_still_names_line_and_field(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from gclsampler._interrupt import sigint_recorded
+
 _JIT_STATE: list = []
 
 
@@ -51,10 +53,16 @@ def _warm_up(mod):
     import warnings
 
     t0 = time.perf_counter()
-    try:
-        mod.warm_up()
-    except Exception as exc:  # numba raises many error types; any of them means "do not use it"
-        warnings.warn(f"gclsampler: compiled trace parser unavailable ({type(exc).__name__}: {exc}); "
+    failed = None
+    with sigint_recorded() as hit:
+        try:
+            mod.warm_up()
+        except Exception as exc:  # numba raises many error types; any of them means "do not use it"
+            failed = exc
+    if hit:  # Ctrl-C during the compile: llvmlite's ctypes callbacks swallow it, or it became the error
+        raise KeyboardInterrupt
+    if failed is not None:
+        warnings.warn(f"gclsampler: compiled trace parser unavailable ({type(failed).__name__}: {failed}); "
                       "using the numpy parser (about 3.5x slower)", RuntimeWarning, stacklevel=3)
         return None
     dt = time.perf_counter() - t0
