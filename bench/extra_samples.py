@@ -17,8 +17,8 @@ Errors are expectations over uniformly drawn members (``--draws``, seeded), like
 clusters are the invocations with equal kernel name, grid and ``inst_executed``, so what is left
 is the jitter. Usage::
 
-    python evaluate.py suite=full out_dir=RUN data_dir=WL       # the run studied
-    python bench/extra_samples.py RUN WL [--cost trace|time] [--budgets 0,0.05,0.1,0.2,0.5]
+    python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
+    python bench/extra_samples.py RUN DATA_DIR [--cost trace|time] [--budgets 0,0.05,0.1,0.2,0.5]
 """
 
 from __future__ import annotations

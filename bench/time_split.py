@@ -14,8 +14,8 @@ arithmetic-mean speedup, beside gcl with its work split tightened instead
 where a cluster's sorted log2 times have a gap wider than G (``--gaps``: two populations, not one
 population spread by jitter or by a smooth trend). Usage::
 
-    python evaluate.py suite=full out_dir=RUN data_dir=WL       # the run studied
-    python bench/time_split.py RUN WL [--tolerances 0,0.5,0.7,1.0] [--gaps 0.5] [--arch turing]
+    python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
+    python bench/time_split.py RUN DATA_DIR [--tolerances 0,0.5,0.7,1.0] [--gaps 0.5] [--arch turing]
 
 TOL 0 is gcl's plan as it is (the script checks that its representatives equal the plan's); TOL > 0 is
 what ``cluster.time_split_tolerance=TOL`` makes gcl do (``gclsampler.cluster.cut_by_time``).
