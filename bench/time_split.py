@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
