@@ -39,14 +39,13 @@ def cut_at_gaps(labels: np.ndarray, log_time: np.ndarray, gap: float) -> np.ndar
     """``labels`` with each cluster cut wherever two neighbours in sorted ``log_time`` are more than
     ``gap`` apart; labels renumbered by first appearance. Unlike the span cut, a cluster whose
     times spread smoothly (jitter, a shrinking LU trailing matrix) stays whole however wide it is."""
+    from gclsampler.cluster import _compact
+
     order = np.lexsort((log_time, labels))
     new = np.r_[True, (labels[order][1:] != labels[order][:-1]) | (np.diff(log_time[order]) > gap)]
     out = np.empty_like(labels)
     out[order] = np.cumsum(new) - 1
-    _, first = np.unique(out, return_index=True)  # renumber by first appearance
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[out]
+    return _compact(out)
 
 
 def main() -> int:
@@ -77,16 +76,17 @@ def main() -> int:
                                                   for a in CROSS if a != args.arch) if path.exists()]
         names = prof["kernel_name"].to_numpy()
         seed = cfg.get("cluster_random_state", 0)
+        time_ns = prof["time_ns"].to_numpy(np.float64)
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
             elif kind == "gap":
-                labels = cut_at_gaps(base.labels, np.log2(prof["time_ns"].to_numpy(np.float64)), tol)
+                labels = cut_at_gaps(base.labels, np.log2(time_ns), tol)
                 reps = representatives(labels, emb.astype(np.float64), cfg["cluster"]["representative"], seed)
                 res = replace(base, labels=labels, k=int(labels.max()) + 1, representatives=reps,
                               sizes=np.bincount(labels))
             else:  # what gcl does with cluster.time_split_tolerance=tol
-                res = cut_by_time(base, emb.astype(np.float64), prof["time_ns"].to_numpy(np.float64), tol,
+                res = cut_by_time(base, emb.astype(np.float64), time_ns, tol,
                                   cfg["cluster"]["representative"], seed)
             if (kind, tol) == ("time", 0) and \
                     sorted(res.representatives.tolist()) != sorted(s["invocation"] for s in gcl_plan["samples"]):
