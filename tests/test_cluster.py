@@ -83,6 +83,35 @@ def test_chosen_k_follows_the_tolerance_rule_on_its_own_curve(rng):
     assert set(strict.silhouette) == set(range(2, 9))
 
 
+def test_a_smaller_k_the_sweep_misscored_is_refined_before_the_pick(rng, monkeypatch):
+    # three separate blobs; every one of the sweep's starts for K = 3 lands in a poor local
+    # optimum (two centres in one blob, one between the other two), as lu's K = 3 did on one
+    # synthesis seed. The rule takes the smallest K near the best score, so K = 3 must be
+    # re-scored with more starts even though it is not among the sweep's leaders.
+    import gclsampler.cluster as cl
+
+    c = np.zeros((3, 8))
+    c[1, 0], c[2, 1] = 20.0, 20.0
+    x = blobs(rng, c, 40, spread=0.5)
+    cfg = dict(SMALL, n_init=2, refine_n_init=4)
+    real, calls = cl._kmeans, {"k3": 0}
+
+    def stuck_sweep(fit, k, gen, cfg_, tol):
+        if k == 3 and calls["k3"] < cfg_.n_init:
+            calls["k3"] += 1
+            bad = np.stack([c[0] - 0.2, c[0] + 0.2, (c[1] + c[2]) / 2]).astype(fit.x.dtype)
+            return bad, float("inf")
+        return real(fit, k, gen, cfg_, tol)
+
+    monkeypatch.setattr(cl, "_kmeans", stuck_sweep)
+    r = cluster_embeddings(x, cfg)
+    assert calls["k3"] == cfg["n_init"]  # the sweep did see the stuck starts
+    assert r.k_silhouette == 3 and r.k == 3
+    assert r.silhouette[3] == max(r.silhouette.values())
+    blob = np.linalg.norm(x[:, None, :] - c[None], axis=2).argmin(axis=1)
+    assert len(set(zip(r.labels.tolist(), blob.tolist()))) == 3  # one cluster per blob
+
+
 @pytest.mark.parametrize("n", [0, 1, 2])
 def test_fewer_than_three_invocations_is_one_cluster(n):
     r = cluster_embeddings(np.ones((n, 4)))
