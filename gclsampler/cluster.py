@@ -17,12 +17,13 @@ Why the code is shaped the way it is:
   refined with Lloyd iterations on every distinct embedding.
 * Silhouette curves are flat near the best K, so a single k-means start per K
   makes the choice flip between seeds: each K gets ``n_init`` starts (the lowest
-  inertia one is scored) and the top ``refine_top`` K, and every K up to the one
-  finally taken, are re-scored with ``refine_n_init`` more starts, each scored by
-  silhouette, before the smallest K within ``tolerance`` of the best score is
-  taken. The sweep's k-means runs on at most ``fit_size`` sampled invocations; the
-  returned labelling is always Lloyd iterated on every distinct embedding and its
-  score replaces the sweep's.
+  inertia one is scored) and the top ``refine_top`` K are re-scored with
+  ``refine_n_init`` more starts, each scored by silhouette; every K below the one
+  taken gets those starts too (the lowest inertia one is scored), before the
+  smallest K within ``tolerance`` of the best score is taken. The sweep's k-means
+  runs on at most ``fit_size`` sampled invocations; the returned labelling is
+  always Lloyd iterated on every distinct embedding and its score replaces the
+  sweep's.
 * k-means is implemented here (k-means++ seeding + Lloyd, vectorised numpy) so
   that every seed is derived from ``(random_state, K, start)`` and the result is
   byte-identical run to run, independent of which other K were swept.
@@ -511,9 +512,10 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     # sweep: n_init starts per K, the lowest-inertia one is scored
     curve: dict[int, float] = {}
     centers_of: dict[int, np.ndarray] = {}
+    inertia_of: dict[int, float] = {}
     for k in _progress(ks):
         runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
-        centers = min(runs, key=lambda r: r[1])[0]
+        centers, inertia_of[k] = min(runs, key=lambda r: r[1])
         score = score_of(centers)
         if score is not None:
             curve[k], centers_of[k] = score, centers
@@ -541,20 +543,36 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         curve[k] = score
         refined[k] = labels_u
 
-    leaders = sorted(curve, key=lambda k: (-curve[k], k))[: cfg.refine_top]
-    for k in sorted(leaders):
-        refine(k)
     # The rule takes the smallest K within tolerance of the best, so a smaller K whose few
     # starts all fell into a poor local optimum (scored low) silently moves the pick up: lu's
     # K = 3 scored 0.71 instead of 0.85 on one seed and the plan became 10 clusters, not 3.
-    # So every K up to the one picked is refined, smallest first, before the pick stands.
+    # So every K below the pick gets the extra starts too, chosen by inertia as in the sweep
+    # (one silhouette each, not one per start: this runs for up to k_max K).
+    restarted: set[int] = set()
+
+    def restart(k: int) -> None:
+        restarted.add(k)
+        runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol)
+                for s in range(cfg.n_init, cfg.n_init + cfg.refine_n_init)]
+        centers, inertia = min(runs, key=lambda r: r[1])
+        if inertia < inertia_of[k]:
+            score = score_of(centers)
+            if score is not None and score > curve[k]:
+                curve[k], centers_of[k] = score, centers
+
+    leaders = sorted(curve, key=lambda k: (-curve[k], k))[: cfg.refine_top]
+    for k in sorted(leaders):
+        refine(k)
     chosen = None
     while curve:
         chosen = _pick(curve, cfg.tolerance)
-        pending = [k for k in curve if k <= chosen and k not in refined]
-        if not pending:
+        pending = [k for k in curve if k < chosen and k not in refined and k not in restarted]
+        if pending:
+            restart(min(pending))
+        elif chosen in refined:
             break
-        refine(min(pending))
+        else:
+            refine(chosen)
     if not curve or chosen is None:
         return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
     return _work_split(_compact(refined[chosen][inverse]), emb, x_all, cfg, random_state,
