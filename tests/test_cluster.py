@@ -83,11 +83,11 @@ def test_chosen_k_follows_the_tolerance_rule_on_its_own_curve(rng):
     assert set(strict.silhouette) == set(range(2, 9))
 
 
-def test_a_smaller_k_the_sweep_misscored_is_refined_before_the_pick(rng, monkeypatch):
+def test_a_smaller_k_the_sweep_misscored_gets_more_starts_before_the_pick(rng, monkeypatch):
     # three separate blobs; every one of the sweep's starts for K = 3 lands in a poor local
     # optimum (two centres in one blob, one between the other two), as lu's K = 3 did on one
-    # synthesis seed. The rule takes the smallest K near the best score, so K = 3 must be
-    # re-scored with more starts even though it is not among the sweep's leaders.
+    # synthesis seed. The rule takes the smallest K near the best score, so K = 3 must get
+    # more starts (and be re-scored) even though it is not among the sweep's leaders.
     import gclsampler.cluster as cl
 
     c = np.zeros((3, 8))
@@ -100,7 +100,7 @@ def test_a_smaller_k_the_sweep_misscored_is_refined_before_the_pick(rng, monkeyp
         if k == 3 and calls["k3"] < cfg_.n_init:
             calls["k3"] += 1
             bad = np.stack([c[0] - 0.2, c[0] + 0.2, (c[1] + c[2]) / 2]).astype(fit.x.dtype)
-            return bad, float("inf")
+            return bad, float(fit.w @ cl._sq_dist(fit.x, fit.sq, bad).min(axis=1))
         return real(fit, k, gen, cfg_, tol)
 
     monkeypatch.setattr(cl, "_kmeans", stuck_sweep)
