@@ -526,11 +526,18 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     # scored by silhouette; the best centres are iterated on every distinct embedding and
     # that labelling's score replaces the sweep's, so the curve scores what is returned
     refined: dict[int, np.ndarray] = {}  # K -> labels of the distinct embeddings
+    extra_of: dict[int, list[tuple[np.ndarray, float]]] = {}  # K -> its refine_n_init extra starts
+
+    def extra_starts(k: int) -> list[tuple[np.ndarray, float]]:
+        """Kept: a K below the pick that gets them (restart) may become the pick (refine)."""
+        if k not in extra_of:
+            extra_of[k] = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol)
+                           for s in range(cfg.n_init, cfg.n_init + cfg.refine_n_init)]
+        return extra_of[k]
 
     def refine(k: int) -> None:
         best_c, best_s = centers_of[k], curve[k]
-        for s in range(cfg.n_init, cfg.n_init + cfg.refine_n_init):
-            centers, _ = _kmeans(fit, k, _seed(random_state, k, s), cfg, tol)
+        for centers, _ in extra_starts(k):
             score = score_of(centers)
             if score is not None and score > best_s:
                 best_c, best_s = centers, score
@@ -552,9 +559,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
 
     def restart(k: int) -> None:
         restarted.add(k)
-        runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol)
-                for s in range(cfg.n_init, cfg.n_init + cfg.refine_n_init)]
-        centers, inertia = min(runs, key=lambda r: r[1])
+        centers, inertia = min(extra_starts(k), key=lambda r: r[1])
         if inertia < inertia_of[k]:
             score = score_of(centers)
             if score is not None and score > curve[k]:
