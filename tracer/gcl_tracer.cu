@@ -176,20 +176,36 @@ void nvbit_at_init() {
   mkdir(opt.dir.c_str(), 0755);
 }
 
+/* Only plain host work here: NVBit >= 1.7 calls this while the context is being
+ * created, and a CUDA allocation from inside it (the channel's buffers) deadlocks the
+ * application before its first launch. The files are opened now because
+ * MemcpyHtoD lines reach kernelslist before any launch. */
 void nvbit_at_ctx_init(CUcontext ctx) {
-  recv_running = true;
-  channel_host.init(0, GCL_CHANNEL_BYTES, &channel_dev, recv_loop, nullptr);
-  nvbit_set_tool_pthread(channel_host.get_thread());
-  CUdevice dev;
-  cuCtxGetDevice(&dev);
-  cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-  /* Times of instrumented launches are inflated by the tracing itself, so they go
-   * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
   std::string p = opt.dir + (opt.time_only ? "/profile.csv" : "/instrumented_times.csv");
   profile_csv = fopen(p.c_str(), "w");
+  /* Times of instrumented launches are inflated by the tracing itself, so they go
+   * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
   fprintf(profile_csv, "invocation,kernel_name,grid,block,time_ns,cycles,nregs,shmem\n");
   kernelslist = fopen((opt.dir + "/kernelslist").c_str(), "w");
 }
+
+/* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
+ * first launch, and the launch callback calls this too for NVBit releases without it.
+ * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
+static bool tool_ready = false;
+static void tool_setup() {
+  if (tool_ready) return;
+  tool_ready = true;
+  CUdevice dev;
+  cuCtxGetDevice(&dev);
+  cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  if (opt.time_only) return;
+  recv_running = true;
+  channel_host.init(0, GCL_CHANNEL_BYTES, &channel_dev, recv_loop, nullptr);
+  nvbit_set_tool_pthread(channel_host.get_thread());
+}
+
+void nvbit_tool_init(CUcontext ctx) { tool_setup(); }
 
 static bool control_flow(const char *op_short) {
   static const char *cf[] = {"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BREAK", "BSYNC",
@@ -302,6 +318,11 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   }
   gcl::LaunchView L;
   if (!gcl::launch_view(cbid, params, &L)) return;
+  if (!is_exit && !tool_ready) {
+    skip_callbacks = true;
+    tool_setup();
+    skip_callbacks = false;
+  }
   /* A launch made while its stream is being captured into a CUDA graph does not run: it
    * becomes a graph node, and its replays bypass these callbacks. Counting it would give
    * a trace id to a kernel the profilers never see run, and timing it would record and
