@@ -36,7 +36,7 @@ def _main(cfg) -> None:
         out = launch / out
     check_config_keys(cfg)  # unknown keys added with `+` fail too
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
-    check_suite_keys(typed)  # before out_dir is created
+    check_suite_keys(typed, launch)  # before out_dir is created (a missing real workload too)
     from gclsampler._safe_out import claim_dir
 
     # never write into files evaluate did not write; Hydra's run dir is marked too, so a rerun

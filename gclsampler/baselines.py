@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column, plan_from_labels
+from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column, plan_from_labels,
+                             profile_gaps)
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
 from gclsampler.stem import time_scale
 
@@ -164,6 +165,10 @@ class PkaSampler(Sampler):
         self.pca_variance = pca_variance
         self.n_init = n_init
         self.random_state = random_state
+
+    def missing_inputs(self, workload) -> str | None:
+        return (profile_gaps(workload.profile, PKA_METRICS, "the 12 PKA metrics of Nsight Compute")
+                or profile_gaps(workload.profile, ["cycles"], "PKA projects the total cycles"))
 
     def fit(self, workload) -> SamplingPlan:
         from sklearn.cluster import KMeans
@@ -335,6 +340,9 @@ class SieveSampler(Sampler):
                 return 1.06 * float(np.std(x, ddof=1)) * x.size ** (-0.2) if x.size > 1 else 0.0
             raise BaselineError(f"sieve: bandwidth: expected 'silverman', 'scott' or a number, found {bw!r}")
         return float(bw)
+
+    def missing_inputs(self, workload) -> str | None:
+        return profile_gaps(workload.profile, [self.inst_column], "Sieve's instruction counts, from Nsight Compute")
 
     def fit(self, workload) -> SamplingPlan:
         if self.representative not in ("dominant_cta", "max_cta", "first"):

@@ -283,7 +283,7 @@ def _su(x: float, sd: float | None = None) -> str:
     return f"{x:.1f}×" + (f" ± {sd:.1f}" if sd is not None and math.isfinite(sd) else "")
 
 
-def _plot(across, per_run, path: Path, synthetic: bool) -> Path:
+def _plot(across, per_run, path: Path, synthetic: bool | str | None) -> Path:
     """Mean error against mean speedup per method, bars one sd across runs, faint dots per run."""
     from gclsampler.report import _COLORS, _maybe_symlog, _plt, _savefig
 
@@ -336,7 +336,9 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
 
     ``reference``: the method counted head to head; None = ``gcl`` when every run has it,
     else the first method in the report order."""
-    from gclsampler.report import SYNTHETIC_BANNER, _md_table
+    import pandas as pd
+
+    from gclsampler.report import _md_table, data_banner, plot_stamp
 
     out = Path(out_dir)
     workloads, methods, notes = _common(runs)
@@ -347,7 +349,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     across = across_runs(per_run)
     per_w = per_workload_table(runs, workloads, methods, summaries=summ)
     h2h = head_to_head(runs, workloads, methods, reference, summaries=summ)
-    synthetic = any(bool(r.results["synthetic"].any()) for r in runs)
+    rows_all = pd.concat([r.results for r in runs], ignore_index=True)  # what the data is: every run's rows
     plan_arch = runs[0].results["plan_arch"].iloc[0]
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "compare.csv", per_run.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
@@ -357,8 +359,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                       h2h.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
 
     lines = [f"# {title or 'gclsampler: evaluation runs compared'}", ""]
-    if synthetic:
-        lines += [SYNTHETIC_BANNER, ""]
+    lines += data_banner(rows_all)
     lines += [f"{len(runs)} runs of `evaluate.py`, plans fitted on **{plan_arch}**; {len(workloads)} workloads "
               f"({', '.join(workloads)}). Each run's numbers are those of its own report.md; ± is one sample "
               "standard deviation across runs, so it shows how much a single run's table can be trusted.", ""]
@@ -400,7 +401,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines += _md_table(["workload"] + methods, rows).split("\n")
     if plots:
         (out / "plots").mkdir(exist_ok=True)
-        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", synthetic)
+        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", plot_stamp(rows_all))
         lines += ["", "## Plot", "", "![error vs speedup over runs](plots/compare_speedup_vs_error.png)"]
     lines += ["", "Files: `compare.csv` (per run x method), `compare_workloads.csv` (per workload x method), "
               "`compare_head_to_head.csv`."]

@@ -104,8 +104,14 @@ def _labels_of(sampler: Sampler) -> np.ndarray | None:
 def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str, Any]], *,
                 n_seeds: int = 10, epsilons: list[float] | None = None,
                 sweep_methods: Iterable[str] = ("stem_root", "gcl_stem"), seed0: int = 0,
-                progress: Callable[[str], None] | None = None) -> list[MethodRun]:
-    """Fit every method on ``workload`` (seeds for stochastic ones, the ε sweep where asked)."""
+                progress: Callable[[str], None] | None = None,
+                unavailable: list[tuple[str, str]] | None = None) -> list[MethodRun]:
+    """Fit every method on ``workload`` (seeds for stochastic ones, the ε sweep where asked).
+
+    A method whose inputs the workload lacks (``Sampler.missing_inputs``: pka without the PKA
+    metrics, sieve without instruction counts) is appended to ``unavailable`` as
+    ``(method, reason)`` and not fitted; without that list it is an error naming the reason.
+    """
     reg = _registry()
     runs: list[MethodRun] = []
     sweep_methods = set(sweep_methods)
@@ -126,6 +132,13 @@ def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str,
                 variants.append(({**base, "epsilon": float(eps)}, float(eps), True))
         if method in EMBEDDING_METHODS and getattr(workload, "embeddings", None) is None:
             raise EvaluationError(f"methods: {method} needs embeddings for workload {workload.name!r}")
+        check = getattr(make_sampler(method, base, seed0), "missing_inputs", None)  # registered non-Sampler classes
+        why = check(workload) if check is not None else None
+        if why is not None:
+            if unavailable is None:
+                raise EvaluationError(f"methods: {method} cannot run on workload {workload.name!r}: {why}")
+            unavailable.append((method, why))
+            continue
         for params, eps, sweep in variants:
             for seed in seeds:
                 if progress:
@@ -165,6 +178,7 @@ class SuiteConfig:
     data_dir: Optional[str] = None  # overrides the root data_dir (keeps shrunk quick workloads apart)
     hist_workload: Optional[str] = "cfd"  # as full.yaml; null: the first workload
     hist_methods: List[str] = field(default_factory=lambda: ["gcl", "stem_root", "sieve", "pka"])
+    real: bool = False  # every workload is measured (docs/real.md): never synthesized, a missing one is an error
 
 
 @dataclass
@@ -200,9 +214,59 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
 
 
+def _declared_real(wdir: Path) -> bool:
+    """workload.json says ``"synthetic": false``: traced and measured data, never to be synthesized over."""
+    from gclsampler.workload import _read_meta
+
+    meta_path = wdir / "workload.json"
+    return meta_path.is_file() and _read_meta(meta_path).get("synthetic") is False
+
+
+def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
+    """Check a real workload before any work starts; True when ``wdir`` holds one.
+
+    ``required`` (``suite.real``): the directory must exist and its workload.json must say
+    ``"synthetic": false``. Why one located line, not a skip or a synthesis: a real workload
+    cannot be regenerated, so a missing or misnamed one must stop the run where it is named
+    (the suite's ``workloads`` list or ``data_dir``), and nothing may be written in its place.
+    """
+    meta = wdir / "workload.json"
+    if not _declared_real(wdir):
+        if not required:
+            return False
+        if not wdir.is_dir():
+            raise EvaluationError(f"{wdir}: suite.workloads: no real workload {name!r} here (suite.real: real "
+                                  "workloads are read, never synthesized; fix the name or data_dir)")
+        raise EvaluationError(f"{meta}: synthetic: suite.real takes measured workloads only, whose workload.json "
+                              "says \"synthetic\": false" + ("" if meta.exists() else " (the file is missing)"))
+    from gclsampler.workload import _read_meta
+
+    d = _read_meta(meta)
+    if not d.get("arch"):
+        raise EvaluationError(f"{meta}: arch: missing (the arch the profile was measured on, e.g. \"h100\")")
+    from gclsampler.validate import require_valid_workload
+
+    require_valid_workload(wdir, traces=None)
+    if "n_invocations" in d:
+        from gclsampler.profile import read_profile
+
+        rows = len(read_profile(wdir / "profile.csv"))
+        if not isinstance(d["n_invocations"], int) or d["n_invocations"] != rows:
+            raise EvaluationError(f"{meta}: n_invocations: {d['n_invocations']!r}, but profile.csv has {rows} rows")
+    return True
+
+
 def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
-    """The workload directory, generating it with ``gclsampler.synth`` when missing."""
+    """The workload directory, generating it with ``gclsampler.synth`` when missing.
+
+    A directory whose workload.json says ``"synthetic": false`` is returned as it is, or
+    refused; never synthesized over, whatever ``generate`` says (``check_real_workload``).
+    """
     wdir = data_dir / name
+    if _declared_real(wdir):  # run_suite checked it with every other workload, before any work
+        return wdir
+    if suite.real:
+        check_real_workload(wdir, name, required=True)  # raises: not a real workload
     params = dict(suite.synth_params or {})
     per = params.pop("per_workload", {}) or {}
     params.update(per.get(name, {}) or {})
@@ -257,13 +321,19 @@ def _compose_train_config(overrides: list[str], config_dir: str | None):
         return compose(config_name="config", overrides=overrides)
 
 
-def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np.ndarray]:
+def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
+                     graph_cache_dir: Path | None = None) -> Callable[[Any], np.ndarray]:
     """Embeddings from the training pipeline (``gclsampler.pipeline.run``) for each workload.
 
     The pipeline is run on the existing workload directory (``workload.dir``) with
     ``post_embedding=false`` and ``suite.train_overrides``; its ``embeddings.npy`` lands in
     ``<out_dir>/train/<workload>/``. With ``embeddings: cached`` a ``<workload>/embeddings.npy``
     or an earlier ``<out_dir>/train/<workload>/embeddings.npy`` is reused.
+
+    A real workload's graphs are cached in ``graph_cache_dir`` (default ``<out_dir>/graph-cache``;
+    ``python evaluate.py`` passes ``.cache/graphs`` of the launch directory, which git ignores),
+    not in ``<workload>/.graph-cache``: its directory is committed data, and evaluating must
+    leave it as it was. The cache is keyed by trace content, so workloads can share it.
     """
 
     def embed(workload, variant: str = "project") -> np.ndarray:
@@ -282,12 +352,16 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
 
         conf_dir = Path(cfg.train_config_dir) if cfg.train_config_dir else Path(__file__).resolve().parents[1] / "conf"
         overrides = []
-        if (conf_dir / "workload" / f"{workload.name}.yaml").exists():
+        measured = getattr(workload, "data_kind", "") == "real"
+        if (conf_dir / "workload" / f"{workload.name}.yaml").exists() and not measured:
             overrides.append(f"workload={workload.name}")
-        else:
+        else:  # a real nw is not the synthetic benchmark of that name: no synth knobs, no synthetic label
             overrides.append(f"workload.name={workload.name}")
         overrides += [f"workload.dir={Path(workload.root).resolve()}", f"workload.arch={workload.arch}",
-                      "post_embedding=false", f"seed={cfg.seed}", *cfg.suite.train_overrides]
+                      "post_embedding=false", f"seed={cfg.seed}"]
+        if measured:  # the graph cache goes outside the (committed, read-only) real workload directory
+            overrides.append(f"paths.cache_dir={Path(graph_cache_dir or out_dir / 'graph-cache').resolve()}")
+        overrides += list(cfg.suite.train_overrides)
         if paper:
             overrides.append("model=paper")
         tcfg = _compose_train_config(overrides, cfg.train_config_dir)
@@ -301,7 +375,16 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path) -> Callable[[Any], np
     return embed
 
 
-def check_suite_keys(cfg: EvaluateConfig) -> None:
+def suite_data_dir(cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> Path:
+    """``suite.data_dir`` (else ``data_dir``); a relative one is taken from the launch directory
+    (Hydra's original cwd), never from Hydra's run directory."""
+    data_dir = Path(cfg.suite.data_dir or cfg.data_dir)
+    if not data_dir.is_absolute() and launch_dir is not None:
+        data_dir = Path(launch_dir) / data_dir
+    return data_dir
+
+
+def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> None:
     """Values the schema's types let through but the suite cannot use, named by their key.
 
     Why here: each would otherwise surface late and under another name (``n_seeds=0``
@@ -322,6 +405,11 @@ def check_suite_keys(cfg: EvaluateConfig) -> None:
         # a known workload outside a narrowed suite.workloads (full.yaml's cfd with workloads=[lu]) just has no histogram
         raise EvaluationError(f"suite.hist_workload: {suite.hist_workload!r} names no workload "
                               f"(suite.workloads: {', '.join(suite.workloads)})")
+    if suite.real:  # a misnamed real workload stops the run before its output directory exists
+        data_dir = suite_data_dir(cfg, launch_dir)
+        for name in suite.workloads:
+            if not _declared_real(data_dir / name):
+                check_real_workload(data_dir / name, name, required=True)
 
 
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
@@ -337,16 +425,14 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     from gclsampler.workload import Workload
 
     t_start = time.perf_counter()
-    check_suite_keys(cfg)
+    check_suite_keys(cfg, launch_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = cfg.suite
-    data_dir = Path(suite.data_dir or cfg.data_dir)
-    if not data_dir.is_absolute() and launch_dir is not None:
-        data_dir = Path(launch_dir) / data_dir
+    data_dir = suite_data_dir(cfg, launch_dir)
     needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
     if needs_emb and embed_fn is None:
-        embed_fn = default_embed_fn(cfg, out)
+        embed_fn = default_embed_fn(cfg, out, None if launch_dir is None else Path(launch_dir) / ".cache" / "graphs")
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
     from gclsampler.validate import check_sampler_params
 
@@ -356,7 +442,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
     checked: set[Path] = set()
     for name in suite.workloads:  # every workload already on disk is checked before any work starts
-        if (data_dir / name / "profile.csv").exists():
+        if check_real_workload(data_dir / name, name, required=suite.real):
+            checked.add(data_dir / name)
+        elif (data_dir / name / "profile.csv").exists():
             require_valid_workload(data_dir / name)
             checked.add(data_dir / name)
     rows: list[dict[str, Any]] = []
@@ -366,7 +454,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     cluster_sections: list[tuple[str, str]] = []
     strata_plans: dict[str, Any] = {}  # workload -> its main gcl_stem plan
     hist_wl = suite.hist_workload or (suite.workloads[0] if suite.workloads else None)
-    synthetic_all = True
+    notes: list[str] = []
+    unavailable: list[tuple[str, str, str]] = []  # (workload, method, why it could not run there)
     disable = not sys.stderr.isatty() or bool(os.environ.get("CI"))
     bar = tqdm(suite.workloads, desc="evaluate", unit="workload", disable=disable)
     skipped: list[str] = []
@@ -382,8 +471,14 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         if wdir not in checked:  # synthesized just now
             require_valid_workload(wdir)
         workload = Workload.load(wdir)
+        real = workload.data_kind == "real"
         if workload.arch is None:
             workload.arch = suite.trace_arch
+        elif real and workload.arch != suite.trace_arch and not (
+                wdir / "profiles" / f"{suite.trace_arch}.csv").exists():
+            # measured on one GPU: its plans are fitted on that measured profile (rows say plan_arch)
+            notes.append(f"Plans for REAL workload {name} are fitted on its measured {workload.arch} profile "
+                         f"(there is no {suite.trace_arch} profile, suite.trace_arch).")
         elif workload.arch != suite.trace_arch:
             # a workload traced on another arch (e.g. by train.py): fit on the trace_arch profile
             alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
@@ -391,16 +486,25 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise EvaluationError(f"{alt}: suite.trace_arch: workload {name!r} has no {suite.trace_arch!r} profile")
             workload.profile = workload.ground_truth(suite.trace_arch)
             workload.arch = suite.trace_arch
-        synthetic_all &= bool(workload.synthetic)
         if needs_emb:
             workload.embeddings = embed_fn(workload)
             if any(m in PAPER_EMBEDDING_METHODS for m in suite.methods):
                 workload.paper_embeddings = embed_fn(workload, "paper")
+        not_run: list[tuple[str, str]] = []
         runs = fit_methods(workload, list(suite.methods), method_params, n_seeds=suite.n_seeds,
-                           epsilons=list(suite.epsilons), sweep_methods=suite.sweep_methods, seed0=cfg.seed)
+                           epsilons=list(suite.epsilons), sweep_methods=suite.sweep_methods, seed0=cfg.seed,
+                           unavailable=not_run)
+        unavailable += [(name, m, why) for m, why in not_run]
         archs = [a for a in suite.archs] or [workload.arch]
         if workload.arch not in archs:
             archs = [workload.arch, *archs]
+        if real:  # only what was measured: another arch's column would be empty or made up
+            unmeasured = [a for a in archs if a != workload.arch and not (wdir / "profiles" / f"{a}.csv").exists()]
+            archs = [a for a in archs if a not in unmeasured]
+            if unmeasured:
+                notes.append(f"No {', '.join(unmeasured)} rows for REAL workload {name}: it was measured on one GPU "
+                             f"({workload.gpu or workload.arch}) only, so there is no ground truth to score its "
+                             "plans on another arch.")
         rows += evaluate_workload(workload, runs, archs)
         if cfg.save_plans:
             for r in runs:
@@ -443,7 +547,10 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     write_results_csv(results, out / "results.csv")
     from gclsampler.report import strata_table, write_report
 
-    notes = [f"Skipped workload {s}" for s in skipped]
+    if unavailable:  # beside results.csv: the cells the table shows as n/a, and why
+        write_text_atomic(out / "unavailable.csv", pd.DataFrame(unavailable, columns=["workload", "method", "reason"])
+                          .to_csv(index=False, lineterminator="\n"))
+    notes = [f"Skipped workload {s}" for s in skipped] + notes
     stem_like = [m for m in ("stem_root", "gcl_stem") if m in suite.methods]
     if stem_like:
         notes.append("Main rows of " + ", ".join(f"{m} use ε = {method_params.get(m, {}).get('epsilon')}"
@@ -456,9 +563,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                                  "`strata: auto` runs STEM+ROOT from each candidate and keeps the least expected "
                                  "simulated time (bold; profile time units). Where `kernel_name` wins, the plan is "
                                  "stem_root's.\n\n" + strata))
-    write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`",
-                 synthetic=synthetic_all or bool(results["synthetic"].any()), started_at=t_start,
+    write_report(results, out, title=f"gclsampler evaluation: suite `{suite.name}`", started_at=t_start,
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
                  config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
-                 sections=cluster_sections)
+                 sections=cluster_sections, unavailable=unavailable)
     return results

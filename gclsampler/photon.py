@@ -20,7 +20,11 @@ BBVs come from the SASS traces (PCs), not from a profiler:
 * blocks are keyed by (kernel name, first PC), so different kernels never match,
   and with ``match_launch`` (default) also by the launch's grid and block, so
   only launches of the same shape can reuse each other (see the deviation below);
-* similarity is ``sum(min(a, b))`` = 1 - L1/2 of the normalised vectors.
+* similarity is ``sum(min(a, b))`` = 1 - L1/2 of the normalised vectors;
+* a launch with an empty trace (none of its CTAs ran on the traced SM, as happens to small
+  grids on real GPUs) gets one pseudo-block of its kernel key: such launches of one kernel
+  (and shape) reuse each other, and match no launch that executed something. Without it
+  an empty vector matched nothing, so each of them became its own simulated invocation.
 
 Deviation: Photon scales a reused kernel's result by the new kernel's
 instruction count. A gclsampler plan gives each simulated invocation one weight
@@ -94,6 +98,8 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
         starts, counts = kernel_bbv(trace)
         h = trace.header
         kernel = (h.name, h.grid, h.block) if match_launch else (h.name,)
+        if starts.size == 0:  # no CTA on the traced SM: one pseudo-block (PC -1, never a real PC)
+            starts, counts = np.array([-1], dtype=np.int64), np.ones(1, dtype=np.int64)
         idx = np.fromiter((keys.setdefault((kernel, int(s)), len(keys)) for s in starts.tolist()),
                           dtype=np.int64, count=starts.size)
         total = counts.sum()
@@ -164,6 +170,16 @@ class PhotonSampler(Sampler):
         self.threshold = threshold
         self.match_launch = match_launch
         self.random_state = random_state
+
+    def missing_inputs(self, workload) -> str | None:
+        root = getattr(workload, "root", None)
+        if root is None:
+            return "no workload directory: Photon's BBVs come from the traces"
+        from gclsampler.trace.workload import kernelslist_path
+
+        if kernelslist_path(Path(root)) is None:
+            return f"{root}: no kernelslist.g: Photon's BBVs come from the traces"
+        return None
 
     def fit(self, workload) -> SamplingPlan:
         if not 0.0 < float(self.threshold) <= 1.0:

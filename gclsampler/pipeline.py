@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -326,6 +327,9 @@ def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_di
         df = pd.read_csv(results)
         own = df[df["arch"] == (workload.arch or "native")]
         if len(own):
-            summary["error_pct"] = float(own["error_cycles"].iloc[0])
+            # null, not NaN (no JSON), where the profile has no cycle counts; the time error is always there
+            err = float(own["error_cycles"].iloc[0])
+            summary["error_pct"] = err if math.isfinite(err) else None
+            summary["error_time_pct"] = float(own["error_time"].iloc[0])
             summary["speedup"] = float(own["speedup"].iloc[0])
     return summary

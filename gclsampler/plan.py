@@ -320,6 +320,28 @@ def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) 
     return parsed.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def profile_gaps(profile, columns, what: str) -> str | None:
+    """Why ``profile`` cannot feed a method that reads ``columns``: the ones absent, or the
+    first one with empty cells (and how many); None when every row has every column.
+
+    ``what`` names the columns for a reader ("the 12 PKA metrics of Nsight Compute").
+    Text that is no number is not a gap: ``numeric_column`` refuses it as bad input.
+    """
+    cols = list(columns)
+    absent = [c for c in cols if c not in profile.columns]
+    if absent:
+        shown = ", ".join(absent[:3]) + (f" and {len(absent) - 3} more" if len(absent) > 3 else "")
+        return (f"profile.csv has none of {what}" if len(absent) == len(cols) and len(cols) > 1
+                else f"profile.csv has no {shown} column ({what})")
+    for c in cols:
+        empty = int(profile[c].isna().sum())
+        if empty:
+            first = int(np.flatnonzero(profile[c].isna().to_numpy())[0])
+            return (f"profile.csv: {c} is empty in {empty} of {len(profile)} rows "
+                    f"(first: invocation {first}; {what})")
+    return None
+
+
 def plan_from_labels(
     workload: str,
     method: str,
@@ -360,6 +382,18 @@ class Sampler:
 
     def fit(self, workload) -> SamplingPlan:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def missing_inputs(self, workload) -> str | None:
+        """Why this method cannot run on ``workload``'s data (a profile column or the traces it
+        reads are absent or empty), else None.
+
+        Why: real workloads differ in what was measured (an LLM timed with torch.profiler has
+        no Nsight Compute metrics, so no PKA metrics and no instruction counts). The
+        evaluation reports such a method as n/a on that workload with this reason, instead of
+        stopping the whole suite or leaving the method out unsaid. A bad parameter is not a
+        missing input: ``fit`` still raises for it.
+        """
+        return None
 
     def get_params(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if not k.endswith("_") and not k.startswith("_")}

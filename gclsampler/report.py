@@ -3,8 +3,9 @@
 Tables mirror the papers so numbers can be read side by side: the per-workload
 error/speedup comparison of GCL-Sampler Fig. 4-5 and STEM+ROOT Table 3, the
 cross-architecture Table 3 of GCL-Sampler, the micro-architectural metric errors of
-GCL-Sampler Fig. 6 and the error-bound sweep of STEM+ROOT Fig. 11. A report built from
-synthetic workloads says so in its first lines.
+GCL-Sampler Fig. 6 and the error-bound sweep of STEM+ROOT Fig. 11. A report says in its
+first lines what its ground truth is: SYNTHETIC (``gclsampler.synth``), REAL (measured on the
+GPU its workload.json names), or both, with each row labelled (``data_banner``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, TIE, MethodRun, eval
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
            "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER",
-           "write_workload_report"]
+           "write_workload_report", "data_banner", "data_kinds", "plot_stamp"]
 
 SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthetic workloads written by "
                     "`gclsampler.synth`, not from hardware measurements.")
@@ -33,7 +34,9 @@ def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
     figure is closed after (each is drawn once, and pyplot keeps open ones alive).
 
     ``synthetic`` stamps "SYNTHETIC DATA" on the figure: a plot copied out of the report
-    (into slides, a paper) must still say its numbers are not hardware measurements.
+    (into slides, a paper) must still say its numbers are not hardware measurements. A string
+    is the stamp itself (``plot_stamp``: "REAL DATA (NVIDIA H100 ...)", or both kinds); every
+    ``plot_*`` function's ``synthetic`` argument is passed here as it is.
     ``legend_of``: an axes whose legend goes outside it, to the right, where it hides no point.
     """
     import matplotlib.pyplot as plt
@@ -41,10 +44,12 @@ def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
     path = Path(path)
     if legend_of is not None:
         legend_of.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    if synthetic:
-        # below the axes (bbox_inches="tight" grows the image to hold it): inside, it covered the
-        # x label of the bottom-right panel
-        fig.text(0.99, 0.0, "SYNTHETIC DATA", ha="right", va="top", fontsize=9, color="tab:red",
+    stamp = synthetic if isinstance(synthetic, str) else ("SYNTHETIC DATA" if synthetic else None)
+    if stamp:
+        # below everything drawn (bbox_inches="tight" grows the image to hold it): inside, it covered
+        # the x label of the bottom-right panel, and at the figure's edge rotated tick labels
+        bottom = min(0.0, fig.get_tightbbox(fig.canvas.get_renderer()).y0 / fig.get_figheight())
+        fig.text(0.99, bottom, stamp, ha="right", va="top", fontsize=9, color="tab:red",
                  alpha=0.8, fontweight="bold")
     with atomic_path(path, suffix=".png", make_parents=False) as tmp:  # matplotlib picks the format from it
         fig.savefig(tmp, dpi=110, bbox_inches="tight", metadata={"Software": None})
@@ -133,9 +138,12 @@ def plot_speedup_vs_error(summary, path: Path, arch: str, synthetic: bool = Fals
     return _savefig(fig, path, synthetic, legend_of=ax)
 
 
-def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: str,
-                           synthetic: bool = False) -> tuple[Path, Path]:
-    """GCL-Sampler Fig. 4 and 5: per-workload grouped bars of error and speedup (log)."""
+def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path | None, arch: str,
+                           synthetic: bool = False, error_column: str = "error_cycles") -> tuple[Path, Path | None]:
+    """GCL-Sampler Fig. 4 and 5: per-workload grouped bars of error and speedup (log).
+
+    ``error_column="error_time"`` plots the error on measured time (real workloads); a
+    ``path_speedup`` of None draws the error bars only."""
     plt = _plt()
     df = summary[summary["arch"] == arch]
     workloads = list(dict.fromkeys(df["workload"]))
@@ -143,8 +151,12 @@ def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path, arch: 
     x = np.arange(len(workloads))
     width = 0.8 / max(1, len(methods))
     outs = []
-    for col, ylabel, path, log in (("error_cycles", "cycle error (%)", path_error, False),
+    label = "time error (%)" if error_column == "error_time" else "cycle error (%)"
+    for col, ylabel, path, log in ((error_column, label, path_error, False),
                                    ("speedup_mean", "speedup (×, log scale)", path_speedup, True)):
+        if path is None:
+            outs.append(None)
+            continue
         fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(workloads) + 2), 4.2))
         for j, m in enumerate(methods):
             d = df[df["method"] == m].set_index("workload")
@@ -286,9 +298,14 @@ def _comparison_table(summary, avg, arch: str) -> str:
                 cells.append("—")
         rows.append(cells)
     a = avg[avg["arch"] == arch].set_index("method")
+
+    def over(m) -> str:  # a method that did not run everywhere (real data without its inputs) says so
+        k = int(a.loc[m, "n_workloads"]) if "n_workloads" in a.columns else len(workloads)
+        return f" ({k} of {len(workloads)} workloads)" if k < len(workloads) else ""
+
     rows.append(["**AVG (arith.)**", ""] + [
         f"{_fmt_err(a.loc[m, 'error_cycles'])} / {_fmt_su(a.loc[m, 'speedup_mean'])} / {a.loc[m, 'n_simulated']:.0f}"
-        if m in a.index else "—" for m in methods])
+        + over(m) if m in a.index else "—" for m in methods])
     rows.append(["**speedup h-mean**", ""] + [
         f"{_fmt_su(a.loc[m, 'speedup_hmean'])}" if m in a.index else "—" for m in methods])
     return _md_table(header, rows)
@@ -420,13 +437,193 @@ def _sweep_table(sweep_avg, arch: str) -> str:
     return _md_table(header, rows)
 
 
+def data_kinds(results):
+    """Per row: ``"synthetic"``, ``"real"`` or ``""`` (unlabelled).
+
+    The ``synthetic`` flag decides synthetic; ``"real"`` needs the ``data`` column to say so
+    (workload.json's explicit ``"synthetic": false``) and the flag to agree. Anything else,
+    including results.csv files written before the ``data`` column, is labelled neither.
+    """
+    synth = results["synthetic"].astype(bool)
+    data = results["data"].fillna("").astype(str) if "data" in results.columns else synth.map(lambda _: "")
+    return data.where(~synth, "synthetic").where(synth | (data == "real"), "")
+
+
+def _gpus_of(results, kinds) -> dict[str, list[str]]:
+    """GPU name -> real workloads measured on it (in first-appearance order)."""
+    real = results[kinds == "real"]
+    gpu = real["gpu"].fillna("").astype(str) if "gpu" in real.columns else real["workload"].map(lambda _: "")
+    out: dict[str, list[str]] = {}
+    for w, g in zip(real["workload"], gpu):
+        names = out.setdefault(g or "a GPU workload.json does not name", [])
+        if w not in names:
+            names.append(w)
+    return out
+
+
+def data_banner(results) -> list[str]:
+    """The report's first lines: what the ground truth of its rows is. Synthetic data says
+    SYNTHETIC (``SYNTHETIC_BANNER``), measured data REAL with the GPU its workload.json names,
+    a mix says both and which rows are which; unlabelled rows are named as such."""
+    kinds = data_kinds(results)
+    present = set(kinds)
+    if present == {"synthetic"}:
+        return [SYNTHETIC_BANNER, ""]
+    lines = []
+    gpus = "; ".join(f"{', '.join(ws)} on {g}" for g, ws in _gpus_of(results, kinds).items())
+    if present >= {"synthetic", "real"}:
+        lines.append("> **MIXED DATA: SYNTHETIC and REAL workloads.** Rows marked (SYNTHETIC) come from "
+                     "`gclsampler.synth` (ground truth from an analytical timing model, not hardware); rows marked "
+                     f"(REAL) are scored against times measured on the GPU: {gpus}. Averages over all workloads "
+                     "mix the two kinds.")
+    elif "real" in present:
+        lines.append(f"> **REAL DATA.** Ground truth measured on the GPU: {gpus} (workload.json). Traces are NVBit "
+                     "SASS traces of the same runs, scoped to SM 0 (`docs/real.md`). Nothing here is synthetic.")
+    unlabelled = list(dict.fromkeys(results.loc[kinds == "", "workload"]))
+    if unlabelled:
+        lines.append(f"> Workloads {', '.join(unlabelled)}: workload.json does not say `\"synthetic\": true` or "
+                     "`false`, so their rows are labelled neither synthetic nor measured.")
+    return [line for text in lines for line in (text, ">")][:-1] + [""] if lines else []
+
+
+def plot_stamp(results) -> str | None:
+    """What every plot of these rows is stamped with (a figure copied out of the report must
+    still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), or both."""
+    kinds = set(data_kinds(results))
+    gpus = [g for g in _gpus_of(results, data_kinds(results)) if "workload.json" not in g]
+    real = "REAL DATA" + (f" ({gpus[0]})" if len(gpus) == 1 else "")
+    if kinds >= {"synthetic", "real"}:
+        return "SYNTHETIC + REAL DATA (rows labelled in report.md)"
+    if "synthetic" in kinds:
+        return "SYNTHETIC DATA"
+    return real if "real" in kinds else None
+
+
+def _workload_tags(results) -> dict[str, str] | None:
+    """workload -> ``name (REAL)`` / ``name (SYNTHETIC)`` for tables of a report that is not
+    all synthetic (a mixed suite labels each row); None when no tag is needed."""
+    kinds = data_kinds(results)
+    if set(kinds) <= {"synthetic"}:
+        return None
+    first = dict(zip(results["workload"], kinds))
+    return {w: w + {"synthetic": " (SYNTHETIC)", "real": " (REAL)", "": ""}[k] for w, k in first.items()}
+
+
+def _time_table(summary, avg, arch: str) -> str:
+    """Per workload: the plan's error on the measured ``time_ns`` (every real profile has it;
+    cycles come only from Nsight Compute), beside the speedup."""
+    df = summary[summary["arch"] == arch]
+    methods = _methods(df)
+    rows = []
+    for w in dict.fromkeys(df["workload"]):
+        d = df[df["workload"] == w].set_index("method")
+        rows.append([w] + [f"{_fmt_err(d.loc[m, 'error_time'])} / {_fmt_su(d.loc[m, 'speedup_mean'])}"
+                           if m in d.index else "n/a" for m in methods])
+    a = avg[avg["arch"] == arch].set_index("method")
+    rows.append(["**AVG (arith.)**"] + [f"{_fmt_err(a.loc[m, 'error_time'])} / {_fmt_su(a.loc[m, 'speedup_mean'])}"
+                                        for m in methods])
+    return _md_table(["workload"] + [f"{m} time E(%) / SU" for m in methods], rows)
+
+
+def _unavailable_cells(table: str, unavailable: dict[tuple[str, str], str], tags: dict[str, str] | None) -> str:
+    """The table with "not run" (not "—" or "n/a") where a method could not run on a workload's data."""
+    if not unavailable:
+        return table
+    lines = table.splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    methods = [h.split(" ")[0] for h in header]
+    names = {(tags or {}).get(w, w): w for w, _ in unavailable}
+    for i, line in enumerate(lines[2:], 2):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        w = names.get(cells[0])
+        if w is None:
+            continue
+        cells = [("not run" if c in ("—", "n/a") and (w, methods[j]) in unavailable else c)
+                 for j, c in enumerate(cells)]
+        lines[i] = "| " + " | ".join(cells) + " |"
+    return "\n".join(lines)
+
+
+def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool, suffix: str,
+                     unavailable: dict[tuple[str, str], str], tags: dict[str, str] | None):
+    """Markdown lines and plots of the rows whose plans were fitted on ``plan_arch``."""
+    summary = summarize(results, sweep=False)
+    avg = suite_averages(summary)
+    archs = list(dict.fromkeys([plan_arch, *results["arch"].unique()]))
+    kinds = data_kinds(results)
+    at = f" ({plan_arch} plans)" if suffix else ""
+    lines: list[str] = [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
+                        _unavailable_cells(_comparison_table(summary, avg, plan_arch), unavailable, tags), ""]
+    own = results[results["arch"] == plan_arch]
+    no_cycles = list(dict.fromkeys(own.loc[own["cycles_true"].isna(), "workload"]))
+    if no_cycles:
+        lines += [f"Cycle error is n/a for {', '.join(no_cycles)}: the ground truth has no cycle counts (a wall-time "
+                  "profile, e.g. torch.profiler); the time table below scores it. Averages over workloads leave it "
+                  "out.", ""]
+    if (kinds != "synthetic").any():
+        lines += [f"## Error on measured time (`time_ns`), {plan_arch}", "",
+                  "|Σ time_ns − Σ w·time_ns| / Σ time_ns, the same formula as the cycle error on the profile's "
+                  "kernel times (for REAL workloads measured on the GPU, the ground truth every profile has).", "",
+                  _unavailable_cells(_time_table(summary, avg, plan_arch), unavailable, tags), ""]
+    any_member = _any_member_table(summary, avg, plan_arch)
+    if any_member:
+        lines += [f"## Cluster quality apart from the representative, {plan_arch}", "",
+                  "For plans that simulate one member per cluster: the plan's cycle error, then the mean error over "
+                  "1000 draws that replace every representative by a random member of its cluster "
+                  "(`error_cycles_any_member`). One plan's error also measures which member it happened to pick; "
+                  "the second number measures the clusters. The third (`spread_sd`) is what the plan's profile "
+                  "predicts before anything is simulated: one standard deviation of the estimate over random "
+                  "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
+                  "", any_member, ""]
+    h2h = _head_to_head_table(summary, plan_arch)
+    if h2h:
+        lines += [f"## `gcl` head to head, {plan_arch}", "",
+                  f"Workloads on which `gcl` has lower / equal / higher cycle error than each method (equal: within "
+                  f"{TIE:g} points, e.g. both 0 % on a census). " + H2H_CHANCE_TEXT, "", h2h, ""]
+    plots: list[tuple[str, Path | None]] = []
+    if want_plots:
+        plots.append(("Speedup vs error" + at, plot_speedup_vs_error(
+            summary, out / "plots" / f"speedup_vs_error{suffix}.png", plan_arch, stamp)))
+        pe, ps = plot_per_workload_bars(summary, out / "plots" / f"error_per_workload{suffix}.png",
+                                        out / "plots" / f"speedup_per_workload{suffix}.png", plan_arch, stamp)
+        plots += [("Cycle error per workload" + at, pe), ("Speedup per workload" + at, ps)]
+        if (kinds != "synthetic").any():
+            pt, _ = plot_per_workload_bars(summary, out / "plots" / f"time_error_per_workload{suffix}.png", None,
+                                           plan_arch, stamp, error_column="error_time")
+            plots.append(("Error on measured time per workload" + at, pt))
+    single = list(dict.fromkeys(results.loc[kinds == "real", "workload"]))
+    single = [w for w in single if not results.loc[results["workload"] == w, "cross_arch"].any()]
+    if len(archs) > 1:
+        lines += ["## Cross-architecture (GCL-Sampler Table 3): plans from " + plan_arch, ""]
+        if single:
+            lines += [f"REAL workloads {', '.join(single)} were measured on one GPU only: their cells for other archs "
+                      "are — (no ground truth), not a score.", ""]
+        for m in _methods(summary):
+            lines += [f"### {m}", "", _cross_arch_table(summary, m, archs), ""]
+    elif single:
+        lines += [f"## Cross-architecture (GCL-Sampler Table 3): not evaluated{at}", "",
+                  f"REAL workloads {', '.join(single)} were measured on one GPU only ({plan_arch}); there is no other "
+                  "arch's ground truth to score their plans on, so this report has no cross-architecture rows.", ""]
+    lines += [f"## Micro-architectural metric errors (%), mean over workloads, {plan_arch} (GCL-Sampler Fig. 6)", "",
+              _metric_table(avg, plan_arch), ""]
+    if results["sweep"].any():
+        sweep_sum = summarize(results, sweep=True)
+        sweep_avg = suite_averages(sweep_sum)
+        lines += [f"## Error-bound sweep (STEM+ROOT Fig. 11), {plan_arch}", "", _sweep_table(sweep_avg, plan_arch), ""]
+        if want_plots:
+            plots.append(("Error-bound sweep" + at, plot_epsilon_sweep(
+                sweep_avg, out / "plots" / f"epsilon_sweep{suffix}.png", plan_arch, stamp)))
+    return lines, plots
+
+
 def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evaluation",
                  synthetic: bool | None = None, wall_time_s: float | None = None,
                  started_at: float | None = None,
                  plan_arch: str | None = None, notes: Iterable[str] = (),
                  histograms: Iterable[dict[str, Any]] = (), silhouette: dict[str, Any] | None = None,
                  config_text: str | None = None, plots: bool = True,
-                 silhouette_k: dict[str, int] | None = None, sections: Iterable[tuple[str, str]] = ()) -> Path:
+                 silhouette_k: dict[str, int] | None = None, sections: Iterable[tuple[str, str]] = (),
+                 unavailable: Iterable[tuple[str, str, str]] = ()) -> Path:
     """Write ``report.md`` and its PNGs into ``out_dir`` from a results DataFrame.
 
     ``histograms``: dicts with ``workload, method, times_ns, labels, representatives``.
@@ -435,27 +632,51 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     ``sections``: extra (heading, markdown) sections placed before the plots.
     ``started_at`` (a ``time.perf_counter()`` value) makes the report state the wall time
     up to its own completion. ``plots=False`` writes the tables only (matplotlib costs seconds per figure).
+    ``unavailable``: ``(workload, method, reason)`` of methods that could not run on a
+    workload's data; their cells say n/a and a table gives the reasons.
+
+    What the data is comes from the rows (``data_banner``): SYNTHETIC, REAL (with the GPU),
+    or both with each row labelled; ``synthetic`` is accepted for older callers and not used
+    (a suite-wide flag mislabelled the real rows of a mixed suite).
+    Rows whose plans were fitted on another arch than ``plan_arch`` (a real workload measured
+    on one GPU, in a suite of synthetic ones) get their own sections.
     """
     out = Path(out_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    if synthetic is None:
-        synthetic = bool(results["synthetic"].any())
-    summary = summarize(results, sweep=False)
-    avg = suite_averages(summary)
+    unavailable = {(w, m): why for w, m, why in unavailable}
+    banner = data_banner(results)
+    tags = _workload_tags(results)
+    stamp = plot_stamp(results)
+    if tags:
+        unavailable_rows = [(tags.get(w, w), m, why) for (w, m), why in unavailable.items()]
+        unavailable = {(tags.get(w, w), m): why for (w, m), why in unavailable.items()}
+        results = results.assign(workload=results["workload"].map(lambda w: tags.get(w, w)))
+    else:
+        unavailable_rows = [(w, m, why) for (w, m), why in unavailable.items()]
     if plan_arch is None:
         plan_arch = str(results["plan_arch"].iloc[0])
-    archs = list(dict.fromkeys([plan_arch, *results["arch"].unique()]))
+    plan_archs = [a for a in dict.fromkeys([plan_arch, *results["plan_arch"].astype(str)])
+                  if (results["plan_arch"].astype(str) == a).any()] or [plan_arch]
+    archs = list(dict.fromkeys([plan_arch, *results["arch"].unique()])) if len(plan_archs) == 1 else \
+        list(dict.fromkeys(results["arch"]))
     lines: list[str] = [f"# {title}", ""]
-    if synthetic:
-        lines += [SYNTHETIC_BANNER, ""]
+    lines += banner
     workloads = list(dict.fromkeys(results["workload"]))
+    if len(plan_archs) == 1:
+        fitted = f"Plans are fitted on the **{plan_archs[0]}** profile"
+    else:
+        fitted = "Plans are fitted on " + "; ".join(
+            f"the **{a}** profile ({', '.join(dict.fromkeys(results.loc[results['plan_arch'] == a, 'workload']))})"
+            for a in plan_archs)
+    real_rows = (data_kinds(results) != "synthetic").any()
     lines += [
-        f"Workloads: {', '.join(workloads)}. Plans are fitted on the **{plan_arch}** profile and scored on "
+        f"Workloads: {', '.join(workloads)}. {fitted} and scored on "
         f"{', '.join(archs)} ground truth. Methods: {', '.join(_methods(results))}.",
         "",
         "Definitions: error = |C_full − Σ w·C| / C_full (GCL-Sampler eq. 5) on `cycles`; rate metrics compare the "
         "weighted mean Σ w·M / N with the true per-invocation mean; speedup = Σ time_ns(all) / Σ time_ns(sampled) "
         "(eq. 6) on the evaluated arch; *sim* = simulated invocations. "
+        + ("*time E(%)* is the same error on `time_ns`. " if real_rows else "")
         + (f"Stochastic methods: mean over {int(results.loc[results['stochastic'], 'seed'].nunique())} seeds. "
            if results["stochastic"].any() else "") +
         "Errors are arithmetic means. `SU` and *AVG (arith.)* are arithmetic means (GCL-Sampler's averaging); "
@@ -473,52 +694,26 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         lines += [f"- {note}"]
     if notes:
         lines.append("")
-    lines += [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
-              _comparison_table(summary, avg, plan_arch), ""]
-    any_member = _any_member_table(summary, avg, plan_arch)
-    if any_member:
-        lines += [f"## Cluster quality apart from the representative, {plan_arch}", "",
-                  "For plans that simulate one member per cluster: the plan's cycle error, then the mean error over "
-                  "1000 draws that replace every representative by a random member of its cluster "
-                  "(`error_cycles_any_member`). One plan's error also measures which member it happened to pick; "
-                  "the second number measures the clusters. The third (`spread_sd`) is what the plan's profile "
-                  "predicts before anything is simulated: one standard deviation of the estimate over random "
-                  "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
-                  "", any_member, ""]
-    h2h = _head_to_head_table(summary, plan_arch)
-    if h2h:
-        lines += [f"## `gcl` head to head, {plan_arch}", "",
-                  f"Workloads on which `gcl` has lower / equal / higher cycle error than each method (equal: within "
-                  f"{TIE:g} points, e.g. both 0 % on a census). " + H2H_CHANCE_TEXT, "", h2h, ""]
     want_plots = plots
     plots: list[tuple[str, Path | None]] = []
-    if want_plots:
-        plots.append(("Speedup vs error",
-                      plot_speedup_vs_error(summary, out / "plots" / "speedup_vs_error.png", plan_arch, synthetic)))
-        pe, ps = plot_per_workload_bars(summary, out / "plots" / "error_per_workload.png",
-                                        out / "plots" / "speedup_per_workload.png", plan_arch, synthetic)
-        plots += [("Cycle error per workload", pe), ("Speedup per workload", ps)]
-    if len(archs) > 1:
-        lines += ["## Cross-architecture (GCL-Sampler Table 3): plans from " + plan_arch, ""]
-        for m in _methods(summary):
-            lines += [f"### {m}", "", _cross_arch_table(summary, m, archs), ""]
-    lines += [f"## Micro-architectural metric errors (%), mean over workloads, {plan_arch} (GCL-Sampler Fig. 6)", "",
-              _metric_table(avg, plan_arch), ""]
-    if results["sweep"].any():
-        sweep_sum = summarize(results, sweep=True)
-        sweep_avg = suite_averages(sweep_sum)
-        lines += [f"## Error-bound sweep (STEM+ROOT Fig. 11), {plan_arch}", "", _sweep_table(sweep_avg, plan_arch), ""]
-        if want_plots:
-            plots.append(("Error-bound sweep",
-                          plot_epsilon_sweep(sweep_avg, out / "plots" / "epsilon_sweep.png", plan_arch, synthetic)))
+    for i, pa in enumerate(plan_archs):
+        block, block_plots = _plan_arch_block(results[results["plan_arch"].astype(str) == pa], pa, out, stamp,
+                                              want_plots, "" if i == 0 else f"_{pa}", unavailable, tags)
+        lines += block
+        plots += block_plots
+    if unavailable_rows:
+        lines += ["## Methods that could not run (n/a)", "",
+                  "Not fitted on these workloads because their data lacks what the method reads; their cells above "
+                  "say *not run* and the averages leave them out (also in `unavailable.csv`).", "",
+                  _md_table(["workload", "method", "reason"], [[w, m, why] for w, m, why in unavailable_rows]), ""]
     for h in histograms if want_plots else ():
         p = plot_cluster_histograms(h["times_ns"], h["labels"], out / "plots" / f"clusters_{h['workload']}_{h['method']}.png",
                                     f"{h['workload']} / {h['method']}: execution time per cluster",
-                                    h.get("representatives", ()), h.get("max_clusters", 12), synthetic)
+                                    h.get("representatives", ()), h.get("max_clusters", 12), stamp)
         plots.append((f"Execution time per cluster: {h['workload']} / {h['method']}", p))
     if silhouette and want_plots:
         plots.append(("Silhouette curve", plot_silhouette(silhouette, out / "plots" / "silhouette.png",
-                                                                silhouette_k, synthetic)))
+                                                                silhouette_k, stamp)))
     for heading, body in sections:
         lines += [f"## {heading}", "", body, ""]
     lines += ["## Plots", ""]

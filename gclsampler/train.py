@@ -513,7 +513,7 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
         rj = job / "run.json"
         if rj.exists():
             post = json.loads(rj.read_text()).get("post_embedding") or {}
-            for key in ("error_pct", "speedup", "k"):
+            for key in ("error_pct", "error_time_pct", "speedup", "k"):
                 if key in post:
                     row[key] = post[key]
         rows.append(row)

@@ -9,6 +9,9 @@ Layout (DESIGN.md; written by a GPU host's tracer or by ``gclsampler.synth``)::
     <dir>/workload.json            metadata: {"workload", "arch", "synthetic", "seed", ...}
 
 ``synthetic`` is true for everything ``gclsampler.synth`` writes; reports copy it.
+A workload.json that says ``"synthetic": false`` marks REAL data: traced and measured on the
+GPU it names (``"gpu"``); reports label it so, and the evaluation never synthesizes over it
+(``docs/real.md``). A directory whose workload.json says neither is left unlabelled.
 """
 
 from __future__ import annotations
@@ -45,6 +48,31 @@ class Workload:
     @property
     def n_invocations(self) -> int:
         return int(len(self.profile))
+
+    @property
+    def data_kind(self) -> str:
+        """``"synthetic"``, ``"real"`` (workload.json says ``"synthetic": false``) or ``""``.
+
+        Why three: a directory without that key (a user's traces, a hand-made profile) is
+        neither known to be synthetic nor known to be a hardware measurement, and a report
+        must not call it either.
+        """
+        if self.synthetic:
+            return "synthetic"
+        return "real" if self.meta.get("synthetic") is False else ""
+
+    @property
+    def gpu(self) -> str:
+        """The GPU a real workload was measured on, as workload.json names it (``"gpu"``, or
+        ``"provenance": {"gpu": ...}``; a ``{"name": ...}`` object is read too); "" if unnamed."""
+        for src in (self.meta, self.meta.get("provenance")):
+            if isinstance(src, dict):
+                g = src.get("gpu")
+                if isinstance(g, dict):
+                    g = g.get("name")
+                if g:
+                    return str(g)
+        return ""
 
     def ground_truth(self, arch: str | None = None) -> "pd.DataFrame":
         """Profile of ``arch`` (default: the workload's own) for evaluation."""

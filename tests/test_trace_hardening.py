@@ -97,13 +97,28 @@ def test_concatenated_zst_frames_are_read_whole(tmp_path):
 
 # ----------------------------------------------------------------------------- 2 header only
 
-def test_header_without_thread_blocks_is_refused(tmp_path, parser, capsys):
-    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1))
+def test_header_cut_before_its_format_line_is_refused(tmp_path, parser):
+    cut = HEADER.format(kid=1).split("#traces format")[0]
+    p = _w(tmp_path / "kernel-1.traceg", cut)
     with pytest.raises(TraceFormatError, match=r"kernel-1\.traceg: thread block: none \(file truncated\?\)$"):
         read_kernel(p)
+
+
+def test_complete_header_alone_is_a_launch_with_no_traced_cta(tmp_path, parser, capsys):
+    """A real GPU's small grid can have no CTA on the traced SM: the tracer writes its header
+    (ending with the #traces format line) and nothing else. That is one invocation of 0
+    instructions, which graphs and samplers must keep; Accel-Sim cannot simulate it, so
+    exporting it is refused by name."""
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1))
+    t = read_kernel(p)
+    assert (t.n_insts, t.n_warps, t.warp_cta.shape, t.warp_ptr.tolist()) == (0, 0, (0, 3), [0])
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": HEADER.format(kid=1)}, None)
+    group_raw_dir(raw, tmp_path / "grouped")  # trace group keeps it, as a header again
+    assert read_kernel(tmp_path / "grouped" / "kernel-1.traceg").n_insts == 0
     wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1)}, "kernel-1.traceg\n")
+    assert trace_info(wl)["per_invocation"][0]["instructions"] == 0
     line = _error(capsys, ["trace", "export-accelsim", str(wl), str(tmp_path / "out")])
-    assert "thread block: none" in line and not (tmp_path / "out").exists()
+    assert "thread block: none (no CTA of this launch was traced" in line and not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- 3/4 trace group names

@@ -161,6 +161,9 @@ class TraceLayout:
     imm: bool
     values: bool
     raw: bool
+    format_line: bool = False
+    """The header ends with its ``#traces format`` line: complete, so a file of nothing else is a
+    launch with no CTA on the traced SM (0 instructions), not a file cut inside its header."""
 
 
 def _header_value(path, lineno, key, text):
@@ -262,7 +265,8 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
     m = re.compile(rb"\S").search(data, pos)
     first = data[m.start():m.start() + 1] if m else b""
     raw = bool(first) and first != b"#"
-    layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw)
+    layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw,
+                         format_line=fmt is not None)
     return header, layout, pos, lineno
 
 
@@ -728,10 +732,19 @@ def _concat(parts: list[dict]) -> dict:
     return out
 
 
-def _grouped_structure(body: _Lines, header: KernelHeader):
-    """Walk the structural lines; returns instruction line indices and per-warp arrays."""
+def _grouped_structure(body: _Lines, header: KernelHeader, complete_header: bool = False):
+    """Walk the structural lines; returns instruction line indices and per-warp arrays.
+
+    ``complete_header``: the header ended with its ``#traces format`` line. Then a file with no
+    body at all is a launch none of whose CTAs ran on the traced SM (the tracer scopes to one SM,
+    and a small grid can miss it): 0 warps, 0 instructions, still one invocation. Without that
+    line a missing body means the file was cut inside its header, and is refused.
+    """
     buf = body.buf
     nonblank = body.le > body.ls
+    if complete_header and not nonblank.any():
+        return (np.zeros(0, np.int64), np.zeros((0, 3), np.int32), np.zeros(0, np.int32),
+                np.zeros(1, np.int64))
     c0 = np.zeros(body.n_lines, dtype=np.uint8)
     c1 = np.zeros(body.n_lines, dtype=np.uint8)
     nb = np.flatnonzero(nonblank)
@@ -826,7 +839,7 @@ def _grouped_structure(body: _Lines, header: KernelHeader):
     first_inst = np.flatnonzero(is_inst)
     if first_inst.size and (s_lines.size == 0 or first_inst[0] < s_lines[0]):
         body.fail(first_inst[0], "line", "instruction line before the first #BEGIN_TB")
-    if n_tb == 0:  # a header alone read as a 0-instruction launch, and exported as an empty kernel
+    if n_tb == 0:  # structure lines but no #BEGIN_TB, or a header cut before its #traces format line
         raise TraceFormatError(body.path, None, "thread block", "none (file truncated?)")
     W = len(warp_id)
     wc = np.array(warp_cta, dtype=np.int32).reshape(W, 3)
@@ -929,7 +942,7 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
         # opcode ids must follow first appearance in the grouped order
         cols["opcode"], names = _renumber(cols["opcode"], names)
     else:
-        inst_lines, warp_cta, warp_id, warp_ptr = _grouped_structure(body, header)
+        inst_lines, warp_cta, warp_id, warp_ptr = _grouped_structure(body, header, layout.format_line)
         cols, names = _parse_all(body, inst_lines, layout, prefix=0)
     return KernelTrace(
         header=header, warp_cta=warp_cta, warp_id=warp_id, warp_ptr=warp_ptr,

@@ -296,6 +296,9 @@ def accelsim_text(t: KernelTrace) -> bytes:
     an instruction cap get their EXIT."""
     import dataclasses
 
+    if t.n_warps == 0:  # a real launch none of whose CTAs ran on the traced SM (reader.py, complete_header)
+        raise TraceFormatError(t.source or t.header.name, None, "thread block",
+                               "none (no CTA of this launch was traced; Accel-Sim cannot simulate an empty kernel)")
     t = _close_truncated_warps(_strip_for_accelsim(t))
     _check_limits(t, t.source or t.header.name)
     cta = t.warp_cta
