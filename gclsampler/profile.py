@@ -738,7 +738,7 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     if fmt == "profile":
         df = read_profile(path)
     elif fmt == "ncu":
-        df = _import_ncu_text(path, text)
+        df = _import_ncu_text(path, text, notes)
     elif fmt == "nsys":
         df = _import_nsys(path, text, notes)
     else:
@@ -789,10 +789,10 @@ def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.Da
     return df
 
 
-def import_ncu(path: str | Path) -> pd.DataFrame:
+def import_ncu(path: str | Path, *, notes: list[str] | None = None) -> pd.DataFrame:
     """Nsight Compute ``ncu --csv --page raw`` export (one row per profiled launch)."""
     path = Path(path)
-    return _import_ncu_text(path, _read_text(path))
+    return _import_ncu_text(path, _read_text(path), notes)
 
 
 def import_nsys(path: str | Path, *, notes: list[str] | None = None) -> pd.DataFrame:
@@ -830,15 +830,17 @@ _NCU_METRICS: list[tuple[str, tuple[str, ...], str]] = [
     ("pka_divergence_efficiency", ("smsp__thread_inst_executed_per_inst_executed.ratio",), "ratio"),
     ("pka_thread_blocks", ("launch__grid_size",), "count"),
 ]
-_NCU_AUX: list[tuple[str, str]] = [
-    ("ipc_direct", "sm__inst_executed.avg.per_cycle_elapsed"),
-    ("sm_count", "device__attribute_multiprocessor_count"),
-    ("warps_launched", "smsp__warps_launched.sum"),
-    ("grid_size", "launch__grid_size"),
-    ("block_size", "launch__block_size"),
-    ("shmem_static", "launch__shared_mem_per_block_static"),
-    ("shmem_dynamic", "launch__shared_mem_per_block_dynamic"),
-    ("shmem_total", "launch__shared_mem_per_block"),
+# (key, metric, kind): a rate such as IPC is a ratio (ncu 2025.3 writes its unit as
+# 'inst/cycle'), not a count
+_NCU_AUX: list[tuple[str, str, str]] = [
+    ("ipc_direct", "sm__inst_executed.avg.per_cycle_elapsed", "ratio"),
+    ("sm_count", "device__attribute_multiprocessor_count", "count"),
+    ("warps_launched", "smsp__warps_launched.sum", "count"),
+    ("grid_size", "launch__grid_size", "count"),
+    ("block_size", "launch__block_size", "count"),
+    ("shmem_static", "launch__shared_mem_per_block_static", "count"),
+    ("shmem_dynamic", "launch__shared_mem_per_block_dynamic", "count"),
+    ("shmem_total", "launch__shared_mem_per_block", "count"),
 ]
 _NCU_WHOLE = frozenset({
     "launch__registers_per_thread", "launch__grid_size", "launch__block_size", "launch__shared_mem_per_block_static",
@@ -849,7 +851,7 @@ is 16379.999999999998 in floating point: they are rounded to the whole number th
 stands for, and a value that stands for no whole number (a fraction of a register) is refused."""
 
 
-def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
+def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
     rows = _csv_rows(path, text)
     header: list[str] | None = None
     header_line = 0
@@ -920,6 +922,18 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
             k = int(np.flatnonzero(inf)[0])
             raise ProfileFormatError(located(path, lines[k], name, f"not finite: {records[k][1][j]!r}"))
         out *= scale
+        out_raw = out.copy()
+        if kind == "pct":
+            # Real Nsight Compute output has hit rates above 100 % (lts__t_sector_hit_rate
+            # reached 191 % on lud's kernels on an H200, ncu 2025.3.1). Refusing the export
+            # would refuse real profiles; the excess is clipped, and said.
+            over = out > 1.0
+            if over.any():
+                out[over] = 1.0
+                if notes is not None:
+                    notes.append(located(path, None, name, f"{int(over.sum())} of {len(out)} launches report above 100 % "
+                                         f"(up to {float(np.nanmax(np.where(over, out_raw, np.nan))) * 100:.1f} %); "
+                                         "clipped to 100 %"))
         if name in _NCU_WHOLE:
             whole = np.round(out)
             frac = ~np.isnan(out) & ~(np.abs(out - whole) <= 1e-9 * np.maximum(1.0, np.abs(out)))
@@ -959,7 +973,7 @@ def _import_ncu_text(path: Path, text: str) -> pd.DataFrame:
                 break
     if "cycles" not in df:
         df["cycles"] = np.full(len(records), np.nan)
-    aux = {key: metric(name, "count") for key, name in _NCU_AUX}
+    aux = {key: metric(name, kind) for key, name, kind in _NCU_AUX}
     # ipc: warp instructions per cycle per SM that had work, min(#SMs, #CTAs) (the synthetic
     # timing model's definition); from the SM count when known, else ncu's per-SM average
     if "inst_executed" in df and aux["sm_count"] is not None and not np.all(np.isnan(df["cycles"])):

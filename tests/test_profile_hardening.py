@@ -332,3 +332,19 @@ def test_no_tracebacks_and_one_line_from_the_cli(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "Traceback" not in err and err.strip().count("\n") == 0 and f"{name}" in err
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_ncu_real_units_ipc_rate_and_hit_rate_over_100(tmp_path):
+    """Two things a real ncu 2025.3.1 export on an H200 has and the importer refused:
+    IPC written as 'inst/cycle', and L2 hit rates above 100 %. The rate is read as a ratio;
+    the hit rate is clipped to 1 and a note names the column, the count and the maximum."""
+    head = NCU_HEAD + ["sm__inst_executed.avg.per_cycle_elapsed", "lts__t_sector_hit_rate.pct"]
+    units = NCU_UNITS + ["inst/cycle", "%"]
+    p = _ncu(tmp_path, head, units, ["0", "kA", "(4, 1, 1)", "(128, 1, 1)", "100", "0.52", "183.76"],
+             ["1", "kA", "(4, 1, 1)", "(128, 1, 1)", "100", "0.48", "71.5"])
+    notes: list[str] = []
+    df = import_profile(p, notes=notes)
+    assert df["l2_hit_rate"].tolist() == [1.0, 0.715]
+    assert notes == [f"{p}: lts__t_sector_hit_rate.pct: 1 of 2 launches report above 100 % (up to 183.8 %); "
+                     "clipped to 100 %"]
+    assert df["ipc"].tolist() == pytest.approx([0.52, 0.48])
