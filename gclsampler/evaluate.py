@@ -101,6 +101,22 @@ def _labels_of(sampler: Sampler) -> np.ndarray | None:
     return None
 
 
+def _no_traces(workload) -> str | None:
+    """Why ``workload`` has no SASS traces to embed, or None when it has them.
+
+    A real workload can be a profile alone (a GPU run whose tracing did not finish): the
+    trace-graph methods are then not run on it, and the tables say why.
+    """
+    root = getattr(workload, "root", None)
+    if root is None:
+        return None
+    from gclsampler.trace.workload import kernelslist_path
+
+    if kernelslist_path(Path(root)) is None:
+        return f"{root}: no kernelslist.g: no SASS traces to build graphs from (a profile-only workload)"
+    return None
+
+
 def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str, Any]], *,
                 n_seeds: int = 10, epsilons: list[float] | None = None,
                 sweep_methods: Iterable[str] = ("stem_root", "gcl_stem"), seed0: int = 0,
@@ -131,7 +147,12 @@ def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str,
                     continue
                 variants.append(({**base, "epsilon": float(eps)}, float(eps), True))
         if method in EMBEDDING_METHODS and getattr(workload, "embeddings", None) is None:
-            raise EvaluationError(f"methods: {method} needs embeddings for workload {workload.name!r}")
+            why = _no_traces(workload)
+            if why is None or unavailable is None:
+                raise EvaluationError(f"methods: {method} needs embeddings for workload {workload.name!r}"
+                                      + (f" ({why})" if why else ""))
+            unavailable.append((method, why))
+            continue
         check = getattr(make_sampler(method, base, seed0), "missing_inputs", None)  # registered non-Sampler classes
         why = check(workload) if check is not None else None
         if why is not None:
@@ -486,7 +507,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise EvaluationError(f"{alt}: suite.trace_arch: workload {name!r} has no {suite.trace_arch!r} profile")
             workload.profile = workload.ground_truth(suite.trace_arch)
             workload.arch = suite.trace_arch
-        if needs_emb:
+        if needs_emb and _no_traces(workload) is None:
             workload.embeddings = embed_fn(workload)
             if any(m in PAPER_EMBEDDING_METHODS for m in suite.methods):
                 workload.paper_embeddings = embed_fn(workload, "paper")

@@ -477,8 +477,10 @@ def data_banner(results) -> list[str]:
                      f"(REAL) are scored against times measured on the GPU: {gpus}. Averages over all workloads "
                      "mix the two kinds.")
     elif "real" in present:
-        lines.append(f"> **REAL DATA.** Ground truth measured on the GPU: {gpus} (workload.json). Traces are NVBit "
-                     "SASS traces of the same runs, scoped to SM 0 (`docs/real.md`). Nothing here is synthetic.")
+        lines.append(f"> **REAL DATA.** Ground truth measured on the GPU: {gpus} (workload.json). Where a workload has "
+                     "traces, they are NVBit SASS traces of the same program, scoped to SM 0; a workload with a "
+                     "profile alone is scored by the methods that read profiles only, and the others are listed "
+                     "as not run (`docs/real.md`). Nothing here is synthetic.")
     unlabelled = list(dict.fromkeys(results.loc[kinds == "", "workload"]))
     if unlabelled:
         lines.append(f"> Workloads {', '.join(unlabelled)}: workload.json does not say `\"synthetic\": true` or "

@@ -20,14 +20,15 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU = "NVIDIA H100 80GB HBM3"
+GPU = "NVIDIA H200"
 
 
-def make_real(src: Path, dst: Path, *, pka: bool, empty: tuple[int, ...] = ()) -> Path:
-    """A REAL-labelled workload dir from a synthetic one (traces copied, times jittered)."""
+def make_real(src: Path, dst: Path, *, pka: bool, empty: tuple[int, ...] = (), traces: bool = True) -> Path:
+    """A REAL-labelled workload dir from a synthetic one (traces copied, times jittered);
+    ``traces=False`` makes a profile-only one, as a GPU run whose tracing did not finish."""
     dst.mkdir(parents=True)
     for f in src.iterdir():
-        if f.name.startswith("kernel"):
+        if f.name.startswith("kernel") and traces:
             shutil.copy(f, dst / f.name)
     prof = pd.read_csv(src / "profile.csv")
     prof["time_ns"] = np.round(prof["time_ns"] * np.random.default_rng(1).uniform(0.9, 1.1, len(prof)))
@@ -38,7 +39,7 @@ def make_real(src: Path, dst: Path, *, pka: bool, empty: tuple[int, ...] = ()) -
         text = (dst / f"kernel-{i + 1}.traceg").read_text()
         (dst / f"kernel-{i + 1}.traceg").write_text(text[:text.index("#BEGIN_TB")])
     (dst / "workload.json").write_text(json.dumps({
-        "workload": dst.name, "synthetic": False, "arch": "h100", "n_invocations": len(prof), "gpu": GPU,
+        "workload": dst.name, "synthetic": False, "arch": "h200", "n_invocations": len(prof), "gpu": GPU,
         "driver": "580.00", "cuda": "13.0", "how": "test fixture"}))
     return dst
 
@@ -82,13 +83,13 @@ def test_real_suite_end_to_end(real_dir, tmp_path):
     before = snapshot(real_dir)
     cfg, text = _compose(["suite=real", "suite.workloads=[realA,realB]", f"suite.data_dir={real_dir}",
                           "suite.n_seeds=2", "suite.epsilons=[0.25]", TINY_TRAIN, "plots=false"])
-    assert cfg.suite.real and cfg.suite.archs == ["h100"] and len(cfg.suite.methods) == 9
+    assert cfg.suite.real and cfg.suite.archs == ["h200"] and len(cfg.suite.methods) == 9
     out = tmp_path / "out"
     res = run_suite(cfg, out, launch_dir=tmp_path, config_text=text)
     assert snapshot(real_dir) == before  # no cache, no re-synthesis, no touched file
     assert (tmp_path / ".cache" / "graphs").is_dir()  # the graph cache went to the launch dir
     assert set(res["data"]) == {"real"} and not res["synthetic"].any() and set(res["gpu"]) == {GPU}
-    assert set(res["arch"]) == {"h100"} and not res["cross_arch"].any()
+    assert set(res["arch"]) == {"h200"} and not res["cross_arch"].any()
     ran = res.groupby("workload")["method"].unique().map(set).to_dict()
     assert ran["realA"] == set(cfg.suite.methods)
     assert ran["realB"] == set(cfg.suite.methods) - {"pka", "sieve"}
@@ -103,7 +104,7 @@ def test_real_suite_end_to_end(real_dir, tmp_path):
     assert "SYNTHETIC" not in report
     assert "| realB (REAL) | 38 |" in report and "not run" in report and "## Methods that could not run" in report
     assert "Cross-architecture (GCL-Sampler Table 3): not evaluated" in report
-    assert "## Error on measured time (`time_ns`), h100" in report
+    assert "## Error on measured time (`time_ns`), h200" in report
     n = {"realA": 38, "realB": 38}
     plans = sorted((out / "plans").rglob("*.json"))
     assert len(plans) == len(res.drop_duplicates(["workload", "method", "seed", "epsilon"]))
@@ -130,7 +131,7 @@ def test_real_workload_is_never_synthesized_over(real_dir, tmp_path, monkeypatch
     (broken / "nw" / "profile.csv").unlink()
     before = snapshot(broken)
     cfg, _ = _compose(["suite=quick", "suite.workloads=[nw]", f"suite.data_dir={broken}", "generate=true",
-                       "suite.methods=[random]", "suite.archs=[h100]", "suite.trace_arch=h100"])
+                       "suite.methods=[random]", "suite.archs=[h200]", "suite.trace_arch=h200"])
     with pytest.raises(GclError, match=r"nw/profile\.csv: missing"):
         run_suite(cfg, tmp_path / "out")
     assert snapshot(broken) == before
@@ -138,7 +139,7 @@ def test_real_workload_is_never_synthesized_over(real_dir, tmp_path, monkeypatch
 
 def test_mixed_suite_labels_each_row(real_dir, tiny_workload, tmp_path):
     """Synthetic and real workloads in one suite: each row and table line says which it is;
-    the real one is fitted on its measured h100 profile and has no other arch's rows."""
+    the real one is fitted on its measured h200 profile and has no other arch's rows."""
     from gclsampler.evaluate import run_suite
 
     data = tmp_path / "data"
@@ -151,14 +152,14 @@ def test_mixed_suite_labels_each_row(real_dir, tiny_workload, tmp_path):
     res = run_suite(cfg, tmp_path / "out")
     by = res.groupby("workload")
     assert by["data"].unique().map(list).to_dict() == {"phi2": ["synthetic"], "realA": ["real"]}
-    assert set(res.loc[res["workload"] == "realA", "arch"]) == {"h100"}
-    assert set(res.loc[res["workload"] == "realA", "plan_arch"]) == {"h100"}
+    assert set(res.loc[res["workload"] == "realA", "arch"]) == {"h200"}
+    assert set(res.loc[res["workload"] == "realA", "plan_arch"]) == {"h200"}
     assert set(res.loc[res["workload"] == "phi2", "arch"]) == {"ampere", "ada"}
     report = (tmp_path / "out" / "report.md").read_text()
     assert "**MIXED DATA: SYNTHETIC and REAL workloads.**" in "\n".join(report.splitlines()[:4])
     assert "| phi2 (SYNTHETIC) |" in report and "| realA (REAL) |" in report
     assert "| realA |" not in report.split("## Strata")[0] and "| phi2 |" not in report
-    assert "## Error and speedup per workload on h100" in report  # the real workload's own block
+    assert "## Error and speedup per workload on h200" in report  # the real workload's own block
     assert "measured on one GPU only" in report
 
 
@@ -218,3 +219,28 @@ def test_score_without_cycles_scores_time_and_partial_cycles_fail():
     assert np.isnan(row["error_cycles"]) and row["error_time"] == pytest.approx(abs(8 - 6) / 8 * 100)
     with pytest.raises(EvaluationError, match=r"cycles: .*\(1 of 4, first invocation 3\)"):
         score_plan(plan, truth.assign(cycles=[1.0, 1.0, 2.0, np.nan]))
+
+
+def test_profile_only_real_workload_runs_the_profile_methods_and_names_the_rest(tiny_workload, tmp_path):
+    """A real workload without traces (the first GPU runs: profiles, no finished trace):
+    the methods that read traces are not run, with the reason, instead of the suite
+    stopping at the graph stage; the profile methods run and plan every invocation."""
+    from gclsampler.evaluate import run_suite
+    from gclsampler.plan import SamplingPlan
+
+    data = tmp_path / "data"
+    make_real(tiny_workload, data / "profonly", pka=True, traces=False)
+    assert not list((data / "profonly").glob("kernel*"))
+    cfg, text = _compose(["suite=real", "suite.workloads=[profonly]", f"suite.data_dir={data}", "suite.n_seeds=1",
+                          "suite.epsilons=[0.25]", TINY_TRAIN, "plots=false"])
+    out = tmp_path / "out"
+    res = run_suite(cfg, out, launch_dir=tmp_path, config_text=text)
+    na = pd.read_csv(out / "unavailable.csv")
+    assert sorted(na["method"]) == ["gcl", "gcl_paper", "gcl_stem", "photon"]
+    assert na["reason"].str.contains("no kernelslist.g").all()
+    assert set(res["method"]) == {"stem_root", "pka", "sieve", "allegro", "random"}
+    for p in (out / "plans").rglob("*.json"):
+        plan = SamplingPlan.load(p)
+        assert sum(s.weight for s in plan.samples) == pytest.approx(38) and plan.n_invocations == 38
+    report = (out / "report.md").read_text()
+    assert "a workload with a profile alone" in report.splitlines()[2]

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Collect the real workloads under real/ on one GPU host, in one time-boxed pass.
+#
+# Why one pass with a deadline: the GPU machine this ran on was lent for minutes, so
+# every step gets a share of what is left (BUDGET_S), the cheap and essential runs go
+# first (uninstrumented wall time, the timing profile, the SM-0 trace), Nsight Compute
+# last, and whatever finished is packed into $OUT even when a later step ran out of
+# time. Per program:
+#   plain   uninstrumented run: wall time, for the tracer's slowdown
+#   time    GCL_TIME_ONLY=1 under the tracer: profile.csv (cudaEvent time of every launch)
+#   trace   GCL_TRACE_SM=0: every instruction of every CTA on SM 0, with register values
+#   torch   (LLM) torch.profiler kernel times, without launch overhead
+#   ncu     (CUDA programs) Nsight Compute metrics incl. PKA's, where time is left
+#
+#   bash real/collect.sh            # needs tracer/build/gcl_tracer.so and real/src/build/*
+#
+# Environment: OUT (where the packed results go), BUDGET_S (seconds for the whole pass),
+# LLM_LAYERS, NW_N, LUD_N, BFS_N; SKIP_DONE=1 leaves out the runs that need no tracer
+# (torch.profiler, Nsight Compute, the checks) when an earlier pass has them.
+set -u
+OUT=${OUT:-$PWD/real-out}
+W=${GCL_WORK:-/tmp/gclreal}
+BUDGET=${BUDGET_S:-480}
+RESERVE=${RESERVE_S:-50}
+LLM_LAYERS=${LLM_LAYERS:-2}
+NW_N=${NW_N:-2048}
+LUD_N=${LUD_N:-512}
+BFS_N=${BFS_N:-100000}
+REPO=$PWD
+SO=${GCL_TRACER_SO:-$REPO/tracer/build/gcl_tracer.so}
+BIN=${GCL_REAL_BIN:-$REPO/real/src/build}
+T0=$(date +%s)
+mkdir -p "$OUT"; rm -rf "$W"; mkdir -p "$W"
+export NOBANNER=1 PYTHONUNBUFFERED=1
+
+now() { date +%s.%N; }
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$W/collect.log"; }
+
+# step NAME CAP CMD...: run CMD with at most min(CAP, time left - RESERVE) seconds,
+# stdout/stderr to $W/NAME.{out,err}, wall time to walls.csv
+step() {
+  local name=$1 cap=$2; shift 2
+  local t=$(( $(left) - RESERVE ))
+  [ "$t" -gt "$cap" ] && t=$cap
+  if [ "$t" -lt 5 ]; then log "SKIP $name (no time left)"; echo "$name,skipped," >>"$W/walls.csv"; return 124; fi
+  local s e rc
+  s=$(now)
+  timeout -s INT -k 10 "$t" "$@" >"$W/$name.out" 2>"$W/$name.err"; rc=$?
+  e=$(now)
+  local wall; wall=$(awk -v a="$s" -v b="$e" 'BEGIN{printf "%.3f", b-a}')
+  log "$name rc=$rc wall=${wall}s (cap ${t}s)"
+  echo "$name,$rc,$wall" >>"$W/walls.csv"
+  return $rc
+}
+
+echo "step,rc,wall_s" >"$W/walls.csv"
+{
+  echo "date: $(date -u +%FT%TZ)"; uname -a; nvidia-smi; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv
+  nvcc --version; command -v nvdisasm ncu zstd xz
+  ncu --version 2>&1 | tail -1
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
+  lscpu | head -20
+} >"$W/env.txt" 2>&1
+log "env done"
+
+# zstd for packing: the host's, else the carried one, else xz
+ZSTD=""
+for z in zstd "$REPO/.zstd/zstd"; do
+  if "$z" --version >/dev/null 2>&1; then ZSTD=$z; break; fi
+done
+log "zstd: ${ZSTD:-none}"
+
+# The tool is built here, where the driver's libcuda exists to link against (a build on a
+# driverless host leaves the cu* symbols unresolved); the carried build is the fallback.
+# The programs were built on the CPU host (nvcc 13.0, sm_90, cudart static).
+if step build_tracer 120 make -C tracer all NVBIT_PATH="$REPO/.nvbit/core" ARCH=sm_90 BUILD=build-device \
+    && [ -f tracer/build-device/gcl_tracer.so ]; then
+  SO=$REPO/tracer/build-device/gcl_tracer.so
+fi
+log "tracer: $SO"; readelf -d "$SO" | grep NEEDED >>"$W/env.txt" 2>&1
+if [ ! -x "$BIN/nw" ]; then step build_programs 120 make -C real/src ARCH=sm_90; fi
+
+TRACER_OK=1
+run_program() {  # NAME CAP_TRACE CMD...
+  local name=$1 cap=$2; shift 2
+  mkdir -p "$W/$name"
+  step "$name.plain" 60 "$@"
+  [ "$TRACER_OK" = 1 ] || return 0
+  step "$name.time" 60 env CUDA_MODULE_LOADING=EAGER GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/$name/time" LD_PRELOAD="$SO" "$@"
+  step "$name.trace" "$cap" env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
+  du -sb "$W/$name/trace" 2>/dev/null | tee -a "$W/collect.log"
+}
+
+# a smoke test of the tool first: if it cannot time three vector adds, skip its runs
+mkdir -p "$W/vecadd"
+if ! step vecadd.smoke 25 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/vecadd/smoke" LD_PRELOAD="$SO" "$BIN/vecadd"; then
+  log "the tool failed its smoke test: no tracer runs"; TRACER_OK=0
+fi
+run_program vecadd 60 "$BIN/vecadd"
+if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1; then
+  if [ "$SO" != "$REPO/tracer/build/gcl_tracer.so" ] && [ -f "$REPO/tracer/build/gcl_tracer.so" ]; then
+    SO=$REPO/tracer/build/gcl_tracer.so
+  fi
+  log "no vecadd trace: retrying with $SO"
+  step vecadd.trace2 60 env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/vecadd/trace" LD_PRELOAD="$SO" "$BIN/vecadd"
+fi
+run_program nw 90 "$BIN/nw" "$NW_N"
+run_program bfs 60 "$BIN/bfs" "$BFS_N"
+run_program lud 90 "$BIN/lud" "$LUD_N"
+
+# the LLM: uninstrumented, torch.profiler, timing profile, trace
+mkdir -p "$W/llm"
+LLM=(python3 "$REPO/real/src/llm_infer.py" --layers "$LLM_LAYERS")
+if [ "${SKIP_DONE:-0}" != 1 ]; then
+  step llm.plain 90 "${LLM[@]}" --meta "$W/llm/model.json"
+  step llm.torch 90 "${LLM[@]}" --profile "$W/llm/torch_trace.json"
+fi
+[ "$TRACER_OK" = 1 ] && step llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
+[ "$TRACER_OK" = 1 ] && step llm.trace 200 env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
+du -sb "$W/llm/trace" 2>/dev/null | tee -a "$W/collect.log"
+
+# Nsight Compute, cheapest program first, with whatever time is left
+NCU_METRICS=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg,smsp__inst_executed.sum,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,sm__inst_executed.avg.per_cycle_elapsed,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_global_st.sum,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_atom.sum,smsp__thread_inst_executed_per_inst_executed.ratio,launch__grid_size,launch__block_size,launch__registers_per_thread
+[ "${SKIP_DONE:-0}" = 1 ] || for p in vecadd:"" bfs:"$BFS_N" lud:"$LUD_N" nw:"$NW_N"; do
+  name=${p%%:*}; arg=${p#*:}
+  step "$name.ncu" 120 ncu --csv --page raw --clock-control none --metrics "$NCU_METRICS" \
+    --log-file "$W/$name/ncu.csv" "$BIN/$name" $arg
+done
+
+# the programs' own CPU-reference checks, last (they add CPU time to a run)
+[ "${SKIP_DONE:-0}" = 1 ] || for p in vecadd:"" bfs:"$BFS_N" lud:"$LUD_N" nw:"$NW_N"; do
+  name=${p%%:*}; arg=${p#*:}
+  step "$name.check" 30 "$BIN/$name" $arg --check
+done
+
+# pack: small files in one archive; traces as one priority-ordered tar stream, so a
+# stream cut at the size limit still holds every earlier kernel whole
+log "packing"
+( cd "$W" && find . -type f ! -name 'kernel-*.trace' ! -name 'torch_trace.json' | sort >"$W/small.lst"
+  tar -cf - -T "$W/small.lst" | xz -T0 -6 >"$OUT/meta.tar.xz" )
+[ -f "$W/llm/torch_trace.json" ] && xz -T0 -6 -c "$W/llm/torch_trace.json" >"$OUT/torch_trace.json.xz"
+( cd "$W" && for n in vecadd nw bfs lud llm; do
+    [ -f "$n/trace/kernelslist" ] || continue
+    grep -v '^Memcpy' "$n/trace/kernelslist" | sed "s|^|$n/trace/|"
+  done >"$W/traces.lst"
+  if [ -n "$ZSTD" ]; then tar -cf - -T "$W/traces.lst" 2>>"$W/pack.err" | "$ZSTD" -T0 -15 --long=27 -q -c
+  else tar -cf - -T "$W/traces.lst" 2>>"$W/pack.err" | xz -T0 -6; fi \
+    | head -c $((56 * 1024 * 1024)) | split -b 15000000 -d -a 1 - "$OUT/traces.tar.part" )
+ls -l "$OUT" | tee -a "$W/collect.log"
+log "done"

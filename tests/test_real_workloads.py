@@ -1,0 +1,47 @@
+"""The committed real workloads (real/<name>/): ground truth rebuilt from what was measured.
+
+Why: ``profile.csv`` is what every method is scored against, so it must be what the GPU
+host's own exports say, nothing edited by hand. ``real/build.py`` re-imports each export
+in ``raw/``; the result must equal the committed file byte for byte.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = sorted(p.parent.name for p in (ROOT / "real").glob("*/workload.json"))
+
+
+def _build():
+    spec = importlib.util.spec_from_file_location("real_build", ROOT / "real" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(not WORKLOADS, reason="no real workload committed")
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_profile_is_the_measured_export_reimported(name, tmp_path):
+    wl = ROOT / "real" / name
+    fresh = tmp_path / "profile.csv"
+    _build().build_profile(wl, fresh)
+    assert fresh.read_bytes() == (wl / "profile.csv").read_bytes()
+
+
+@pytest.mark.skipif(not WORKLOADS, reason="no real workload committed")
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_workload_json_says_real_and_matches_the_profile(name):
+    from gclsampler.profile import read_profile
+
+    wl = ROOT / "real" / name
+    meta = json.loads((wl / "workload.json").read_text())
+    assert meta["synthetic"] is False and meta["workload"] == name
+    for key in ("arch", "gpu", "driver", "cuda", "measured", "profile_source", "collected_by"):
+        assert meta.get(key), f"real/{name}/workload.json: {key} missing"
+    assert meta["n_invocations"] == len(read_profile(wl / "profile.csv"))
+    assert (wl / "kernelslist.g").exists() == bool(meta["traces"])
