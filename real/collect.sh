@@ -88,7 +88,7 @@ run_program() {  # NAME CAP_TRACE CMD...
   step "$name.plain" 60 "$@"
   [ "$TRACER_OK" = 1 ] || return 0
   step "$name.time" 60 env CUDA_MODULE_LOADING=EAGER GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/$name/time" LD_PRELOAD="$SO" "$@"
-  step "$name.trace" "$cap" env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
+  step "$name.trace" "$cap" env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
   du -sb "$W/$name/trace" 2>/dev/null | tee -a "$W/collect.log"
 }
 
@@ -103,7 +103,7 @@ if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1
     SO=$REPO/tracer/build/gcl_tracer.so
   fi
   log "no vecadd trace: retrying with $SO"
-  step vecadd.trace2 60 env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/vecadd/trace" LD_PRELOAD="$SO" "$BIN/vecadd"
+  step vecadd.trace2 60 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/vecadd/trace" LD_PRELOAD="$SO" "$BIN/vecadd"
 fi
 run_program nw 90 "$BIN/nw" "$NW_N"
 run_program bfs 60 "$BIN/bfs" "$BFS_N"
@@ -117,7 +117,7 @@ if [ "${SKIP_DONE:-0}" != 1 ]; then
   step llm.torch 90 "${LLM[@]}" --profile "$W/llm/torch_trace.json"
 fi
 [ "$TRACER_OK" = 1 ] && step llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
-[ "$TRACER_OK" = 1 ] && step llm.trace 200 env GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
+[ "$TRACER_OK" = 1 ] && step llm.trace 200 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
 du -sb "$W/llm/trace" 2>/dev/null | tee -a "$W/collect.log"
 
 # Nsight Compute, cheapest program first, with whatever time is left

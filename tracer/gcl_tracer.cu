@@ -15,6 +15,7 @@
  *   GCL_COMPRESS             none | zstd | xz | gz                  (zstd)
  *   GCL_TIME_ONLY            1: no instrumentation, only wall times -> profile.csv
  *   GCL_LINEINFO             1: prefix line numbers (binary built with -lineinfo)
+ *   GCL_VERBOSE              1: one stderr line per launch with its phase times
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <map>
 #include <regex>
@@ -55,6 +57,7 @@ struct Options {
   std::string compress = "zstd";
   int time_only = 0;
   int lineinfo = 0;
+  int verbose = 0; /* GCL_VERBOSE=1: per-launch phase times on stderr */
 };
 static Options opt;
 static std::regex filter_re;
@@ -161,6 +164,7 @@ void nvbit_at_init() {
   opt.compress = env_str("GCL_COMPRESS", "zstd");
   opt.time_only = (int)env_int("GCL_TIME_ONLY", 0);
   opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
+  opt.verbose = (int)env_int("GCL_VERBOSE", 0);
   if (!opt.filter.empty()) {
     try {
       filter_re = std::regex(opt.filter, std::regex::ECMAScript);
@@ -307,6 +311,31 @@ static FILE *open_trace(const std::string &path, bool *piped) {
   return popen(cmd.c_str(), "w");
 }
 
+static double now_s() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* cuFuncGetAttribute, with a failure said once instead of a silent 0 (on the first H200
+ * runs every GCL_TIME_ONLY row had nregs = shmem = 0, cause not established) */
+static int func_attribute(CUfunction_attribute a, CUfunction f, const char *what) {
+  int v = 0;
+  CUresult r = cuFuncGetAttribute(&v, a, f);
+  if (r != CUDA_SUCCESS) {
+    static bool warned = false;
+    if (!warned) {
+      const char *msg = nullptr;
+      cuGetErrorString(r, &msg);
+      fprintf(stderr, "gcl_tracer: cuFuncGetAttribute(%s) failed: %s; the profile's nregs/shmem are 0\n", what,
+              msg ? msg : "unknown error");
+      warned = true;
+    }
+    return 0;
+  }
+  return v;
+}
+
 void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, const char *name,
                          void *params, CUresult *status) {
   if (skip_callbacks) return;
@@ -341,11 +370,13 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   static bool traced = false;
   static std::string mangled;
   static int nregs = 0, shmem = 0;
+  static double t_entry = 0, t_queued = 0; /* GCL_VERBOSE phase times */
   if (!is_exit) {
     invocation_id++;
     mangled = nvbit_get_func_name(ctx, L.f, true);
     const char *demangled = nvbit_get_func_name(ctx, L.f, false);
     traced = !opt.time_only && wanted(invocation_id, mangled.c_str(), demangled);
+    t_entry = now_s();
     if (traced) {
       instrument(ctx, L.f);
       uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
@@ -355,9 +386,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     }
     nvbit_enable_instrumented(ctx, L.f, traced);
     int v = 0;
-    cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, L.f);
-    shmem = v + (int)L.dyn_shmem;
-    cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_NUM_REGS, L.f);
+    shmem = func_attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, L.f, "SHARED_SIZE_BYTES") + (int)L.dyn_shmem;
+    nregs = func_attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, L.f, "NUM_REGS");
     if (traced) {
       gcl::KernelHeaderInfo h;
       h.name = mangled;
@@ -387,6 +417,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     cuEventCreate(&ev_start, CU_EVENT_DEFAULT);
     cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
     cuEventRecord(ev_start, L.stream);
+    t_queued = now_s();
     return;
   }
   /* exit: the launch is queued; time it and, when traced, drain the channel */
@@ -397,11 +428,17 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   cuEventElapsedTime(&ms, ev_start, ev_stop);
   cuEventDestroy(ev_start);
   cuEventDestroy(ev_stop);
+  const double t_ran = now_s();
+  double t_flushed = t_ran, t_drained = t_ran;
+  uint64_t records = 0;
   if (traced) {
     gcl_flush_channel<<<1, 1>>>();
     cudaDeviceSynchronize();
+    t_flushed = now_s();
     while (!kernel_done) sched_yield();
+    t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
+    records = cur.records;
     if (cur.piped) pclose(cur.out); else fclose(cur.out);
     if (cur.dropped_by_cap)
       fprintf(stderr, "gcl_tracer: kernel %llu: %llu records over GCL_MAX_INSTS_PER_WARP not written\n",
@@ -409,6 +446,11 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     cur = Launch();
     pthread_mutex_unlock(&launch_mu);
   }
+  if (opt.verbose)
+    fprintf(stderr, "gcl_tracer: launch %llu %s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
+            "flush %.3f s, drain %.3f s, %llu records\n", (unsigned long long)invocation_id,
+            traced ? "traced" : "timed", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
+            t_drained - t_flushed, (unsigned long long)records);
   double ns = (double)ms * 1e6;
   /* cycles from the SM clock: an estimate (boost clocks vary); prefer Nsight Compute's
    * sm__cycles_elapsed.max via `gclsampler profile import` where it matters */
