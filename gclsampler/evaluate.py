@@ -105,7 +105,8 @@ def _no_traces(workload) -> str | None:
     """Why ``workload`` has no SASS traces to embed, or None when it has them.
 
     A real workload can be a profile alone (a GPU run whose tracing did not finish): the
-    trace-graph methods are then not run on it, and the tables say why.
+    trace-graph methods are then not run on it (``run_suite`` does not embed it), and the
+    tables say why.
     """
     root = getattr(workload, "root", None)
     if root is None:
@@ -507,7 +508,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise EvaluationError(f"{alt}: suite.trace_arch: workload {name!r} has no {suite.trace_arch!r} profile")
             workload.profile = workload.ground_truth(suite.trace_arch)
             workload.arch = suite.trace_arch
-        if needs_emb and _no_traces(workload) is None:
+        # a REAL workload can be a profile alone (its tracing did not finish): the trace-graph
+        # methods are then listed as not run; anywhere else a missing trace stays an error
+        if needs_emb and not (real and _no_traces(workload) is not None):
             workload.embeddings = embed_fn(workload)
             if any(m in PAPER_EMBEDDING_METHODS for m in suite.methods):
                 workload.paper_embeddings = embed_fn(workload, "paper")
