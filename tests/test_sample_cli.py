@@ -77,3 +77,19 @@ def test_missing_profile_and_list(tmp_path, capsys):
     assert "threshold=0.95" in listed
     # each summary is the docstring's whole first paragraph (gcl_paper's first line ends in "on")
     assert "the first invocation of each cluster simulated." in " ".join(listed.split())
+
+
+def test_a_real_workload_is_labelled_real_with_its_gpu(tmp_path, capsys):
+    """The committed real/nw (measured on an H200): the plan says it is not synthetic and the
+    one-line summary names the GPU, so a plan made from hardware data is not mistaken for either
+    kind."""
+    from pathlib import Path
+
+    real_nw = Path(__file__).resolve().parents[1] / "real" / "nw"
+    if not (real_nw / "workload.json").exists():
+        pytest.skip("real/nw not committed")
+    out = tmp_path / "pka.json"
+    assert main(["sample", "pka", str(real_nw), "--out", str(out)]) == 0
+    doc = _plan(out)
+    assert doc["synthetic"] is False and doc["n_invocations"] == 255
+    assert "pka plan for nw (REAL, NVIDIA H200)" in capsys.readouterr().out
