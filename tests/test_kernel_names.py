@@ -42,6 +42,33 @@ def test_other_kernels_do_not_match(other):
     assert not same_kernel(BP, other) and not same_kernel(other, BP)
 
 
+def test_ncu_const_spelling_matches_the_demangled_trace_name():
+    """Nsight Compute 2025.3.1 on an H200 printed ``const int *``; the demangler writes
+    ``int const*``. Every real nw/lud/bfs kernel with a const pointer failed to match."""
+    nw = "_Z15nw_kernel_upperPiPKiii"
+    assert same_kernel(nw, "nw_kernel_upper(int *, const int *, int, int)")
+    assert same_kernel("_Z1fPKjPVf", "f(const unsigned int *, volatile float *)")
+    assert not same_kernel(nw, "nw_kernel_upper(int *, int *, int, int)")  # constness still tells overloads apart
+    assert not same_kernel(nw, "nw_kernel_upper(const int *, int *, int, int)")
+
+
+def test_real_ncu_names_match_the_tracer_time_only_names():
+    """Both ends as the H200 wrote them: the tool's mangled names (real/*/raw/gcl_time_only.csv)
+    and Nsight Compute's demangled ones (real/*/profile.csv), launch by launch."""
+    from pathlib import Path
+
+    from gclsampler.profile import read_profile
+
+    real = Path(__file__).resolve().parents[1] / "real"
+    pairs = [(d / "raw" / "gcl_time_only.csv", d / "profile.csv") for d in sorted(real.glob("*"))
+             if (d / "raw" / "ncu.csv.xz").exists()]
+    if not pairs:
+        pytest.skip("no real workload with an Nsight Compute profile committed")
+    for tool, ncu in pairs:
+        a, b = read_profile(tool)["kernel_name"], read_profile(ncu)["kernel_name"]
+        assert len(a) == len(b) and all(same_kernel(x, y) for x, y in zip(a, b)), tool
+
+
 def test_without_a_demangler_only_equal_spellings_match(monkeypatch):
     demangle.cache_clear(), same_kernel.cache_clear()
     monkeypatch.setitem(sys.modules, "cxxfilt", None)  # import fails

@@ -9,7 +9,9 @@ trace + profile pair. Names are compared in this order, and the first rule that 
 
 1. equal strings;
 2. equal after demangling either side (``__cxa_demangle`` via cxxfilt) and removing
-   whitespace;
+   whitespace, with a cv-qualifier written before its type moved behind it (Nsight Compute
+   prints ``const int *`` where the demangler writes ``int const*``; seen on the first real
+   exports, where every kernel with a const pointer failed to match its trace);
 3. one side is the other's demangled name without its parameter list and return type
    (``void ns::f<int>(int*)`` -> ``ns::f<int>``), without template arguments too
    (``ns::f``), or without namespaces (``f``).
@@ -21,6 +23,7 @@ Rule 3 is what a base-name profile can say; the launch's grid and block, which
 from __future__ import annotations
 
 import functools
+import re
 
 __all__ = ["demangle", "same_kernel"]
 
@@ -44,6 +47,15 @@ def demangle(name: str) -> str:
 
 def _squeeze(name: str) -> str:
     return "".join(name.split())
+
+
+# "const T" -> "T const" for a simple type T (optionally signed/unsigned/long/short, with
+# namespaces and one level of template arguments): the demangler's spelling
+_PREFIX_CV = re.compile(r"\b(const|volatile)\s+((?:(?:unsigned|signed|long|short)\s+)*[A-Za-z_][\w:]*(?:<[^<>]*>)?)")
+
+
+def _canonical(name: str) -> str:
+    return _squeeze(_PREFIX_CV.sub(r"\2 \1", name))
 
 
 def _strip_params(name: str) -> str:
@@ -82,7 +94,7 @@ def same_kernel(a: str, b: str) -> bool:
     if a == b:
         return True
     da, db = demangle(a), demangle(b)
-    if _squeeze(da) == _squeeze(db):
+    if _squeeze(da) == _squeeze(db) or _canonical(da) == _canonical(db):
         return True
     for short, full in ((da, db), (db, da)):
         if "(" in short:
