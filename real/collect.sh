@@ -14,7 +14,8 @@
 #
 #   bash real/collect.sh            # needs tracer/build/gcl_tracer.so and real/src/build/*
 #
-# Environment: OUT (where the packed results go), BUDGET_S (seconds for the whole pass),
+# Environment: NVBIT_PATH (the release's core/; default .nvbit/core in the repository),
+# OUT (where the packed results go), BUDGET_S (seconds for the whole pass),
 # LLM_LAYERS, NW_N, LUD_N, BFS_N; SKIP_DONE=1 leaves out the runs that need no tracer
 # (torch.profiler, Nsight Compute, the checks) when an earlier pass has them.
 set -u
@@ -27,6 +28,7 @@ NW_N=${NW_N:-2048}
 LUD_N=${LUD_N:-512}
 BFS_N=${BFS_N:-100000}
 REPO=$PWD
+NVBIT_CORE=${NVBIT_PATH:-$REPO/.nvbit/core}   # an NVBit release's core/ (nvbit.h, libnvbit.a)
 SO=${GCL_TRACER_SO:-$REPO/tracer/build/gcl_tracer.so}
 BIN=${GCL_REAL_BIN:-$REPO/real/src/build}
 T0=$(date +%s)
@@ -74,7 +76,7 @@ log "zstd: ${ZSTD:-none}"
 # The tool is built here, where the driver's libcuda exists to link against (a build on a
 # driverless host leaves the cu* symbols unresolved); the carried build is the fallback.
 # The programs were built on the CPU host (nvcc 13.0, sm_90, cudart static).
-if step build_tracer 120 make -C tracer all NVBIT_PATH="$REPO/.nvbit/core" ARCH=sm_90 BUILD=build-device \
+if step build_tracer 120 make -C tracer all NVBIT_PATH="$NVBIT_CORE" ARCH=sm_90 BUILD=build-device \
     && [ -f tracer/build-device/gcl_tracer.so ]; then
   SO=$REPO/tracer/build-device/gcl_tracer.so
 fi
@@ -96,6 +98,18 @@ run_program() {  # NAME CAP_TRACE CMD...
 mkdir -p "$W/vecadd"
 if ! step vecadd.smoke 25 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/vecadd/smoke" LD_PRELOAD="$SO" "$BIN/vecadd"; then
   log "the tool failed its smoke test: no tracer runs"; TRACER_OK=0
+fi
+# Probes of the traced mode, smallest first (16 CTAs): each line of GCL_VERBOSE says where a
+# launch's time goes (setup, kernel, channel flush, drain). On the first H200 runs a traced
+# launch took ~11 s and wrote no records; these tell which knob matters.
+if [ "$TRACER_OK" = 1 ]; then
+  step probe.novalues.allsm 15 env GCL_VERBOSE=1 GCL_VALUES=0 GCL_TRACE_SM=-1 GCL_COMPRESS=none \
+    GCL_TRACE_DIR="$W/probe/a" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  step probe.values.allsm 15 env GCL_VERBOSE=1 GCL_TRACE_SM=-1 GCL_COMPRESS=none \
+    GCL_TRACE_DIR="$W/probe/b" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  step probe.values.sm0 15 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none \
+    GCL_TRACE_DIR="$W/probe/c" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log"
 fi
 run_program vecadd 60 "$BIN/vecadd"
 if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1; then
@@ -140,10 +154,10 @@ log "packing"
 ( cd "$W" && find . -type f ! -name 'kernel-*.trace' ! -name 'torch_trace.json' | sort >"$W/small.lst"
   tar -cf - -T "$W/small.lst" | xz -T0 -6 >"$OUT/meta.tar.xz" )
 [ -f "$W/llm/torch_trace.json" ] && xz -T0 -6 -c "$W/llm/torch_trace.json" >"$OUT/torch_trace.json.xz"
-( cd "$W" && for n in vecadd nw bfs lud llm; do
+( cd "$W" && { find probe -name 'kernel-*.trace' 2>/dev/null | sort; for n in vecadd nw bfs lud llm; do
     [ -f "$n/trace/kernelslist" ] || continue
     grep -v '^Memcpy' "$n/trace/kernelslist" | sed "s|^|$n/trace/|"
-  done >"$W/traces.lst"
+  done; } >"$W/traces.lst"
   if [ -n "$ZSTD" ]; then tar -cf - -T "$W/traces.lst" 2>>"$W/pack.err" | "$ZSTD" -T0 -15 --long=27 -q -c
   else tar -cf - -T "$W/traces.lst" 2>>"$W/pack.err" | xz -T0 -6; fi \
     | head -c $((56 * 1024 * 1024)) | split -b 15000000 -d -a 1 - "$OUT/traces.tar.part" )
