@@ -99,10 +99,16 @@ mkdir -p "$W/vecadd"
 if ! step vecadd.smoke 25 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/vecadd/smoke" LD_PRELOAD="$SO" "$BIN/vecadd"; then
   log "the tool failed its smoke test: no tracer runs"; TRACER_OK=0
 fi
-# Probes of the traced mode, smallest first (16 CTAs): each line of GCL_VERBOSE says where a
-# launch's time goes (setup, kernel, channel flush, drain). On the first H200 runs a traced
-# launch took ~11 s and wrote no records; these tell which knob matters.
+# Probes of the traced mode, cheapest first: instruction counts alone (no channel; all SMs
+# for 16 CTAs, then SM 0 of the full 4096-CTA vector add), then records of 16 CTAs with
+# values off/on, all SMs/SM 0. Each GCL_VERBOSE line says where a launch's time goes
+# (setup, kernel, channel flush, drain). On the first H200 runs a traced launch took ~11 s
+# and wrote no records; these tell which part is at fault.
 if [ "$TRACER_OK" = 1 ]; then
+  step probe.count.allsm 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=-1 \
+    GCL_TRACE_DIR="$W/probe/count_all" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  step probe.count.sm0 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 \
+    GCL_TRACE_DIR="$W/probe/count_sm0" LD_PRELOAD="$SO" "$BIN/vecadd"
   step probe.novalues.allsm 15 env GCL_VERBOSE=1 GCL_VALUES=0 GCL_TRACE_SM=-1 GCL_COMPRESS=none \
     GCL_TRACE_DIR="$W/probe/a" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   step probe.values.allsm 15 env GCL_VERBOSE=1 GCL_TRACE_SM=-1 GCL_COMPRESS=none \

@@ -16,6 +16,7 @@
  *   GCL_TIME_ONLY            1: no instrumentation, only wall times -> profile.csv
  *   GCL_LINEINFO             1: prefix line numbers (binary built with -lineinfo)
  *   GCL_VERBOSE              1: one stderr line per launch with its phase times
+ *   GCL_COUNT_ONLY           1: count warp instructions per launch -> counts.csv, no trace
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -44,6 +45,8 @@
 #define GCL_CHANNEL_BYTES (1 << 22)
 
 static __managed__ ChannelDev channel_dev;
+/* GCL_COUNT_ONLY: warp-level instructions executed on the scoped SM(s) by the launch */
+static __managed__ unsigned long long gcl_warp_insts;
 static ChannelHost channel_host;
 
 /* ---- configuration ----------------------------------------------------------- */
@@ -58,6 +61,7 @@ struct Options {
   int time_only = 0;
   int lineinfo = 0;
   int verbose = 0; /* GCL_VERBOSE=1: per-launch phase times on stderr */
+  int count_only = 0; /* GCL_COUNT_ONLY=1: count instructions, record nothing (no channel) */
 };
 static Options opt;
 static std::regex filter_re;
@@ -98,6 +102,7 @@ static uint64_t invocation_id = 0; /* 1-based, every launch counts, traced or no
 static bool skip_callbacks = false;
 static FILE *profile_csv = nullptr;
 static FILE *kernelslist = nullptr;
+static FILE *counts_csv = nullptr;
 static int clock_khz = 0;
 
 static uint64_t warp_key(const gcl::Record &r) {
@@ -165,6 +170,7 @@ void nvbit_at_init() {
   opt.time_only = (int)env_int("GCL_TIME_ONLY", 0);
   opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
   opt.verbose = (int)env_int("GCL_VERBOSE", 0);
+  opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
   if (!opt.filter.empty()) {
     try {
       filter_re = std::regex(opt.filter, std::regex::ECMAScript);
@@ -191,6 +197,10 @@ void nvbit_at_ctx_init(CUcontext ctx) {
    * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
   fprintf(profile_csv, "invocation,kernel_name,grid,block,time_ns,cycles,nregs,shmem\n");
   kernelslist = fopen((opt.dir + "/kernelslist").c_str(), "w");
+  if (opt.count_only) {
+    counts_csv = fopen((opt.dir + "/counts.csv").c_str(), "w");
+    fprintf(counts_csv, "invocation,kernel_name,grid,block,trace_sm,warp_insts\n");
+  }
 }
 
 /* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
@@ -203,7 +213,7 @@ static void tool_setup() {
   CUdevice dev;
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-  if (opt.time_only) return;
+  if (opt.time_only || opt.count_only) return;
   recv_running = true;
   channel_host.init(0, GCL_CHANNEL_BYTES, &channel_dev, recv_loop, nullptr);
   nvbit_set_tool_pthread(channel_host.get_thread());
@@ -229,6 +239,16 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       if (!opcode_ids.count(op)) {
         opcode_ids[op] = (uint32_t)opcode_table.size();
         opcode_table.push_back(op);
+      }
+      if (opt.count_only) {
+        /* the cheapest instrumentation there is: one call, one atomic per warp. It tells
+         * whether instrumented code runs and the SM scoping selects anything, apart from
+         * the channel that the full records need */
+        nvbit_insert_call(in, "gcl_count", IPOINT_BEFORE);
+        nvbit_add_call_arg_guard_pred_val(in);
+        nvbit_add_call_arg_launch_val32(in, 0);
+        nvbit_add_call_arg_const_val64(in, (uint64_t)&gcl_warp_insts);
+        continue;
       }
       uint32_t line = 0;
       if (opt.lineinfo) {
@@ -385,10 +405,11 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       GCL_SET_AT_LAUNCH(ctx, L.f, (uint64_t)sm, L.stream);
     }
     nvbit_enable_instrumented(ctx, L.f, traced);
+    if (traced && opt.count_only) gcl_warp_insts = 0; /* the previous launch was synchronized */
     int v = 0;
     shmem = func_attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, L.f, "SHARED_SIZE_BYTES") + (int)L.dyn_shmem;
     nregs = func_attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, L.f, "NUM_REGS");
-    if (traced) {
+    if (traced && !opt.count_only) {
       gcl::KernelHeaderInfo h;
       h.name = mangled;
       h.kernel_id = invocation_id;
@@ -431,7 +452,14 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   const double t_ran = now_s();
   double t_flushed = t_ran, t_drained = t_ran;
   uint64_t records = 0;
-  if (traced) {
+  if (traced && opt.count_only) {
+    cudaDeviceSynchronize();
+    records = gcl_warp_insts;
+    fprintf(counts_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%lld,%llu\n",
+            (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2], L.block[0],
+            L.block[1], L.block[2], (long long)opt.trace_sm, (unsigned long long)records);
+    fflush(counts_csv);
+  } else if (traced) {
     gcl_flush_channel<<<1, 1>>>();
     cudaDeviceSynchronize();
     t_flushed = now_s();
@@ -448,9 +476,10 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   }
   if (opt.verbose)
     fprintf(stderr, "gcl_tracer: launch %llu %s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
-            "flush %.3f s, drain %.3f s, %llu records\n", (unsigned long long)invocation_id,
-            traced ? "traced" : "timed", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
-            t_drained - t_flushed, (unsigned long long)records);
+            "flush %.3f s, drain %.3f s, %llu %s\n", (unsigned long long)invocation_id,
+            traced ? (opt.count_only ? "counted" : "traced") : "timed", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
+            t_drained - t_flushed, (unsigned long long)records,
+            opt.count_only ? "warp instructions" : "records");
   double ns = (double)ms * 1e6;
   /* cycles from the SM clock: an estimate (boost clocks vary); prefer Nsight Compute's
    * sm__cycles_elapsed.max via `gclsampler profile import` where it matters */
@@ -466,5 +495,7 @@ void nvbit_at_ctx_term(CUcontext ctx) {
   recv_running = false;
   if (profile_csv) fclose(profile_csv);
   if (kernelslist) fclose(kernelslist);
+  if (counts_csv) fclose(counts_csv);
+  counts_csv = nullptr;
   profile_csv = kernelslist = nullptr;
 }

@@ -131,3 +131,16 @@ extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, 
   va_end(vl);
   if (gcl_laneid() == leader) ((ChannelDev *)pchannel)->push(&r, sizeof(r));
 }
+
+/*
+ * GCL_COUNT_ONLY: one atomic per warp-level instruction with an active lane on the
+ * scoped SM. No record, no channel: a probe that instrumented code runs and that the
+ * SM scoping selects what it should, and the count of instructions on SM 0 per launch.
+ */
+extern "C" __device__ __noinline__ void gcl_count(int pred, uint32_t launch_sm, uint64_t pcounter) {
+  if (launch_sm != 0xffffffffu && gcl_smid() != launch_sm) return;
+  const uint32_t exec = __activemask();
+  const uint32_t active = __ballot_sync(exec, pred);
+  if (active != 0 && gcl_laneid() == (uint32_t)(__ffs(exec) - 1))
+    atomicAdd((unsigned long long *)pcounter, 1ull);
+}
