@@ -58,18 +58,10 @@ __global__ void bfs_update(unsigned char *mask, unsigned char *updating,
 
 int main(int argc, char **argv)
 {
-    int n = 1000000;
+    long size = 1000000;
     bool check = false;
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--check") == 0) { check = true; continue; }
-        char *end = nullptr;
-        long v = strtol(argv[i], &end, 10);
-        if (end == argv[i] || *end != '\0' || v < 2 || v > 50000000) {
-            fprintf(stderr, "usage: %s [nodes (2..5e7)] [--check]\n", argv[0]);
-            return 1;
-        }
-        n = (int)v;
-    }
+    if (!parse_args(argc, argv, 2, 50000000, 1, "nodes (2..5e7)", &size, &check)) return 1;
+    const int n = (int)size;
 
     // CSR graph.
     std::vector<int> row_start(n + 1, 0);
@@ -160,8 +152,7 @@ int main(int argc, char **argv)
         long long bad = 0;
         for (int i = 0; i < n; ++i)
             if (out[i] != lev[i]) ++bad;
-        if (bad == 0) printf("CHECK OK\n");
-        else printf("CHECK FAILED (%lld mismatches)\n", bad);
+        report_check(bad);
     }
 
     CHECK(cudaEventDestroy(ev0));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #define CHECK(call)                                                          \
     do {                                                                     \
@@ -31,4 +32,29 @@ static uint32_t lcg_next()
 {
     lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
     return (uint32_t)(lcg_state >> 33);
+}
+
+// The command line every program takes: an optional size in [lo, hi] that is a multiple
+// of `multiple`, and --check. False, after the usage line, on anything else.
+static bool parse_args(int argc, char **argv, long lo, long hi, long multiple, const char *what,
+                       long *size, bool *check)
+{
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--check") == 0) { *check = true; continue; }
+        char *end = nullptr;
+        long v = strtol(argv[i], &end, 10);
+        if (end == argv[i] || *end != '\0' || v < lo || v > hi || v % multiple != 0) {
+            fprintf(stderr, "usage: %s [%s] [--check]\n", argv[0], what);
+            return false;
+        }
+        *size = v;
+    }
+    return true;
+}
+
+// The verdict of a --check run against the program's CPU reference.
+static void report_check(long long bad)
+{
+    if (bad == 0) printf("CHECK OK\n");
+    else printf("CHECK FAILED (%lld mismatches)\n", bad);
 }

@@ -121,18 +121,10 @@ __global__ void lud_internal(float *a, int n, int off)
 
 int main(int argc, char **argv)
 {
-    int n = 1024;
+    long size = 1024;
     bool check = false;
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--check") == 0) { check = true; continue; }
-        char *end = nullptr;
-        long v = strtol(argv[i], &end, 10);
-        if (end == argv[i] || *end != '\0' || v < BS || v > 8192 || v % BS != 0) {
-            fprintf(stderr, "usage: %s [n (multiple of 16, 16..8192)] [--check]\n", argv[0]);
-            return 1;
-        }
-        n = (int)v;
-    }
+    if (!parse_args(argc, argv, BS, 8192, BS, "n (multiple of 16, 16..8192)", &size, &check)) return 1;
+    const int n = (int)size;
     const size_t cells = (size_t)n * n;
 
     // Strictly diagonally dominant (rows and columns): off-diagonal in [-1, 1), diagonal n.
@@ -197,8 +189,7 @@ int main(int argc, char **argv)
             if (rel > maxrel) maxrel = rel;
         }
         printf("lud check: max rel err %.3e\n", maxrel);
-        if (bad == 0) printf("CHECK OK\n");
-        else printf("CHECK FAILED (%lld mismatches)\n", bad);
+        report_check(bad);
     }
 
     CHECK(cudaEventDestroy(ev0));

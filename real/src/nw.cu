@@ -94,18 +94,10 @@ __global__ void nw_kernel_lower(int *score, const int *ref, int n, int diag)
 
 int main(int argc, char **argv)
 {
-    int n = 2048;
+    long size = 2048;
     bool check = false;
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--check") == 0) { check = true; continue; }
-        char *end = nullptr;
-        long v = strtol(argv[i], &end, 10);
-        if (end == argv[i] || *end != '\0' || v < TILE || v > 16384 || v % TILE != 0) {
-            fprintf(stderr, "usage: %s [n (multiple of 16, 16..16384)] [--check]\n", argv[0]);
-            return 1;
-        }
-        n = (int)v;
-    }
+    if (!parse_args(argc, argv, TILE, 16384, TILE, "n (multiple of 16, 16..16384)", &size, &check)) return 1;
+    const int n = (int)size;
     const int w = n + 1;
     const int nb = n / TILE;
     const size_t cells = (size_t)w * w;
@@ -176,8 +168,7 @@ int main(int argc, char **argv)
         long long bad = 0;
         for (size_t k = 0; k < cells; ++k)
             if (out[k] != score[k]) ++bad;
-        if (bad == 0) printf("CHECK OK\n");
-        else printf("CHECK FAILED (%lld mismatches)\n", bad);
+        report_check(bad);
     }
 
     CHECK(cudaEventDestroy(ev0));

@@ -22,16 +22,7 @@ int main(int argc, char **argv)
 {
     long n = 1L << 20;
     bool check = false;
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--check") == 0) { check = true; continue; }
-        char *end = nullptr;
-        long v = strtol(argv[i], &end, 10);
-        if (end == argv[i] || *end != '\0' || v < 1 || v > (1L << 28)) {
-            fprintf(stderr, "usage: %s [n (1..2^28)] [--check]\n", argv[0]);
-            return 1;
-        }
-        n = v;
-    }
+    if (!parse_args(argc, argv, 1, 1L << 28, 1, "n (1..2^28)", &n, &check)) return 1;
 
     std::vector<float> a(n), b(n), c(n, 0.0f);
     for (long i = 0; i < n; ++i) a[i] = (float)(lcg_next() % 1000) * 0.001f;
@@ -71,8 +62,7 @@ int main(int argc, char **argv)
         long bad = 0;
         for (long i = 0; i < n; ++i)
             if (c[i] != a[i] + b[i]) ++bad;
-        if (bad == 0) printf("CHECK OK\n");
-        else printf("CHECK FAILED (%ld mismatches)\n", bad);
+        report_check(bad);
     }
 
     CHECK(cudaEventDestroy(ev0));
