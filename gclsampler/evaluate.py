@@ -111,11 +111,10 @@ def _no_traces(workload) -> str | None:
     root = getattr(workload, "root", None)
     if root is None:
         return None
-    from gclsampler.trace.workload import kernelslist_path
+    from gclsampler.trace.workload import no_trace_list
 
-    if kernelslist_path(Path(root)) is None:
-        return f"{root}: no kernelslist.g: no SASS traces to build graphs from (a profile-only workload)"
-    return None
+    why = no_trace_list(root)
+    return why and f"{why}: no SASS traces to build graphs from (a profile-only workload)"
 
 
 def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str, Any]], *,

@@ -175,11 +175,10 @@ class PhotonSampler(Sampler):
         root = getattr(workload, "root", None)
         if root is None:
             return "no workload directory: Photon's BBVs come from the traces"
-        from gclsampler.trace.workload import kernelslist_path
+        from gclsampler.trace.workload import no_trace_list
 
-        if kernelslist_path(Path(root)) is None:
-            return f"{root}: no kernelslist.g: Photon's BBVs come from the traces"
-        return None
+        why = no_trace_list(root)
+        return why and f"{why}: Photon's BBVs come from the traces"
 
     def fit(self, workload) -> SamplingPlan:
         if not 0.0 < float(self.threshold) <= 1.0:

@@ -46,6 +46,12 @@ def kernelslist_path(root: Path) -> Path | None:
     return None
 
 
+def no_trace_list(root: str | os.PathLike) -> str | None:
+    """``"<root>: no kernelslist.g"`` when ``root`` has no list of traces (a profile-only
+    workload), else None: the one test behind every "this method needs the traces" reason."""
+    return None if kernelslist_path(Path(root)) is not None else f"{root}: no kernelslist.g"
+
+
 def _kernelslist_entries(root: str | os.PathLike) -> tuple[Path, list[tuple[int, str]]]:
     """(path, [(line, entry)]) of ``kernelslist.g`` (or the raw tracer's ``kernelslist``), blank lines dropped.
 
