@@ -280,7 +280,9 @@ def plot_epsilon_sweep(sweep_avg, path: Path, arch: str, synthetic: bool = False
 # ---------------------------------------------------------------------------------------
 # report.md
 # ---------------------------------------------------------------------------------------
-def _comparison_table(summary, avg, arch: str) -> str:
+def _comparison_table(summary, avg, arch: str, unavailable=()) -> str:
+    """``unavailable``: (workload, method) pairs whose cell says "not run" (the method could not
+    run on that workload's data), not "—" (absent for another reason)."""
     df = summary[summary["arch"] == arch]
     methods = _methods(df)
     workloads = list(dict.fromkeys(df["workload"]))
@@ -295,7 +297,7 @@ def _comparison_table(summary, avg, arch: str) -> str:
                 r = d.loc[m]
                 cells.append(f"{_fmt_err(r['error_cycles'])} / {_fmt_su(r['speedup_mean'])} / {r['n_simulated']:.0f}")
             else:
-                cells.append("—")
+                cells.append("not run" if (w, m) in unavailable else "—")
         rows.append(cells)
     a = avg[avg["arch"] == arch].set_index("method")
 
@@ -491,8 +493,9 @@ def data_banner(results) -> list[str]:
 def plot_stamp(results) -> str | None:
     """What every plot of these rows is stamped with (a figure copied out of the report must
     still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), or both."""
-    kinds = set(data_kinds(results))
-    gpus = [g for g in _gpus_of(results, data_kinds(results)) if "workload.json" not in g]
+    per_row = data_kinds(results)
+    kinds = set(per_row)
+    gpus = [g for g in _gpus_of(results, per_row) if "workload.json" not in g]
     real = "REAL DATA" + (f" ({gpus[0]})" if len(gpus) == 1 else "")
     if kinds >= {"synthetic", "real"}:
         return "SYNTHETIC + REAL DATA (rows labelled in report.md)"
@@ -511,7 +514,7 @@ def _workload_tags(results) -> dict[str, str] | None:
     return {w: w + {"synthetic": " (SYNTHETIC)", "real": " (REAL)", "": ""}[k] for w, k in first.items()}
 
 
-def _time_table(summary, avg, arch: str) -> str:
+def _time_table(summary, avg, arch: str, unavailable=()) -> str:
     """Per workload: the plan's error on the measured ``time_ns`` (every real profile has it;
     cycles come only from Nsight Compute), beside the speedup."""
     df = summary[summary["arch"] == arch]
@@ -520,42 +523,25 @@ def _time_table(summary, avg, arch: str) -> str:
     for w in dict.fromkeys(df["workload"]):
         d = df[df["workload"] == w].set_index("method")
         rows.append([w] + [f"{_fmt_err(d.loc[m, 'error_time'])} / {_fmt_su(d.loc[m, 'speedup_mean'])}"
-                           if m in d.index else "n/a" for m in methods])
+                           if m in d.index else "not run" if (w, m) in unavailable else "n/a" for m in methods])
     a = avg[avg["arch"] == arch].set_index("method")
     rows.append(["**AVG (arith.)**"] + [f"{_fmt_err(a.loc[m, 'error_time'])} / {_fmt_su(a.loc[m, 'speedup_mean'])}"
                                         for m in methods])
     return _md_table(["workload"] + [f"{m} time E(%) / SU" for m in methods], rows)
 
 
-def _unavailable_cells(table: str, unavailable: dict[tuple[str, str], str], tags: dict[str, str] | None) -> str:
-    """The table with "not run" (not "—" or "n/a") where a method could not run on a workload's data."""
-    if not unavailable:
-        return table
-    lines = table.splitlines()
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    methods = [h.split(" ")[0] for h in header]
-    names = {(tags or {}).get(w, w): w for w, _ in unavailable}
-    for i, line in enumerate(lines[2:], 2):
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        w = names.get(cells[0])
-        if w is None:
-            continue
-        cells = [("not run" if c in ("—", "n/a") and (w, methods[j]) in unavailable else c)
-                 for j, c in enumerate(cells)]
-        lines[i] = "| " + " | ".join(cells) + " |"
-    return "\n".join(lines)
-
-
 def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool, suffix: str,
-                     unavailable: dict[tuple[str, str], str], tags: dict[str, str] | None):
-    """Markdown lines and plots of the rows whose plans were fitted on ``plan_arch``."""
+                     unavailable: dict[tuple[str, str], str]):
+    """Markdown lines and plots of the rows whose plans were fitted on ``plan_arch``.
+
+    ``unavailable`` is keyed by the workload names the tables show (tagged in a mixed report)."""
     summary = summarize(results, sweep=False)
     avg = suite_averages(summary)
     archs = list(dict.fromkeys([plan_arch, *results["arch"].unique()]))
     kinds = data_kinds(results)
     at = f" ({plan_arch} plans)" if suffix else ""
     lines: list[str] = [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
-                        _unavailable_cells(_comparison_table(summary, avg, plan_arch), unavailable, tags), ""]
+                        _comparison_table(summary, avg, plan_arch, unavailable), ""]
     own = results[results["arch"] == plan_arch]
     no_cycles = list(dict.fromkeys(own.loc[own["cycles_true"].isna(), "workload"]))
     if no_cycles:
@@ -566,7 +552,7 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
         lines += [f"## Error on measured time (`time_ns`), {plan_arch}", "",
                   "|Σ time_ns − Σ w·time_ns| / Σ time_ns, the same formula as the cycle error on the profile's "
                   "kernel times (for REAL workloads measured on the GPU, the ground truth every profile has).", "",
-                  _unavailable_cells(_time_table(summary, avg, plan_arch), unavailable, tags), ""]
+                  _time_table(summary, avg, plan_arch, unavailable), ""]
     any_member = _any_member_table(summary, avg, plan_arch)
     if any_member:
         lines += [f"## Cluster quality apart from the representative, {plan_arch}", "",
@@ -700,7 +686,7 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
     plots: list[tuple[str, Path | None]] = []
     for i, pa in enumerate(plan_archs):
         block, block_plots = _plan_arch_block(results[results["plan_arch"].astype(str) == pa], pa, out, stamp,
-                                              want_plots, "" if i == 0 else f"_{pa}", unavailable, tags)
+                                              want_plots, "" if i == 0 else f"_{pa}", unavailable)
         lines += block
         plots += block_plots
     if unavailable_rows:
