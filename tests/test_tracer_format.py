@@ -206,4 +206,30 @@ def test_every_single_kernel_launch_entry_point_is_read_alike(tmp_path):
         assert name == api and int(func, 16) == 0x1000 * k and int(stream, 16) == 0x100 * k, line
         assert grid == f"{10 * k + 1},{10 * k + 2},{10 * k + 3}" and block == f"{10 * k + 4},{10 * k + 5},{10 * k + 6}"
         assert int(shmem) == 10 * k + 7
-    assert [ln.split()[0] for ln in lines[len(apis):]] == ["-", "-", "-"]  # Ex without a config, a memcpy, a graph
+    views = [ln for ln in lines if not ln.startswith("attr ")]
+    assert [ln.split()[0] for ln in views[len(apis):]] == ["-", "-", "-"]  # Ex without a config, a memcpy, a graph
+
+
+@pytest.mark.parametrize("cuda_version, kernel_handles_answered", [(13010, True), (11080, False)])
+def test_launch_attribute_reads_kernel_handles_too(tmp_path, cuda_version, kernel_handles_answered):
+    """gcl::launch_attribute: a launch that carries a CUkernel (CUDA >= 12 runtimes may pass one to
+    cuLaunchKernel) gets its registers and shared memory from cuKernelGetAttribute after
+    cuFuncGetAttribute says INVALID_HANDLE. Before, every row of the first H200 profile had nregs =
+    shmem = 0. A handle nobody knows gives 0 and the driver's error, never the garbage it leaves in
+    the output; a CUDA 11 build, which has no kernel handles, keeps the plain query."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "launch_view"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-DCUDA_VERSION={cuda_version}",
+                    f"-I{ROOT / 'tracer'}", str(ROOT / "tracer/test/launch_view_test.cpp"), "-o", str(exe)],
+                   check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    rows = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("attr ")]
+    invalid_handle = "400"
+    # mock values: a CUfunction 0x3000 gives 100 * attr + 3; a CUkernel 0xa000 gives 1000 * attr + 2
+    assert rows[0] == ["function", "403", "0", "0"]
+    if kernel_handles_answered:
+        assert rows[1] == ["kernel", "4002", "0", "1"] and rows[2] == ["kernel", "1002", "0", "1"]
+    else:
+        assert rows[1] == ["kernel", "0", invalid_handle, "0"] and rows[2] == ["kernel", "0", invalid_handle, "0"]
+    assert rows[3] == ["unknown", "0", invalid_handle, "0"]

@@ -8,6 +8,8 @@
  * per-thread-default-stream (_ptsz) form with the same parameter layout. The callback
  * reads the kernel, its grid, block, dynamic shared memory and stream from here only.
  * CUDA-graph replays do not pass through any of these entry points.
+ * launch_attribute reads the launched kernel's registers, static shared memory and binary
+ * version whichever handle kind the launch carried.
  * Include after the CUDA and NVBit headers (cuda.h, generated_cuda_meta.h, nvbit.h).
  */
 #pragma once
@@ -65,6 +67,35 @@ inline bool launch_view(nvbit_api_cuda_t cbid, const void *params, LaunchView *v
       return from_ex<cuLaunchKernelEx_ptsz_params>(params, "cuLaunchKernelEx_ptsz", v);
     default: return false;
   }
+}
+
+/* One function attribute of a launched kernel.
+ *
+ * Why: since CUDA 12 the runtime may pass cuLaunchKernel a CUkernel (a library kernel,
+ * not bound to a context) where a CUfunction used to be. cuFuncGetAttribute then fails
+ * with CUDA_ERROR_INVALID_HANDLE, and the tool recorded nregs = shmem = 0 for every
+ * launch of the first H200 runs. cuKernelGetAttribute answers for the same handle on
+ * the current device. `status` is the last failure when neither answers (value 0). */
+struct LaunchAttribute {
+  int value = 0;
+  CUresult status = CUDA_SUCCESS;
+  bool via_kernel_handle = false;
+};
+
+inline LaunchAttribute launch_attribute(CUfunction_attribute attr, CUfunction f) {
+  LaunchAttribute a;
+  a.status = cuFuncGetAttribute(&a.value, attr, f);
+#if CUDA_VERSION >= 12000
+  if (a.status == CUDA_ERROR_INVALID_HANDLE) {
+    CUdevice dev;
+    CUresult r = cuCtxGetDevice(&dev);
+    if (r == CUDA_SUCCESS) r = cuKernelGetAttribute(&a.value, attr, reinterpret_cast<CUkernel>(f), dev);
+    a.status = r;
+    a.via_kernel_handle = r == CUDA_SUCCESS;
+  }
+#endif
+  if (a.status != CUDA_SUCCESS) a.value = 0;
+  return a;
 }
 
 }  // namespace gcl

@@ -44,9 +44,14 @@
 
 #define GCL_CHANNEL_BYTES (1 << 22)
 
-static __managed__ ChannelDev channel_dev;
+/* Both live in managed memory allocated in tool_setup, as NVBit >= 1.7's own tools do,
+ * rather than in `__managed__` globals: the host-side address of a `__managed__` variable
+ * is only bound to its device storage once the tool's module is loaded, which lazy module
+ * loading (CUDA >= 12.2's default) defers, and the injected code is handed that address.
+ * An allocation has one address for host, injected code and flush kernel alike. */
+static ChannelDev *channel_dev = nullptr;
 /* GCL_COUNT_ONLY: warp-level instructions executed on the scoped SM(s) by the launch */
-static __managed__ unsigned long long gcl_warp_insts;
+static unsigned long long *gcl_warp_insts = nullptr;
 static ChannelHost channel_host;
 
 /* ---- configuration ----------------------------------------------------------- */
@@ -148,11 +153,11 @@ static void *recv_loop(void *) {
   return nullptr;
 }
 
-__global__ void gcl_flush_channel() {
+__global__ void gcl_flush_channel(ChannelDev *ch) {
   gcl::Record r;
   r.kind = gcl::kKernelEnd;
-  channel_dev.push(&r, sizeof(r));
-  channel_dev.flush();
+  ch->push(&r, sizeof(r));
+  ch->flush();
 }
 
 /* ---- NVBit callbacks ----------------------------------------------------------- */
@@ -206,6 +211,12 @@ void nvbit_at_ctx_init(CUcontext ctx) {
 /* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
  * first launch, and the launch callback calls this too for NVBit releases without it.
  * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
+static void gcl_cuda_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return;
+  fprintf(stderr, "gcl_tracer: %s failed: %s\n", what, cudaGetErrorString(e));
+  exit(1);
+}
+
 static bool tool_ready = false;
 static void tool_setup() {
   if (tool_ready) return;
@@ -213,9 +224,15 @@ static void tool_setup() {
   CUdevice dev;
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-  if (opt.time_only || opt.count_only) return;
+  if (opt.time_only) return;
+  if (opt.count_only) {
+    gcl_cuda_check(cudaMallocManaged(&gcl_warp_insts, sizeof(*gcl_warp_insts)), "cudaMallocManaged(counter)");
+    *gcl_warp_insts = 0;
+    return;
+  }
+  gcl_cuda_check(cudaMallocManaged(&channel_dev, sizeof(ChannelDev)), "cudaMallocManaged(channel)");
   recv_running = true;
-  channel_host.init(0, GCL_CHANNEL_BYTES, &channel_dev, recv_loop, nullptr);
+  channel_host.init(0, GCL_CHANNEL_BYTES, channel_dev, recv_loop, nullptr);
   nvbit_set_tool_pthread(channel_host.get_thread());
 }
 
@@ -247,7 +264,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
         nvbit_insert_call(in, "gcl_count", IPOINT_BEFORE);
         nvbit_add_call_arg_guard_pred_val(in);
         nvbit_add_call_arg_launch_val32(in, 0);
-        nvbit_add_call_arg_const_val64(in, (uint64_t)&gcl_warp_insts);
+        nvbit_add_call_arg_const_val64(in, (uint64_t)gcl_warp_insts);
         continue;
       }
       uint32_t line = 0;
@@ -292,7 +309,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       nvbit_add_call_arg_const_val64(in, imm);
       nvbit_add_call_arg_const_val32(in, after ? 1 : 0);
       nvbit_add_call_arg_const_val32(in, opt.values);
-      nvbit_add_call_arg_const_val64(in, (uint64_t)&channel_dev);
+      nvbit_add_call_arg_const_val64(in, (uint64_t)channel_dev);
       if (opt.values)
         for (int s = 0; s < nsrc; s++) nvbit_add_call_arg_reg_val(in, src[s], true);
 
@@ -303,7 +320,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
         nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
         nvbit_add_call_arg_const_val32(in, in->getOffset());
         nvbit_add_call_arg_const_val32(in, ndst);
-        nvbit_add_call_arg_const_val64(in, (uint64_t)&channel_dev);
+        nvbit_add_call_arg_const_val64(in, (uint64_t)channel_dev);
         for (int d = 0; d < ndst; d++) nvbit_add_call_arg_reg_val(in, dst[d], true);
       }
     }
@@ -325,9 +342,11 @@ static std::string compress_suffix() {
 static FILE *open_trace(const std::string &path, bool *piped) {
   *piped = opt.compress != "none";
   if (!*piped) return fopen(path.c_str(), "w");
-  std::string cmd = opt.compress == "zstd" ? "zstd -q -1 -o '" + path + "'"
-                  : opt.compress == "xz"   ? "xz -1 -T0 > '" + path + "'"
-                                           : "gzip -1 > '" + path + "'";
+  /* `env -u LD_PRELOAD`: the compressor would otherwise inherit the preload and start
+   * NVBit and this tool inside a process that never touches the GPU */
+  std::string cmd = opt.compress == "zstd" ? "env -u LD_PRELOAD zstd -q -f -1 -o '" + path + "'"
+                  : opt.compress == "xz"   ? "env -u LD_PRELOAD xz -1 -T0 > '" + path + "'"
+                                           : "env -u LD_PRELOAD gzip -1 > '" + path + "'";
   return popen(cmd.c_str(), "w");
 }
 
@@ -337,23 +356,22 @@ static double now_s() {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* cuFuncGetAttribute, with a failure said once instead of a silent 0 (on the first H200
- * runs every GCL_TIME_ONLY row had nregs = shmem = 0, cause not established) */
+/* gcl::launch_attribute, with a failure said once instead of a silent 0 */
+static bool launched_kernel_handle = false; /* the launch carried a CUkernel, not a CUfunction */
 static int func_attribute(CUfunction_attribute a, CUfunction f, const char *what) {
-  int v = 0;
-  CUresult r = cuFuncGetAttribute(&v, a, f);
-  if (r != CUDA_SUCCESS) {
+  gcl::LaunchAttribute r = gcl::launch_attribute(a, f);
+  launched_kernel_handle = launched_kernel_handle || r.via_kernel_handle;
+  if (r.status != CUDA_SUCCESS) {
     static bool warned = false;
     if (!warned) {
       const char *msg = nullptr;
-      cuGetErrorString(r, &msg);
-      fprintf(stderr, "gcl_tracer: cuFuncGetAttribute(%s) failed: %s; the profile's nregs/shmem are 0\n", what,
+      cuGetErrorString(r.status, &msg);
+      fprintf(stderr, "gcl_tracer: function attribute %s: %s; the profile's nregs/shmem are 0\n", what,
               msg ? msg : "unknown error");
       warned = true;
     }
-    return 0;
   }
-  return v;
+  return r.value;
 }
 
 void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, const char *name,
@@ -405,8 +423,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       GCL_SET_AT_LAUNCH(ctx, L.f, (uint64_t)sm, L.stream);
     }
     nvbit_enable_instrumented(ctx, L.f, traced);
-    if (traced && opt.count_only) gcl_warp_insts = 0; /* the previous launch was synchronized */
-    int v = 0;
+    if (traced && opt.count_only) *gcl_warp_insts = 0; /* the previous launch was synchronized */
+    launched_kernel_handle = false;
     shmem = func_attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, L.f, "SHARED_SIZE_BYTES") + (int)L.dyn_shmem;
     nregs = func_attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, L.f, "NUM_REGS");
     if (traced && !opt.count_only) {
@@ -417,8 +435,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       h.block[0] = L.block[0], h.block[1] = L.block[1], h.block[2] = L.block[2];
       h.shmem = shmem;
       h.nregs = nregs;
-      cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, L.f);
-      h.binary_version = v;
+      h.binary_version = func_attribute(CU_FUNC_ATTRIBUTE_BINARY_VERSION, L.f, "BINARY_VERSION");
       h.cuda_stream_id = (uint64_t)L.stream;
       h.shmem_base_addr = nvbit_get_shmem_base_addr(ctx);
       h.local_mem_base_addr = nvbit_get_local_mem_base_addr(ctx);
@@ -454,13 +471,13 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   uint64_t records = 0;
   if (traced && opt.count_only) {
     cudaDeviceSynchronize();
-    records = gcl_warp_insts;
+    records = *gcl_warp_insts;
     fprintf(counts_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%lld,%llu\n",
             (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2], L.block[0],
             L.block[1], L.block[2], (long long)opt.trace_sm, (unsigned long long)records);
     fflush(counts_csv);
   } else if (traced) {
-    gcl_flush_channel<<<1, 1>>>();
+    gcl_flush_channel<<<1, 1>>>(channel_dev);
     cudaDeviceSynchronize();
     t_flushed = now_s();
     while (!kernel_done) sched_yield();
@@ -475,9 +492,10 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     pthread_mutex_unlock(&launch_mu);
   }
   if (opt.verbose)
-    fprintf(stderr, "gcl_tracer: launch %llu %s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
+    fprintf(stderr, "gcl_tracer: launch %llu %s%s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
             "flush %.3f s, drain %.3f s, %llu %s\n", (unsigned long long)invocation_id,
-            traced ? (opt.count_only ? "counted" : "traced") : "timed", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
+            traced ? (opt.count_only ? "counted" : "traced") : "timed",
+            launched_kernel_handle ? " (CUkernel handle)" : "", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
             t_drained - t_flushed, (unsigned long long)records,
             opt.count_only ? "warp instructions" : "records");
   double ns = (double)ms * 1e6;

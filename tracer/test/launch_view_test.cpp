@@ -1,12 +1,45 @@
 /* GPU-free check of gcl_launch.h, built by tests/test_tracer_format.py against mocks of the
- * driver's launch parameter structs (same field names as cuda.h / generated_cuda_meta.h).
- * For each callback id: "<api> f grid block shmem stream", or "- <cbid>" when it is not a launch. */
+ * driver's launch parameter structs (same field names as cuda.h / generated_cuda_meta.h)
+ * and of its attribute queries.
+ * For each callback id: "<api> f grid block shmem stream", or "- <cbid>" when it is not a launch.
+ * Then for each handle kind: "attr <kind> value status via_kernel_handle". Build with
+ * -DCUDA_VERSION=11080 for a driver API without cuKernelGetAttribute. */
 #include <stdio.h>
 
+#ifndef CUDA_VERSION
+#define CUDA_VERSION 13010
+#endif
 struct CUfunc_st;
+struct CUkern_st;
 struct CUstream_st;
 typedef CUfunc_st *CUfunction;
+typedef CUkern_st *CUkernel;
 typedef CUstream_st *CUstream;
+typedef int CUdevice;
+enum CUresult { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_INVALID_HANDLE = 400 };
+enum CUfunction_attribute { CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1, CU_FUNC_ATTRIBUTE_NUM_REGS = 4 };
+
+/* The mock driver: handles below 0x8000 are CUfunctions, 0x8000.. CUkernels (which only
+ * cuKernelGetAttribute knows), 0xdead a handle neither knows. Values encode the path taken. */
+static int mock_device = 7;
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  unsigned long h = reinterpret_cast<unsigned long>(f);
+  *v = -1; /* the real driver leaves garbage behind on failure */
+  if (h >= 0x8000) return CUDA_ERROR_INVALID_HANDLE;
+  *v = 100 * (int)a + (int)(h >> 12);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice *d) {
+  *d = mock_device;
+  return CUDA_SUCCESS;
+}
+CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d) {
+  unsigned long h = reinterpret_cast<unsigned long>(k);
+  *v = -2;
+  if (h == 0xdead || d != mock_device) return CUDA_ERROR_INVALID_HANDLE;
+  *v = 1000 * (int)a + (int)((h - 0x8000) >> 12);
+  return CUDA_SUCCESS;
+}
 
 enum nvbit_api_cuda_t {
   API_CUDA_cuMemcpyHtoD_v2,
@@ -54,6 +87,11 @@ static void show(nvbit_api_cuda_t cbid, const void *params) {
          v.block[1], v.block[2], v.dyn_shmem, (void *)v.stream);
 }
 
+static void attr(const char *kind, CUfunction_attribute a, unsigned long handle) {
+  gcl::LaunchAttribute r = gcl::launch_attribute(a, reinterpret_cast<CUfunction>(handle));
+  printf("attr %s %d %d %d\n", kind, r.value, (int)r.status, r.via_kernel_handle ? 1 : 0);
+}
+
 template <typename P>
 static P classic(unsigned k) {
   P p{};
@@ -84,5 +122,9 @@ int main() {
   show(API_CUDA_cuLaunchKernelEx, &null_config);
   show(API_CUDA_cuMemcpyHtoD_v2, &a);
   show(API_CUDA_cuGraphLaunch, &a);
+  attr("function", CU_FUNC_ATTRIBUTE_NUM_REGS, 0x3000);
+  attr("kernel", CU_FUNC_ATTRIBUTE_NUM_REGS, 0xa000);
+  attr("kernel", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 0xa000);
+  attr("unknown", CU_FUNC_ATTRIBUTE_NUM_REGS, 0xdead);
   return 0;
 }
