@@ -237,10 +237,9 @@ def register_configs() -> None:
 
 def _declared_real(wdir: Path) -> bool:
     """workload.json says ``"synthetic": false``: traced and measured data, never to be synthesized over."""
-    from gclsampler.workload import _read_meta
+    from gclsampler.workload import declared_data_kind
 
-    meta_path = wdir / "workload.json"
-    return meta_path.is_file() and _read_meta(meta_path).get("synthetic") is False
+    return declared_data_kind(wdir) == "real"
 
 
 def check_real_workload(wdir: Path, name: str, required: bool) -> bool:

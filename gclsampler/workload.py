@@ -57,9 +57,7 @@ class Workload:
         neither known to be synthetic nor known to be a hardware measurement, and a report
         must not call it either.
         """
-        if self.synthetic:
-            return "synthetic"
-        return "real" if self.meta.get("synthetic") is False else ""
+        return "synthetic" if self.synthetic else data_kind_of(self.meta)
 
     @property
     def gpu(self) -> str:
@@ -101,6 +99,27 @@ class Workload:
             embeddings=embeddings,
             meta=meta,
         )
+
+
+def data_kind_of(meta: dict) -> str:
+    """The data kind a workload.json declares (``Workload.data_kind``'s rule, in one place).
+
+    Only ``"synthetic": false`` makes data real; a truthy value makes it synthetic, as
+    ``Workload.load`` reads it; no key (or anything falsy but ``false``) says neither.
+    """
+    if meta.get("synthetic"):
+        return "synthetic"
+    return "real" if meta.get("synthetic") is False else ""
+
+
+def declared_data_kind(root: str | Path) -> str:
+    """``data_kind_of`` a directory's workload.json, without loading its profile.
+
+    Why: the evaluation must know a workload is real before it would synthesize into its
+    directory, which may not hold a loadable workload yet. No workload.json: ``""``.
+    """
+    meta_path = Path(root) / "workload.json"
+    return data_kind_of(_read_meta(meta_path)) if meta_path.is_file() else ""
 
 
 def _read_meta(path: Path) -> dict:

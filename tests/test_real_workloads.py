@@ -45,3 +45,24 @@ def test_workload_json_says_real_and_matches_the_profile(name):
         assert meta.get(key), f"real/{name}/workload.json: {key} missing"
     assert meta["n_invocations"] == len(read_profile(wl / "profile.csv"))
     assert (wl / "kernelslist.g").exists() == bool(meta["traces"])
+
+
+_SYNTHETIC_VALUES = [False, True, None, 0, 1, "", "false", "no", [], {}]
+
+
+@pytest.mark.parametrize("value", [*_SYNTHETIC_VALUES, "absent"], ids=repr)
+def test_declared_data_kind_is_what_loading_the_workload_says(value, tmp_path):
+    """``declared_data_kind`` (the evaluation's "never synthesize over this" check, which runs
+    before a directory need hold a loadable workload) and ``Workload.load(...).data_kind`` (what
+    reports print) give the same kind for every value a workload.json's ``synthetic`` key may
+    hold: only ``false`` is REAL, anything truthy SYNTHETIC, the rest unlabelled."""
+    from gclsampler.workload import Workload, declared_data_kind
+
+    (tmp_path / "profile.csv").write_bytes((ROOT / "real" / "nw" / "profile.csv").read_bytes())
+    meta = {"workload": "w", "arch": "h200"} | ({} if value == "absent" else {"synthetic": value})
+    (tmp_path / "workload.json").write_text(json.dumps(meta))
+    kind = declared_data_kind(tmp_path)
+    assert kind == Workload.load(tmp_path).data_kind
+    assert kind == ("real" if value is False else "synthetic" if value not in ("absent",) and value else "")
+    (tmp_path / "workload.json").unlink()
+    assert declared_data_kind(tmp_path) == "" == Workload.load(tmp_path).data_kind
