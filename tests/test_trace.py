@@ -364,6 +364,20 @@ def test_bad_empty_workload(tmp_path):
         list_invocations(d)
 
 
+def test_profile_only_workload_is_named_so(tmp_path):
+    """A directory with a profile and no traces at all (the committed REAL workloads whose
+    tracing has not run yet) is told apart from an empty trace list, and the user is pointed
+    at the methods that still run on it."""
+    d = tmp_path / "profile_only"
+    d.mkdir()
+    (d / "profile.csv").write_text("invocation,kernel_name,time_ns\n0,k,10\n")
+    with pytest.raises(TraceFormatError, match=r"kernelslist.g: missing.*profile-only workload.*sample --list"):
+        list_invocations(d)
+    write_kernelslist(d, ["MemcpyHtoD,0x0,4"])
+    with pytest.raises(TraceFormatError, match="empty workload"):
+        list_invocations(d)
+
+
 def test_bad_compression(tmp_path):
     msg = _bad(tmp_path, b"this is not gzip", name="kernel-1.traceg.gz")
     assert "compression" in msg

@@ -153,6 +153,10 @@ def trace_files(root: str | os.PathLike) -> list[str]:
                                        "traces to use in kernelslist.g")
         names = [n for _, n in found]
     if not names:
+        if kernelslist_path(root) is None and (root / "profile.csv").exists():
+            raise TraceFormatError(root, None, "kernelslist.g", "missing, and no kernel-<N>.traceg files: a "
+                                   "profile-only workload (methods that need no traces run on it: "
+                                   "`gclsampler sample --list`)")
         raise TraceFormatError(root, None, "kernelslist", "empty workload: no kernel traces")
     return names
 
