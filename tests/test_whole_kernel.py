@@ -230,19 +230,24 @@ def test_time_cut_refines_clusters_to_the_tolerance(rows, tol):
     assert out.labels[0] == 0  # numbered by first appearance
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.0, 20.0)), min_size=1, max_size=40),
-       st.sampled_from([0.1, 0.5, 1.0]))
-def test_gap_cut_of_the_time_study_keeps_spread_clusters_whole(rows, gap):
-    """bench/time_split.py --gaps: cuts only where sorted log2 times jump by more than the gap."""
+def _bench_module(name: str):
+    """A study script of bench/ (not a package) imported by name."""
     import importlib
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     try:
-        cut_at_gaps = importlib.import_module("time_split").cut_at_gaps
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.0, 20.0)), min_size=1, max_size=40),
+       st.sampled_from([0.1, 0.5, 1.0]))
+def test_gap_cut_of_the_time_study_keeps_spread_clusters_whole(rows, gap):
+    """bench/time_split.py --gaps: cuts only where sorted log2 times jump by more than the gap."""
+    cut_at_gaps = _bench_module("time_split").cut_at_gaps
     from gclsampler.cluster import _compact
 
     labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
@@ -257,3 +262,26 @@ def test_gap_cut_of_the_time_study_keeps_spread_clusters_whole(rows, gap):
         members = np.flatnonzero(labels == c)
         jumps = int(np.sum(np.diff(np.sort(log_time[members])) > gap))
         assert np.unique(out[members]).size == jumps + 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40), st.data())
+def test_nearest_mean_work_rule_of_the_representative_study(rows, data):
+    """bench/representatives.py work_mean: each cluster's member is one of its members whose
+    work is nearest the members' mean work, and the medoid is kept when it is one of those."""
+    nearest_mean_work = _bench_module("representatives").nearest_mean_work
+    from gclsampler.cluster import _compact
+
+    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
+    log2_work = np.array([r[1] for r in rows], dtype=np.float64)
+    k = int(labels.max()) + 1
+    medoids = np.array([data.draw(st.sampled_from(np.flatnonzero(labels == c).tolist())) for c in range(k)])
+    reps = nearest_mean_work(labels, log2_work, medoids)
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        work = np.exp2(log2_work[members])
+        d = np.abs(work - np.bincount(np.zeros(members.size, dtype=np.int64), weights=work)[0] / members.size)
+        best = set(members[d == d.min()].tolist())  # the mean as the bench computes it: a bincount sum
+        assert labels[reps[c]] == c and int(reps[c]) in best
+        if int(medoids[c]) in best:
+            assert reps[c] == medoids[c]

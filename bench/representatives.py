@@ -1,0 +1,114 @@
+"""Which member should represent a gcl cluster? A study on an evaluate.py run (SYNTHETIC).
+
+A plan scales its representative's time by the cluster size, so the best member is the one
+whose time is the cluster's mean. gcl takes the medoid in embedding space (ties to the middle
+launch, ``docs/plans.md``). This script keeps the clusters gcl used in a run (re-clustered from
+its embeddings with the plan's settings) and swaps only the representative rule:
+
+- ``medoid``: gcl's own (checked to reproduce the run's plan);
+- ``work_mean``: the member whose SM-0 instruction count (the size vector's column,
+  ``cluster.split_column``) is nearest the members' arithmetic mean count, on the idea that
+  time follows work; ties keep the medoid if it is tied, else go to the middle launch;
+- ``first``: the earliest member (the paper's rule; ``gcl_paper``);
+- ``random``: a uniform member, averaged over ``--random-draws`` seeds: the expected error of
+  a member drawn blindly (one draw alone can land anywhere, lower than the medoid or higher).
+
+It prints the cycle error on the plan's arch and on the other archs, and the speedup. Usage::
+
+    python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
+    python bench/representatives.py RUN DATA_DIR [--rules medoid,work_mean,first,random] [--arch turing]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from extra_samples import nothing_found, suite_runs
+
+CROSS = ("turing", "ampere", "ada")
+RULES = ("medoid", "work_mean", "first", "random")
+
+
+def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
+    """Per cluster, the member whose work 2**log2_work is nearest the members' mean work."""
+    work = np.exp2(log2_work.astype(np.float64))
+    k = int(labels.max()) + 1
+    mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
+    d = np.abs(work - mean[labels])
+    d_min = np.full(k, np.inf)
+    np.minimum.at(d_min, labels, d)
+    tied = d == d_min[labels]
+    reps = medoids.copy()
+    for c in np.flatnonzero(~tied[medoids]):  # the medoid is not among the nearest: middle tied launch
+        ids = np.flatnonzero(tied & (labels == c))
+        reps[c] = ids[len(ids) // 2]
+    return reps
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path, help="an evaluate.py out_dir (train/<w>/embeddings.npy, plans/<w>/gcl.json)")
+    ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
+    ap.add_argument("--arch", default="turing", help="the arch the plans were made on")
+    ap.add_argument("--rules", default=",".join(RULES), help=f"representative rules to compare: {', '.join(RULES)}")
+    ap.add_argument("--random-draws", type=int, default=50, help="seeds the random rule is averaged over")
+    args = ap.parse_args()
+    rules = [r for r in args.rules.split(",") if r]
+    unknown = sorted(set(rules) - set(RULES))
+    if unknown:
+        print(f"representatives: --rules: unknown rule {unknown[0]!r} (one of {', '.join(RULES)})", file=sys.stderr)
+        return 2
+    from gclsampler.cluster import representatives
+    from gclsampler.plan import plan_from_labels
+    from gclsampler.profile import read_profile
+    from gclsampler.score import score_plan
+
+    rows: dict[str, list[tuple[str, float, float, float, int]]] = {r: [] for r in rules}
+    for name, emb, gcl_plan, base, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
+        cfg = gcl_plan["config"]
+        if sorted(base.representatives.tolist()) != sorted(s["invocation"] for s in gcl_plan["samples"]):
+            print(f"{name}: re-clustering does not reproduce plans/{name}/gcl.json; rerun with this checkout",
+                  file=sys.stderr)
+            return 2
+        others = [read_profile(path) for path in (args.data_dir / name / "profiles" / f"{a}.csv"
+                                                  for a in CROSS if a != args.arch) if path.exists()]
+        names = prof["kernel_name"].to_numpy()
+        for rule in rules:
+            if rule == "medoid":
+                reps = base.representatives
+            elif rule == "work_mean":
+                reps = nearest_mean_work(base.labels, emb[:, cfg["cluster"].get("split_column", -6)],
+                                         base.representatives)
+            elif rule == "first":
+                reps = representatives(base.labels, None, "first", 0)
+            scored = []
+            for draw in range(args.random_draws if rule == "random" else 1):
+                if rule == "random":
+                    reps = representatives(base.labels, None, "random", draw)
+                plan = plan_from_labels(name, "gcl", base.labels, reps, names)
+                own = score_plan(plan, prof)
+                cross = float(np.mean([score_plan(plan, o)["error_cycles"] for o in others])) if others else np.nan
+                scored.append((own["error_cycles"], cross, own["speedup"], int((reps != base.representatives).sum())))
+            rows[rule].append((name, *np.mean(scored, axis=0).tolist()))
+
+    if not any(rows.values()):
+        return nothing_found("representatives", args.run_dir, args.data_dir, args.arch)
+    print(f"SYNTHETIC, gcl's clusters, plans on {args.arch}; cycle error of the plan, mean over workloads")
+    print("| representative | error (worst) | cross-arch | arithmetic speedup | representatives moved |")
+    print("|---|---|---|---|---|")
+    for rule, r in rows.items():
+        worst = max(r, key=lambda v: v[1])
+        print(f"| {rule} | {np.mean([v[1] for v in r]):.2f} % ({worst[1]:.2f} % {worst[0]}) | "
+              f"{np.nanmean([v[2] for v in r]):.2f} % | {np.mean([v[3] for v in r]):.1f}x | {sum(v[4] for v in r):.0f} |")
+    print("per workload, error:")
+    for rule, r in rows.items():
+        print(f"  {rule}: " + ", ".join(f"{v[0]} {v[1]:.2f} %" for v in r))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
