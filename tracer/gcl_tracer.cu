@@ -208,15 +208,16 @@ void nvbit_at_ctx_init(CUcontext ctx) {
   }
 }
 
-/* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
- * first launch, and the launch callback calls this too for NVBit releases without it.
- * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
+/* a failed allocation of the tool's own: one line and exit status 1, not records lost later */
 static void gcl_cuda_check(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return;
   fprintf(stderr, "gcl_tracer: %s failed: %s\n", what, cudaGetErrorString(e));
   exit(1);
 }
 
+/* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
+ * first launch, and the launch callback calls this too for NVBit releases without it.
+ * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
 static bool tool_ready = false;
 static void tool_setup() {
   if (tool_ready) return;
