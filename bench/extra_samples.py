@@ -95,6 +95,25 @@ def suite_runs(run_dir: Path, data_dir: Path, arch: str):
             read_profile(prof_path)
 
 
+def print_study_table(title: str, header: list[str], rows: dict[str, list[tuple]], cells) -> None:
+    """A study's markdown table: one line per variant, ``cells(rows_of_variant)`` giving the
+    cells after its label, then each variant's per-workload errors (column 1 of its rows)."""
+    print(title)
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for label, r in rows.items():
+        print(f"| {label} | " + " | ".join(cells(r)) + " |")
+    print("per workload, error:")
+    for label, r in rows.items():
+        print(f"  {label}: " + ", ".join(f"{v[0]} {v[1]:.2f} %" for v in r))
+
+
+def mean_and_worst(r: list[tuple], col: int = 1) -> str:
+    """``"1.39 % (3.93 % bfs)"``: the mean of column ``col`` over workloads and its worst workload."""
+    worst = max(r, key=lambda v: v[col])
+    return f"{np.mean([v[col] for v in r]):.2f} % ({worst[col]:.2f} % {worst[0]})"
+
+
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
     """One line saying what was looked for, and exit status 2."""
     print(f"{prog}: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "

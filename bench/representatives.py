@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import nothing_found, suite_runs
+from extra_samples import mean_and_worst, nothing_found, print_study_table, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 RULES = ("medoid", "work_mean", "first", "random")
@@ -97,16 +97,11 @@ def main() -> int:
 
     if not any(rows.values()):
         return nothing_found("representatives", args.run_dir, args.data_dir, args.arch)
-    print(f"SYNTHETIC, gcl's clusters, plans on {args.arch}; cycle error of the plan, mean over workloads")
-    print("| representative | error (worst) | cross-arch | arithmetic speedup | representatives moved |")
-    print("|---|---|---|---|---|")
-    for rule, r in rows.items():
-        worst = max(r, key=lambda v: v[1])
-        print(f"| {rule} | {np.mean([v[1] for v in r]):.2f} % ({worst[1]:.2f} % {worst[0]}) | "
-              f"{np.nanmean([v[2] for v in r]):.2f} % | {np.mean([v[3] for v in r]):.1f}x | {sum(v[4] for v in r):.0f} |")
-    print("per workload, error:")
-    for rule, r in rows.items():
-        print(f"  {rule}: " + ", ".join(f"{v[0]} {v[1]:.2f} %" for v in r))
+    print_study_table(
+        f"SYNTHETIC, gcl's clusters, plans on {args.arch}; cycle error of the plan, mean over workloads",
+        ["representative", "error (worst)", "cross-arch", "arithmetic speedup", "representatives moved"], rows,
+        lambda r: [mean_and_worst(r), f"{np.nanmean([v[2] for v in r]):.2f} %", f"{np.mean([v[3] for v in r]):.1f}x",
+                   f"{sum(v[4] for v in r):.0f}"])
     return 0
 
 

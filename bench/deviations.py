@@ -1,0 +1,110 @@
+"""What does each of gcl's departures from the GCL-Sampler paper buy? A ladder on an evaluate.py run (SYNTHETIC).
+
+``gcl_paper`` is the paper's method as stated: its encoder (opcode and PC features, mean
+readout; ``model=paper``), K by silhouette, the first invocation of each cluster. ``gcl`` is this
+project's: instruction statistics and the size vector in the embedding (``model=default``), the
+work split, the medoid. An ``evaluate.py`` run trains both encoders on every workload, so this
+script can re-cluster each one's embeddings with one change at a time and score every rung on
+the same ground truth (nothing is trained again):
+
+1. ``paper``: gcl_paper as the run made it (checked to reproduce plans/<w>/gcl_paper.json);
+2. ``paper + medoid``: the paper encoder, its clusters, the medoid instead of the first member;
+3. ``encoder``: the project's encoder (instruction statistics, size vector in z), silhouette K,
+   first member, no work split;
+4. ``encoder + medoid``;
+5. ``encoder + medoid + work split``: gcl as the run made it (checked against plans/<w>/gcl.json);
+6. ``encoder + work split, first member``: what the split does without the medoid.
+
+Each rung prints the plan's cycle error on the plan's arch, its cross-arch error on the other
+archs, the any-member error (expected over representatives redrawn uniformly from their
+clusters: the quality of the clusters apart from which member was picked), the arithmetic-mean
+speedup, and the invocations simulated. Usage::
+
+    python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
+    python bench/deviations.py RUN DATA_DIR [--arch turing] [--draws 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from extra_samples import ROOT, SUITE, mean_and_worst, print_study_table
+
+CROSS = ("turing", "ampere", "ada")
+# (label, which embeddings, representative, work split on)
+RUNGS = [
+    ("paper (gcl_paper)", "paper", "first", False),
+    ("paper + medoid", "paper", "medoid", False),
+    ("encoder, first member", "project", "first", False),
+    ("encoder + medoid", "project", "medoid", False),
+    ("encoder + medoid + work split (gcl)", "project", "medoid", True),
+    ("encoder + work split, first member", "project", "first", True),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path,
+                    help="an evaluate.py out_dir (train/<w>/ and train/<w>-paper/embeddings.npy, plans/<w>/gcl*.json)")
+    ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
+    ap.add_argument("--arch", default="turing", help="the arch the plans were made on")
+    ap.add_argument("--draws", type=int, default=2000, help="draws of the any-member error")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from gclsampler.cluster import cluster_embeddings
+    from gclsampler.plan import plan_from_labels
+    from gclsampler.profile import read_profile
+    from gclsampler.score import any_member_error, score_plan
+
+    rows: dict[str, list[tuple[str, float, float, float, float, int]]] = {r[0]: [] for r in RUNGS}
+    for name in SUITE:
+        train, plans = args.run_dir / "train", args.run_dir / "plans" / name
+        paths = {"project": (train / name / "embeddings.npy", plans / "gcl.json"),
+                 "paper": (train / f"{name}-paper" / "embeddings.npy", plans / "gcl_paper.json")}
+        prof_path = args.data_dir / name / "profiles" / f"{args.arch}.csv"
+        missing = [str(p) for pair in paths.values() for p in pair if not p.exists()]
+        if missing or not prof_path.exists():
+            print(f"{name}: skipped (no {(missing or [prof_path])[0]})", file=sys.stderr)
+            continue
+        prof = read_profile(prof_path)
+        others = [read_profile(p) for p in (args.data_dir / name / "profiles" / f"{a}.csv"
+                                            for a in CROSS if a != args.arch) if p.exists()]
+        names, cycles = prof["kernel_name"].to_numpy(), prof["cycles"].to_numpy(np.float64)
+        for label, which, rep, split in RUNGS:
+            emb_path, plan_path = paths[which]
+            made = json.loads(plan_path.read_text())["config"]
+            gcl_cfg = json.loads(paths["project"][1].read_text())["config"]["cluster"]
+            cfg = {**made["cluster"], "representative": rep,
+                   "split_tolerance": gcl_cfg["split_tolerance"] if split else 0.0}
+            res = cluster_embeddings(np.load(emb_path), cfg, made.get("cluster_random_state", 0))
+            if cfg == made["cluster"]:  # the run's own plan: the re-clustering must reproduce it
+                want = sorted(s["invocation"] for s in json.loads(plan_path.read_text())["samples"])
+                if sorted(res.representatives.tolist()) != want:
+                    print(f"{name}: re-clustering does not reproduce {plan_path}; rerun with this checkout",
+                          file=sys.stderr)
+                    return 2
+            plan = plan_from_labels(name, "gcl", res.labels, res.representatives, names)
+            own = score_plan(plan, prof)
+            cross = float(np.mean([score_plan(plan, o)["error_cycles"] for o in others])) if others else np.nan
+            rows[label].append((name, own["error_cycles"], cross,
+                                any_member_error(plan, res.labels, cycles, args.draws), own["speedup"], res.k))
+
+    if not any(rows.values()):
+        print(f"deviations: no suite workload has both encoders' embeddings and plans under {args.run_dir} "
+              f"and <w>/profiles/{args.arch}.csv under {args.data_dir}", file=sys.stderr)
+        return 2
+    print_study_table(
+        f"SYNTHETIC, plans on {args.arch}; cycle error, mean over workloads",
+        ["rung", "error (worst)", "cross-arch", "any-member error", "arithmetic speedup", "simulated"], rows,
+        lambda r: [mean_and_worst(r), f"{np.nanmean([v[2] for v in r]):.2f} %", f"{np.mean([v[3] for v in r]):.2f} %",
+                   f"{np.mean([v[4] for v in r]):.1f}x", str(sum(v[5] for v in r))])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
