@@ -84,13 +84,20 @@ log "tracer: $SO"; readelf -d "$SO" | grep NEEDED >>"$W/env.txt" 2>&1
 if [ ! -x "$BIN/nw" ]; then step build_programs 120 make -C real/src ARCH=sm_90; fi
 
 TRACER_OK=1
+# How records leave the GPU in the traced runs: NVBit's channel (the default), or a device
+# buffer copied back after each launch (GCL_BUFFER_MB), chosen by the probes below.
+TRACE_SINK=()
+BUFFER_MB=${GCL_BUFFER_MB:-16384}
+records_in() {  # DIR: instruction lines in its raw traces (not header, not blank)
+  cat "$1"/kernel-*.trace 2>/dev/null | grep -cv '^[-#]\|^$'
+}
 run_program() {  # NAME CAP_TRACE CMD...
   local name=$1 cap=$2; shift 2
   mkdir -p "$W/$name"
   step "$name.plain" 60 "$@"
   [ "$TRACER_OK" = 1 ] || return 0
   step "$name.time" 60 env CUDA_MODULE_LOADING=EAGER GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/$name/time" LD_PRELOAD="$SO" "$@"
-  step "$name.trace" "$cap" env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
+  step "$name.trace" "$cap" env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
   du -sb "$W/$name/trace" 2>/dev/null | tee -a "$W/collect.log"
 }
 
@@ -115,7 +122,15 @@ if [ "$TRACER_OK" = 1 ]; then
     GCL_TRACE_DIR="$W/probe/b" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   step probe.values.sm0 15 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none \
     GCL_TRACE_DIR="$W/probe/c" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  # the same through the device buffer: no channel, no host thread while the kernel runs
+  step probe.buffer.sm0 15 env GCL_VERBOSE=1 GCL_BUFFER_MB=1024 GCL_TRACE_SM=0 GCL_COMPRESS=none \
+    GCL_TRACE_DIR="$W/probe/d" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log"
+  ch=$(records_in "$W/probe/c"); bu=$(records_in "$W/probe/d")
+  log "probe records on SM 0: channel ${ch:-0}, device buffer ${bu:-0}"
+  if [ "${ch:-0}" -eq 0 ] && [ "${bu:-0}" -gt 0 ]; then
+    TRACE_SINK=(GCL_BUFFER_MB="$BUFFER_MB"); log "traced runs use the device buffer (GCL_BUFFER_MB=$BUFFER_MB)"
+  fi
 fi
 run_program vecadd 60 "$BIN/vecadd"
 if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1; then
@@ -123,7 +138,7 @@ if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1
     SO=$REPO/tracer/build/gcl_tracer.so
   fi
   log "no vecadd trace: retrying with $SO"
-  step vecadd.trace2 60 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/vecadd/trace" LD_PRELOAD="$SO" "$BIN/vecadd"
+  step vecadd.trace2 60 env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/vecadd/trace" LD_PRELOAD="$SO" "$BIN/vecadd"
 fi
 run_program nw 90 "$BIN/nw" "$NW_N"
 run_program bfs 60 "$BIN/bfs" "$BFS_N"
@@ -137,7 +152,7 @@ if [ "${SKIP_DONE:-0}" != 1 ]; then
   step llm.torch 90 "${LLM[@]}" --profile "$W/llm/torch_trace.json"
 fi
 [ "$TRACER_OK" = 1 ] && step llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
-[ "$TRACER_OK" = 1 ] && step llm.trace 200 env GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
+[ "$TRACER_OK" = 1 ] && step llm.trace 200 env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
 du -sb "$W/llm/trace" 2>/dev/null | tee -a "$W/collect.log"
 
 # Nsight Compute, cheapest program first, with whatever time is left

@@ -48,4 +48,16 @@ struct Record {
   uint32_t values[kMaxOps][kWarpSize];
 };
 
+/* GCL_BUFFER_MB: the other way records leave the GPU. The injected code claims a slot with
+ * one atomic and copies the record into device memory; the host copies the launch's records
+ * back after it ends. Nothing on the host polls while the kernel runs (no channel, no
+ * doorbell, no receiving thread), at the price of a fixed capacity: records past it are
+ * counted in `dropped`, never written over each other. */
+struct DeviceBuffer {
+  unsigned char *base;            /* cudaMalloc'd, `capacity` bytes */
+  unsigned long long capacity;    /* a whole number of records */
+  unsigned long long used;        /* bytes claimed this launch (may pass capacity) */
+  unsigned long long dropped;     /* records that did not fit */
+};
+
 }  // namespace gcl

@@ -17,6 +17,8 @@
  *   GCL_LINEINFO             1: prefix line numbers (binary built with -lineinfo)
  *   GCL_VERBOSE              1: one stderr line per launch with its phase times
  *   GCL_COUNT_ONLY           1: count warp instructions per launch -> counts.csv, no trace
+ *   GCL_BUFFER_MB            >0: records go to a device buffer of this many MiB, copied back
+ *                            after each launch, instead of NVBit's channel   (0 = channel)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -52,6 +54,8 @@
 static ChannelDev *channel_dev = nullptr;
 /* GCL_COUNT_ONLY: warp-level instructions executed on the scoped SM(s) by the launch */
 static unsigned long long *gcl_warp_insts = nullptr;
+/* GCL_BUFFER_MB: the device buffer (managed struct, device-memory records) */
+static gcl::DeviceBuffer *dev_buffer = nullptr;
 static ChannelHost channel_host;
 
 /* ---- configuration ----------------------------------------------------------- */
@@ -67,6 +71,7 @@ struct Options {
   int lineinfo = 0;
   int verbose = 0; /* GCL_VERBOSE=1: per-launch phase times on stderr */
   int count_only = 0; /* GCL_COUNT_ONLY=1: count instructions, record nothing (no channel) */
+  uint64_t buffer_mb = 0; /* GCL_BUFFER_MB: device buffer instead of the channel */
 };
 static Options opt;
 static std::regex filter_re;
@@ -153,6 +158,32 @@ static void *recv_loop(void *) {
   return nullptr;
 }
 
+/* GCL_BUFFER_MB: after the launch, copy its records back in chunks and merge and write them
+ * in the order their slots were claimed (a warp's own records in its program order, as on
+ * the channel); then empty the buffer for the next launch. */
+static void drain_device_buffer() {
+  const unsigned long long used = dev_buffer->used, dropped = dev_buffer->dropped;
+  const unsigned long long bytes = used < dev_buffer->capacity ? used : dev_buffer->capacity;
+  const unsigned long long chunk = (64ull << 20) / sizeof(gcl::Record) * sizeof(gcl::Record);
+  static std::vector<gcl::Record> host(chunk / sizeof(gcl::Record)); /* one 64 MiB staging area */
+  pthread_mutex_lock(&launch_mu);
+  for (unsigned long long off = 0; off < bytes; off += chunk) {
+    const unsigned long long len = bytes - off < chunk ? bytes - off : chunk;
+    cudaMemcpy(host.data(), dev_buffer->base + off, len, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < len / sizeof(gcl::Record); i++)
+      if (cur.out) cur.merger.push(host[i], emit);
+  }
+  cur.merger.flush(emit);
+  kernel_done = true;
+  pthread_mutex_unlock(&launch_mu);
+  if (dropped)
+    fprintf(stderr, "gcl_tracer: kernel %llu: %llu records did not fit GCL_BUFFER_MB=%llu and are missing from "
+            "its trace; rerun with a larger GCL_BUFFER_MB\n", (unsigned long long)invocation_id,
+            (unsigned long long)dropped, (unsigned long long)opt.buffer_mb);
+  dev_buffer->used = 0;
+  dev_buffer->dropped = 0;
+}
+
 __global__ void gcl_flush_channel(ChannelDev *ch) {
   gcl::Record r;
   r.kind = gcl::kKernelEnd;
@@ -176,6 +207,13 @@ void nvbit_at_init() {
   opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
   opt.verbose = (int)env_int("GCL_VERBOSE", 0);
   opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
+  const int64_t buffer_mb = env_int("GCL_BUFFER_MB", 0);
+  if (buffer_mb < 0) {
+    fprintf(stderr, "gcl_tracer: GCL_BUFFER_MB=%lld must be 0 (NVBit's channel) or a size in MiB\n",
+            (long long)buffer_mb);
+    exit(2);
+  }
+  opt.buffer_mb = (uint64_t)buffer_mb;
   if (!opt.filter.empty()) {
     try {
       filter_re = std::regex(opt.filter, std::regex::ECMAScript);
@@ -231,6 +269,14 @@ static void tool_setup() {
     *gcl_warp_insts = 0;
     return;
   }
+  if (opt.buffer_mb) {
+    const unsigned long long bytes = opt.buffer_mb << 20;
+    gcl_cuda_check(cudaMallocManaged(&dev_buffer, sizeof(*dev_buffer)), "cudaMallocManaged(buffer)");
+    dev_buffer->capacity = bytes / sizeof(gcl::Record) * sizeof(gcl::Record);
+    dev_buffer->used = dev_buffer->dropped = 0;
+    gcl_cuda_check(cudaMalloc(&dev_buffer->base, dev_buffer->capacity), "cudaMalloc(GCL_BUFFER_MB)");
+    return;
+  }
   gcl_cuda_check(cudaMallocManaged(&channel_dev, sizeof(ChannelDev)), "cudaMallocManaged(channel)");
   recv_running = true;
   channel_host.init(0, GCL_CHANNEL_BYTES, channel_dev, recv_loop, nullptr);
@@ -248,6 +294,7 @@ static bool control_flow(const char *op_short) {
 }
 
 static void instrument(CUcontext ctx, CUfunction kernel) {
+  const uint64_t sink = dev_buffer ? (uint64_t)dev_buffer : (uint64_t)channel_dev;
   std::vector<CUfunction> fns = nvbit_get_related_functions(ctx, kernel);
   fns.push_back(kernel);
   for (CUfunction f : fns) {
@@ -310,7 +357,8 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       nvbit_add_call_arg_const_val64(in, imm);
       nvbit_add_call_arg_const_val32(in, after ? 1 : 0);
       nvbit_add_call_arg_const_val32(in, opt.values);
-      nvbit_add_call_arg_const_val64(in, (uint64_t)channel_dev);
+      nvbit_add_call_arg_const_val32(in, dev_buffer ? 1 : 0);
+      nvbit_add_call_arg_const_val64(in, sink);
       if (opt.values)
         for (int s = 0; s < nsrc; s++) nvbit_add_call_arg_reg_val(in, src[s], true);
 
@@ -321,7 +369,8 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
         nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
         nvbit_add_call_arg_const_val32(in, in->getOffset());
         nvbit_add_call_arg_const_val32(in, ndst);
-        nvbit_add_call_arg_const_val64(in, (uint64_t)channel_dev);
+        nvbit_add_call_arg_const_val32(in, dev_buffer ? 1 : 0);
+        nvbit_add_call_arg_const_val64(in, sink);
         for (int d = 0; d < ndst; d++) nvbit_add_call_arg_reg_val(in, dst[d], true);
       }
     }
@@ -478,10 +527,16 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
             L.block[1], L.block[2], (long long)opt.trace_sm, (unsigned long long)records);
     fflush(counts_csv);
   } else if (traced) {
-    gcl_flush_channel<<<1, 1>>>(channel_dev);
-    cudaDeviceSynchronize();
-    t_flushed = now_s();
-    while (!kernel_done) sched_yield();
+    if (dev_buffer) {
+      cudaDeviceSynchronize();
+      t_flushed = now_s();
+      drain_device_buffer();
+    } else {
+      gcl_flush_channel<<<1, 1>>>(channel_dev);
+      cudaDeviceSynchronize();
+      t_flushed = now_s();
+      while (!kernel_done) sched_yield();
+    }
     t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
     records = cur.records;

@@ -55,6 +55,21 @@ __device__ __forceinline__ bool gcl_fill_common(gcl::Record &r, int pred, uint32
   return true;
 }
 
+/* Hand the finished record to the launch's sink: NVBit's channel, or (GCL_BUFFER_MB) a slot
+ * of the device buffer, claimed with one atomic; a record past its end is only counted. */
+__device__ __forceinline__ void gcl_emit(uint64_t sink, int32_t to_buffer, gcl::Record &r) {
+  if (to_buffer) {
+    gcl::DeviceBuffer *b = (gcl::DeviceBuffer *)sink;
+    const unsigned long long off = atomicAdd(&b->used, (unsigned long long)sizeof(gcl::Record));
+    if (off + sizeof(gcl::Record) <= b->capacity)
+      memcpy(b->base + off, &r, sizeof(gcl::Record));
+    else
+      atomicAdd(&b->dropped, 1ull);
+  } else {
+    ((ChannelDev *)sink)->push(&r, sizeof(r));
+  }
+}
+
 /* Gather one 32-bit value per lane into out[32]; inactive lanes read as 0. */
 __device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, uint32_t v, uint32_t *out) {
   for (int lane = 0; lane < gcl::kWarpSize; lane++) {
@@ -66,12 +81,13 @@ __device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, uin
 /*
  * BEFORE the instruction: addresses, source values, everything static.
  * Variadic tail: nsrc 32-bit source register values (only when with_values).
+ * pchannel is the ChannelDev, or the gcl::DeviceBuffer when to_buffer.
  */
 extern "C" __device__ __noinline__ void gcl_before(
     int pred, uint32_t launch_sm, uint32_t opcode_id, uint32_t pc, int32_t line_num,
     uint64_t addr, int32_t mem_width, int32_t ndst, int32_t dst0, int32_t dst1,
     int32_t nsrc, int32_t src0, int32_t src1, int32_t src2, int32_t src3, int32_t src4,
-    uint64_t imm, int32_t expects_after, int32_t with_values, uint64_t pchannel, ...) {
+    uint64_t imm, int32_t expects_after, int32_t with_values, int32_t to_buffer, uint64_t pchannel, ...) {
   gcl::Record r;
   uint32_t active, leader;
   if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
@@ -106,7 +122,7 @@ extern "C" __device__ __noinline__ void gcl_before(
     }
     va_end(vl);
   }
-  if (gcl_laneid() == leader) ((ChannelDev *)pchannel)->push(&r, sizeof(r));
+  if (gcl_laneid() == leader) gcl_emit(pchannel, to_buffer, r);
 }
 
 /*
@@ -115,7 +131,8 @@ extern "C" __device__ __noinline__ void gcl_before(
  * Variadic tail: ndst 32-bit destination register values.
  */
 extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, uint32_t opcode_id,
-                                                  uint32_t pc, int32_t ndst, uint64_t pchannel, ...) {
+                                                  uint32_t pc, int32_t ndst, int32_t to_buffer, uint64_t pchannel,
+                                                  ...) {
   gcl::Record r;
   uint32_t active, leader;
   if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
@@ -129,7 +146,7 @@ extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, 
     gcl_gather32(exec, active, v, r.values[d]);
   }
   va_end(vl);
-  if (gcl_laneid() == leader) ((ChannelDev *)pchannel)->push(&r, sizeof(r));
+  if (gcl_laneid() == leader) gcl_emit(pchannel, to_buffer, r);
 }
 
 /*
