@@ -251,3 +251,19 @@ def test_hand_written_appenders_write_what_printf_writes(tmp_path, seed):
     run = subprocess.run([str(exe), "check", "20000", str(seed)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "20000 records identical"
+
+
+def test_device_buffer_drain_takes_each_record_inside_the_capacity_once_in_order(tmp_path):
+    """GCL_BUFFER_MB: after a launch the host reads back the records the injected code wrote
+    into the device buffer. gcl::drain_buffer must hand over every record inside the buffer's
+    capacity once, in slot order (each warp's records are in its program order there), across
+    chunk boundaries of the staging area, and nothing past the capacity when the launch claimed
+    more slots than there were (those were counted as dropped on the device)."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "drain_test"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer/test/drain_test.cpp"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"{6 * 4 * 4} cases ok"

@@ -224,6 +224,25 @@ inline void format_raw_record(const Record &r, const std::vector<std::string> &o
   out += '\n';
 }
 
+/* GCL_BUFFER_MB: hands the records one launch left in the device buffer to `take`, in slot
+ * order, through `staging` (whose size sets the chunk). `used` is the bytes the launch
+ * claimed, which passes `capacity` when records were dropped; only whole records inside
+ * the capacity are read. `copy(dst, offset, bytes)` fetches from the device buffer.
+ * Returns the number of records taken. */
+template <class Copy, class Take>
+inline unsigned long long drain_buffer(unsigned long long used, unsigned long long capacity,
+                                       std::vector<Record> &staging, Copy &&copy, Take &&take) {
+  const unsigned long long bytes = (used < capacity ? used : capacity) / sizeof(Record) * sizeof(Record);
+  const unsigned long long chunk = staging.size() * sizeof(Record);
+  unsigned long long n = 0;
+  for (unsigned long long off = 0; chunk && off < bytes; off += chunk) {
+    const unsigned long long len = bytes - off < chunk ? bytes - off : chunk;
+    copy(staging.data(), off, len);
+    for (size_t i = 0; i < len / sizeof(Record); i++, n++) take(staging[i]);
+  }
+  return n;
+}
+
 /* Joins each BEFORE record with the AFTER record that brings its destination
  * values. A warp's records arrive in its program order (its first active lane
  * pushes them), so at most one record per warp is ever pending. Records of

@@ -163,16 +163,16 @@ static void *recv_loop(void *) {
  * the channel); then empty the buffer for the next launch. */
 static void drain_device_buffer() {
   const unsigned long long used = dev_buffer->used, dropped = dev_buffer->dropped;
-  const unsigned long long bytes = used < dev_buffer->capacity ? used : dev_buffer->capacity;
-  const unsigned long long chunk = (64ull << 20) / sizeof(gcl::Record) * sizeof(gcl::Record);
-  static std::vector<gcl::Record> host(chunk / sizeof(gcl::Record)); /* one 64 MiB staging area */
+  static std::vector<gcl::Record> staging((64u << 20) / sizeof(gcl::Record)); /* 64 MiB chunks */
   pthread_mutex_lock(&launch_mu);
-  for (unsigned long long off = 0; off < bytes; off += chunk) {
-    const unsigned long long len = bytes - off < chunk ? bytes - off : chunk;
-    cudaMemcpy(host.data(), dev_buffer->base + off, len, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < len / sizeof(gcl::Record); i++)
-      if (cur.out) cur.merger.push(host[i], emit);
-  }
+  gcl::drain_buffer(
+      used, dev_buffer->capacity, staging,
+      [](gcl::Record *dst, unsigned long long off, unsigned long long len) {
+        cudaMemcpy(dst, dev_buffer->base + off, len, cudaMemcpyDeviceToHost);
+      },
+      [](const gcl::Record &r) {
+        if (cur.out) cur.merger.push(r, emit);
+      });
   cur.merger.flush(emit);
   kernel_done = true;
   pthread_mutex_unlock(&launch_mu);
