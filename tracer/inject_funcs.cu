@@ -70,11 +70,13 @@ __device__ __forceinline__ void gcl_emit(uint64_t sink, int32_t to_buffer, gcl::
   }
 }
 
-/* Gather one 32-bit value per lane into out[32]; inactive lanes read as 0. */
-__device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, uint32_t v, uint32_t *out) {
+/* Gather one 32-bit value per lane into out[32]; inactive lanes read as 0. Every lane takes
+ * part in the shuffles, but only the leader, who pushes the record, stores: the record lives
+ * in local memory, and 32 lanes each writing their own copy was 32x the traffic. */
+__device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, bool lead, uint32_t v, uint32_t *out) {
   for (int lane = 0; lane < gcl::kWarpSize; lane++) {
     uint32_t x = __shfl_sync(exec, v, lane);
-    out[lane] = (active >> lane) & 1u ? x : 0u;
+    if (lead) out[lane] = (active >> lane) & 1u ? x : 0u;
   }
 }
 
@@ -92,6 +94,7 @@ extern "C" __device__ __noinline__ void gcl_before(
   uint32_t active, leader;
   if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
   const uint32_t exec = __activemask();
+  const bool lead = gcl_laneid() == leader;
   r.kind = gcl::kBefore;
   r.line_num = line_num;
   r.mem_width = mem_width;
@@ -110,7 +113,7 @@ extern "C" __device__ __noinline__ void gcl_before(
   if (mem_width > 0) {
     for (int lane = 0; lane < gcl::kWarpSize; lane++) {
       uint64_t a = __shfl_sync(exec, addr, lane);
-      r.addrs[lane] = (active >> lane) & 1u ? a : 0ull;
+      if (lead) r.addrs[lane] = (active >> lane) & 1u ? a : 0ull;
     }
   }
   if (with_values) {
@@ -118,11 +121,11 @@ extern "C" __device__ __noinline__ void gcl_before(
     va_start(vl, pchannel);
     for (int s = 0; s < nsrc; s++) {
       uint32_t v = va_arg(vl, uint32_t);
-      gcl_gather32(exec, active, v, r.values[ndst + s]);
+      gcl_gather32(exec, active, lead, v, r.values[ndst + s]);
     }
     va_end(vl);
   }
-  if (gcl_laneid() == leader) gcl_emit(pchannel, to_buffer, r);
+  if (lead) gcl_emit(pchannel, to_buffer, r);
 }
 
 /*
@@ -137,16 +140,17 @@ extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, 
   uint32_t active, leader;
   if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
   const uint32_t exec = __activemask();
+  const bool lead = gcl_laneid() == leader;
   r.kind = gcl::kAfter;
   r.ndst = ndst;
   va_list vl;
   va_start(vl, pchannel);
   for (int d = 0; d < ndst; d++) {
     uint32_t v = va_arg(vl, uint32_t);
-    gcl_gather32(exec, active, v, r.values[d]);
+    gcl_gather32(exec, active, lead, v, r.values[d]);
   }
   va_end(vl);
-  if (gcl_laneid() == leader) gcl_emit(pchannel, to_buffer, r);
+  if (lead) gcl_emit(pchannel, to_buffer, r);
 }
 
 /*
