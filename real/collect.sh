@@ -152,6 +152,12 @@ if [ "${SKIP_DONE:-0}" != 1 ]; then
   step llm.torch 90 "${LLM[@]}" --profile "$W/llm/torch_trace.json"
 fi
 [ "$TRACER_OK" = 1 ] && step llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
+# SM-0 warp instructions of every launch, cheaply (one atomic per warp instruction, no records):
+# how many records a complete trace holds, and so whether it can fit what comes back
+if [ "$TRACER_OK" = 1 ]; then
+  step llm.count 60 env GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 GCL_TRACE_DIR="$W/llm/count" LD_PRELOAD="$SO" "${LLM[@]}"
+  [ -f "$W/llm/count/counts.csv" ] && log "llm: $(awk -F, 'NR>1{n++; s+=$NF} END{printf "%d launches, %d warp instructions on SM 0", n, s}' "$W/llm/count/counts.csv")"
+fi
 [ "$TRACER_OK" = 1 ] && step llm.trace 200 env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
 du -sb "$W/llm/trace" 2>/dev/null | tee -a "$W/collect.log"
 
