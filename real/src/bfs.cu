@@ -103,12 +103,10 @@ int main(int argc, char **argv)
     CHECK(cudaMemcpy(d_vis, visited.data(), (size_t)n, cudaMemcpyHostToDevice));
     CHECK(cudaMemset(d_upd, 0, (size_t)n));
 
-    cudaEvent_t ev0, ev1;
-    CHECK(cudaEventCreate(&ev0));
-    CHECK(cudaEventCreate(&ev1));
+    GpuTimer timer;
     const int blocks = (n + THREADS - 1) / THREADS;
     int launches = 0, iters = 0, changed = 0;
-    CHECK(cudaEventRecord(ev0));
+    timer.start();
     do {
         changed = 0;
         CHECK(cudaMemcpy(d_changed, &changed, sizeof(int), cudaMemcpyHostToDevice));
@@ -118,11 +116,7 @@ int main(int argc, char **argv)
         CHECK(cudaMemcpy(&changed, d_changed, sizeof(int), cudaMemcpyDeviceToHost));
         ++iters;
     } while (changed != 0 && iters < MAX_LEVELS);
-    CHECK(cudaEventRecord(ev1));
-    CHECK(cudaEventSynchronize(ev1));
-    CHECK(cudaDeviceSynchronize());
-    float ms = 0.0f;
-    CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+    const float ms = timer.stop_ms();
     if (changed != 0)
         fprintf(stderr, "warning: stopped at the cap of %d levels\n", MAX_LEVELS);
 
@@ -155,8 +149,6 @@ int main(int argc, char **argv)
         report_check(bad);
     }
 
-    CHECK(cudaEventDestroy(ev0));
-    CHECK(cudaEventDestroy(ev1));
     CHECK(cudaFree(d_row));
     CHECK(cudaFree(d_edges));
     CHECK(cudaFree(d_cost));

@@ -1,5 +1,5 @@
-// Shared by the real/ programs: a checked CUDA call, a checked plain launch, and a
-// fixed-seed LCG, so every run of a program makes the same inputs and launches.
+// Shared by the real/ programs: a checked CUDA call, a checked plain launch, a GPU timer,
+// and a fixed-seed LCG, so every run of a program makes the same inputs and launches.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +25,24 @@
         CHECK(cudaGetLastError());                                           \
     } while (0)
 #endif
+
+// GPU time of everything queued on the default stream between start() and stop_ms(), which
+// waits for it; each program prints it as gpu_ms.
+struct GpuTimer {
+    cudaEvent_t begin, end;
+    GpuTimer() { CHECK(cudaEventCreate(&begin)); CHECK(cudaEventCreate(&end)); }
+    ~GpuTimer() { CHECK(cudaEventDestroy(begin)); CHECK(cudaEventDestroy(end)); }
+    void start() { CHECK(cudaEventRecord(begin)); }
+    float stop_ms()
+    {
+        CHECK(cudaEventRecord(end));
+        CHECK(cudaEventSynchronize(end));
+        CHECK(cudaDeviceSynchronize());
+        float ms = 0.0f;
+        CHECK(cudaEventElapsedTime(&ms, begin, end));
+        return ms;
+    }
+};
 
 // Each program picks its own seed (LCG_SEED, defined before this include).
 static uint64_t lcg_state = LCG_SEED;

@@ -139,11 +139,9 @@ int main(int argc, char **argv)
     CHECK(cudaMalloc(&d_a, cells * sizeof(float)));
     CHECK(cudaMemcpy(d_a, m.data(), cells * sizeof(float), cudaMemcpyHostToDevice));
 
-    cudaEvent_t ev0, ev1;
-    CHECK(cudaEventCreate(&ev0));
-    CHECK(cudaEventCreate(&ev1));
+    GpuTimer timer;
     int launches = 0;
-    CHECK(cudaEventRecord(ev0));
+    timer.start();
     int off = 0;
     for (; off < n - BS; off += BS) {
         const int t = (n - off) / BS - 1;   // tiles right of / below the diagonal tile
@@ -154,11 +152,7 @@ int main(int argc, char **argv)
     }
     LAUNCH(lud_diagonal, 1, BS, d_a, n, off);
     launches += 1;
-    CHECK(cudaEventRecord(ev1));
-    CHECK(cudaEventSynchronize(ev1));
-    CHECK(cudaDeviceSynchronize());
-    float ms = 0.0f;
-    CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+    const float ms = timer.stop_ms();
 
     std::vector<float> out(cells);
     CHECK(cudaMemcpy(out.data(), d_a, cells * sizeof(float), cudaMemcpyDeviceToHost));
@@ -192,8 +186,6 @@ int main(int argc, char **argv)
         report_check(bad);
     }
 
-    CHECK(cudaEventDestroy(ev0));
-    CHECK(cudaEventDestroy(ev1));
     CHECK(cudaFree(d_a));
     return 0;
 }

@@ -129,11 +129,9 @@ int main(int argc, char **argv)
     CHECK(cudaMemcpy(d_score, score.data(), cells * sizeof(int), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_ref, ref.data(), cells * sizeof(int), cudaMemcpyHostToDevice));
 
-    cudaEvent_t ev0, ev1;
-    CHECK(cudaEventCreate(&ev0));
-    CHECK(cudaEventCreate(&ev1));
+    GpuTimer timer;
     int launches = 0;
-    CHECK(cudaEventRecord(ev0));
+    timer.start();
     for (int d = 1; d <= nb; ++d) {
         LAUNCH(nw_kernel_upper, d, TILE, d_score, d_ref, n, d);
         ++launches;
@@ -142,11 +140,7 @@ int main(int argc, char **argv)
         LAUNCH(nw_kernel_lower, d, TILE, d_score, d_ref, n, d);
         ++launches;
     }
-    CHECK(cudaEventRecord(ev1));
-    CHECK(cudaEventSynchronize(ev1));
-    CHECK(cudaDeviceSynchronize());
-    float ms = 0.0f;
-    CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+    const float ms = timer.stop_ms();
 
     std::vector<int> out(cells, 0);
     CHECK(cudaMemcpy(out.data(), d_score, cells * sizeof(int), cudaMemcpyDeviceToHost));
@@ -171,8 +165,6 @@ int main(int argc, char **argv)
         report_check(bad);
     }
 
-    CHECK(cudaEventDestroy(ev0));
-    CHECK(cudaEventDestroy(ev1));
     CHECK(cudaFree(d_score));
     CHECK(cudaFree(d_ref));
     return 0;

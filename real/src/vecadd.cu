@@ -37,21 +37,15 @@ int main(int argc, char **argv)
     CHECK(cudaMemcpy(d_b, b.data(), bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemset(d_c, 0, bytes));
 
-    cudaEvent_t ev0, ev1;
-    CHECK(cudaEventCreate(&ev0));
-    CHECK(cudaEventCreate(&ev1));
+    GpuTimer timer;
     int blocks = (int)((n + THREADS - 1) / THREADS);
     int launches = 0;
-    CHECK(cudaEventRecord(ev0));
+    timer.start();
     for (int k = 0; k < NLAUNCH; ++k) {
         LAUNCH(vecadd_kernel, blocks, THREADS, d_a, d_b, d_c, (int)n);
         ++launches;
     }
-    CHECK(cudaEventRecord(ev1));
-    CHECK(cudaEventSynchronize(ev1));
-    CHECK(cudaDeviceSynchronize());
-    float ms = 0.0f;
-    CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
+    const float ms = timer.stop_ms();
 
     CHECK(cudaMemcpy(c.data(), d_c, bytes, cudaMemcpyDeviceToHost));
     double sum = 0.0;
@@ -65,8 +59,6 @@ int main(int argc, char **argv)
         report_check(bad);
     }
 
-    CHECK(cudaEventDestroy(ev0));
-    CHECK(cudaEventDestroy(ev1));
     CHECK(cudaFree(d_a));
     CHECK(cudaFree(d_b));
     CHECK(cudaFree(d_c));
