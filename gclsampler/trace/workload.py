@@ -137,7 +137,8 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     root = Path(root)
     if not root.is_dir():
         raise TraceFormatError(root, None, None, "not a directory")
-    if kernelslist_path(root) is not None:
+    listed = kernelslist_path(root) is not None
+    if listed:
         kl, entries = _kernelslist_entries(root)
         entries = [(i, s) for i, s in entries if not s.startswith("Memcpy")]
         _refuse_repeats(kl, entries)
@@ -153,7 +154,7 @@ def trace_files(root: str | os.PathLike) -> list[str]:
                                        "traces to use in kernelslist.g")
         names = [n for _, n in found]
     if not names:
-        if kernelslist_path(root) is None and (root / "profile.csv").exists():
+        if not listed and (root / "profile.csv").exists():
             raise TraceFormatError(root, None, "kernelslist.g", "missing, and no kernel-<N>.traceg files: a "
                                    "profile-only workload (methods that need no traces run on it: "
                                    "`gclsampler sample --list`)")
