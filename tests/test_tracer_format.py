@@ -267,3 +267,20 @@ def test_device_buffer_drain_takes_each_record_inside_the_capacity_once_in_order
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"{6 * 4 * 4} cases ok"
+
+
+def test_time_gate_keeps_the_launch_call_out_of_the_measured_time(tmp_path):
+    """GCL_TIME_GATE_US: the start event of a timed launch must fire after the launch is
+    queued, which needs gate_begin's order (gate, then start event) and gate_end's (open the
+    gate, then wait on the stop event). test/gate_test.cpp runs the tool's host side against
+    a CPU emulation of one stream: the gated time excludes 30 ms of launch latency that the
+    ungated time includes, a launch call that waits for the stream ends in the gate's timeout
+    instead of a deadlock, and the next launch is gated again."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "gate_test"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer/test/gate_test.cpp"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "gate: all checks hold" in run.stdout

@@ -19,6 +19,8 @@
  *   GCL_COUNT_ONLY           1: count warp instructions per launch -> counts.csv, no trace
  *   GCL_BUFFER_MB            >0: records go to a device buffer of this many MiB, copied back
  *                            after each launch, instead of NVBit's channel   (0 = channel)
+ *   GCL_TIME_GATE_US         >0, with GCL_TIME_ONLY: hold each launch's start event until the
+ *                            launch is queued (gcl_gate.h), giving up after this many us (0 = off)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -41,6 +43,7 @@
 #include "utils/channel.hpp"
 
 #include "gcl_format.h"
+#include "gcl_gate.h"
 #include "gcl_launch.h"
 #include "gcl_record.h"
 
@@ -57,6 +60,9 @@ static unsigned long long *gcl_warp_insts = nullptr;
 /* GCL_BUFFER_MB: the device buffer (managed struct, device-memory records) */
 static gcl::DeviceBuffer *dev_buffer = nullptr;
 static ChannelHost channel_host;
+/* GCL_TIME_GATE_US: the gate's words in mapped host memory, as the host and the device see them */
+static gcl::GateWords *gate_host = nullptr, *gate_dev = nullptr;
+static uint64_t gate_timeouts = 0, gate_first_timeout = 0;
 
 /* ---- configuration ----------------------------------------------------------- */
 struct Options {
@@ -72,6 +78,7 @@ struct Options {
   int verbose = 0; /* GCL_VERBOSE=1: per-launch phase times on stderr */
   int count_only = 0; /* GCL_COUNT_ONLY=1: count instructions, record nothing (no channel) */
   uint64_t buffer_mb = 0; /* GCL_BUFFER_MB: device buffer instead of the channel */
+  uint64_t time_gate_us = 0; /* GCL_TIME_GATE_US: gate's timeout; 0 = start events ungated */
 };
 static Options opt;
 static std::regex filter_re;
@@ -90,6 +97,16 @@ static int64_t env_int(const char *name, int64_t dflt) {
     exit(2);
   }
   return x;
+}
+
+/* a size or a timeout, 0 = off: a negative value is one line naming the variable, exit 2 */
+static uint64_t env_count(const char *name, const char *meaning) {
+  const int64_t v = env_int(name, 0);
+  if (v < 0) {
+    fprintf(stderr, "gcl_tracer: %s=%lld must be %s\n", name, (long long)v, meaning);
+    exit(2);
+  }
+  return (uint64_t)v;
 }
 
 /* ---- per-launch state (the receiving thread writes, the launch callback waits) --- */
@@ -207,13 +224,10 @@ void nvbit_at_init() {
   opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
   opt.verbose = (int)env_int("GCL_VERBOSE", 0);
   opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
-  const int64_t buffer_mb = env_int("GCL_BUFFER_MB", 0);
-  if (buffer_mb < 0) {
-    fprintf(stderr, "gcl_tracer: GCL_BUFFER_MB=%lld must be 0 (NVBit's channel) or a size in MiB\n",
-            (long long)buffer_mb);
-    exit(2);
-  }
-  opt.buffer_mb = (uint64_t)buffer_mb;
+  opt.buffer_mb = env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB");
+  opt.time_gate_us = env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
+  if (opt.time_gate_us && !opt.time_only)
+    fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
     try {
       filter_re = std::regex(opt.filter, std::regex::ECMAScript);
@@ -263,6 +277,12 @@ static void tool_setup() {
   CUdevice dev;
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  if (opt.time_only && opt.time_gate_us) {
+    gcl_cuda_check(cudaHostAlloc(&gate_host, sizeof(*gate_host), cudaHostAllocMapped), "cudaHostAlloc(gate)");
+    gcl_cuda_check(cudaHostGetDevicePointer(&gate_dev, gate_host, 0), "cudaHostGetDevicePointer(gate)");
+    gate_host->open = 1;
+    gate_host->timed_out = 0;
+  }
   if (opt.time_only) return;
   if (opt.count_only) {
     gcl_cuda_check(cudaMallocManaged(&gcl_warp_insts, sizeof(*gcl_warp_insts)), "cudaMallocManaged(counter)");
@@ -424,6 +444,27 @@ static int func_attribute(CUfunction_attribute a, CUfunction f, const char *what
   return r.value;
 }
 
+/* gcl_gate.h's driver: the gate kernel and the two events on the launch's stream. The
+ * gate kernel's own launch must not reach the callback below (skip_callbacks). */
+struct GateDriver {
+  CUstream stream;
+  CUevent start, stop;
+  void launch_gate() {
+    skip_callbacks = true;
+    gcl::gate_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(gate_dev, opt.time_gate_us * 1000);
+    const cudaError_t e = cudaGetLastError();
+    skip_callbacks = false;
+    if (e != cudaSuccess) { /* then the start event is ungated, as without the gate */
+      fprintf(stderr, "gcl_tracer: the GCL_TIME_GATE_US gate kernel did not launch (%s); times stay ungated\n",
+              cudaGetErrorString(e));
+      opt.time_gate_us = 0;
+    }
+  }
+  void record_start() { cuEventRecord(start, stream); }
+  void record_stop() { cuEventRecord(stop, stream); }
+  void sync_stop() { cuEventSynchronize(stop); }
+};
+
 void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, const char *name,
                          void *params, CUresult *status) {
   if (skip_callbacks) return;
@@ -459,6 +500,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   static std::string mangled;
   static int nregs = 0, shmem = 0;
   static double t_entry = 0, t_queued = 0; /* GCL_VERBOSE phase times */
+  static bool gated = false, gate_opened = true;
   if (!is_exit) {
     invocation_id++;
     mangled = nvbit_get_func_name(ctx, L.f, true);
@@ -504,14 +546,27 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     }
     cuEventCreate(&ev_start, CU_EVENT_DEFAULT);
     cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
-    cuEventRecord(ev_start, L.stream);
+    gated = gate_host && opt.time_gate_us;
+    if (gated) {
+      GateDriver d{L.stream, ev_start, ev_stop};
+      gcl::gate_begin(d, gate_host);
+    } else {
+      cuEventRecord(ev_start, L.stream);
+    }
     t_queued = now_s();
     return;
   }
   /* exit: the launch is queued; time it and, when traced, drain the channel */
   skip_callbacks = true;
-  cuEventRecord(ev_stop, L.stream);
-  cuEventSynchronize(ev_stop);
+  gate_opened = true;
+  if (gated) {
+    GateDriver d{L.stream, ev_start, ev_stop};
+    gate_opened = gcl::gate_end(d, gate_host);
+    if (!gate_opened && !gate_timeouts++) gate_first_timeout = invocation_id - 1;
+  } else {
+    cuEventRecord(ev_stop, L.stream);
+    cuEventSynchronize(ev_stop);
+  }
   float ms = 0.f;
   cuEventElapsedTime(&ms, ev_start, ev_stop);
   cuEventDestroy(ev_start);
@@ -548,11 +603,11 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     pthread_mutex_unlock(&launch_mu);
   }
   if (opt.verbose)
-    fprintf(stderr, "gcl_tracer: launch %llu %s%s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
+    fprintf(stderr, "gcl_tracer: launch %llu %s%s%s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "
             "flush %.3f s, drain %.3f s, %llu %s\n", (unsigned long long)invocation_id,
             traced ? (opt.count_only ? "counted" : "traced") : "timed",
-            launched_kernel_handle ? " (CUkernel handle)" : "", t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran,
-            t_drained - t_flushed, (unsigned long long)records,
+            launched_kernel_handle ? " (CUkernel handle)" : "", gate_opened ? "" : " (gate timed out)",
+            t_queued - t_entry, t_ran - t_queued, (double)ms, t_flushed - t_ran, t_drained - t_flushed, (unsigned long long)records,
             opt.count_only ? "warp instructions" : "records");
   double ns = (double)ms * 1e6;
   /* cycles from the SM clock: an estimate (boost clocks vary); prefer Nsight Compute's
@@ -567,6 +622,11 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
 
 void nvbit_at_ctx_term(CUcontext ctx) {
   recv_running = false;
+  if (gate_timeouts)
+    fprintf(stderr, "gcl_tracer: %llu launches (the first: invocation %llu) waited past GCL_TIME_GATE_US=%llu; "
+            "their times include the launch call. Lazy module loading can do this: CUDA_MODULE_LOADING=EAGER\n",
+            (unsigned long long)gate_timeouts, (unsigned long long)gate_first_timeout,
+            (unsigned long long)opt.time_gate_us);
   if (profile_csv) fclose(profile_csv);
   if (kernelslist) fclose(kernelslist);
   if (counts_csv) fclose(counts_csv);
