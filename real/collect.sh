@@ -9,6 +9,8 @@
 #   plain   uninstrumented run: wall time, for the tracer's slowdown
 #   time    GCL_TIME_ONLY=1 under the tracer: profile.csv (cudaEvent time of every launch)
 #   trace   GCL_TRACE_SM=0: every instruction of every CTA on SM 0, with register values
+#   time_gated  the same timing with GCL_TIME_GATE_US (start event held until the launch is
+#           queued); bfs's Nsight Compute kernel times, near the end, are what it is checked against
 #   torch   (LLM) torch.profiler kernel times, without launch overhead
 #   ncu     (CUDA programs) Nsight Compute metrics incl. PKA's, where time is left
 #
@@ -99,6 +101,8 @@ run_program() {  # NAME CAP_TRACE CMD...
   step "$name.time" 60 env CUDA_MODULE_LOADING=EAGER GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/$name/time" LD_PRELOAD="$SO" "$@"
   step "$name.trace" "$cap" env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
   du -sb "$W/$name/trace" 2>/dev/null | tee -a "$W/collect.log"
+  step "$name.time_gated" 30 env CUDA_MODULE_LOADING=EAGER GCL_TIME_ONLY=1 GCL_TIME_GATE_US=20000 \
+    GCL_TRACE_DIR="$W/$name/time_gated" LD_PRELOAD="$SO" "$@"
 }
 
 # a smoke test of the tool first: if it cannot time three vector adds, skip its runs
@@ -160,6 +164,10 @@ if [ "$TRACER_OK" = 1 ]; then
 fi
 [ "$TRACER_OK" = 1 ] && step llm.trace 200 env ${TRACE_SINK[@]+"${TRACE_SINK[@]}"} GCL_VERBOSE=1 GCL_TRACE_SM=0 GCL_COMPRESS=none GCL_TRACE_DIR="$W/llm/trace" LD_PRELOAD="$SO" "${LLM[@]}"
 du -sb "$W/llm/trace" 2>/dev/null | tee -a "$W/collect.log"
+
+# the kernel times the gated and ungated tool times of bfs are compared with, on this GPU
+step bfs.ncu_time 40 ncu --csv --page raw --clock-control none --metrics gpu__time_duration.sum \
+  --log-file "$W/bfs/ncu_time.csv" "$BIN/bfs" "$BFS_N"
 
 # Nsight Compute, cheapest program first, with whatever time is left
 NCU_METRICS=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg,smsp__inst_executed.sum,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,sm__inst_executed.avg.per_cycle_elapsed,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_global_st.sum,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_atom.sum,smsp__thread_inst_executed_per_inst_executed.ratio,launch__grid_size,launch__block_size,launch__registers_per_thread

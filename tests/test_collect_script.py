@@ -38,7 +38,8 @@ if name == "llm_infer":
 env = os.environ
 tool = "gcl_tracer" in env.get("LD_PRELOAD", "")
 call = {"program": name, "args": sys.argv[1:], "tool": tool,
-        **{k: env[k] for k in ("GCL_TIME_ONLY", "GCL_COUNT_ONLY", "GCL_BUFFER_MB", "GCL_TRACE_SM") if k in env}}
+        **{k: env[k] for k in ("GCL_TIME_ONLY", "GCL_COUNT_ONLY", "GCL_BUFFER_MB", "GCL_TRACE_SM", "GCL_TIME_GATE_US",
+                             "CUDA_MODULE_LOADING") if k in env}}
 with open(env["FAKE_LOG"], "a") as f:
     f.write(json.dumps(call) + "\n")
 if not tool or "GCL_TRACE_DIR" not in env:
@@ -153,6 +154,11 @@ def test_every_step_leaves_a_wall_time_and_the_small_files_are_packed(stage):
     steps = {line.split(",")[0]: line.split(",")[1] for line in walls[1:]}
     for prog in PROGRAMS:
         assert steps[f"{prog}.plain"] == steps[f"{prog}.time"] == steps[f"{prog}.trace"] == "0"
+        assert steps[f"{prog}.time_gated"] == "0"
+        assert f"./{prog}/time_gated/profile.csv" in names
+    gated = [c for c in calls if "GCL_TIME_GATE_US" in c]
+    assert {c["program"] for c in gated} == set(PROGRAMS)
+    assert all(c["GCL_TIME_ONLY"] == "1" and c["CUDA_MODULE_LOADING"] == "EAGER" for c in gated), gated
     assert steps["llm.trace"] == "0"
     assert "build_tracer" in steps and steps["build_tracer"] != "0", "no NVBit here: the build fails and is logged"
     # the LLM count step's total reaches the log: 2 launches, 350 warp instructions
