@@ -20,6 +20,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from _trace_fixtures import HEADER_V5
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = ("vecadd", "nw", "bfs", "lud")
@@ -27,10 +28,14 @@ NEEDED = ("bash", "timeout", "tar", "xz", "awk", "split")
 
 # The stand-in: which sinks deliver records is FAKE_SINKS (comma list of channel,
 # buffer); FAKE_SMOKE_FAIL=1 makes a timed vecadd under the tool fail, as a tool that
-# cannot load would. Every call appends one JSON line to FAKE_LOG.
-STAND_IN = r'''
+# cannot load would. Every call appends one JSON line to FAKE_LOG. Traces are in the
+# tool's raw format, two launches per program; a record's immediate says which sink
+# carried it (1 channel, 2 buffer). Gated times are a third of the ungated ones.
+STAND_IN_BODY = r'''
 import json, os, sys
 from pathlib import Path
+
+HEADER = HEADER_V5_TEXT
 
 name = Path(sys.argv[0]).stem
 if name == "llm_infer":
@@ -49,19 +54,25 @@ if name == "vecadd" and env.get("FAKE_SMOKE_FAIL") == "1" and env.get("GCL_TIME_
 out = Path(env["GCL_TRACE_DIR"])
 out.mkdir(parents=True, exist_ok=True)
 if env.get("GCL_TIME_ONLY") == "1":
-    (out / "profile.csv").write_text("invocation,kernel_name,time_ns\n1,k,1000\n2,k,1100\n")
+    t = [1000, 1200] if "GCL_TIME_GATE_US" in env else [3000, 3600]
+    (out / "profile.csv").write_text(f"invocation,kernel_name,time_ns\n0,k,{t[0]}\n1,k,{t[1]}\n")
 elif env.get("GCL_COUNT_ONLY") == "1":
     (out / "counts.csv").write_text("invocation,kernel_name,warp_insts\n1,k,100\n2,k,250\n")
 else:
     sink = "buffer" if "GCL_BUFFER_MB" in env else "channel"
     delivers = sink in env.get("FAKE_SINKS", "").split(",")
     for i in (1, 2):
-        body = "-kernel name = k\n\n#traces format = x\n\n"
+        body = HEADER.format(kid=i, gx=16, li=0)
         if delivers:
-            body += f"0 0 0 0 0010 ffffffff 0 IMAD 0 0 0 {name}-{i}-{sink}\n"
+            imm = 2 if sink == "buffer" else 1
+            body += f"0 0 0 0 0000 ffffffff 1 R1 IMAD 2 R2 R3 0 {imm}\n0 0 0 0 0010 ffffffff 0 EXIT 0 0 0\n"
         (out / f"kernel-{i}.trace").write_text(body)
+        if env.get("GCL_VERBOSE") == "1":
+            print(f"gcl_tracer: launch {i} traced: setup 0.010 s, launch+kernel 0.020 s (GPU 0.004 ms), "
+                  f"flush 0.001 s, drain 0.002 s, {2 if delivers else 0} records", file=sys.stderr)
     (out / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
 '''
+STAND_IN = STAND_IN_BODY.replace("HEADER_V5_TEXT", repr(HEADER_V5), 1)
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +98,11 @@ def stage(tmp_path_factory):
     return root, repo, bindir, shims
 
 
-def collect(stage, tag: str, **env: str) -> tuple[list[dict], Path, Path, subprocess.CompletedProcess]:
+def collect(stage, tag: str, path_first: Path | None = None, **env: str
+            ) -> tuple[list[dict], Path, Path, subprocess.CompletedProcess]:
     root, repo, bindir, shims = stage
+    if path_first is not None:
+        shims = f"{path_first}:{shims}"
     out, work, log = root / f"out-{tag}", root / f"work-{tag}", root / f"calls-{tag}.jsonl"
     full = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GCL_BUFFER_MB", "SKIP_DONE")}
     full.update(PATH=f"{shims}:{full.get('PATH', '')}", OUT=str(out), GCL_WORK=str(work), FAKE_LOG=str(log),
@@ -128,7 +142,7 @@ def test_only_the_buffer_delivering_sends_every_workload_through_it(stage):
     assert "traced runs use the device buffer" in (work / "collect.log").read_text()
     traces = packed_traces(out)
     for prog in (*PROGRAMS, "llm"):
-        assert f"{prog}-1-buffer" in traces[f"{prog}/trace/kernel-1.trace"]
+        assert "IMAD 2 R2 R3 0 2\n" in traces[f"{prog}/trace/kernel-1.trace"]
     assert any(name.startswith("probe/d/") for name in traces), "the probes' traces are packed too"
 
 
@@ -140,7 +154,7 @@ def test_the_channel_stays_unless_only_the_buffer_delivers(stage, sinks):
     assert {c["program"] for c in real} == {*PROGRAMS, "llm"}
     assert all("GCL_BUFFER_MB" not in c for c in real), real
     delivered = packed_traces(out)["nw/trace/kernel-1.trace"]
-    assert ("nw-1-channel" in delivered) == ("channel" in sinks)
+    assert ("IMAD 2 R2 R3 0 1\n" in delivered) == ("channel" in sinks)
 
 
 def test_every_step_leaves_a_wall_time_and_the_small_files_are_packed(stage):
@@ -182,3 +196,111 @@ def test_no_time_left_skips_steps_but_still_packs(stage):
     assert walls and all(line.endswith(",skipped,") for line in walls), walls
     assert calls == []
     assert (out / "meta.tar.xz").exists()
+
+
+# ---- real/readout.py on what the stand-in pass packed ---------------------------------
+
+NCU = """#!/bin/bash
+# stand-in Nsight Compute: bfs's two launches took 1000 and 1200 ns
+while [ $# -gt 0 ]; do case $1 in --log-file) f=$2; shift 2;; *) shift;; esac; done
+{ echo '"ID","Kernel Name","Grid Size","Block Size","gpu__time_duration.sum"'
+  echo '"","","","","nsecond"'
+  echo '"0","k","(16, 1, 1)","(64, 1, 1)","1000"'
+  echo '"1","k","(16, 1, 1)","(64, 1, 1)","1200"'; } > "$f"
+"""
+
+
+@pytest.fixture(scope="module")
+def buffer_pass(stage):
+    """A pass in which only the device buffer delivered, with an Nsight Compute on PATH."""
+    root = stage[0]
+    tools = root / "ncu-bin"
+    tools.mkdir()
+    (tools / "ncu").write_text(NCU)
+    (tools / "ncu").chmod(0o755)
+    calls, out, work, r = collect(stage, "readout", path_first=tools, FAKE_SINKS="buffer")
+    assert r.returncode == 0, r.stderr
+    # nw has 2 launches here: its workload.json, for the "complete" verdict
+    real = root / "real-2"
+    (real / "nw").mkdir(parents=True)
+    (real / "nw" / "workload.json").write_text(json.dumps({"n_invocations": 2}))
+    return out, real
+
+
+def run_readout(out: Path, stage_dir: Path, real: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "real" / "readout.py"), str(out), str(stage_dir), "--real", str(real)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def table_row(text: str, first_cell: str, section: str = "") -> list[str]:
+    """The cells of the first row starting with ``first_cell`` after the heading ``section``."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"## {section}")) if section else 0
+    row = next(ln for ln in lines[start:] if ln.startswith(f"| {first_cell} |"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_readout_says_which_probes_delivered_and_which_workloads_are_whole(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    r = run_readout(out, tmp_path / "stage", real)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "stage" / "readout.md").read_text()
+    assert r.stdout.strip() == text.strip()
+    assert table_row(text, "c")[2:4] == ["2", "0"], "the channel probe: traces without records"
+    assert table_row(text, "d")[2:4] == ["2", "4"], "the buffer probe: two traces of two records"
+    assert table_row(text, "count_sm0")[4] == "350"
+    assert "traced runs use the device buffer (GCL_BUFFER_MB=16384)" in text
+    assert table_row(text, "nw", "Traced workloads")[1:] == ["2", "2", "2", "2", "4", "yes"]
+    assert table_row(text, "vecadd", "Traced workloads")[-1] == "no: no workload.json to count its launches"
+    assert table_row(text, "bfs", "Traced workloads")[-1] == "no: no workload.json to count its launches"
+    assert table_row(text, "nw.trace")[1] == "2", "GCL_VERBOSE lines of the traced step"
+    # the stand-in's gated times are a third of the ungated, and equal to Nsight Compute's
+    assert table_row(text, "bfs", "GCL_TIME_GATE_US")[1:5] == ["0.33x", "3.00x", "1.00x", "0"]
+    assert (tmp_path / "stage" / "nw" / "trace" / "kernel-2.trace").is_file()
+    # against the committed workloads, two launches of nw's 255 are not a workload
+    r = run_readout(out, tmp_path / "stage2", REPO / "real")
+    text = (tmp_path / "stage2" / "readout.md").read_text()
+    assert table_row(text, "nw", "Traced workloads")[-1] == "no: 2 of 255 launches traced"
+
+
+def test_readout_says_where_the_trace_stream_was_cut(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    """collect.sh stops the compressed stream at a size limit: a last trace big enough to span
+    many compressed blocks is cut in its middle, and everything before it must come out."""
+    cut = tmp_path / "cut"
+    shutil.copytree(out, cut)
+    parts = sorted(cut.glob("traces.tar.part*"))
+    whole = packed_traces(cut)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, text in [*whole.items(), ("llm/trace/kernel-9.trace", os.urandom(1 << 21).hex())]:
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tf.addfile(info, io.BytesIO(text.encode()))
+    xz = subprocess.run(["xz", "-c", "-0"], input=buf.getvalue(), capture_output=True, check=True).stdout
+    for p in parts:
+        p.unlink()
+    (cut / "traces.tar.part0").write_bytes(xz[: len(xz) * 3 // 4])
+    r = run_readout(cut, tmp_path / "stage", real)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "stage" / "readout.md").read_text()
+    assert "ends early" in text and "llm/trace/kernel-9.trace: cut off in the archive, left out" in text
+    assert not (tmp_path / "stage" / "llm" / "trace" / "kernel-9.trace").exists()
+    assert table_row(text, "d")[2:4] == ["2", "4"], "files before the cut are whole"
+    assert table_row(text, "nw", "Traced workloads")[-1] == "yes"
+
+
+def test_readout_leaves_a_directory_with_files_alone(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    (tmp_path / "stage").mkdir()
+    (tmp_path / "stage" / "mine.txt").write_text("keep")
+    r = run_readout(out, tmp_path / "stage", real)
+    assert r.returncode == 2
+    assert "not empty" in r.stderr and r.stderr.count("\n") == 1
+    assert sorted(p.name for p in (tmp_path / "stage").iterdir()) == ["mine.txt"]
+
+
+def test_readout_names_a_directory_that_is_not_a_pass(tmp_path):
+    r = run_readout(tmp_path, tmp_path / "stage", tmp_path)
+    assert r.returncode == 2
+    assert f"{tmp_path / 'meta.tar.xz'}: not found" in r.stderr

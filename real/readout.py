@@ -1,0 +1,289 @@
+"""Unpack what ``real/collect.sh`` packed on a GPU host and say what it holds.
+
+Why: a collection pass runs on a GPU machine lent for minutes, and its results come back
+as three archives. What the next step is (group the traces into workloads, fix the
+tool, rerun a probe) depends on a handful of facts buried in them: which probes got
+records out of the GPU, where each traced launch's time went, which workloads have a
+trace for every launch, and whether ``GCL_TIME_GATE_US`` brought the tool's times down to
+the profiler's. This script unpacks the archives into a new directory and writes those
+facts as one markdown page (also printed), so nothing is read off by hand.
+
+    python real/readout.py OUT STAGE        # OUT: collect.sh's OUT; STAGE: a new directory
+
+It does not touch ``real/<name>/``: grouping a complete workload's traces into it stays a
+deliberate step (``gclsampler trace group STAGE/<name>/trace real/<name>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REAL = Path(__file__).resolve().parent
+WORKLOADS = ("vecadd", "nw", "bfs", "lud", "llm")
+PROBES = {  # directory under probe/: what collect.sh ran there
+    "count_all": "count-only, every SM, 16 CTAs",
+    "count_sm0": "count-only, SM 0",
+    "a": "records, values off, every SM, 16 CTAs",
+    "b": "records, values on, every SM, 16 CTAs",
+    "c": "records, values on, SM 0, 16 CTAs (channel)",
+    "d": "records, values on, SM 0, 16 CTAs (device buffer)",
+}
+VERBOSE = re.compile(r"gcl_tracer: launch (\d+) (\w+)([^:]*): setup ([\d.]+) s, launch\+kernel ([\d.]+) s "
+                     r"\(GPU ([\d.]+) ms\), flush ([\d.]+) s, drain ([\d.]+) s, (\d+)")
+
+
+# tarfile's "data" filter (no absolute paths, links out of the tree, devices) where this
+# Python has it (3.10.12+, 3.11.4+)
+_SAFE = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+
+
+class ReadoutError(Exception):
+    """Input this script cannot read: one line naming the file."""
+
+
+def unpack(out: Path, stage: Path) -> list[str]:
+    """Extract meta.tar.xz and the trace stream into ``stage``; returns notes on what was cut."""
+    meta = out / "meta.tar.xz"
+    if not meta.is_file():
+        raise ReadoutError(f"{meta}: not found (is {out} the OUT of a collect.sh pass?)")
+    notes: list[str] = []
+    with tarfile.open(meta) as tf:
+        tf.extractall(stage, **_SAFE)
+    parts = sorted(out.glob("traces.tar.part*"))
+    if not parts:
+        notes.append("no traces.tar.part* in OUT: the pass packed no traces")
+        return notes
+    blob = b"".join(p.read_bytes() for p in parts)
+    tool = ["zstd", "-dc", "--long=27"] if blob[:4] == b"\x28\xb5\x2f\xfd" else ["xz", "-dc"]
+    if shutil.which(tool[0]) is None:
+        raise ReadoutError(f"{parts[0]}: needs {tool[0]} on PATH to decompress")
+    # a stream cut at collect.sh's size limit ends mid-file: the decompressor then fails
+    # at the end, and every member before the cut is still whole
+    r = subprocess.run(tool, input=blob, capture_output=True)
+    if r.returncode != 0:
+        notes.append(f"the trace stream ends early ({tool[0]}: {r.stderr.decode(errors='replace').strip()[:120]}): "
+                     "it was cut at collect.sh's size limit")
+    last = None
+    try:
+        with tarfile.open(fileobj=io.BytesIO(r.stdout), mode="r|") as tf:
+            for member in tf:
+                last = member.name
+                tf.extract(member, stage, **_SAFE)
+                last = None
+    except (tarfile.ReadError, EOFError) as e:
+        if last is not None:
+            (stage / last).unlink(missing_ok=True)
+            notes.append(f"{last}: cut off in the archive, left out ({e})")
+        elif not r.stdout:
+            notes.append(f"the trace stream holds no complete file ({e})")
+    return notes
+
+
+def records_in(path: Path) -> int:
+    """Instruction lines of a raw trace (neither header nor blank), as collect.sh counts them."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip() and not line.startswith((b"-", b"#")))
+
+
+def listed_traces(trace_dir: Path) -> list[str]:
+    lst = trace_dir / "kernelslist"
+    if not lst.is_file():
+        return []
+    return [ln for ln in lst.read_text().split() if ln and not ln.startswith("Memcpy")]
+
+
+@dataclass
+class Traced:
+    """One workload's traced run, as unpacked."""
+
+    listed: int  # launches the tool opened a trace for
+    unpacked: int  # of those, files that came back whole
+    with_records: int
+    records: int
+    expected: int | None  # launches the workload has (real/<name>/workload.json)
+    problem: str = ""  # first trace the reader refused, with its message
+
+    def verdict(self) -> str:
+        """"yes" when every launch of the workload came back as a trace with records, else why not."""
+        why = []
+        if self.expected is None:
+            why.append("no workload.json to count its launches")
+        elif self.listed != self.expected:
+            why.append(f"{self.listed} of {self.expected} launches traced")
+        if self.unpacked < self.listed:
+            why.append(f"{self.listed - self.unpacked} traces not in the archive")
+        if self.with_records < self.unpacked:
+            why.append(f"{self.unpacked - self.with_records} traces without records")
+        if self.problem:
+            why.append(self.problem)
+        return "no: " + "; ".join(why) if why else "yes"
+
+
+def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
+    trace_dir = stage / name / "trace"
+    files = listed_traces(trace_dir)
+    present = [trace_dir / f for f in files if (trace_dir / f).is_file()]
+    counts = [records_in(p) for p in present]
+    wl = real / ("pythia410m_2l" if name == "llm" else name) / "workload.json"
+    expected = json.loads(wl.read_text())["n_invocations"] if wl.is_file() else None
+    problem = ""
+    if check and present:
+        from gclsampler.trace import TraceFormatError, read_kernel
+
+        for p in present:
+            try:
+                read_kernel(p)
+            except TraceFormatError as e:
+                problem = str(e).splitlines()[0]
+                break
+    return Traced(len(files), len(present), sum(c > 0 for c in counts), sum(counts), expected, problem)
+
+
+def verbose_phases(err: Path) -> dict[str, float] | None:
+    """Medians of GCL_VERBOSE's per-launch phases in one step's stderr."""
+    if not err.is_file():
+        return None
+    rows = [m.groups() for m in VERBOSE.finditer(err.read_text(errors="replace"))]
+    if not rows:
+        return None
+    col = lambda i: statistics.median(float(r[i]) for r in rows)  # noqa: E731
+    return {"launches": len(rows), "setup_s": col(3), "launch_kernel_s": col(4), "gpu_ms": col(5),
+            "flush_s": col(6), "drain_s": col(7), "records": sum(int(r[8]) for r in rows),
+            "kernel_handles": sum("CUkernel" in r[2] for r in rows), "gate_timeouts": sum("gate" in r[2] for r in rows)}
+
+
+def profile_times(path: Path) -> list[float]:
+    """time_ns of the tool's profile.csv, in launch order."""
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [float(row["time_ns"]) for row in csv.DictReader(f)]
+
+
+def ncu_times(path: Path) -> list[float]:
+    if not path.is_file():
+        return []
+    from gclsampler.profile import import_profile
+
+    try:
+        return [float(t) for t in import_profile(path, "ncu")["time_ns"]]
+    except Exception as e:  # noqa: BLE001 -- any importer refusal is reported, not fatal
+        print(f"readout: {path}: not read ({e})", file=sys.stderr)
+        return []
+
+
+def median_ratio(a: list[float], b: list[float]) -> str:
+    if not a or not b:
+        return "-"
+    if len(a) != len(b):
+        return f"({len(a)} vs {len(b)} launches)"
+    return f"{statistics.median(x / y for x, y in zip(a, b) if y > 0):.2f}x"
+
+
+def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL) -> str:
+    lines = [f"# collect.sh pass: {stage}", ""]
+    env = stage / "env.txt"
+    if env.is_file():  # the line after nvidia-smi --query-gpu's header
+        text = env.read_text(errors="replace").splitlines()
+        gpu = [text[i + 1] for i, ln in enumerate(text[:-1]) if ln.startswith("name, driver_version")]
+        lines += [f"GPU (nvidia-smi): `{gpu[0].strip()}`" if gpu else "GPU: env.txt has no nvidia-smi line", ""]
+    lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+
+    walls = stage / "walls.csv"
+    if walls.is_file():
+        with open(walls, newline="") as f:
+            bad = [r for r in csv.DictReader(f) if r["rc"] != "0"]
+        lines += ["## Steps that did not exit 0", ""]
+        lines += [f"- `{r['step']}`: " + ("skipped, no time left" if r["rc"] == "skipped" else
+                                          f"rc {r['rc']} after {r['wall_s']} s" + (" (timed out)" if r["rc"] in ("124", "137") else ""))
+                  for r in bad] or ["- none"]
+        lines.append("")
+
+    lines += ["## Probes (vector add)", "", "| probe | what | traces | instruction records | warp instructions counted |",
+              "|---|---|---|---|---|"]
+    for d, what in PROBES.items():
+        p = stage / "probe" / d
+        files = sorted(p.glob("kernel-*.trace")) if p.is_dir() else []
+        counted = "-"
+        if (p / "counts.csv").is_file():
+            with open(p / "counts.csv", newline="") as f:
+                counted = str(sum(int(r["warp_insts"]) for r in csv.DictReader(f)))
+        lines.append(f"| {d} | {what} | {len(files)} | {sum(records_in(x) for x in files)} | {counted} |")
+    log = stage / "collect.log"
+    if log.is_file():
+        chosen = [ln.split("] ", 1)[-1] for ln in log.read_text().splitlines() if "probe records" in ln or "device buffer (" in ln]
+        lines += [""] + [f"collect.log: {c}" for c in chosen]
+    lines.append("")
+
+    lines += ["## Where a traced launch's time went (GCL_VERBOSE, medians)", "",
+              "| step | launches | setup s | launch+kernel s | GPU ms | flush s | drain s | records | CUkernel handles |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for err in sorted(stage.glob("*.err")):
+        ph = verbose_phases(err)
+        if ph:
+            lines.append(f"| {err.stem} | {ph['launches']} | {ph['setup_s']:.3f} | {ph['launch_kernel_s']:.3f} | "
+                         f"{ph['gpu_ms']:.3f} | {ph['flush_s']:.3f} | {ph['drain_s']:.3f} | {ph['records']} | "
+                         f"{ph['kernel_handles']} |")
+    lines.append("")
+
+    lines += ["## Traced workloads", "", "| workload | launches | traced | unpacked | with records | records | complete |",
+              "|---|---|---|---|---|---|---|"]
+    for name in WORKLOADS:
+        t = traced(stage, name, check, real)
+        lines.append(f"| {name} | {t.expected if t.expected is not None else '-'} | {t.listed} | {t.unpacked} | "
+                     f"{t.with_records} | {t.records} | {t.verdict()} |")
+    lines.append("")
+
+    lines += ["## GCL_TIME_GATE_US (per-launch medians)", "",
+              "| program | gated / ungated | ungated / Nsight Compute | gated / Nsight Compute | gate timeouts |",
+              "|---|---|---|---|---|"]
+    for name in WORKLOADS:
+        plain, gated = profile_times(stage / name / "time" / "profile.csv"), profile_times(stage / name / "time_gated" / "profile.csv")
+        if not (plain or gated):
+            continue
+        ncu = ncu_times(stage / name / "ncu_time.csv")
+        ph = verbose_phases(stage / f"{name}.time_gated.err")
+        err = stage / f"{name}.time_gated.err"
+        timeouts = re.search(r"(\d+) launches \(the first", err.read_text(errors="replace")) if err.is_file() else None
+        lines.append(f"| {name} | {median_ratio(gated, plain)} | {median_ratio(plain, ncu)} | {median_ratio(gated, ncu)} | "
+                     f"{timeouts.group(1) if timeouts else (ph['gate_timeouts'] if ph else 0)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path, help="the directory collect.sh packed into (its OUT)")
+    ap.add_argument("stage", type=Path, help="a new or empty directory to unpack into")
+    ap.add_argument("--no-check", action="store_true", help="do not parse every unpacked trace with gclsampler's reader")
+    ap.add_argument("--real", type=Path, default=REAL,
+                    help="where each workload's workload.json says how many launches it has (default: %(default)s)")
+    args = ap.parse_args(argv)
+    if args.stage.exists() and any(args.stage.iterdir()):
+        print(f"readout: {args.stage}: not empty; give a new directory (nothing was written)", file=sys.stderr)
+        return 2
+    try:
+        args.stage.mkdir(parents=True, exist_ok=True)
+        notes = unpack(args.out, args.stage)
+    except ReadoutError as e:
+        print(f"readout: {e}", file=sys.stderr)
+        return 2
+    text = readout(args.stage, notes, check=not args.no_check, real=args.real)
+    (args.stage / "readout.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
