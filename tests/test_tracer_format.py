@@ -55,6 +55,11 @@ def _row(rng: np.random.Generator, kind: str) -> np.ndarray:
     return rng.integers(0, 2**32, size=32, dtype=np.uint64)
 
 
+def _reg(num: int) -> int:
+    """The reader's code of the tool's register number (gcl::kUniformBase = 256 starts URn)."""
+    return reg_code(f"UR{num - 256}" if num >= 256 else f"R{num}")
+
+
 def _generate(seed: int, lineinfo: bool):
     """Per-warp instruction lists (the expectation) and the interleaved record stream."""
     rng = np.random.default_rng(seed)
@@ -68,8 +73,9 @@ def _generate(seed: int, lineinfo: bool):
             mask = _mask(rng, ["full", "contig", "rand"][int(rng.integers(0, 3))])
             ndst = int(rng.integers(0, 3))
             nsrc = int(rng.integers(0, 6))
-            dst = [int(x) for x in rng.integers(0, 256, ndst)]
-            src = [int(x) for x in rng.integers(0, 256, nsrc)]
+            # general registers, and uniform ones (256 + n: UR0..UR63) as ULDC writes kernel arguments to
+            dst = [int(x) for x in rng.integers(0, 320, ndst)]
+            src = [int(x) for x in rng.integers(0, 320, nsrc)]
             width = MEM.get(op, 0)
             lanes = np.flatnonzero([(mask >> b) & 1 for b in range(32)])
             if width and rng.random() < 0.5:
@@ -138,8 +144,8 @@ def test_cpp_formatter_round_trips_through_python_reader(format_test, tmp_path, 
             i = sl.start + j
             assert int(t.pc[i]) == inst["pc"] and int(t.mask[i]) == inst["mask"]
             assert t.opcode_table[t.opcode[i]] == inst["op"]
-            assert [int(c) for c in t.dst[i] if c >= 0] == [reg_code(f"R{r}") for r in inst["dst"]]
-            assert [int(c) for c in t.src[i] if c >= 0] == [reg_code(f"R{r}") for r in inst["src"]]
+            assert [int(c) for c in t.dst[i] if c >= 0] == [_reg(r) for r in inst["dst"]]
+            assert [int(c) for c in t.src[i] if c >= 0] == [_reg(r) for r in inst["src"]]
             assert int(t.mem_width[i]) == inst["width"]
             np.testing.assert_array_equal(t.addrs[t.addr_ptr[i]:t.addr_ptr[i + 1]], inst["addrs"])
             assert int(t.imm[i]) == inst["imm"]
@@ -284,3 +290,18 @@ def test_time_gate_keeps_the_launch_call_out_of_the_measured_time(tmp_path):
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "gate: all checks hold" in run.stdout
+
+
+def test_operand_choice_records_uniform_registers_only_when_asked(tmp_path):
+    """The tool's choice of destination and source registers (gcl_operands.h) on SASS forms
+    written out as NVBit operand lists: `ULDC URn, c[...]` keeps its uniform destination (the
+    kernel argument's value) only with GCL_UNIFORM, a uniform source keeps its place among
+    general ones, URZ is dropped and RZ kept, a memory reference gives its base register."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / "operands_test"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer/test/operands_test.cpp"), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "operands: all cases hold" in run.stdout

@@ -89,9 +89,14 @@ inline void append_hex(std::string &out, unsigned long long v, int min_digits = 
 }
 
 /* Register numbers from NVBit: 0..254 general registers, 255 = RZ (written R255,
- * which the reader maps back to RZ's code). */
+ * which the reader maps back to RZ's code); kUniformBase + n is uniform register URn. */
 inline void append_reg(std::string &out, int num) {
-  out += 'R';
+  if (num >= kUniformBase) {
+    out += "UR";
+    num -= kUniformBase;
+  } else {
+    out += 'R';
+  }
   append_i64(out, num);
 }
 

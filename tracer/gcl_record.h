@@ -16,6 +16,10 @@ constexpr int kWarpSize = 32;
 constexpr int kMaxDst = 2;  /* SASS writes at most 2 register operands per instruction */
 constexpr int kMaxSrc = 5;  /* register sources we record (Accel-Sim accepts 4; export checks) */
 constexpr int kMaxOps = kMaxDst + kMaxSrc;
+/* Register numbers at or above this are uniform registers (UR<n - kUniformBase>), the
+ * numbering gclsampler's reader gives them: kernel arguments reach sm_75+ code through
+ * `ULDC URn, c[0x0][...]`, so a trace without them has no kernel arguments in it. */
+constexpr int kUniformBase = 256;
 
 /* What a record carries. A BEFORE record has everything but the destination
  * values (they do not exist yet); the AFTER record of the same warp and PC, when
@@ -37,7 +41,7 @@ struct Record {
   uint32_t opcode_id;   /* index into the host's opcode table */
   int32_t mem_width;    /* bytes per lane, 0 when not a memory instruction */
   int32_t ndst, nsrc;
-  int32_t dst[kMaxDst]; /* register numbers, 255 = RZ */
+  int32_t dst[kMaxDst]; /* register numbers, 255 = RZ, kUniformBase + n = URn */
   int32_t src[kMaxSrc];
   int32_t has_values;   /* 1 when values[] holds register operand values */
   int32_t expects_after; /* 1 when an AFTER record will bring the destination values */

@@ -19,6 +19,7 @@
  *   GCL_COUNT_ONLY           1: count warp instructions per launch -> counts.csv, no trace
  *   GCL_BUFFER_MB            >0: records go to a device buffer of this many MiB, copied back
  *                            after each launch, instead of NVBit's channel   (0 = channel)
+ *   GCL_UNIFORM              1: with values on, record uniform-register operands (URn) too  (1)
  *   GCL_TIME_GATE_US         >0, with GCL_TIME_ONLY: hold each launch's start event until the
  *                            launch is queued (gcl_gate.h), giving up after this many us (0 = off)
  */
@@ -45,6 +46,7 @@
 #include "gcl_format.h"
 #include "gcl_gate.h"
 #include "gcl_launch.h"
+#include "gcl_operands.h"
 #include "gcl_record.h"
 
 #define GCL_CHANNEL_BYTES (1 << 22)
@@ -72,6 +74,7 @@ struct Options {
   std::string filter;
   uint64_t max_insts_per_warp = 0;
   int values = 1;
+  int uniform = 1; /* GCL_UNIFORM: URn operands and values (only with values on) */
   std::string compress = "zstd";
   int time_only = 0;
   int lineinfo = 0;
@@ -219,6 +222,9 @@ void nvbit_at_init() {
   opt.filter = env_str("GCL_KERNEL_FILTER", "");
   opt.max_insts_per_warp = (uint64_t)env_int("GCL_MAX_INSTS_PER_WARP", 0);
   opt.values = (int)env_int("GCL_VALUES", 1);
+  /* Uniform registers are gclsampler's (Accel-Sim's parser reads R<n> only): they come with
+   * the value extension, so GCL_VALUES=0 still writes plain Accel-Sim traces. */
+  opt.uniform = opt.values && env_int("GCL_UNIFORM", 1) != 0;
   opt.compress = env_str("GCL_COMPRESS", "zstd");
   opt.time_only = (int)env_int("GCL_TIME_ONLY", 0);
   opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
@@ -313,6 +319,12 @@ static bool control_flow(const char *op_short) {
   return false;
 }
 
+/* the value of a register operand as the injected call's next variadic argument */
+static void add_reg_val(Instr *in, int num) {
+  if (num >= gcl::kUniformBase) nvbit_add_call_arg_ureg_val(in, num - gcl::kUniformBase, true);
+  else nvbit_add_call_arg_reg_val(in, num, true);
+}
+
 static void instrument(CUcontext ctx, CUfunction kernel) {
   const uint64_t sink = dev_buffer ? (uint64_t)dev_buffer : (uint64_t)channel_dev;
   std::vector<CUfunction> fns = nvbit_get_related_functions(ctx, kernel);
@@ -340,23 +352,11 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
         char *file = nullptr, *dir = nullptr;
         nvbit_get_line_info(ctx, f, in->getOffset(), &file, &dir, &line);
       }
-      /* operand 0 is the destination when it is a register; memory references
-       * contribute their base register as a source, as Accel-Sim's tracer does */
-      int dst[gcl::kMaxDst] = {-1, -1}, src[gcl::kMaxSrc] = {-1, -1, -1, -1, -1};
-      int ndst = 0, nsrc = 0, mref = -1;
-      uint64_t imm = 0;
-      for (int i = 0; i < in->getNumOperands(); i++) {
-        const InstrType::operand_t *o = in->getOperand(i);
-        if (o->type == InstrType::OperandType::REG) {
-          if (i == 0 && ndst < gcl::kMaxDst) dst[ndst++] = o->u.reg.num;
-          else if (nsrc < gcl::kMaxSrc) src[nsrc++] = o->u.reg.num;
-        } else if (o->type == InstrType::OperandType::MREF) {
-          if (nsrc < gcl::kMaxSrc) src[nsrc++] = o->u.mref.ra_num;
-          if (mref < 0) mref = i;
-        } else if (o->type == InstrType::OperandType::IMM_UINT64) {
-          imm = o->u.imm_uint64.value;
-        }
-      }
+      const gcl::Operands ops = gcl::select_operands(
+          in->getNumOperands(), [&](int i) { return in->getOperand(i); }, opt.uniform != 0);
+      const int *dst = ops.dst, *src = ops.src;
+      const int ndst = ops.ndst, nsrc = ops.nsrc, mref = ops.mref;
+      const uint64_t imm = ops.imm;
       const bool after = ndst > 0 && opt.values && !control_flow(in->getOpcodeShort());
       const int mem_width = mref >= 0 ? in->getSize() : 0;
 
@@ -380,7 +380,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       nvbit_add_call_arg_const_val32(in, dev_buffer ? 1 : 0);
       nvbit_add_call_arg_const_val64(in, sink);
       if (opt.values)
-        for (int s = 0; s < nsrc; s++) nvbit_add_call_arg_reg_val(in, src[s], true);
+        for (int s = 0; s < nsrc; s++) add_reg_val(in, src[s]);
 
       if (after) {
         nvbit_insert_call(in, "gcl_after", IPOINT_AFTER);
@@ -391,7 +391,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
         nvbit_add_call_arg_const_val32(in, ndst);
         nvbit_add_call_arg_const_val32(in, dev_buffer ? 1 : 0);
         nvbit_add_call_arg_const_val64(in, sink);
-        for (int d = 0; d < ndst; d++) nvbit_add_call_arg_reg_val(in, dst[d], true);
+        for (int d = 0; d < ndst; d++) add_reg_val(in, dst[d]);
       }
     }
   }

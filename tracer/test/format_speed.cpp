@@ -40,8 +40,9 @@ static std::vector<Case> make_cases(int n, uint64_t seed) {
     r.active_mask = g() % 4 == 0 ? ((uint32_t)g() | 1u) : masks[g() % 6];
     r.opcode_id = g() % 5; /* 4 = not in the table */
     r.ndst = g() % 3, r.nsrc = g() % 6;
-    for (int d = 0; d < gcl::kMaxDst; d++) r.dst[d] = (int)(g() % 256);
-    for (int s = 0; s < gcl::kMaxSrc; s++) r.src[s] = (int)(g() % 256);
+    /* general registers 0..255 and, one in five, uniform registers UR0..UR63 */
+    for (int d = 0; d < gcl::kMaxDst; d++) r.dst[d] = (int)(g() % 320);
+    for (int s = 0; s < gcl::kMaxSrc; s++) r.src[s] = (int)(g() % 320);
     r.mem_width = g() % 2 ? 1 << (g() % 5) : 0;
     r.imm = g() % 3 == 0 ? g() : g() % 100;
     r.has_values = g() % 2;

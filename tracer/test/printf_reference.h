@@ -74,10 +74,14 @@ inline void record(const gcl::Record &r, const std::vector<std::string> &opcodes
   out.append(buf, snprintf(buf, sizeof buf, "%d %d %d %d ", r.cta_x, r.cta_y, r.cta_z, r.warp_id));
   if (lineinfo) out.append(buf, snprintf(buf, sizeof buf, "%d ", r.line_num));
   out.append(buf, snprintf(buf, sizeof buf, "%04x %08x %d", r.pc, r.active_mask, r.ndst));
-  for (int d = 0; d < r.ndst; d++) out.append(buf, snprintf(buf, sizeof buf, " R%d", r.dst[d]));
+  auto reg = [&](int n) {
+    out.append(buf, n >= gcl::kUniformBase ? snprintf(buf, sizeof buf, " UR%d", n - gcl::kUniformBase)
+                                           : snprintf(buf, sizeof buf, " R%d", n));
+  };
+  for (int d = 0; d < r.ndst; d++) reg(r.dst[d]);
   out.append(buf, snprintf(buf, sizeof buf, " %s %d", r.opcode_id < opcodes.size() ? opcodes[r.opcode_id].c_str()
                                                                                      : "UNKNOWN", r.nsrc));
-  for (int s = 0; s < r.nsrc; s++) out.append(buf, snprintf(buf, sizeof buf, " R%d", r.src[s]));
+  for (int s = 0; s < r.nsrc; s++) reg(r.src[s]);
   out.append(buf, snprintf(buf, sizeof buf, " %d", r.mem_width));
   if (r.mem_width > 0) addresses(r, policy, out);
   put(out, " %llu", (unsigned long long)r.imm);
