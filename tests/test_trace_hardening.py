@@ -218,6 +218,22 @@ def test_trace_group_reports_ldgsts_counts(tmp_path, capsys):
     assert read_kernel(tmp_path / "wl" / "kernel-1.traceg").n_insts == 3
 
 
+def test_gcl_tracer_single_ldgsts_records_are_all_kept_without_a_warning(tmp_path, parser, caplog):
+    """gcl_tracer writes one record per LDGSTS (its global address) and says so with `ldgsts_once`
+    in the #traces format line: two LDGSTS back to back at one PC are two instructions there, not
+    Accel-Sim's pair, and nothing is reported missing its partner."""
+    text = _ldgsts_raw([A, B, C, X]).replace(" immediate\n", " immediate ldgsts_once\n")
+    assert "ldgsts_once" in text
+    p = _w(tmp_path / "kernel-1.trace", text)
+    facts: dict = {}
+    with caplog.at_level("WARNING", logger="gclsampler.trace"):
+        t = read_kernel(p, facts=facts)
+        assert read_kernel(p).n_insts == 4
+    assert t.n_insts == 4 and t.addrs.tolist() == [0x5000, 0x7F0000, 0x6000]
+    assert facts == {"ldgsts_removed": 0, "ldgsts_unpaired": 0}
+    assert not caplog.records
+
+
 # ----------------------------------------------------------------------------- 6 repeated CTA / warp
 
 def test_repeated_thread_block_and_warp_are_refused(tmp_path, parser):

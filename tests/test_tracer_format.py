@@ -130,6 +130,8 @@ def test_cpp_formatter_round_trips_through_python_reader(format_test, tmp_path, 
     if policy == "delta":
         assert " 2 0x" in out.stdout
     t = read_kernel(path)
+    # one record per LDGSTS, said in the format line, so the reader looks for no pairs
+    assert "[mem_addresses] immediate ldgsts_once" in out.stdout.splitlines()[14]
     assert t.header.name == "_Z6kernelPf" and t.header.kernel_id == 7
     assert t.header.grid == (2, 1, 1) and t.header.block == (96, 1, 1)
     assert (t.line_num is not None) == lineinfo

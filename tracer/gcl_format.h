@@ -118,8 +118,11 @@ inline void format_raw_header(const KernelHeaderInfo &h, std::string &out) {
   out += h.lineinfo ? "-enable lineinfo = 1\n" : "-enable lineinfo = 0\n";
   out += "\n#traces format = threadblock_x threadblock_y threadblock_z warpid_tb ";
   out += h.lineinfo ? "[line_num] " : "";
+  /* ldgsts_once: one record per LDGSTS, with its global address (Accel-Sim's tracer writes
+   * one per memory reference, a pair that its post-processing and gclsampler's reader
+   * reduce to the second); the reader then has no pairs to look for */
   out += "PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] "
-         "[mem_addresses] immediate";
+         "[mem_addresses] immediate ldgsts_once";
   out += h.values ? " | reg_values\n\n" : "\n\n";
 }
 

@@ -22,6 +22,8 @@ struct Operands {
   int src[kMaxSrc] = {-1, -1, -1, -1, -1};
   int ndst = 0, nsrc = 0;
   int mref = -1;    /* index of the first memory reference, -1 when none */
+  int nmref = 0;    /* memory references: LDGSTS has two, the shared destination and then the
+                       global source, whose address is the one recorded (nmref - 1) */
   uint64_t imm = 0; /* the last integer immediate, 0 when none */
 };
 
@@ -43,6 +45,7 @@ Operands select_operands(int n, OperandAt operand_at, bool uniform) {
     } else if (o->type == Type::MREF) {
       if (r.nsrc < kMaxSrc) r.src[r.nsrc++] = o->u.mref.ra_num;
       if (r.mref < 0) r.mref = i;
+      r.nmref++;
     } else if (o->type == Type::IMM_UINT64) {
       r.imm = o->u.imm_uint64.value;
     }

@@ -366,7 +366,7 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
       nvbit_add_call_arg_const_val32(in, in->getOffset());
       nvbit_add_call_arg_const_val32(in, line);
-      if (mref >= 0) nvbit_add_call_arg_mref_addr64(in, 0);
+      if (mref >= 0) nvbit_add_call_arg_mref_addr64(in, ops.nmref - 1); /* LDGSTS: the global address */
       else nvbit_add_call_arg_const_val64(in, 0);
       nvbit_add_call_arg_const_val32(in, mem_width);
       nvbit_add_call_arg_const_val32(in, ndst);

@@ -164,6 +164,9 @@ class TraceLayout:
     format_line: bool = False
     """The header ends with its ``#traces format`` line: complete, so a file of nothing else is a
     launch with no CTA on the traced SM (0 instructions), not a file cut inside its header."""
+    ldgsts_once: bool = False
+    """The tracer wrote one record per LDGSTS (gcl_tracer: the global address), not Accel-Sim's
+    pair of one record per memory reference, so there are no pairs to remove."""
 
 
 def _header_value(path, lineno, key, text):
@@ -262,11 +265,12 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
         words = fmt.split()
         has_imm = "immediate" in words
         has_values = "reg_values" in words
+    ldgsts_once = fmt is not None and "ldgsts_once" in fmt.split()
     m = re.compile(rb"\S").search(data, pos)
     first = data[m.start():m.start() + 1] if m else b""
     raw = bool(first) and first != b"#"
     layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw,
-                         format_line=fmt is not None)
+                         format_line=fmt is not None, ldgsts_once=ldgsts_once)
     return header, layout, pos, lineno
 
 
@@ -917,7 +921,7 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
         order = np.argsort(key, kind="stable")
         key_s = key[order]
         removed = unpaired = 0
-        if dedup_ldgsts:
+        if dedup_ldgsts and not layout.ldgsts_once:
             keep, unpaired, bad = _dedup_ldgsts(names, cols["opcode"][order], key_s, cols["pc"][order])
             removed = int(keep.size - np.count_nonzero(keep))
             if unpaired:

@@ -61,6 +61,16 @@ int main() {
   /* a load: the memory reference's base register is a source */
   expect("LDG.E R4, [R2.64]", {reg(4), mref(2)}, true, {4}, {2}, 1, 0);
   expect("STG.E [R2.64], R4", {mref(2), reg(4)}, true, {}, {2, 4}, 0, 0);
+  /* LDGSTS: two memory references, shared destination then global source; both base
+   * registers are sources, and the address recorded is the last reference's */
+  {
+    std::vector<MockOperand> ops = {mref(5), mref(2)};
+    const gcl::Operands r = gcl::select_operands(2, [&](int i) { return &ops[i]; }, true);
+    if (!(r.mref == 0 && r.nmref == 2 && r.nsrc == 2 && r.src[0] == 5 && r.src[1] == 2)) {
+      fprintf(stderr, "FAILED: LDGSTS [R5+0x800], [R2.64]: mref %d, nmref %d\n", r.mref, r.nmref);
+      failures++;
+    }
+  }
   /* predicates and constant-bank operands are no registers here */
   expect("ISETP.GE.AND P0, PT, R0, c[0x0][0x168], PT",
          {other(T::PRED), other(T::PRED), reg(0), other(T::CBANK), other(T::PRED)}, true, {}, {0}, -1, 0);
