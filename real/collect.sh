@@ -129,12 +129,27 @@ if [ "$TRACER_OK" = 1 ]; then
   # the same through the device buffer: no channel, no host thread while the kernel runs
   step probe.buffer.sm0 15 env GCL_VERBOSE=1 GCL_BUFFER_MB=1024 GCL_TRACE_SM=0 GCL_COMPRESS=none \
     GCL_TRACE_DIR="$W/probe/d" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
-  du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log"
   ch=$(records_in "$W/probe/c"); bu=$(records_in "$W/probe/d")
   log "probe records on SM 0: channel ${ch:-0}, device buffer ${bu:-0}"
   if [ "${ch:-0}" -eq 0 ] && [ "${bu:-0}" -gt 0 ]; then
     TRACE_SINK=(GCL_BUFFER_MB="$BUFFER_MB"); log "traced runs use the device buffer (GCL_BUFFER_MB=$BUFFER_MB)"
+  elif [ "${ch:-0}" -eq 0 ] && [ "${bu:-0}" -eq 0 ]; then
+    # neither way delivered with values on: the uniform-register operands (new, GCL_UNIFORM) are
+    # the one part of the values-on instrumentation the first H200 passes did not have
+    step probe.nouniform.sm0 15 env GCL_VERBOSE=1 GCL_UNIFORM=0 GCL_TRACE_SM=0 GCL_COMPRESS=none \
+      GCL_TRACE_DIR="$W/probe/e" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+    step probe.nouniform.buffer.sm0 15 env GCL_VERBOSE=1 GCL_UNIFORM=0 GCL_BUFFER_MB=1024 GCL_TRACE_SM=0 \
+      GCL_COMPRESS=none GCL_TRACE_DIR="$W/probe/f" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+    nu=$(records_in "$W/probe/e"); nb=$(records_in "$W/probe/f")
+    log "probe records on SM 0 without uniform registers: channel ${nu:-0}, device buffer ${nb:-0}"
+    if [ "${nu:-0}" -gt 0 ]; then
+      TRACE_SINK=(GCL_UNIFORM=0); log "traced runs leave uniform registers out (GCL_UNIFORM=0)"
+    elif [ "${nb:-0}" -gt 0 ]; then
+      TRACE_SINK=(GCL_UNIFORM=0 GCL_BUFFER_MB="$BUFFER_MB")
+      log "traced runs leave uniform registers out and use the device buffer (GCL_UNIFORM=0 GCL_BUFFER_MB=$BUFFER_MB)"
+    fi
   fi
+  du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log"
 fi
 run_program vecadd 60 "$BIN/vecadd"
 if [ "$TRACER_OK" = 1 ] && ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1; then

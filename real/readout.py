@@ -38,6 +38,8 @@ PROBES = {  # directory under probe/: what collect.sh ran there
     "b": "records, values on, every SM, 16 CTAs",
     "c": "records, values on, SM 0, 16 CTAs (channel)",
     "d": "records, values on, SM 0, 16 CTAs (device buffer)",
+    "e": "as c, GCL_UNIFORM=0 (only when c and d got none)",
+    "f": "as d, GCL_UNIFORM=0 (only when c and d got none)",
 }
 VERBOSE = re.compile(r"gcl_tracer: launch (\d+) (\w+)([^:]*): setup ([\d.]+) s, launch\+kernel ([\d.]+) s "
                      r"\(GPU ([\d.]+) ms\), flush ([\d.]+) s, drain ([\d.]+) s, (\d+)")
@@ -222,7 +224,7 @@ def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL
         lines.append(f"| {d} | {what} | {len(files)} | {sum(records_in(x) for x in files)} | {counted} |")
     log = stage / "collect.log"
     if log.is_file():
-        chosen = [ln.split("] ", 1)[-1] for ln in log.read_text().splitlines() if "probe records" in ln or "device buffer (" in ln]
+        chosen = [ln.split("] ", 1)[-1] for ln in log.read_text().splitlines() if "probe records" in ln or "traced runs" in ln]
         lines += [""] + [f"collect.log: {c}" for c in chosen]
     lines.append("")
 

@@ -44,7 +44,7 @@ env = os.environ
 tool = "gcl_tracer" in env.get("LD_PRELOAD", "")
 call = {"program": name, "args": sys.argv[1:], "tool": tool,
         **{k: env[k] for k in ("GCL_TIME_ONLY", "GCL_COUNT_ONLY", "GCL_BUFFER_MB", "GCL_TRACE_SM", "GCL_TIME_GATE_US",
-                             "CUDA_MODULE_LOADING") if k in env}}
+                             "CUDA_MODULE_LOADING", "GCL_UNIFORM") if k in env}}
 with open(env["FAKE_LOG"], "a") as f:
     f.write(json.dumps(call) + "\n")
 if not tool or "GCL_TRACE_DIR" not in env:
@@ -61,6 +61,9 @@ elif env.get("GCL_COUNT_ONLY") == "1":
 else:
     sink = "buffer" if "GCL_BUFFER_MB" in env else "channel"
     delivers = sink in env.get("FAKE_SINKS", "").split(",")
+    # FAKE_UNIFORM_BREAKS=1: values-on tracing with uniform registers delivers nothing
+    if env.get("FAKE_UNIFORM_BREAKS") == "1" and env.get("GCL_VALUES", "1") != "0" and env.get("GCL_UNIFORM", "1") != "0":
+        delivers = False
     for i in (1, 2):
         body = HEADER.format(kid=i, gx=16, li=0)
         if delivers:
@@ -155,6 +158,24 @@ def test_the_channel_stays_unless_only_the_buffer_delivers(stage, sinks):
     assert all("GCL_BUFFER_MB" not in c for c in real), real
     delivered = packed_traces(out)["nw/trace/kernel-1.trace"]
     assert ("IMAD 2 R2 R3 0 1\n" in delivered) == ("channel" in sinks)
+
+
+@pytest.mark.parametrize("sinks,expected", [("channel", {}), ("buffer", {"GCL_BUFFER_MB": "16384"})])
+def test_when_uniform_registers_break_tracing_the_workloads_leave_them_out(stage, sinks, expected):
+    calls, out, work, r = collect(stage, "uniform-" + sinks, FAKE_SINKS=sinks, FAKE_UNIFORM_BREAKS="1")
+    assert r.returncode == 0, r.stderr
+    real = [c for c in traced_runs(calls) if c["args"] != ["4096"]]
+    assert {c["program"] for c in real} == {*PROGRAMS, "llm"}
+    for c in real:
+        assert c.get("GCL_UNIFORM") == "0" and c.get("GCL_BUFFER_MB") == expected.get("GCL_BUFFER_MB"), c
+    assert "IMAD 2 R2 R3 0" in packed_traces(out)["lud/trace/kernel-2.trace"]
+    assert "traced runs leave uniform registers out" in (work / "collect.log").read_text()
+
+
+def test_the_uniform_probes_run_only_when_both_sinks_failed(stage):
+    calls, out, work, r = collect(stage, "uniform-ok", FAKE_SINKS="channel")
+    assert not any("GCL_UNIFORM" in c for c in calls)
+    assert not (work / "probe" / "e").exists()
 
 
 def test_every_step_leaves_a_wall_time_and_the_small_files_are_packed(stage):
