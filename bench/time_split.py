@@ -12,7 +12,8 @@ error (expected over uniformly drawn representatives, the jitter-free measure) a
 arithmetic-mean speedup, beside gcl with its work split tightened instead
 (``--work-tolerances``), the knob that already trades speed for accuracy, and beside a cut only
 where a cluster's sorted log2 times have a gap wider than G (``--gaps``: two populations, not one
-population spread by jitter or by a smooth trend). Usage::
+population spread by jitter or by a smooth trend), and beside a cut on the profile's whole-grid
+``inst_executed`` instead of time (``--inst-tolerances``: work on every SM, without jitter). Usage::
 
     python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
     python bench/time_split.py RUN DATA_DIR [--tolerances 0,0.5,0.7,1.0] [--gaps 0.5] [--arch turing]
@@ -58,6 +59,8 @@ def main() -> int:
                     help="for comparison: gcl with only cluster.split_tolerance (SM-0 work) lowered to these")
     ap.add_argument("--gaps", default="",
                     help="also: cut clusters only at gaps between sorted log2 time_ns wider than these")
+    ap.add_argument("--inst-tolerances", default="",
+                    help="also: gcl then cut where the profile's log2 inst_executed spans more than these")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
     from gclsampler.cluster import cluster_embeddings, cut_by_time, representatives
@@ -68,7 +71,9 @@ def main() -> int:
     tols = [float(t) for t in args.tolerances.split(",")]
     work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
     gaps = [float(g) for g in args.gaps.split(",") if g]
-    variants = [("time", t) for t in tols] + [("work", t) for t in work_tols] + [("gap", g) for g in gaps]
+    inst_tols = [float(t) for t in args.inst_tolerances.split(",") if t]
+    variants = ([("time", t) for t in tols] + [("work", t) for t in work_tols] + [("gap", g) for g in gaps]
+                + [("inst", t) for t in inst_tols])
     rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int]]] = {v: [] for v in variants}
     for name, emb, gcl_plan, base, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
         cfg = gcl_plan["config"]
@@ -80,6 +85,9 @@ def main() -> int:
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
+            elif kind == "inst":  # the same cut on whole-grid instructions (never 0: floor 1)
+                inst = np.maximum(prof["inst_executed"].to_numpy(np.float64), 1.0)
+                res = cut_by_time(base, emb.astype(np.float64), inst, tol, cfg["cluster"]["representative"], seed)
             elif kind == "gap":
                 labels = cut_at_gaps(base.labels, np.log2(time_ns), tol)
                 reps = representatives(labels, emb.astype(np.float64), cfg["cluster"]["representative"], seed)
@@ -108,7 +116,8 @@ def main() -> int:
         worst = max(r, key=lambda v: v[1])
         label = {"time": "gcl" if tol == 0 else f"gcl + time cut at {tol:g} ({2 ** tol:.2f}x)",
                  "work": f"gcl, split_tolerance {tol:g} ({2 ** tol:.2f}x), no time cut",
-                 "gap": f"gcl + cut at time gaps over {tol:g} ({2 ** tol:.2f}x)"}[kind]
+                 "gap": f"gcl + cut at time gaps over {tol:g} ({2 ** tol:.2f}x)",
+                 "inst": f"gcl + inst_executed cut at {tol:g} ({2 ** tol:.2f}x)"}[kind]
         print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
               f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
               f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} |")
