@@ -8,10 +8,13 @@ trace for every launch, and whether ``GCL_TIME_GATE_US`` brought the tool's time
 the profiler's. This script unpacks the archives into a new directory and writes those
 facts as one markdown page (also printed), so nothing is read off by hand.
 
-    python real/readout.py OUT STAGE        # OUT: collect.sh's OUT; STAGE: a new directory
+    python real/readout.py OUT STAGE           # OUT: collect.sh's OUT; STAGE: a new directory
+    python real/readout.py OUT STAGE --group   # also: STAGE/workloads/<name>, ready for train.py
 
-It does not touch ``real/<name>/``: grouping a complete workload's traces into it stays a
-deliberate step (``gclsampler trace group STAGE/<name>/trace real/<name>``).
+``--group`` turns each workload whose every launch came back traced into a workload directory
+under STAGE (grouped traces, and the committed ``profile.csv`` and ``workload.json`` of
+``real/<name>``), runs ``gclsampler validate``'s checks on it and reports them. It does not touch
+``real/<name>/``: committing traces there stays a deliberate step.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 
 REAL = Path(__file__).resolve().parent
 WORKLOADS = ("vecadd", "nw", "bfs", "lud", "llm")
+REAL_NAME = {"llm": "pythia410m_2l"}  # the committed workload a traced program belongs to
 PROBES = {  # directory under probe/: what collect.sh ran there
     "count_all": "count-only, every SM, 16 CTAs",
     "count_sm0": "count-only, SM 0",
@@ -137,7 +141,7 @@ def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
     files = listed_traces(trace_dir)
     present = [trace_dir / f for f in files if (trace_dir / f).is_file()]
     counts = [records_in(p) for p in present]
-    wl = real / ("pythia410m_2l" if name == "llm" else name) / "workload.json"
+    wl = real / REAL_NAME.get(name, name) / "workload.json"
     expected = json.loads(wl.read_text())["n_invocations"] if wl.is_file() else None
     problem = ""
     if check and present:
@@ -193,7 +197,24 @@ def median_ratio(a: list[float], b: list[float]) -> str:
     return f"{statistics.median(x / y for x, y in zip(a, b) if y > 0):.2f}x"
 
 
-def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL) -> str:
+def group_workload(stage: Path, name: str, real: Path) -> tuple[Path, list[str]]:
+    """STAGE/workloads/<real name>: the traces grouped, beside the committed profile and
+    workload.json (``traces`` set true); returns it and its validation problems, errors first."""
+    from gclsampler.trace import group_raw_dir
+    from gclsampler.validate import check_workload, errors_and_warnings
+
+    src = real / REAL_NAME.get(name, name)
+    out = stage / "workloads" / src.name
+    group_raw_dir(stage / name / "trace", out, compress=".zst")
+    shutil.copy(src / "profile.csv", out / "profile.csv")
+    meta = json.loads((src / "workload.json").read_text())
+    meta.update(traces=True, traces_note=f"grouped by real/readout.py from the pass unpacked in {stage}")
+    (out / "workload.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    errors, warnings = errors_and_warnings(check_workload(out))
+    return out, [str(p) for p in errors + warnings]
+
+
+def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL, group: bool = False) -> str:
     lines = [f"# collect.sh pass: {stage}", ""]
     env = stage / "env.txt"
     if env.is_file():  # the line after nvidia-smi --query-gpu's header
@@ -241,11 +262,25 @@ def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL
 
     lines += ["## Traced workloads", "", "| workload | launches | traced | unpacked | with records | records | complete |",
               "|---|---|---|---|---|---|---|"]
+    complete = []
     for name in WORKLOADS:
         t = traced(stage, name, check, real)
         lines.append(f"| {name} | {t.expected if t.expected is not None else '-'} | {t.listed} | {t.unpacked} | "
                      f"{t.with_records} | {t.records} | {t.verdict()} |")
+        if t.verdict() == "yes":
+            complete.append(name)
     lines.append("")
+    if group:
+        lines += ["## Grouped workloads", ""]
+        for name in complete:
+            out, problems = group_workload(stage, name, real)
+            lines.append(f"- `{out}`: " + ("valid; `python train.py workload.dir="
+                                          f"{out} workload.name={out.name}`" if not problems else
+                                          f"{len(problems)} problem(s) from the validate checks:"))
+            lines += [f"  - {p}" for p in problems[:5]]
+        if not complete:
+            lines.append("- none: no workload came back with every launch traced")
+        lines.append("")
 
     lines += ["## GCL_TIME_GATE_US (per-launch medians)", "",
               "| program | gated / ungated | ungated / Nsight Compute | gated / Nsight Compute | gate timeouts |",
@@ -269,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path, help="the directory collect.sh packed into (its OUT)")
     ap.add_argument("stage", type=Path, help="a new or empty directory to unpack into")
     ap.add_argument("--no-check", action="store_true", help="do not parse every unpacked trace with gclsampler's reader")
+    ap.add_argument("--group", action="store_true",
+                    help="also group each complete workload into STAGE/workloads/<name> with its committed profile")
     ap.add_argument("--real", type=Path, default=REAL,
                     help="where each workload's workload.json says how many launches it has (default: %(default)s)")
     args = ap.parse_args(argv)
@@ -281,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReadoutError as e:
         print(f"readout: {e}", file=sys.stderr)
         return 2
-    text = readout(args.stage, notes, check=not args.no_check, real=args.real)
+    text = readout(args.stage, notes, check=not args.no_check, real=args.real, group=args.group)
     (args.stage / "readout.md").write_text(text)
     print(text)
     return 0

@@ -244,13 +244,19 @@ def buffer_pass(stage):
     # nw has 2 launches here: its workload.json, for the "complete" verdict
     real = root / "real-2"
     (real / "nw").mkdir(parents=True)
-    (real / "nw" / "workload.json").write_text(json.dumps({"n_invocations": 2}))
+    (real / "nw" / "workload.json").write_text(json.dumps({"n_invocations": 2, "synthetic": False}))
+    (real / "nw" / "profile.csv").write_text(PROFILE.format(grid="16,1,1"))
     return out, real
 
 
-def run_readout(out: Path, stage_dir: Path, real: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "real" / "readout.py"), str(out), str(stage_dir), "--real", str(real)],
-                          capture_output=True, text=True, timeout=300)
+# the committed profile of a 2-launch nw, as the stand-in's traces describe its launches
+PROFILE = ('invocation,kernel_name,grid,block,time_ns,cycles\n0,_Z6vecAddPfS_S_i,"({grid})","(64,1,1)",1000,1400\n'
+           '1,_Z6vecAddPfS_S_i,"({grid})","(64,1,1)",1200,1700\n')
+
+
+def run_readout(out: Path, stage_dir: Path, real: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "real" / "readout.py"), str(out), str(stage_dir), "--real", str(real),
+                           *extra], capture_output=True, text=True, timeout=300)
 
 
 def table_row(text: str, first_cell: str, section: str = "") -> list[str]:
@@ -325,3 +331,32 @@ def test_readout_names_a_directory_that_is_not_a_pass(tmp_path):
     r = run_readout(tmp_path, tmp_path / "stage", tmp_path)
     assert r.returncode == 2
     assert f"{tmp_path / 'meta.tar.xz'}: not found" in r.stderr
+
+
+def test_readout_groups_a_complete_workload_ready_for_train_py(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    r = run_readout(out, tmp_path / "stage", real, "--group")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "stage" / "readout.md").read_text()
+    wl = tmp_path / "stage" / "workloads" / "nw"
+    assert f"- `{wl}`: valid; `python train.py workload.dir={wl} workload.name=nw`" in text
+    from gclsampler.trace import read_kernel
+    from gclsampler.validate import check_workload
+
+    assert check_workload(wl) == []
+    assert read_kernel(wl / "kernel-2.traceg.zst").n_insts == 2
+    assert json.loads((wl / "workload.json").read_text())["traces"] is True
+    assert sorted(p.name for p in (tmp_path / "stage" / "workloads").iterdir()) == ["nw"], "only complete ones"
+    assert (real / "nw" / "profile.csv").read_text() == PROFILE.format(grid="16,1,1"), "real/ is left alone"
+
+
+def test_readout_reports_a_grouped_workload_its_profile_disagrees_with(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    other = tmp_path / "real"
+    shutil.copytree(real, other)
+    (other / "nw" / "profile.csv").write_text(PROFILE.format(grid="8,1,1"))
+    r = run_readout(out, tmp_path / "stage", other, "--group")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "stage" / "readout.md").read_text()
+    assert "problem(s) from the validate checks" in text
+    assert "  - error: " in text and "grid" in text.split("problem(s) from the validate checks", 1)[1]
