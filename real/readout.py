@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import re
 import shutil
@@ -29,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,29 +70,40 @@ def unpack(out: Path, stage: Path) -> list[str]:
     if not parts:
         notes.append("no traces.tar.part* in OUT: the pass packed no traces")
         return notes
-    blob = b"".join(p.read_bytes() for p in parts)
-    tool = ["zstd", "-dc", "--long=27"] if blob[:4] == b"\x28\xb5\x2f\xfd" else ["xz", "-dc"]
+    with open(parts[0], "rb") as f:
+        magic = f.read(4)
+    tool = ["zstd", "-dc", "--long=27"] if magic == b"\x28\xb5\x2f\xfd" else ["xz", "-dc"]
     if shutil.which(tool[0]) is None:
         raise ReadoutError(f"{parts[0]}: needs {tool[0]} on PATH to decompress")
-    # a stream cut at collect.sh's size limit ends mid-file: the decompressor then fails
-    # at the end, and every member before the cut is still whole
-    r = subprocess.run(tool, input=blob, capture_output=True)
-    if r.returncode != 0:
-        notes.append(f"the trace stream ends early ({tool[0]}: {r.stderr.decode(errors='replace').strip()[:120]}): "
-                     "it was cut at collect.sh's size limit")
+    # Streamed: the parts are concatenated into the decompressor and its output read as a tar
+    # stream, so a pass of gigabytes of text is never held in memory. A stream cut at
+    # collect.sh's size limit ends mid-file: the decompressor then fails at the end, and every
+    # member before the cut is whole.
+    extracted = 0
     last = None
-    try:
-        with tarfile.open(fileobj=io.BytesIO(r.stdout), mode="r|") as tf:
-            for member in tf:
-                last = member.name
-                tf.extract(member, stage, **_SAFE)
-                last = None
-    except (tarfile.ReadError, EOFError) as e:
-        if last is not None:
-            (stage / last).unlink(missing_ok=True)
-            notes.append(f"{last}: cut off in the archive, left out ({e})")
-        elif not r.stdout:
-            notes.append(f"the trace stream holds no complete file ({e})")
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(["sh", "-c", 'cat "$@" | ' + " ".join(tool), "sh", *map(str, parts)],
+                                stdout=subprocess.PIPE, stderr=err)
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as tf:
+                for member in tf:
+                    last = member.name
+                    tf.extract(member, stage, **_SAFE)
+                    extracted += 1
+                    last = None
+        except (tarfile.ReadError, EOFError) as e:
+            if last is not None:
+                (stage / last).unlink(missing_ok=True)
+                notes.append(f"{last}: cut off in the archive, left out ({e})")
+            elif not extracted:
+                notes.append(f"the trace stream holds no complete file ({e})")
+        finally:
+            proc.stdout.close()
+            rc = proc.wait()
+        if rc != 0:
+            err.seek(0)
+            msg = err.read().decode(errors="replace").strip()[:120]
+            notes.insert(0, f"the trace stream ends early ({tool[0]}: {msg}): it was cut at collect.sh's size limit")
     return notes
 
 
