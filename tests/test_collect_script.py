@@ -360,3 +360,19 @@ def test_readout_reports_a_grouped_workload_its_profile_disagrees_with(buffer_pa
     text = (tmp_path / "stage" / "readout.md").read_text()
     assert "problem(s) from the validate checks" in text
     assert "  - error: " in text and "grid" in text.split("problem(s) from the validate checks", 1)[1]
+
+
+def test_readout_verdict_counts_launches_that_missed_sm0_but_refuses_a_trace_without_any_record():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gcl_real_readout", REPO / "real" / "readout.py")
+    readout = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = readout  # dataclasses look their module up there
+    spec.loader.exec_module(readout)
+    T = readout.Traced
+    assert T(listed=3, unpacked=3, with_records=3, records=9, expected=3).verdict() == "yes"
+    assert T(3, 3, 2, 9, 3).verdict() == "yes (1 launches ran no CTA on SM 0)"
+    assert T(3, 3, 0, 0, 3).verdict() == "no: no trace has a record"
+    assert T(3, 2, 2, 9, 3).verdict() == "no: 1 traces not in the archive"
+    assert T(2, 2, 2, 9, 3).verdict() == "no: 2 of 3 launches traced"
+    assert T(3, 3, 3, 9, 3, problem="kernel-2.trace:19: opcode: bad").verdict() == "no: kernel-2.trace:19: opcode: bad"
