@@ -34,6 +34,17 @@ def format_test(tmp_path_factory) -> Path:
     return exe
 
 
+def _build(tmp_path: Path, source: str, *flags: str) -> Path:
+    """tracer/test/<source>.cpp built with g++ (-std=c++17 -Wall -Werror, the tracer headers on
+    the include path, plus ``flags``) into tmp_path; skips the test without g++."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / source
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", *flags, f"-I{ROOT / 'tracer'}",
+                    str(ROOT / "tracer" / "test" / f"{source}.cpp"), "-o", str(exe)], check=True)
+    return exe
+
+
 def _mask(rng: np.random.Generator, kind: str) -> int:
     if kind == "full":
         return 0xFFFFFFFF
@@ -187,11 +198,7 @@ def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
 def test_nvbit_compat_picks_the_set_at_launch_form(tmp_path, flags, expected):
     """tracer/nvbit_compat.h builds against NVBit 1.7.1's nvbit_set_at_launch (no stream) and
     the later one (with a stream), calling whichever the header declares."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "compat"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", *flags, f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/nvbit_compat_test.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "nvbit_compat_test", *flags)
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
 
 
@@ -201,11 +208,7 @@ def test_every_single_kernel_launch_entry_point_is_read_alike(tmp_path):
     of kernel, grid, block, dynamic shared memory and stream; other callbacks are not launches.
     Only cuLaunchKernel[_ptsz] was hooked, so cudaLaunchKernelEx launches went uncounted and the
     trace ids stopped matching profile rows."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "launch_view"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/launch_view_test.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "launch_view_test", "-Wextra")
     lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
     apis = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz",
             "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"]
@@ -225,12 +228,7 @@ def test_launch_attribute_reads_kernel_handles_too(tmp_path, cuda_version, kerne
     cuFuncGetAttribute says INVALID_HANDLE. Before, every row of the first H200 profile had nregs =
     shmem = 0. A handle nobody knows gives 0 and the driver's error, never the garbage it leaves in
     the output; a CUDA 11 build, which has no kernel handles, keeps the plain query."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "launch_view"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-DCUDA_VERSION={cuda_version}",
-                    f"-I{ROOT / 'tracer'}", str(ROOT / "tracer/test/launch_view_test.cpp"), "-o", str(exe)],
-                   check=True)
+    exe = _build(tmp_path, "launch_view_test", "-Wextra", f"-DCUDA_VERSION={cuda_version}")
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     rows = [ln.split()[1:] for ln in out.splitlines() if ln.startswith("attr ")]
     invalid_handle = "400"
@@ -251,11 +249,7 @@ def test_hand_written_appenders_write_what_printf_writes(tmp_path, seed):
     16 bits, partial masks, every address mode and policy, constant, strided and divergent values,
     immediates up to 2^64-1, line info) both ways; every line must be byte-identical to the
     printf oracle in tracer/test/printf_reference.h."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "format_speed"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/format_speed.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "format_speed", "-O1", "-Wextra")
     run = subprocess.run([str(exe), "check", "20000", str(seed)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "20000 records identical"
@@ -267,11 +261,7 @@ def test_device_buffer_drain_takes_each_record_inside_the_capacity_once_in_order
     capacity once, in slot order (each warp's records are in its program order there), across
     chunk boundaries of the staging area, and nothing past the capacity when the launch claimed
     more slots than there were (those were counted as dropped on the device)."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "drain_test"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/drain_test.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "drain_test", "-O1", "-Wextra")
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"{6 * 4 * 4} cases ok"
@@ -284,11 +274,7 @@ def test_time_gate_keeps_the_launch_call_out_of_the_measured_time(tmp_path):
     a CPU emulation of one stream: the gated time excludes 30 ms of launch latency that the
     ungated time includes, a launch call that waits for the stream ends in the gate's timeout
     instead of a deadlock, and the next launch is gated again."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "gate_test"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/gate_test.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "gate_test", "-O1", "-Wextra", "-pthread")
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "gate: all checks hold" in run.stdout
@@ -299,11 +285,7 @@ def test_operand_choice_records_uniform_registers_only_when_asked(tmp_path):
     written out as NVBit operand lists: `ULDC URn, c[...]` keeps its uniform destination (the
     kernel argument's value) only with GCL_UNIFORM, a uniform source keeps its place among
     general ones, URZ is dropped and RZ kept, a memory reference gives its base register."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
-    exe = tmp_path / "operands_test"
-    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'tracer'}",
-                    str(ROOT / "tracer/test/operands_test.cpp"), "-o", str(exe)], check=True)
+    exe = _build(tmp_path, "operands_test", "-O1", "-Wextra")
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "operands: all cases hold" in run.stdout
