@@ -74,24 +74,39 @@ def expected(labels: np.ndarray, m: np.ndarray, cycles: np.ndarray, time_ns: np.
     return np.abs(est - total) / total * 100.0, time_ns.sum() / sim
 
 
+def gcl_clusters(emb: np.ndarray, cfg: dict, times_ns: np.ndarray):
+    """The clusters gcl made from these embeddings with its plan's ``config`` (``cfg``): k-means
+    and the work split (``cluster_embeddings``), then the time cuts the plan's cluster settings
+    turn on, on the times of the profile the plan was fitted on (``GclSampler._cluster``)."""
+    from gclsampler.cluster import cluster_embeddings, cut_by_time
+
+    c = cfg["cluster"]
+    res = cluster_embeddings(emb, c, cfg.get("cluster_random_state", 0))
+    tol, share = c.get("time_split_tolerance", 0.0), c.get("time_split_share", 0.0)
+    if tol > 0 or share > 0:
+        res = cut_by_time(res, emb.astype(np.float64), times_ns, tol, c["representative"],
+                          cfg.get("cluster_random_state", 0), share=share)
+    return res
+
+
 def suite_runs(run_dir: Path, data_dir: Path, arch: str):
     """(name, embeddings, gcl's plan.json, gcl's ClusterResult, profile of ``arch``) per suite
     workload of an evaluate.py run; the clusters are re-clustered with the plan's own settings,
     so they are the clusters gcl used. Workloads with a missing file are skipped with a line."""
     sys.path.insert(0, str(ROOT))
-    from gclsampler.cluster import cluster_embeddings
     from gclsampler.profile import read_profile
 
     for name in SUITE:
         emb_path, plan_path = run_dir / "train" / name / "embeddings.npy", run_dir / "plans" / name / "gcl.json"
-        prof_path = data_dir / name / "profiles" / f"{arch}.csv"
-        if not (emb_path.exists() and plan_path.exists() and prof_path.exists()):
-            print(f"{name}: skipped (no {emb_path}, {plan_path} or {prof_path})", file=sys.stderr)
+        prof_path, fit_path = data_dir / name / "profiles" / f"{arch}.csv", data_dir / name / "profile.csv"
+        missing = [p for p in (emb_path, plan_path, prof_path, fit_path) if not p.exists()]
+        if missing:
+            print(f"{name}: skipped (no {missing[0]})", file=sys.stderr)
             continue
         emb = np.load(emb_path)
         plan = json.loads(plan_path.read_text())
-        cfg = plan["config"]
-        yield name, emb, plan, cluster_embeddings(emb, cfg["cluster"], cfg.get("cluster_random_state", 0)), \
+        fitted = read_profile(fit_path)  # the times gcl's time cuts saw
+        yield name, emb, plan, gcl_clusters(emb, plan["config"], fitted["time_ns"].to_numpy(np.float64)), \
             read_profile(prof_path)
 
 

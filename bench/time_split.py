@@ -13,10 +13,17 @@ arithmetic-mean speedup, beside gcl with its work split tightened instead
 (``--work-tolerances``), the knob that already trades speed for accuracy, and beside a cut only
 where a cluster's sorted log2 times have a gap wider than G (``--gaps``: two populations, not one
 population spread by jitter or by a smooth trend), and beside a cut on the profile's whole-grid
-``inst_executed`` instead of time (``--inst-tolerances``: work on every SM, without jitter). Usage::
+``inst_executed`` instead of time (``--inst-tolerances``: work on every SM, without jitter).
+``--shares`` replaces gcl's own share cut (``cluster.time_split_share``: cut a cluster while a
+representative drawn from it would miss by more than that share of the workload's time) by
+other shares, 0 being gcl with no time cut at all. ``--rerun DIR`` also scores every plan on
+``DIR/<w>/<arch>_rerun.csv``, an independent second run of the same arch
+(``bench/rerun_profiles.py``): the profile the cuts read is then not the run they are scored
+on, so a cut that only follows one run's jitter gains nothing there. Usage::
 
     python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
-    python bench/time_split.py RUN DATA_DIR [--tolerances 0,0.5,0.7,1.0] [--gaps 0.5] [--arch turing]
+    python bench/time_split.py RUN DATA_DIR [--tolerances 0,0.5,0.7,1.0] [--shares 0,0.02,0.04] [--gaps 0.5]
+                               [--rerun RERUN_DIR] [--arch turing]
 
 TOL 0 is gcl's plan as it is (the script checks that its representatives equal the plan's); TOL > 0 is
 what ``cluster.time_split_tolerance=TOL`` makes gcl do (``gclsampler.cluster.cut_by_time``).
@@ -61,6 +68,10 @@ def main() -> int:
                     help="also: cut clusters only at gaps between sorted log2 time_ns wider than these")
     ap.add_argument("--inst-tolerances", default="",
                     help="also: gcl then cut where the profile's log2 inst_executed spans more than these")
+    ap.add_argument("--shares", default="",
+                    help="also: gcl with its share cut at these shares instead of the plan's (0 = no time cut)")
+    ap.add_argument("--rerun", type=Path, default=None,
+                    help="also score on DIR/<w>/<arch>_rerun.csv, an independent run (bench/rerun_profiles.py)")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
     from gclsampler.cluster import cluster_embeddings, cut_by_time, representatives
@@ -72,9 +83,10 @@ def main() -> int:
     work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
     gaps = [float(g) for g in args.gaps.split(",") if g]
     inst_tols = [float(t) for t in args.inst_tolerances.split(",") if t]
-    variants = ([("time", t) for t in tols] + [("work", t) for t in work_tols] + [("gap", g) for g in gaps]
-                + [("inst", t) for t in inst_tols])
-    rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int]]] = {v: [] for v in variants}
+    shares = [float(x) for x in args.shares.split(",") if x]
+    variants = ([("time", t) for t in tols] + [("share", x) for x in shares] + [("work", t) for t in work_tols]
+                + [("gap", g) for g in gaps] + [("inst", t) for t in inst_tols])
+    rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int, float]]] = {v: [] for v in variants}
     for name, emb, gcl_plan, base, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
         cfg = gcl_plan["config"]
         others = [read_profile(path) for path in (args.data_dir / name / "profiles" / f"{a}.csv"
@@ -82,9 +94,16 @@ def main() -> int:
         names = prof["kernel_name"].to_numpy()
         seed = cfg.get("cluster_random_state", 0)
         time_ns = prof["time_ns"].to_numpy(np.float64)
+        rerun_path = args.rerun / name / f"{args.arch}_rerun.csv" if args.rerun else None
+        rerun = read_profile(rerun_path) if rerun_path is not None and rerun_path.exists() else None
+        if rerun_path is not None and rerun is None:
+            print(f"{name}: no {rerun_path}; its rerun column is left out", file=sys.stderr)
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
+            elif kind == "share":  # gcl's k-means and work split, then only this share cut
+                res = cut_by_time(cluster_embeddings(emb, cfg["cluster"], seed), emb.astype(np.float64), time_ns,
+                                  0.0, cfg["cluster"]["representative"], seed, share=tol)
             elif kind == "inst":  # the same cut on whole-grid instructions (never 0: floor 1)
                 inst = np.maximum(prof["inst_executed"].to_numpy(np.float64), 1.0)
                 res = cut_by_time(base, emb.astype(np.float64), inst, tol, cfg["cluster"]["representative"], seed)
@@ -105,25 +124,32 @@ def main() -> int:
             own = score_plan(plan, prof)
             cross = float(np.mean([score_plan(plan, o)["error_cycles"] for o in others])) if others else float("nan")
             any_member = any_member_error(plan, res.labels, prof["cycles"].to_numpy(np.float64), args.draws)
-            rows[(kind, tol)].append((name, own["error_cycles"], cross, any_member, own["speedup"], res.k))
+            again = score_plan(plan, rerun)["error_cycles"] if rerun is not None else float("nan")
+            rows[(kind, tol)].append((name, own["error_cycles"], cross, any_member, own["speedup"], res.k, again))
 
     if not any(rows.values()):
         return nothing_found("time_split", args.run_dir, args.data_dir, args.arch)
     print(f"SYNTHETIC, plans on {args.arch}; cycle error of the plan, mean over workloads")
-    print("| plan | error (worst) | cross-arch | any-member error | arithmetic speedup | simulated |")
-    print("|---|---|---|---|---|---|")
+    print("| plan | error (worst) | cross-arch | any-member error | arithmetic speedup | simulated | "
+          f"error on a rerun of {args.arch} (worst) |")
+    print("|---|---|---|---|---|---|---|")
     for (kind, tol), r in rows.items():
         worst = max(r, key=lambda v: v[1])
+        scored = [v for v in r if not np.isnan(v[6])]
+        again = (f"{np.mean([v[6] for v in scored]):.2f} % ({max(scored, key=lambda v: v[6])[6]:.2f} % "
+                 f"{max(scored, key=lambda v: v[6])[0]}), {len(scored)} workloads") if scored else "n/a"
         label = {"time": "gcl" if tol == 0 else f"gcl + time cut at {tol:g} ({2 ** tol:.2f}x)",
+                 "share": "gcl, no time cut" if tol == 0 else f"gcl, share cut at {tol:g}",
                  "work": f"gcl, split_tolerance {tol:g} ({2 ** tol:.2f}x), no time cut",
                  "gap": f"gcl + cut at time gaps over {tol:g} ({2 ** tol:.2f}x)",
                  "inst": f"gcl + inst_executed cut at {tol:g} ({2 ** tol:.2f}x)"}[kind]
         print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
               f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
-              f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} |")
-    print("per workload, error / speedup:")
+              f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} | {again} |")
+    print("per workload, error / speedup" + (" (error on the rerun in brackets)" if args.rerun else "") + ":")
     for (kind, tol), r in rows.items():
-        print(f"  {kind} {tol:g}: " + ", ".join(f"{v[0]} {v[1]:.2f} %/{v[4]:.0f}x" for v in r))
+        print(f"  {kind} {tol:g}: " + ", ".join(
+            f"{v[0]} {v[1]:.2f} %" + ("" if np.isnan(v[6]) else f" [{v[6]:.2f} %]") + f"/{v[4]:.0f}x" for v in r))
     return 0
 
 

@@ -185,13 +185,16 @@ class GclSampler(Sampler):
         launch = launch_features(workload) if cfg.launch_weight > 0 else None
         x = clustering_input(emb, launch, cfg.launch_weight)
         res = _cached_clustering(x, cfg, self._cluster_seed())
-        if cfg.time_split_tolerance > 0:
+        if cfg.time_split_tolerance > 0 or cfg.time_split_share > 0:
             try:
                 res = cut_by_time(res, x, workload.profile["time_ns"].to_numpy(dtype=np.float64),
-                                  cfg.time_split_tolerance, cfg.representative, self._cluster_seed())
+                                  cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
+                                  share=cfg.time_split_share)
             except ValueError as e:  # the profile, not the config, is at fault: say which file
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
-                raise SamplerError(f"{where}: {e} (cluster.time_split_tolerance=0 turns the cut off)") from None
+                keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]
+                raise SamplerError(f"{where}: {e} ({' and '.join(f'cluster.{k}=0' for k in keys)} "
+                                   f"turns the cut off)") from None
         self.result_ = res
         self.labels_ = res.labels
         self.k_ = res.k
@@ -271,7 +274,7 @@ class GclStemSampler(GclSampler):
     # ROOT already cuts each cluster by execution time where its variance costs samples; the
     # work split (and the time cut) would only add strata that each pay for a draw (suite: 1.95 % at 49x with it,
     # 2.73 % at 105x without, stem_root 3.56 % at 115x; docs/plans.md)
-    cluster_overrides = {"split_tolerance": 0.0, "time_split_tolerance": 0.0}
+    cluster_overrides = {"split_tolerance": 0.0, "time_split_tolerance": 0.0, "time_split_share": 0.0}
 
     def fit(self, workload) -> SamplingPlan:
         from gclsampler.stem import _group_codes, _profile_where, stem_root
@@ -379,7 +382,7 @@ class GclPaperSampler(GclSampler):
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
     cluster_overrides = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0,
-                         "time_split_tolerance": 0.0}
+                         "time_split_tolerance": 0.0, "time_split_share": 0.0}
 
 
 register_sampler(GclSampler)

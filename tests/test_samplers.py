@@ -25,7 +25,8 @@ from gclsampler.samplers import (
 from gclsampler.workload import Workload
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-SMALL = dict(k_max=6, n_init=2, refine_n_init=2, representative="first", split_tolerance=0.0)
+# the clustering alone: no work split, no time cut (the toy times spread 50 % inside a group)
+SMALL = dict(k_max=6, n_init=2, refine_n_init=2, representative="first", split_tolerance=0.0, time_split_share=0.0)
 
 
 def toy_workload(seed=0, n=150, k=4, embeddings=True) -> Workload:

@@ -3,6 +3,7 @@ sees the whole kernel); tiny workloads are not merged by rule; ``gcl_paper`` is 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -138,11 +139,13 @@ def test_gcl_paper_uses_none_of_the_deviations():
     wl = _workload(np.r_[np.zeros((6, 2)), np.ones((6, 2))] + np.arange(12)[:, None] * 1e-3,
                    ["k"] * 12)
     wl.paper_embeddings = np.r_[np.zeros((6, 2)), np.ones((6, 2))].astype(np.float32) + 0.5
-    project = {"launch_weight": 2.0, "representative": "medoid", "time_split_tolerance": 0.5}
+    project = {"launch_weight": 2.0, "representative": "medoid", "time_split_tolerance": 0.5,
+               "time_split_share": 0.01}
     s = GclPaperSampler(cluster=project).fit(wl)
     cfg = s.config["cluster"]
     assert cfg["launch_weight"] == 0.0 and cfg["representative"] == "first"
-    assert cfg["split_tolerance"] == 0.0 and cfg["time_split_tolerance"] == 0.0  # times span 12x here, uncut
+    # times span 12x here, uncut by either time rule
+    assert cfg["split_tolerance"] == 0.0 and cfg["time_split_tolerance"] == 0.0 and cfg["time_split_share"] == 0.0
     # it clusters the paper encoder's embeddings, and simulates the first member of each cluster
     assert sorted(x.invocation for x in s.samples) == [0, 6]
     # model=paper turns both encoder deviations off; the default model has the size vector in z
@@ -179,11 +182,16 @@ def _tied_launches(times):
 
 def test_time_cut_separates_launches_an_sm0_trace_cannot_tell_apart():
     """Identical traces, but the first launch ran 2.6x longer (cold caches, or work on other SMs):
-    the opt-in time cut gives it its own cluster; jitter inside the tolerance is never cut."""
+    the time cuts give it its own cluster; jitter inside the tolerance is never cut."""
     times = [2600.0] + [1000.0 * (1 + 0.03 * np.sin(i)) for i in range(1, 10)]
-    off = make_sampler("gcl").fit(_tied_launches(times))
+    off = make_sampler("gcl", cluster={"time_split_share": 0.0}).fit(_tied_launches(times))
     assert len(off.clusters) == 1
-    on = make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
+    # the default share cut: that launch alone is 22 % of the time, a representative drawn from
+    # the cluster would miss its total by 25 % of the workload on average
+    default = make_sampler("gcl").fit(_tied_launches(times))
+    assert sorted(c.size for c in default.clusters) == [1, 9]
+    assert [x.invocation for x in default.samples if x.weight == 1.0] == [0]
+    on = make_sampler("gcl", cluster={"time_split_tolerance": 0.5, "time_split_share": 0.0}).fit(_tied_launches(times))
     assert sorted(c.size for c in on.clusters) == [1, 9]
     assert sum(x.weight for x in on.samples) == 10
     alone = [x for x in on.samples if x.weight == 1.0]
@@ -195,7 +203,23 @@ def test_time_cut_separates_launches_an_sm0_trace_cannot_tell_apart():
     assert len(jitter_only.clusters) == 1
     # gcl_stem's strata are cut by ROOT instead: the setting is overridden there
     stem = make_sampler("gcl_stem", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
-    assert stem.config["cluster"]["time_split_tolerance"] == 0.0
+    assert stem.config["cluster"]["time_split_tolerance"] == 0.0 and stem.config["cluster"]["time_split_share"] == 0.0
+
+
+def test_share_cut_leaves_jitter_and_rare_outliers_in_big_clusters():
+    """The share cut spends simulated launches only where one representative could move the
+    workload's total: 5 % run-to-run jitter in a cluster holding the whole workload stays one
+    cluster, and so does one 2.6x launch among 287 (1 % of the total), which the span cut does cut."""
+    rng = np.random.default_rng(0)
+    jitter = 1000.0 * np.exp(0.05 * rng.standard_normal(200))
+    assert len(make_sampler("gcl").fit(_tied_launches(jitter)).clusters) == 1
+    rare = [1000.0] * 143 + [2600.0] + [1000.0] * 143
+    assert len(make_sampler("gcl").fit(_tied_launches(rare)).clusters) == 1
+    span = make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(rare))
+    assert sorted(c.size for c in span.clusters) == [1, 286]
+    # a tighter share does cut that launch out
+    tight = make_sampler("gcl", cluster={"time_split_share": 0.005}).fit(_tied_launches(rare))
+    assert sorted(c.size for c in tight.clusters) == [1, 286]
 
 
 def test_time_cut_refuses_a_profile_without_usable_times():
@@ -203,23 +227,38 @@ def test_time_cut_refuses_a_profile_without_usable_times():
     from gclsampler.samplers import SamplerError
 
     times = [1000.0, 0.0, 1000.0, 1200.0]
-    make_sampler("gcl").fit(_tied_launches(times))  # off: times are not read
+    make_sampler("gcl", cluster={"time_split_share": 0.0}).fit(_tied_launches(times))  # off: times are not read
+    # the share cut takes a zero time (a launch too short to time) as the shortest of all
+    plan = make_sampler("gcl").fit(_tied_launches(times))
+    assert sum(x.weight for x in plan.samples) == 4 and [c.size for c in plan.clusters if c.size == 1]
     with pytest.raises(SamplerError, match=r"time_ns: invocation 1: .*time > 0.*time_split_tolerance=0"):
         make_sampler("gcl", cluster={"time_split_tolerance": 0.5}).fit(_tied_launches(times))
+    with pytest.raises(SamplerError, match=r"time_ns: invocation 2: .*finite time >= 0.*time_split_share=0"):
+        make_sampler("gcl").fit(_tied_launches([1000.0, 1000.0, np.inf, 1200.0]))
     with pytest.raises(ClusterConfigError, match="cluster.time_split_tolerance"):
         make_sampler("gcl", cluster={"time_split_tolerance": -1.0}).fit(_tied_launches(times))
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ClusterConfigError, match="cluster.time_split_share"):
+            make_sampler("gcl", cluster={"time_split_share": bad}).fit(_tied_launches(times))
+
+
+def _drawn_clusters(rows):
+    """(labels, times, ClusterResult) of (cluster, time) pairs drawn by hypothesis."""
+    from gclsampler.cluster import ClusterResult, _compact, representatives
+
+    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
+    k = int(labels.max()) + 1
+    res = ClusterResult(labels, k, {}, representatives(labels, None, "medoid", 0), np.bincount(labels))
+    return labels, np.array([r[1] for r in rows]), res
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.floats(1.0, 1e6)), min_size=1, max_size=40),
        st.sampled_from([0.1, 0.5, 1.0]))
 def test_time_cut_refines_clusters_to_the_tolerance(rows, tol):
-    from gclsampler.cluster import ClusterResult, _compact, cut_by_time, representatives
+    from gclsampler.cluster import cut_by_time
 
-    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
-    times = np.array([r[1] for r in rows])
-    k = int(labels.max()) + 1
-    res = ClusterResult(labels, k, {}, representatives(labels, None, "medoid", 0), np.bincount(labels))
+    labels, times, res = _drawn_clusters(rows)
     out = cut_by_time(res, None, times, tol)
     assert out.sizes.sum() == len(rows) and out.k == out.sizes.size == out.representatives.size
     for c in range(out.k):
@@ -228,6 +267,30 @@ def test_time_cut_refines_clusters_to_the_tolerance(rows, tol):
         assert np.unique(labels[members]).size == 1  # a refinement: never merges across old clusters
         assert out.representatives[c] in members
     assert out.labels[0] == 0  # numbered by first appearance
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.0, 1e6)), min_size=1, max_size=40),
+       st.sampled_from([0.01, 0.04, 0.2]))
+def test_share_cut_refines_clusters_until_none_matters(rows, share):
+    from gclsampler.cluster import cut_by_time
+
+    labels, times, res = _drawn_clusters(rows)
+    k = res.k
+    out = cut_by_time(res, None, times, 0.0, share=share)
+    assert out.sizes.sum() == len(rows) and out.k == out.sizes.size == out.representatives.size
+    total = times.sum()
+    for c in range(out.k):
+        members = np.flatnonzero(out.labels == c)
+        spread = np.abs(times[members] - times[members].mean()).sum()
+        assert spread <= share * total * (1 + 1e-9) + 1e-9  # no cluster left that matters
+        assert np.unique(labels[members]).size == 1  # a refinement: never merges across old clusters
+        assert out.representatives[c] in members
+    for c in range(k):  # a cluster that did not matter is left whole
+        members = np.flatnonzero(labels == c)
+        if np.abs(times[members] - times[members].mean()).sum() <= share * total:
+            assert np.unique(out.labels[members]).size == 1
+    assert out.labels[0] == 0
 
 
 def _bench_module(name: str):
@@ -285,3 +348,37 @@ def test_nearest_mean_work_rule_of_the_representative_study(rows, data):
         assert labels[reps[c]] == c and int(reps[c]) in best
         if int(medoids[c]) in best:
             assert reps[c] == medoids[c]
+
+
+def test_rerun_profiles_draws_only_the_jitter_again(tmp_path):
+    """bench/rerun_profiles.py: a second run of the same arch has the same launches, work and
+    cache behaviour, and other times (its own jitter draw); the data dir is left as it was."""
+    import subprocess
+    import sys
+
+    from gclsampler.profile import read_profile
+    from gclsampler.synth.generate import generate
+
+    data = tmp_path / "data"
+    generate("bfs", data / "bfs", params={"nodes": 2048, "archs": ["turing"]}, arch="turing", seed=3,
+             progress=False, jobs=1)
+    before = {p.name: p.read_bytes() for p in (data / "bfs").rglob("*") if p.is_file()}
+    script = Path(__file__).resolve().parents[1] / "bench" / "rerun_profiles.py"
+    run = subprocess.run([sys.executable, str(script), str(data), str(tmp_path / "rr")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    a = read_profile(data / "bfs" / "profiles" / "turing.csv")
+    b = read_profile(tmp_path / "rr" / "bfs" / "turing_rerun.csv")
+    assert len(a) == len(b) > 2
+    for col in ("kernel_name", "grid", "block", "inst_executed", "l1_hit_rate", "l2_hit_rate"):
+        assert a[col].tolist() == b[col].tolist(), col
+    ratio = b["time_ns"].to_numpy() / a["time_ns"].to_numpy()
+    assert not np.allclose(ratio, 1.0) and np.all(np.abs(np.log(ratio)) < 0.3)  # jitter, not another machine
+    assert {p.name: p.read_bytes() for p in (data / "bfs").rglob("*") if p.is_file()} == before
+    # a data dir the synthesizer did not make cannot be run again
+    meta = json.loads((data / "bfs" / "workload.json").read_text())
+    (data / "bfs" / "workload.json").write_text(json.dumps({**meta, "synthetic": False}))
+    run = subprocess.run([sys.executable, str(script), str(data), str(tmp_path / "rr2")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "not a synthetic workload" in run.stderr
+    assert not (tmp_path / "rr2" / "bfs").exists()
