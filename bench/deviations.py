@@ -12,8 +12,10 @@ the same ground truth (nothing is trained again):
 3. ``encoder``: the project's encoder (instruction statistics, size vector in z), silhouette K,
    first member, no work split;
 4. ``encoder + medoid``;
-5. ``encoder + medoid + work split``: gcl as the run made it (checked against plans/<w>/gcl.json);
-6. ``encoder + work split, first member``: what the split does without the medoid.
+5. ``encoder + medoid + work split``;
+6. ``encoder + medoid + work split + share cut``: gcl as the run made it (checked against
+   plans/<w>/gcl.json); the share cut (``cluster.time_split_share``) reads the profile's times;
+7. ``encoder + work split, first member``: what the split does without the medoid.
 
 Each rung prints the plan's cycle error on the plan's arch, its cross-arch error on the other
 archs, the any-member error (expected over representatives redrawn uniformly from their
@@ -33,17 +35,18 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import ROOT, SUITE, mean_and_worst, print_study_table
+from extra_samples import ROOT, SUITE, gcl_clusters, mean_and_worst, print_study_table
 
 CROSS = ("turing", "ampere", "ada")
-# (label, which embeddings, representative, work split on)
+# (label, which embeddings, representative, work split on, share cut on)
 RUNGS = [
-    ("paper (gcl_paper)", "paper", "first", False),
-    ("paper + medoid", "paper", "medoid", False),
-    ("encoder, first member", "project", "first", False),
-    ("encoder + medoid", "project", "medoid", False),
-    ("encoder + medoid + work split (gcl)", "project", "medoid", True),
-    ("encoder + work split, first member", "project", "first", True),
+    ("paper (gcl_paper)", "paper", "first", False, False),
+    ("paper + medoid", "paper", "medoid", False, False),
+    ("encoder, first member", "project", "first", False, False),
+    ("encoder + medoid", "project", "medoid", False, False),
+    ("encoder + medoid + work split", "project", "medoid", True, False),
+    ("encoder + medoid + work split + share cut (gcl)", "project", "medoid", True, True),
+    ("encoder + work split, first member", "project", "first", True, False),
 ]
 
 
@@ -56,7 +59,6 @@ def main() -> int:
     ap.add_argument("--draws", type=int, default=2000, help="draws of the any-member error")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from gclsampler.cluster import cluster_embeddings
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile
     from gclsampler.score import any_member_error, score_plan
@@ -67,22 +69,27 @@ def main() -> int:
         paths = {"project": (train / name / "embeddings.npy", plans / "gcl.json"),
                  "paper": (train / f"{name}-paper" / "embeddings.npy", plans / "gcl_paper.json")}
         prof_path = args.data_dir / name / "profiles" / f"{args.arch}.csv"
+        fit_path = args.data_dir / name / "profile.csv"  # the times the share cut reads
         missing = [str(p) for pair in paths.values() for p in pair if not p.exists()]
-        if missing or not prof_path.exists():
-            print(f"{name}: skipped (no {(missing or [prof_path])[0]})", file=sys.stderr)
+        missing += [str(p) for p in (prof_path, fit_path) if not p.exists()]
+        if missing:
+            print(f"{name}: skipped (no {missing[0]})", file=sys.stderr)
             continue
+        times = read_profile(fit_path)["time_ns"].to_numpy(np.float64)
         prof = read_profile(prof_path)
         others = [read_profile(p) for p in (args.data_dir / name / "profiles" / f"{a}.csv"
                                             for a in CROSS if a != args.arch) if p.exists()]
         names, cycles = prof["kernel_name"].to_numpy(), prof["cycles"].to_numpy(np.float64)
-        for label, which, rep, split in RUNGS:
+        for label, which, rep, split, share in RUNGS:
             emb_path, plan_path = paths[which]
             made = json.loads(plan_path.read_text())["config"]
             gcl_cfg = json.loads(paths["project"][1].read_text())["config"]["cluster"]
             cfg = {**made["cluster"], "representative": rep,
-                   "split_tolerance": gcl_cfg["split_tolerance"] if split else 0.0}
-            res = cluster_embeddings(np.load(emb_path), cfg, made.get("cluster_random_state", 0))
-            if cfg == made["cluster"]:  # the run's own plan: the re-clustering must reproduce it
+                   "split_tolerance": gcl_cfg["split_tolerance"] if split else 0.0,
+                   "time_split_share": gcl_cfg.get("time_split_share", 0.0) if share else 0.0}
+            res = gcl_clusters(np.load(emb_path), {**made, "cluster": cfg}, times)
+            # the run's own plan (a run made before the share cut had none): the re-clustering must reproduce it
+            if cfg == {"time_split_share": 0.0, **made["cluster"]}:
                 want = sorted(s["invocation"] for s in json.loads(plan_path.read_text())["samples"])
                 if sorted(res.representatives.tolist()) != want:
                     print(f"{name}: re-clustering does not reproduce {plan_path}; rerun with this checkout",

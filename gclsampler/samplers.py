@@ -148,11 +148,13 @@ def _silhouette_list(curve: Mapping[int, float]) -> list[list[float]]:
 
 
 class GclSampler(Sampler):
-    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, medoid.
+    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, share cut, medoid.
 
     With the default ``cluster`` group: k-means with silhouette-chosen K on the embeddings
     (which end in the trace's size vector), clusters cut where their work spans more than
-    ``split_tolerance``, the medoid simulated. ``gcl_paper`` is the paper's version.
+    ``split_tolerance``, then where their profiled times spread by more than
+    ``time_split_share`` of the workload's time (work an SM-0 trace does not see), the medoid
+    simulated. ``gcl_paper`` is the paper's version.
 
     Parameters: ``cluster`` (``ClusterConfig``, a mapping of its fields, or None for
     its defaults) and ``random_state`` (k-means starts, silhouette sample).
@@ -194,7 +196,7 @@ class GclSampler(Sampler):
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
                 keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]
                 raise SamplerError(f"{where}: {e} ({' and '.join(f'cluster.{k}=0' for k in keys)} "
-                                   f"turns the cut off)") from None
+                                   f"turn{'s' if len(keys) == 1 else ''} the cut off)") from None
         self.result_ = res
         self.labels_ = res.labels
         self.k_ = res.k
