@@ -80,10 +80,10 @@ def main() -> int:
         others = [read_profile(p) for p in (args.data_dir / name / "profiles" / f"{a}.csv"
                                             for a in CROSS if a != args.arch) if p.exists()]
         names, cycles = prof["kernel_name"].to_numpy(), prof["cycles"].to_numpy(np.float64)
+        gcl_cfg = json.loads(paths["project"][1].read_text())["config"]["cluster"]
         for label, which, rep, split, share in RUNGS:
             emb_path, plan_path = paths[which]
             made = json.loads(plan_path.read_text())["config"]
-            gcl_cfg = json.loads(paths["project"][1].read_text())["config"]["cluster"]
             cfg = {**made["cluster"], "representative": rep,
                    "split_tolerance": gcl_cfg["split_tolerance"] if split else 0.0,
                    "time_split_share": gcl_cfg.get("time_split_share", 0.0) if share else 0.0}

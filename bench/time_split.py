@@ -98,12 +98,14 @@ def main() -> int:
         rerun = read_profile(rerun_path) if rerun_path is not None and rerun_path.exists() else None
         if rerun_path is not None and rerun is None:
             print(f"{name}: no {rerun_path}; its rerun column is left out", file=sys.stderr)
+        # gcl's k-means and work split before any time cut: what every --shares variant cuts
+        uncut = cluster_embeddings(emb, cfg["cluster"], seed) if shares else None
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
             elif kind == "share":  # gcl's k-means and work split, then only this share cut
-                res = cut_by_time(cluster_embeddings(emb, cfg["cluster"], seed), emb.astype(np.float64), time_ns,
-                                  0.0, cfg["cluster"]["representative"], seed, share=tol)
+                res = cut_by_time(uncut, emb.astype(np.float64), time_ns, 0.0, cfg["cluster"]["representative"],
+                                  seed, share=tol)
             elif kind == "inst":  # the same cut on whole-grid instructions (never 0: floor 1)
                 inst = np.maximum(prof["inst_executed"].to_numpy(np.float64), 1.0)
                 res = cut_by_time(base, emb.astype(np.float64), inst, tol, cfg["cluster"]["representative"], seed)

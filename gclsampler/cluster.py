@@ -655,8 +655,8 @@ def split_by_share(labels: np.ndarray, times: np.ndarray, share: float) -> np.nd
     """
     t = np.asarray(times, dtype=np.float64)
     total = float(t.sum())
-    if t.size == 0 or share <= 0 or total <= 0:
-        return _compact(labels.astype(np.int64)) if t.size else labels.astype(np.int64)
+    if share <= 0 or total <= 0:  # nothing to cut (an empty workload sums to 0)
+        return _compact(labels.astype(np.int64))
     pos = t > 0
     log_t = np.full(t.shape, np.log2(t[pos].min()) - 1.0)  # a zero time: one halving below the shortest
     log_t[pos] = np.log2(t[pos])
