@@ -1,18 +1,16 @@
 """A second, independent run of a synthetic workload on the same arch (SYNTHETIC).
 
-A plan made from a profile is scored, in ``evaluate.py``, on that same profile: the measured
-times a sampler may read (``time_ns``: STEM+ROOT's strata, gcl's time cuts) are the ground
-truth it is scored on, run-to-run jitter included. On a real machine the profile is one run
-and the full simulation another, so a rule that only chases one run's jitter would look better
-here than it is. This writes the profile of a second run: every workload of DATA_DIR is
-synthesized again with its own ``workload.json`` settings and one more arch, ``<arch>_rerun``,
-which is the same ``ArchConfig`` under another name. The timing model then runs the same
-launches on the same machine model from the same cache states, and only the run-to-run jitter
-is drawn again (each arch has its own seeded draw). The script checks that ``<arch>.csv`` comes
-out byte-identical to DATA_DIR's, so nothing else moved, and keeps ``OUT/<w>/<arch>_rerun.csv``.
-The timing model and DATA_DIR are not changed. Score plans on it with
-``bench/time_split.py RUN DATA_DIR --rerun OUT``. About the synthesis time of the suite
-(10-11 min on 2 cores, alexnet the most); workloads already in OUT are skipped. Usage::
+A plan made from a profile and scored on that same profile is also scored on the jitter it
+read (``time_ns``: STEM+ROOT's strata, gcl's time cuts). ``evaluate.py`` now synthesizes a
+second run itself (``suite.rerun``, ``profiles/<arch>_rerun.csv``, the ``error_cycles_rerun``
+column); this script makes one for a data dir synthesized before that, without touching it:
+every workload of DATA_DIR is synthesized again with its own ``workload.json`` settings plus the
+arch ``<arch>_rerun`` (same machine model, same launches and cache states, only the run-to-run
+jitter drawn again). It checks that ``<arch>.csv`` comes out byte-identical to DATA_DIR's, so
+nothing else moved, and keeps ``OUT/<w>/<arch>_rerun.csv``: the file the synthesizer would have
+written into the data dir. Score plans on it with ``bench/time_split.py RUN DATA_DIR --rerun
+OUT``. About the synthesis time of the suite (10-11 min on 2 cores, alexnet the most);
+workloads already in OUT are skipped. Usage::
 
     python bench/rerun_profiles.py DATA_DIR OUT [--arch turing] [--workloads bfs,lu]
 """
@@ -39,14 +37,14 @@ def main() -> int:
     ap.add_argument("--workloads", default="", help="comma-separated subset (default: every workload of data_dir)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
+    from gclsampler.profile import rerun_arch
     from gclsampler.synth.arch import ARCHS
     from gclsampler.synth.generate import generate
 
     if args.arch not in ARCHS:
         print(f"rerun_profiles: --arch: unknown arch {args.arch!r}; known: {', '.join(sorted(ARCHS))}", file=sys.stderr)
         return 2
-    rerun = f"{args.arch}_rerun"
-    ARCHS[rerun] = ARCHS[args.arch]  # this process only: the same machine model, its own jitter draw
+    rerun = rerun_arch(args.arch)
     names = [w for w in args.workloads.split(",") if w] or \
         sorted(p.name for p in args.data_dir.iterdir() if (p / "workload.json").is_file())
     if not names:
@@ -65,11 +63,11 @@ def main() -> int:
         dest = args.out / name / f"{rerun}.csv"
         if dest.exists():
             continue
-        params = {**meta["synth"], "archs": [args.arch, rerun]}
+        params = {**meta["synth"], "archs": [args.arch, rerun]}  # the other archs are not needed
         t0 = time.time()
         with tempfile.TemporaryDirectory(prefix=f"rerun-{name}-") as tmp:
             made = Path(tmp) / name
-            generate(name, made, params=params, arch=args.arch, seed=int(meta["seed"]), progress=False, jobs=1)
+            generate(name, made, params=params, arch=args.arch, seed=int(meta["seed"]), progress=False)
             original = args.data_dir / name / "profiles" / f"{args.arch}.csv"
             if not filecmp.cmp(made / "profiles" / f"{args.arch}.csv", original, shallow=False):
                 print(f"rerun_profiles: {name}: synthesized again, {args.arch}.csv differs from {original}: the data "

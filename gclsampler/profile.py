@@ -46,7 +46,29 @@ __all__ = [
     "format_dim3",
     "dim3_array",
     "ProfileRowLines",
+    "RERUN_SUFFIX",
+    "rerun_arch",
+    "rerun_of",
 ]
+
+RERUN_SUFFIX = "_rerun"
+"""``profiles/<arch>_rerun.csv`` is a second, independent run of ``<arch>``: the same launches
+profiled again. A plan fitted on one run and scored on that same run is also scored on the
+jitter it was fitted to (a rule that reads measured times, such as STEM+ROOT's strata, can
+chase it); scored on a second run it is not. On a GPU it is a second profiler pass; the
+synthesizer writes one when ``<arch>_rerun`` is in ``synth.archs`` (same machine model, only
+the run-to-run jitter drawn again)."""
+
+
+def rerun_arch(arch: str) -> str:
+    """The name of ``arch``'s second run (its profile is ``profiles/<that>.csv``)."""
+    return f"{arch}{RERUN_SUFFIX}"
+
+
+def rerun_of(name: str) -> str | None:
+    """The arch whose second run ``name`` is, or None when ``name`` is not a second run."""
+    return name[: -len(RERUN_SUFFIX)] if name.endswith(RERUN_SUFFIX) and len(name) > len(RERUN_SUFFIX) else None
+
 
 REQUIRED_COLUMNS: list[str] = ["invocation", "kernel_name", "grid", "block", "time_ns", "cycles"]
 

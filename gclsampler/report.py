@@ -18,6 +18,7 @@ import numpy as np
 
 from gclsampler._atomic import atomic_path, write_text_atomic
 from gclsampler.plan import SamplingPlan
+from gclsampler.profile import rerun_of
 from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, TIE, MethodRun, evaluate_workload, head_to_head_counts,
                                method_sort_key, summarize, suite_averages, write_results_csv)
 
@@ -363,6 +364,29 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
     return _md_table(header, rows)
 
 
+def _rerun_table(summary, avg, arch: str) -> str | None:
+    """Each method's cycle error on the run its plan was fitted on and on a second run of the
+    same arch (``error_cycles_rerun``), where the workloads have one."""
+    if "error_cycles_rerun" not in summary.columns:
+        return None
+    df = summary[(summary["arch"] == arch) & summary["error_cycles_rerun"].notna()]
+    methods = _methods(df)
+    if not methods:
+        return None
+
+    def cell(d, m) -> str:
+        return f"{_fmt_err(d.loc[m, 'error_cycles'])} / {_fmt_err(d.loc[m, 'error_cycles_rerun'])}"
+
+    rows = []
+    for w in dict.fromkeys(df["workload"]):
+        d = df[df["workload"] == w].set_index("method")
+        rows.append([w] + [cell(d, m) if m in d.index else "—" for m in methods])
+    # averaged over the same workloads on both runs, so the two numbers compare
+    mean = df.groupby("method")[["error_cycles", "error_cycles_rerun"]].mean()
+    rows.append(["**AVG**"] + [cell(mean, m) for m in methods])
+    return _md_table(["workload"] + [f"{m} E(%) fitted run / second run" for m in methods], rows)
+
+
 def h2h_cell(row) -> str:
     """``lower / equal / higher``, then what chance expects when every spread is known, then the
     most the reference could be lower on when the rival is exact somewhere."""
@@ -563,6 +587,14 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
                   "predicts before anything is simulated: one standard deviation of the estimate over random "
                   "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
                   "", any_member, ""]
+    rerun = _rerun_table(summary, avg, plan_arch)
+    if rerun:
+        lines += [f"## Error on a second run of {plan_arch}", "",
+                  f"Each plan's cycle error on the profile it was fitted on, then on a second, independent profile "
+                  f"of the same arch (`profiles/{plan_arch}_rerun.csv`, `error_cycles_rerun`): the same launches, "
+                  "only the run-to-run jitter drawn again. Methods that read measured times (stem_root and "
+                  "gcl_stem's strata, gcl's time cuts) can fit the first run's jitter; the second column is what "
+                  "such a rule is worth when the run it is judged by is not the one it read.", "", rerun, ""]
     h2h = _head_to_head_table(summary, plan_arch)
     if h2h:
         lines += [f"## `gcl` head to head, {plan_arch}", "",
@@ -737,7 +769,7 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
         archs = [workload.arch or "native"]
         if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
             archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
-                            if p.stem != workload.arch)
+                            if p.stem != workload.arch and rerun_of(p.stem) is None)  # a second run is its own column
     from gclsampler.samplers import SAMPLERS
 
     runs = [MethodRun(p.method, 0, p.config.get("epsilon"), False, p, (labels or {}).get(p.method), 0.0,

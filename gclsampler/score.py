@@ -23,6 +23,12 @@ and gives one place where the definitions live:
   cluster, which member is picked moves the error by the cluster's run-to-run spread (on the
   synthetic suite 5 % for memory-bound kernels), so one plan's error ranks methods partly by
   luck; this column ranks their *clusters*.
+* error on a second run (``error_cycles_rerun``): the cycle error of the same plan scored on
+  ``profiles/<plan arch>_rerun.csv``, an independent second profile of the arch it was fitted
+  on; NaN without one. Why: a plan is otherwise scored on the very run it read, so a rule that
+  uses measured times (STEM+ROOT's strata, gcl's time cuts) is also scored on the jitter it
+  could fit. On a GPU the two runs are two profiler passes; the synthetic suite writes the
+  second one itself (``suite.rerun``), and only the run-to-run jitter differs.
 * representative spread (``spread_sd``): the standard deviation (% of the total time) of the
   plan's estimate over which members its samples are, from the spread of the *profiled* times
   inside each cluster. The same for every arch a plan is scored on: it needs only the profile
@@ -167,6 +173,7 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
         if path is None or not path.exists():
             raise EvaluationError(f"{path or workload.name}: archs: no ground truth for arch {arch!r}")
         truths[arch] = (workload.ground_truth(arch), str(path))
+    second = _second_run(workload, plan_arch)
     rows = []
     fitted_times = workload.profile["time_ns"].to_numpy(dtype=np.float64)
     for run in runs:
@@ -174,6 +181,8 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
         for arch in archs:
             truth, where = truths[arch]
             score = score_plan(run.plan, truth, where)
+            score["error_cycles_rerun"] = score_plan(run.plan, *second)["error_cycles"] \
+                if second is not None and arch == plan_arch else float("nan")
             # stochastic plans already redraw their members over seeds
             score["error_cycles_any_member"] = float("nan") if run.stochastic else any_member_error(
                 run.plan, run.labels, truth["cycles"].to_numpy(dtype=np.float64))
@@ -189,6 +198,17 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
                 "gpu": getattr(workload, "gpu", ""),
             })
     return rows
+
+
+def _second_run(workload, plan_arch: str):
+    """(profile, where) of ``profiles/<plan arch>_rerun.csv``, a second run of the arch the plans
+    were fitted on, or None when the workload has none."""
+    from gclsampler.profile import rerun_arch
+
+    if workload.root is None:
+        return None
+    path = Path(workload.root) / "profiles" / f"{rerun_arch(plan_arch)}.csv"
+    return (workload.ground_truth(rerun_arch(plan_arch)), str(path)) if path.exists() else None
 
 
 def any_member_error(plan: SamplingPlan, labels: np.ndarray | None, cycles: np.ndarray,
@@ -361,7 +381,7 @@ RESULT_COLUMNS = [
     "workload", "method", "arch", "plan_arch", "cross_arch", "seed", "epsilon", "sweep", "stochastic",
     "n_invocations", "n_simulated", "n_clusters", "error_cycles", "error_time",
     *[f"error_{m}" for m in RATE_METRICS],
-    "error_cycles_any_member", "spread_sd",
+    "error_cycles_any_member", "error_cycles_rerun", "spread_sd",
     "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
     "data", "gpu",  # "synthetic" / "real" / "" (workload.json says neither); the GPU a real workload was measured on
 ]

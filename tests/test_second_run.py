@@ -1,0 +1,154 @@
+"""A second, independent profile of the plan arch (``profiles/<arch>_rerun.csv``): the synthesizer
+writes it on request, and evaluation scores every plan on it as ``error_cycles_rerun``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gclsampler.evaluate import fit_methods, evaluate_workload, score_plan
+from gclsampler.profile import read_profile, rerun_arch, rerun_of
+from gclsampler.synth.generate import SynthConfigError, check_request, generate
+from test_baselines import make_profile
+from test_evaluate import _write_workload
+
+
+def test_rerun_names_round_trip():
+    assert rerun_arch("turing") == "turing_rerun" and rerun_of("turing_rerun") == "turing"
+    assert rerun_of("turing") is None and rerun_of("_rerun") is None
+    assert rerun_of(rerun_arch("h200")) == "h200"
+
+
+def test_synthesized_second_run_draws_only_the_jitter_again(tmp_path):
+    params = {"nodes": 2048}
+    generate("bfs", tmp_path / "one", params={**params, "archs": ["turing"]}, arch="turing", seed=5,
+             progress=False, jobs=1)
+    generate("bfs", tmp_path / "two", params={**params, "archs": ["turing", "turing_rerun"]}, arch="turing",
+             seed=5, progress=False, jobs=1)
+    # asking for the second run changes nothing the first run had
+    first = (tmp_path / "one" / "profiles" / "turing.csv").read_bytes()
+    assert (tmp_path / "two" / "profiles" / "turing.csv").read_bytes() == first
+    assert (tmp_path / "two" / "profile.csv").read_bytes() == first
+    a = read_profile(tmp_path / "two" / "profiles" / "turing.csv")
+    b = read_profile(tmp_path / "two" / "profiles" / "turing_rerun.csv")
+    assert len(a) == len(b) > 2
+    for col in ("kernel_name", "grid", "block", "inst_executed", "l1_hit_rate", "l2_hit_rate"):
+        assert a[col].tolist() == b[col].tolist(), col
+    ratio = b["time_ns"].to_numpy() / a["time_ns"].to_numpy()
+    assert not np.allclose(ratio, 1.0) and np.all(np.abs(np.log(ratio)) < 0.3)  # jitter, not another machine
+    meta = json.loads((tmp_path / "two" / "workload.json").read_text())
+    assert meta["archs"] == ["turing", "turing_rerun"] and meta["synthetic"] is True
+
+
+@pytest.mark.parametrize("arch", ["volta_rerun", "_rerun", "turing_rerun_x"])
+def test_a_second_run_of_an_unknown_arch_is_refused_by_key(arch):
+    with pytest.raises(SynthConfigError, match=r"synth\.archs: unknown arch"):
+        check_request("bfs", {"archs": ["turing", arch]}, "turing", 0)
+
+
+def _jittered(t: pd.DataFrame, seed: int) -> pd.DataFrame:
+    f = np.exp(np.random.default_rng(seed).normal(0, 0.05, len(t)))
+    return t.assign(time_ns=t["time_ns"] * f, cycles=np.round(t["cycles"] * f))
+
+
+def test_plans_are_scored_on_the_second_run_of_their_own_arch_only(tmp_path):
+    t = make_profile(90, 0)
+    second = _jittered(t, 1)
+    w = _write_workload(tmp_path / "toy", {"turing": t, "ampere": t.assign(cycles=t["cycles"] * 0.8),
+                                           "turing_rerun": second})
+    runs = fit_methods(w, ["sieve", "pka", "random"], {"random": {"fraction": 0.2}}, n_seeds=2)
+    df = pd.DataFrame(evaluate_workload(w, runs, ["turing", "ampere"]))
+    assert set(df["arch"]) == {"turing", "ampere"}  # the second run is a column, not an arch
+    own = df[df["arch"] == "turing"]
+    for run, (_, row) in zip(runs, own.iterrows()):
+        assert row["method"] == run.method
+        want = score_plan(run.plan, second)["error_cycles"]
+        assert row["error_cycles_rerun"] == pytest.approx(want)
+        assert not math.isclose(row["error_cycles_rerun"], row["error_cycles"])  # another run, another error
+    assert df.loc[df["arch"] == "ampere", "error_cycles_rerun"].isna().all()
+    # without a second run the column is empty, and nothing else changes
+    (tmp_path / "toy" / "profiles" / "turing_rerun.csv").unlink()
+    bare = pd.DataFrame(evaluate_workload(w, runs, ["turing", "ampere"]))
+    assert bare["error_cycles_rerun"].isna().all()
+    pd.testing.assert_frame_equal(bare.drop(columns="error_cycles_rerun"), df.drop(columns="error_cycles_rerun"))
+
+
+def test_report_shows_both_runs_and_train_report_keeps_the_second_run_out_of_the_archs(tmp_path):
+    from gclsampler.baselines import SieveSampler
+    from gclsampler.evaluate import write_workload_report
+    from gclsampler.report import write_report
+
+    t = make_profile(80, 3)
+    w = _write_workload(tmp_path / "toy", {"turing": t, "turing_rerun": _jittered(t, 2)})
+    runs = fit_methods(w, ["sieve", "allegro"], {})
+    df = pd.DataFrame(evaluate_workload(w, runs, ["turing"]))
+    text = write_report(df, tmp_path / "out", plots=False).read_text()
+    assert "## Error on a second run of turing" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| toy |") and "/" in ln and "sieve" not in ln
+               and ln.count("|") == 4)
+    sieve = df[(df["method"] == "sieve") & (df["arch"] == "turing")].iloc[0]
+    assert f"{sieve['error_cycles']:.2f} / {sieve['error_cycles_rerun']:.2f}" in row
+    # no second run: no section
+    plain = write_report(df.assign(error_cycles_rerun=np.nan), tmp_path / "out2", plots=False).read_text()
+    assert "second run" not in plain
+    # train.py's report: every profiles/<arch>.csv is an arch to score on, but not a second run
+    s = SieveSampler()
+    write_workload_report(w, {"sieve": s.fit(w)}, tmp_path / "run", labels={"sieve": s.labels_}, plots=False)
+    res = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert set(res["arch"]) == {"turing"} and res["error_cycles_rerun"].notna().all()
+
+
+def test_suite_asks_the_synthesizer_for_a_second_run_of_the_trace_arch(tmp_path, monkeypatch):
+    import gclsampler.synth as synth
+    from gclsampler.evaluate import SuiteConfig, _prepare_workload
+
+    asked = []
+
+    def fake(name, out_dir, *, params=None, arch, seed, **_):
+        asked.append((name, params, arch))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "profile.csv").write_text("")
+        return out_dir
+
+    monkeypatch.setattr(synth, "generate", fake)
+    _prepare_workload("3mm", tmp_path / "a", SuiteConfig(trace_arch="ampere"), True, 0)
+    (name, params, arch), = asked
+    assert arch == "ampere" and params["archs"][-1] == "ampere_rerun"
+    assert params["archs"][:-1] == ["turing", "ampere", "ada"]  # the workload's own archs, then the second run
+    asked.clear()
+    _prepare_workload("3mm", tmp_path / "b", SuiteConfig(rerun=False), True, 0)
+    assert "archs" not in (asked[0][1] or {})
+
+
+def test_a_data_dir_without_the_second_run_is_synthesized_again_when_one_is_wanted(tmp_path):
+    from gclsampler.synth.generate import stale_reason
+
+    generate("bfs", tmp_path / "bfs", params={"nodes": 2048, "archs": ["turing"]}, arch="turing", seed=1,
+             progress=False, jobs=1)
+    assert stale_reason(tmp_path / "bfs", "bfs", {"nodes": 2048, "archs": ["turing"]}, "turing", 1) is None
+    why = stale_reason(tmp_path / "bfs", "bfs", {"nodes": 2048, "archs": ["turing", "turing_rerun"]}, "turing", 1)
+    assert why is not None and "turing_rerun" in why
+
+
+def test_compare_shows_the_second_run_only_where_runs_have_one(tmp_path):
+    from gclsampler.compare import compare_dirs
+    from test_compare import _rows, _write
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
+    runs = []
+    for seed in (0, 1):
+        df = _rows(errs, seed=seed)
+        own = df["arch"] == "turing"
+        df.loc[own, "error_cycles_rerun"] = df.loc[own, "error_cycles"] + 1.0 + seed
+        runs.append(_write(tmp_path, f"s{seed}", df))
+    md = compare_dirs(runs, tmp_path / "cmp", plots=False).read_text()
+    assert "second run (%)" in md
+    gcl = next(ln for ln in md.splitlines() if ln.startswith("| gcl |"))
+    assert "3.50 ± 0.71" in gcl  # runs at 2 % on the fitted run, 3 and 4 % on their second runs
+    old = [_write(tmp_path, f"o{seed}", _rows(errs, seed=seed)) for seed in (0, 1)]
+    md = compare_dirs(old, tmp_path / "cmp_old", plots=False).read_text()
+    assert "second run" not in md
