@@ -46,6 +46,30 @@ class EvaluationRun:
     path: Path
     seed: int | None
     results: Any  # pandas.DataFrame
+    second_run: bool = False  # plan-arch errors are the second run's (``on_second_run``)
+
+
+def on_second_run(run: EvaluationRun) -> EvaluationRun:
+    """The run with each plan-arch row's cycle error replaced by the same plan's error on the
+    second run of that arch (``error_cycles_rerun``), so that every table, head-to-head count and
+    Pareto count of the comparison judges the plans on a run no method read. Cross-arch rows
+    keep theirs. A run without a second run for every plan-arch row is refused: a mean over
+    some workloads' second runs and others' fitted runs would compare nothing."""
+    df = run.results
+    own = ~df["cross_arch"].to_numpy(dtype=bool)
+    if "error_cycles_rerun" not in df.columns:
+        raise EvaluationError(f"{run.path}:1: error_cycles_rerun: missing column (results.csv written before "
+                              "evaluate.py scored plans on a second run)")
+    values = numeric_column(df, "error_cycles_rerun", run.path, EvaluationError)
+    missing = own & ~np.isfinite(values) & np.isfinite(df["error_cycles"].to_numpy(dtype=float))
+    if missing.any():
+        r = int(np.flatnonzero(missing)[0])
+        raise EvaluationError(
+            f"{run.path}:{r + 2}: error_cycles_rerun: empty for workload {df['workload'].iloc[r]!r} (its data dir "
+            f"has no profiles/{df['plan_arch'].iloc[r]}_rerun.csv; evaluate.py's suite.rerun=true writes one)")
+    df = df.copy()
+    df.loc[own, "error_cycles"] = values[own]
+    return EvaluationRun(run.label, run.path, run.seed, df, second_run=True)
 
 
 def _flag_column(df, name: str, where: Path):
@@ -365,6 +389,13 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines += [f"{len(runs)} runs of `evaluate.py`, plans fitted on **{plan_arch}**; {len(workloads)} workloads "
               f"({', '.join(workloads)}). Each run's numbers are those of its own report.md; ± is one sample "
               "standard deviation across runs, so it shows how much a single run's table can be trusted.", ""]
+    scored_again = any(r.second_run for r in runs)
+    if scored_again:
+        lines += [f"**Scored on the second run** (`--second-run`): every {plan_arch} cycle error below, and every "
+                  "count made from them, is the plan's error on the independent second run of its arch "
+                  f"(`error_cycles_rerun`, `profiles/{plan_arch}_rerun.csv`), which no method read, not on the "
+                  "profile it was fitted on (its report.md's second-run table). Cross-arch errors, speedups and "
+                  "spreads are unchanged.", ""]
     lines += _md_table(["run", "path", "synthesis seed"],
                        [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed)] for r in runs]).split("\n")
     lines.append("")
@@ -373,7 +404,8 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
               f"Cycle error on {plan_arch} (mean over workloads, then over runs); worst workload: its mean over "
               "runs and the worst single cell; cross-arch: the same plans scored on the other archs; speedup: "
               "arithmetic mean over workloads (GCL-Sampler), and harmonic (STEM+ROOT).", ""]
-    second = bool(across["error_cycles_rerun"].notna().any())  # runs whose workloads have a second run
+    # runs whose workloads have a second run; under --second-run it is the error column already
+    second = bool(across["error_cycles_rerun"].notna().any()) and not scored_again
     if second:
         lines += [f"Second run: the same plans scored on an independent second profile of {plan_arch} "
                   f"(`profiles/{plan_arch}_rerun.csv`), which no method read; a run without one is left out of "
@@ -417,18 +449,21 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     return write_text_atomic(out / "compare.md", "\n".join(lines) + "\n")
 
 
-def load_runs(paths: Iterable[str | Path], reference: str | None = None) -> list[EvaluationRun]:
+def load_runs(paths: Iterable[str | Path], reference: str | None = None,
+              second_run: bool = False) -> list[EvaluationRun]:
     """``load_run`` of each path; runs labelled by their directory names, or by their full
     paths when two share a name (``a/run`` and ``b/run``). Everything ``write_comparison``
     would refuse (mixed plan archs, nothing in common, an absent ``reference``) is refused
-    here, before an output exists."""
+    here, before an output exists. ``second_run``: ``on_second_run`` of each."""
     runs = [load_run(p) for p in paths]
+    if second_run:
+        runs = [on_second_run(r) for r in runs]
     _, methods, _ = _common(runs)
     if reference is not None:
         _check_reference(reference, methods)
     labels = [r.label for r in runs]
     if len(set(labels)) < len(labels):
-        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results) for r in runs]
+        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results, r.second_run) for r in runs]
     return runs
 
 

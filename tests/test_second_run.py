@@ -152,3 +152,39 @@ def test_compare_shows_the_second_run_only_where_runs_have_one(tmp_path):
     old = [_write(tmp_path, f"o{seed}", _rows(errs, seed=seed)) for seed in (0, 1)]
     md = compare_dirs(old, tmp_path / "cmp_old", plots=False).read_text()
     assert "second run" not in md
+
+
+def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
+    from test_compare import _cli, _rows, _write
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
+    runs = []
+    for seed in (0, 1):
+        df = _rows(errs, seed=seed)
+        own = df["arch"] == "turing"
+        # on the second run gcl is the worse of the two on both workloads
+        df.loc[own, "error_cycles_rerun"] = np.where(df.loc[own, "method"] == "gcl", 4.0 + seed, 1.0)
+        runs.append(_write(tmp_path, f"s{seed}", df))
+    r = _cli(*runs, "--out", tmp_path / "cmp", "--second-run", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "**Scored on the second run**" in md and "second run (%)" not in md  # it is the error column
+    gcl = next(ln for ln in md.splitlines() if ln.startswith("| gcl |"))
+    assert gcl.startswith("| gcl | 4.50 ± 0.71 |")
+    h2h = pd.read_csv(tmp_path / "cmp" / "compare_head_to_head.csv")
+    assert h2h.loc[h2h["method"] == "pka", "higher"].tolist() == [2, 2]  # lower on the fitted run, higher here
+    per = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert per.loc[per["method"] == "gcl", "error_cross_arch"].tolist() == pytest.approx([2.0, 2.0])  # unchanged
+    # a run with a plan-arch row that has no second run is refused, naming the row and the file it lacks
+    df = pd.read_csv(runs[1] / "results.csv")
+    df.loc[(df["workload"] == "w2") & (df["method"] == "pka") & (df["arch"] == "turing"), "error_cycles_rerun"] = np.nan
+    df.to_csv(runs[1] / "results.csv", index=False)
+    r = _cli(*runs, "--out", tmp_path / "cmp2", "--second-run")
+    assert r.returncode == 2 and not (tmp_path / "cmp2").exists()
+    line = r.stderr.strip().splitlines()[-1]
+    assert "results.csv:" in line and "error_cycles_rerun: empty for workload 'w2'" in line and "turing_rerun.csv" in line
+    # without the flag the same runs compare as before
+    assert _cli(*runs, "--out", tmp_path / "cmp3", "--no-plots").returncode == 0
+    old = _write(tmp_path, "old", _rows(errs).drop(columns="error_cycles_rerun"))
+    r = _cli(old, "--out", tmp_path / "cmp4", "--second-run")
+    assert r.returncode == 2 and "error_cycles_rerun: missing column" in r.stderr

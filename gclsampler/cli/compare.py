@@ -24,6 +24,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "`gclsampler compare` output, which is replaced as a whole)")
     parser.add_argument("--reference", default=None, help="method counted head to head against the others "
                                                           "(default gcl, or the first method when a run lacks gcl)")
+    parser.add_argument("--second-run", action="store_true",
+                        help="judge every plan on the second run of its arch (results.csv's error_cycles_rerun, "
+                             "scored on profiles/<arch>_rerun.csv, which no method read) instead of the profile it "
+                             "was fitted on: every error, worst cell, head-to-head and Pareto count; a run without "
+                             "it is refused")
     parser.add_argument("--no-plots", action="store_true", help="tables only (matplotlib costs a few seconds)")
     parser.set_defaults(handler=_run)
 
@@ -43,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
             paths += inside
         else:
             paths.append(p)
-    runs = load_runs(paths, args.reference)  # every input read and checked before the output is touched
+    runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
     with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
     print(f"{args.out / 'compare.md'}: {len(runs)} runs compared")
