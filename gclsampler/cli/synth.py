@@ -14,7 +14,9 @@ from gclsampler.errors import GclError
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
-                        help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in)")
+                        help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in); "
+                             "archs=[turing,ampere,ada,turing_rerun] also writes profiles/turing_rerun.csv, a second "
+                             "run of turing (only the jitter drawn again) to score plans on")
     parser.add_argument("--out", help="output workload directory (replaced atomically when empty or an earlier synth output; anything else is refused)")
     parser.add_argument("--arch", default="ampere", help="arch whose ground truth becomes profile.csv (default ampere)")
     parser.add_argument("--seed", type=int, default=0)
