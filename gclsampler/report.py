@@ -592,8 +592,8 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
         lines += [f"## Error on a second run of {plan_arch}", "",
                   f"Each plan's cycle error on the profile it was fitted on, then on a second, independent profile "
                   f"of the same arch (`profiles/{plan_arch}_rerun.csv`, `error_cycles_rerun`): the same launches, "
-                  "only the run-to-run jitter drawn again. Methods that read measured times (stem_root and "
-                  "gcl_stem's strata, gcl's time cuts) can fit the first run's jitter; the second column is what "
+                  "only the run-to-run jitter drawn again. Methods that read measured times (stem_root's and "
+                  "gcl_stem's strata, allegro, gcl's time cuts) can fit the first run's jitter; the second column is what "
                   "such a rule is worth when the run it is judged by is not the one it read.", "", rerun, ""]
     h2h = _head_to_head_table(summary, plan_arch)
     if h2h:
