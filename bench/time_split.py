@@ -16,10 +16,12 @@ population spread by jitter or by a smooth trend), and beside a cut on the profi
 ``inst_executed`` instead of time (``--inst-tolerances``: work on every SM, without jitter).
 ``--shares`` replaces gcl's own share cut (``cluster.time_split_share``: cut a cluster while a
 representative drawn from it would miss by more than that share of the workload's time) by
-other shares, 0 being gcl with no time cut at all. ``--rerun DIR`` also scores every plan on
-``DIR/<w>/<arch>_rerun.csv``, an independent second run of the same arch
-(``bench/rerun_profiles.py``): the profile the cuts read is then not the run they are scored
-on, so a cut that only follows one run's jitter gains nothing there. Usage::
+other shares, 0 being gcl with no time cut at all. Every plan is also scored on an independent
+second run of the same arch where there is one: the data dir's ``<w>/profiles/<arch>_rerun.csv``
+(``evaluate.py`` synthesizes it), or ``DIR/<w>/<arch>_rerun.csv`` with ``--rerun DIR``
+(``bench/rerun_profiles.py``, for a data dir made before). The profile the cuts read is then
+not the run they are scored on, so a cut that only follows one run's jitter gains nothing there.
+Usage::
 
     python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
     python bench/time_split.py RUN DATA_DIR [--tolerances 0,0.5,0.7,1.0] [--shares 0,0.02,0.04] [--gaps 0.5]
@@ -71,12 +73,13 @@ def main() -> int:
     ap.add_argument("--shares", default="",
                     help="also: gcl with its share cut at these shares instead of the plan's (0 = no time cut)")
     ap.add_argument("--rerun", type=Path, default=None,
-                    help="also score on DIR/<w>/<arch>_rerun.csv, an independent run (bench/rerun_profiles.py)")
+                    help="score the second run in DIR/<w>/<arch>_rerun.csv (bench/rerun_profiles.py) instead of "
+                         "the data dir's <w>/profiles/<arch>_rerun.csv")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
     from gclsampler.cluster import cluster_embeddings, cut_by_time, representatives
     from gclsampler.plan import plan_from_labels
-    from gclsampler.profile import read_profile
+    from gclsampler.profile import read_profile, rerun_arch
     from gclsampler.score import any_member_error, score_plan
 
     tols = [float(t) for t in args.tolerances.split(",")]
@@ -94,9 +97,10 @@ def main() -> int:
         names = prof["kernel_name"].to_numpy()
         seed = cfg.get("cluster_random_state", 0)
         time_ns = prof["time_ns"].to_numpy(np.float64)
-        rerun_path = args.rerun / name / f"{args.arch}_rerun.csv" if args.rerun else None
-        rerun = read_profile(rerun_path) if rerun_path is not None and rerun_path.exists() else None
-        if rerun_path is not None and rerun is None:
+        rerun_path = (args.rerun / name if args.rerun else args.data_dir / name / "profiles") / \
+            f"{rerun_arch(args.arch)}.csv"
+        rerun = read_profile(rerun_path) if rerun_path.exists() else None
+        if rerun is None:
             print(f"{name}: no {rerun_path}; its rerun column is left out", file=sys.stderr)
         # gcl's k-means and work split before any time cut: what every --shares variant cuts
         uncut = cluster_embeddings(emb, cfg["cluster"], seed) if shares else None
@@ -148,7 +152,7 @@ def main() -> int:
         print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
               f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
               f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} | {again} |")
-    print("per workload, error / speedup" + (" (error on the rerun in brackets)" if args.rerun else "") + ":")
+    print("per workload, error / speedup (error on the rerun in brackets, where there is one):")
     for (kind, tol), r in rows.items():
         print(f"  {kind} {tol:g}: " + ", ".join(
             f"{v[0]} {v[1]:.2f} %" + ("" if np.isnan(v[6]) else f" [{v[6]:.2f} %]") + f"/{v[4]:.0f}x" for v in r))
