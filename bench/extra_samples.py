@@ -85,7 +85,8 @@ def gcl_clusters(emb: np.ndarray, cfg: dict, times_ns: np.ndarray):
     tol, share = c.get("time_split_tolerance", 0.0), c.get("time_split_share", 0.0)
     if tol > 0 or share > 0:
         res = cut_by_time(res, emb.astype(np.float64), times_ns, tol, c["representative"],
-                          cfg.get("cluster_random_state", 0), share=share)
+                          cfg.get("cluster_random_state", 0), share=share,
+                          work=emb[:, c.get("split_column", -6)] if c["representative"] == "work_mean" else None)
     return res
 
 

@@ -8,7 +8,8 @@ its embeddings with the plan's settings) and swaps only the representative rule:
 - ``medoid``: gcl's own (checked to reproduce the run's plan);
 - ``work_mean``: the member whose SM-0 instruction count (the size vector's column,
   ``cluster.split_column``) is nearest the members' arithmetic mean count, on the idea that
-  time follows work; ties keep the medoid if it is tied, else go to the middle launch;
+  time follows work; ties keep the medoid if it is tied, else go to the middle launch
+  (``cluster.representative=work_mean``, ``gclsampler.cluster.nearest_mean_work``);
 - ``time_mean``: the member whose profiled ``time_ns`` (the fitted run's, as gcl's time cuts
   read it) is nearest the members' mean time. On the fitted run this is close to the ideal by
   construction, so it is judged on the second run (``profiles/<arch>_rerun.csv``) alone;
@@ -38,22 +39,6 @@ CROSS = ("turing", "ampere", "ada")
 RULES = ("medoid", "work_mean", "time_mean", "first", "random")
 
 
-def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
-    """Per cluster, the member whose work 2**log2_work is nearest the members' mean work."""
-    work = np.exp2(log2_work.astype(np.float64))
-    k = int(labels.max()) + 1
-    mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
-    d = np.abs(work - mean[labels])
-    d_min = np.full(k, np.inf)
-    np.minimum.at(d_min, labels, d)
-    tied = d == d_min[labels]
-    reps = medoids.copy()
-    for c in np.flatnonzero(~tied[medoids]):  # the medoid is not among the nearest: middle tied launch
-        ids = np.flatnonzero(tied & (labels == c))
-        reps[c] = ids[len(ids) // 2]
-    return reps
-
-
 def nearest_mean_time(labels: np.ndarray, times_ns: np.ndarray) -> np.ndarray:
     """Per cluster, the member whose time is nearest the members' mean time (earliest if tied)."""
     k = int(labels.max()) + 1
@@ -76,7 +61,7 @@ def main() -> int:
     if unknown:
         print(f"representatives: --rules: unknown rule {unknown[0]!r} (one of {', '.join(RULES)})", file=sys.stderr)
         return 2
-    from gclsampler.cluster import representatives
+    from gclsampler.cluster import nearest_mean_work, representatives
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile, rerun_arch
     from gclsampler.score import score_plan

@@ -45,7 +45,7 @@ import numpy as np
 from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
 
-REPRESENTATIVES = ("first", "medoid", "random")
+REPRESENTATIVES = ("first", "medoid", "random", "work_mean")
 
 
 def _is_int(v: Any) -> bool:
@@ -92,7 +92,7 @@ class ClusterConfig:
     max_iter: int = 300
     sample_size: int = 5000  # above this many invocations, silhouette is scored on a seeded sample
     fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
-    representative: str = "medoid"  # medoid (project) | first (paper) | random
+    representative: str = "medoid"  # medoid (project) | first (paper) | random | work_mean (opt-in, docs/plans.md)
     normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
     # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
@@ -405,9 +405,9 @@ def _pick(curve: dict[int, float], tolerance: float) -> int:
     return min(k for k, s in curve.items() if s >= best - tolerance)
 
 
-def _one_cluster(n: int, cfg: ClusterConfig, random_state: int) -> ClusterResult:
+def _one_cluster(n: int, cfg: ClusterConfig, random_state: int, work: np.ndarray | None = None) -> ClusterResult:
     labels = np.zeros(n, dtype=np.int64)
-    reps = representatives(labels, None, cfg.representative, random_state) if n else np.zeros(0, dtype=np.int64)
+    reps = representatives(labels, None, cfg.representative, random_state, work) if n else np.zeros(0, dtype=np.int64)
     return ClusterResult(labels, 1 if n else 0, {}, reps, np.bincount(labels, minlength=1 if n else 0),
                          False, 0, asdict(cfg))
 
@@ -473,11 +473,12 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if bad.any():
         raise EmbeddingError(f"embeddings: row {int(np.flatnonzero(bad)[0])} (invocation) is not finite")
     n = x_all.shape[0]
+    work = _work_column(emb, cfg) if cfg.representative == "work_mean" else None
     if cfg.normalize and n:
         norm = np.linalg.norm(x_all, axis=1, keepdims=True)
         x_all = x_all / np.where(norm > 0, norm, 1.0)
     if n < 2:
-        return _one_cluster(n, cfg, random_state)
+        return _one_cluster(n, cfg, random_state, work)
 
     # distinct embeddings with multiplicities: exact, and much smaller for repeated kernels
     uniq, inverse, counts = np.unique(x_all, axis=0, return_inverse=True, return_counts=True)
@@ -486,10 +487,10 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if groups is not None:
         n_groups = int(groups.max()) + 1
         if n_groups == 1:
-            return _one_cluster(n, cfg, random_state)
+            return _one_cluster(n, cfg, random_state, work)
         # too few distinct points for silhouette: each one is its own cluster
         labels = _compact(groups[inverse])
-        reps = representatives(labels, x_all, cfg.representative, random_state)
+        reps = representatives(labels, x_all, cfg.representative, random_state, work)
         return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg), n_groups)
     every = _Points.of(uniq, counts)
 
@@ -598,14 +599,25 @@ def _work_split(labels: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: Clu
     ``split_by_work`` when it is on, with representatives: the fallback must not skip the
     split, or a workload whose embeddings defeat silhouette keeps kernels of any size together."""
     if cfg.split_tolerance > 0:
-        if not -x_all.shape[1] <= cfg.split_column < x_all.shape[1]:
-            raise ClusterConfigError(
-                f"cluster.split_column: {cfg.split_column} is outside embeddings of {x_all.shape[1]} columns; the work "
-                "split needs the size vector (model.kernel_features=true) or cluster.split_tolerance=0")
-        labels = split_by_work(labels, np.asarray(emb, dtype=np.float64)[:, cfg.split_column], cfg.split_tolerance)
-    reps = representatives(labels, x_all, cfg.representative, random_state)
+        labels = split_by_work(labels, _work_column(emb, cfg), cfg.split_tolerance)
+    reps = representatives(labels, x_all, cfg.representative, random_state,
+                           _work_column(emb, cfg) if cfg.representative == "work_mean" else None)
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), k_silhouette)
+
+
+def _work_column(emb: np.ndarray, cfg: ClusterConfig) -> np.ndarray:
+    """The embeddings' work column (``split_column``, by default the size vector's log2
+    instructions on SM 0), which the work split cuts on and ``work_mean`` picks by."""
+    emb = np.asarray(emb)
+    if not -emb.shape[1] <= cfg.split_column < emb.shape[1]:
+        uses = [k for k, on in (("cluster.split_tolerance=0", cfg.split_tolerance > 0),
+                                ("another cluster.representative", cfg.representative == "work_mean")) if on]
+        raise ClusterConfigError(
+            f"cluster.split_column: {cfg.split_column} is outside embeddings of {emb.shape[1]} columns; the work "
+            f"split and the work_mean representative need the size vector (model.kernel_features=true) or "
+            f"{' and '.join(uses)}")
+    return emb[:, cfg.split_column].astype(np.float64)
 
 
 def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
@@ -665,7 +677,8 @@ def split_by_share(labels: np.ndarray, times: np.ndarray, share: float) -> np.nd
 
 
 def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarray, tolerance: float,
-                representative: str = "medoid", random_state: int = 0, share: float = 0.0) -> ClusterResult:
+                representative: str = "medoid", random_state: int = 0, share: float = 0.0,
+                work: np.ndarray | None = None) -> ClusterResult:
     """``result`` with every cluster whose measured times span more than ``tolerance`` (log2)
     cut at its widest gap (``split_by_work`` on log2 time), then every cluster whose time spread
     is more than ``share`` of the workload's time cut (``split_by_share``), and representatives
@@ -677,7 +690,8 @@ def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarra
     for the same reason. The span cut is off by default: it costs speedup (docs/plans.md,
     bench/time_split.py); the share cut is on in ``gcl``, where it cuts bfs's frontier clusters
     and, on the synthetic suite, nothing else.
-    ``x`` is the clustering input the medoid is taken over (None: all members tied).
+    ``x`` is the clustering input the medoid is taken over (None: all members tied); ``work``
+    the log2 work column ``work_mean`` needs.
     """
     times_ns = np.asarray(times_ns, dtype=np.float64)
     if times_ns.shape != result.labels.shape:
@@ -695,11 +709,12 @@ def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarra
     if labels.max() + 1 == result.k:
         return result
     reps = representatives(labels, None if x is None else np.asarray(x, dtype=np.float64), representative,
-                           random_state)
+                           random_state, work)
     return replace(result, labels=labels, k=int(labels.max()) + 1, representatives=reps, sizes=np.bincount(labels))
 
 
-def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int) -> np.ndarray:
+def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_state: int,
+                    work: np.ndarray | None = None) -> np.ndarray:
     """One member invocation per cluster.
 
     ``first``: the earliest invocation (paper; a simulator reaches it soonest).
@@ -711,7 +726,18 @@ def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_s
     caches cold, so of launches that look the same it is the one least like the rest; the
     synthetic Ada, whose L2 holds cfd's working set, shows it as a 25 % cross-arch error.
     ``random``: a seeded uniform member.
+    ``work_mean`` (opt-in): the member whose work ``2**work`` (``work``: the log2 work column,
+    the size vector's SM-0 instructions) is nearest the members' mean work; the medoid where it is
+    one of the nearest, else the middle launch of them. Why: a plan scales its member by the
+    cluster size, so the ideal member has the mean time, and time follows work. On the
+    synthetic suite it was 0.2-0.3 points lower than the medoid on two independent reruns
+    (docs/plans.md); on the run the plan was fitted on the two are equal.
     """
+    if how == "work_mean":
+        if work is None:
+            raise ValueError("representative work_mean needs the work column")
+        return nearest_mean_work(labels, np.asarray(work, dtype=np.float64),
+                                 representatives(labels, x, "medoid", random_state))
     k = int(labels.max()) + 1
     order = np.argsort(labels, kind="stable")  # members of each cluster in invocation order
     starts = np.searchsorted(labels[order], np.arange(k))
@@ -734,6 +760,23 @@ def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_s
     ids = ids[np.argsort(labels[ids], kind="stable")]  # tied members by cluster, in invocation order
     first_tied = np.searchsorted(labels[ids], np.arange(k))
     return ids[first_tied + np.bincount(labels[ids], minlength=k) // 2].astype(np.int64)
+
+
+def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
+    """Per cluster, the member whose work ``2**log2_work`` is nearest the members' mean work:
+    ``medoids[c]`` when it is one of the nearest, else the middle launch of those."""
+    work = np.exp2(log2_work.astype(np.float64))
+    k = int(labels.max()) + 1
+    mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
+    d = np.abs(work - mean[labels])
+    d_min = np.full(k, np.inf)
+    np.minimum.at(d_min, labels, d)
+    tied = d == d_min[labels]
+    reps = medoids.copy()
+    for c in np.flatnonzero(~tied[medoids]):  # the medoid is not among the nearest: middle tied launch
+        ids = np.flatnonzero(tied & (labels == c))
+        reps[c] = ids[len(ids) // 2]
+    return reps
 
 
 # ---------------------------------------------------------------------------------------

@@ -191,7 +191,8 @@ class GclSampler(Sampler):
             try:
                 res = cut_by_time(res, x, workload.profile["time_ns"].to_numpy(dtype=np.float64),
                                   cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
-                                  share=cfg.time_split_share)
+                                  share=cfg.time_split_share,
+                                  work=x[:, cfg.split_column] if cfg.representative == "work_mean" else None)
             except ValueError as e:  # the profile, not the config, is at fault: say which file
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
                 keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]

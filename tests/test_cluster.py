@@ -158,7 +158,7 @@ def test_fewer_distinct_points_than_k(rng):
         assert np.unique(r.labels[(x == row).all(axis=1)]).size == 1
 
 
-@pytest.mark.parametrize("how", ["first", "medoid", "random"])
+@pytest.mark.parametrize("how", ["first", "medoid", "random", "work_mean"])
 def test_representatives_are_members(rng, how):
     x = blobs(rng, [4], 25, spread=1.0)
     r = cluster_embeddings(x, dict(SMALL, representative=how), random_state=3)
@@ -172,6 +172,26 @@ def test_representatives_are_members(rng, how):
             m = np.flatnonzero(r.labels == c)
             cost = ((x[m][:, None, :] - x[m][None, :, :]) ** 2).sum(axis=(1, 2))
             assert cost[m.tolist().index(rep)] == pytest.approx(cost.min())
+    if how == "work_mean":  # the same clusters as the medoid's, members nearest the mean work of column -6
+        med = cluster_embeddings(x, dict(SMALL, representative="medoid"), random_state=3)
+        assert r.labels.tolist() == med.labels.tolist()
+        for c, rep in enumerate(r.representatives):
+            m = np.flatnonzero(r.labels == c)
+            d = np.abs(np.exp2(x[m, -6]) - np.exp2(x[m, -6]).mean())
+            assert d[m.tolist().index(rep)] == pytest.approx(d.min())
+
+
+def test_work_mean_needs_the_work_column_and_keeps_the_medoid_among_equals(rng):
+    from gclsampler.cluster import ClusterConfigError
+
+    with pytest.raises(ClusterConfigError, match="cluster.split_column: -6 is outside embeddings of 3 columns"):
+        cluster_embeddings(rng.standard_normal((30, 3)), dict(SMALL, representative="work_mean"))
+    # every member does the same work: the medoid stays
+    x = blobs(rng, [4], 25, spread=1.0)
+    x[:, -6] = 3.0
+    a = cluster_embeddings(x, dict(SMALL, representative="work_mean"), random_state=3)
+    b = cluster_embeddings(x, dict(SMALL, representative="medoid"), random_state=3)
+    assert a.representatives.tolist() == b.representatives.tolist()
 
 
 def test_labels_numbered_by_first_appearance(rng):

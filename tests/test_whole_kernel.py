@@ -330,10 +330,10 @@ def test_gap_cut_of_the_time_study_keeps_spread_clusters_whole(rows, gap):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=40), st.data())
 def test_nearest_mean_work_rule_of_the_representative_study(rows, data):
-    """bench/representatives.py work_mean: each cluster's member is one of its members whose
-    work is nearest the members' mean work, and the medoid is kept when it is one of those."""
-    nearest_mean_work = _bench_module("representatives").nearest_mean_work
-    from gclsampler.cluster import _compact
+    """cluster.representative=work_mean (also bench/representatives.py's rule): each cluster's
+    member is one of its members whose work is nearest the members' mean work, and the medoid
+    is kept when it is one of those."""
+    from gclsampler.cluster import _compact, nearest_mean_work
 
     labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
     log2_work = np.array([r[1] for r in rows], dtype=np.float64)
