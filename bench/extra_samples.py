@@ -78,15 +78,14 @@ def gcl_clusters(emb: np.ndarray, cfg: dict, times_ns: np.ndarray):
     """The clusters gcl made from these embeddings with its plan's ``config`` (``cfg``): k-means
     and the work split (``cluster_embeddings``), then the time cuts the plan's cluster settings
     turn on, on the times of the profile the plan was fitted on (``GclSampler._cluster``)."""
-    from gclsampler.cluster import cluster_embeddings, cut_by_time
+    from gclsampler.cluster import cluster_embeddings, cut_by_time, representative_work
 
     c = cfg["cluster"]
     res = cluster_embeddings(emb, c, cfg.get("cluster_random_state", 0))
     tol, share = c.get("time_split_tolerance", 0.0), c.get("time_split_share", 0.0)
     if tol > 0 or share > 0:
         res = cut_by_time(res, emb.astype(np.float64), times_ns, tol, c["representative"],
-                          cfg.get("cluster_random_state", 0), share=share,
-                          work=emb[:, c.get("split_column", -6)] if c["representative"] == "work_mean" else None)
+                          cfg.get("cluster_random_state", 0), share=share, work=representative_work(emb, c))
     return res
 
 

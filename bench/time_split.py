@@ -77,7 +77,7 @@ def main() -> int:
                          "the data dir's <w>/profiles/<arch>_rerun.csv")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
-    from gclsampler.cluster import cluster_embeddings, cut_by_time, representatives
+    from gclsampler.cluster import cluster_embeddings, cut_by_time, representative_work, representatives
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile, rerun_arch
     from gclsampler.score import any_member_error, score_plan
@@ -104,23 +104,25 @@ def main() -> int:
             print(f"{name}: no {rerun_path}; its rerun column is left out", file=sys.stderr)
         # gcl's k-means and work split before any time cut: what every --shares variant cuts
         uncut = cluster_embeddings(emb, cfg["cluster"], seed) if shares else None
+        work = representative_work(emb, cfg["cluster"])  # what a work_mean plan's cuts pick by
         for kind, tol in variants:
             if kind == "work":
                 res = cluster_embeddings(emb, {**cfg["cluster"], "split_tolerance": tol}, seed)
             elif kind == "share":  # gcl's k-means and work split, then only this share cut
                 res = cut_by_time(uncut, emb.astype(np.float64), time_ns, 0.0, cfg["cluster"]["representative"],
-                                  seed, share=tol)
+                                  seed, share=tol, work=work)
             elif kind == "inst":  # the same cut on whole-grid instructions (never 0: floor 1)
                 inst = np.maximum(prof["inst_executed"].to_numpy(np.float64), 1.0)
-                res = cut_by_time(base, emb.astype(np.float64), inst, tol, cfg["cluster"]["representative"], seed)
+                res = cut_by_time(base, emb.astype(np.float64), inst, tol, cfg["cluster"]["representative"], seed,
+                                  work=work)
             elif kind == "gap":
                 labels = cut_at_gaps(base.labels, np.log2(time_ns), tol)
-                reps = representatives(labels, emb.astype(np.float64), cfg["cluster"]["representative"], seed)
+                reps = representatives(labels, emb.astype(np.float64), cfg["cluster"]["representative"], seed, work)
                 res = replace(base, labels=labels, k=int(labels.max()) + 1, representatives=reps,
                               sizes=np.bincount(labels))
             else:  # what gcl does with cluster.time_split_tolerance=tol
                 res = cut_by_time(base, emb.astype(np.float64), time_ns, tol,
-                                  cfg["cluster"]["representative"], seed)
+                                  cfg["cluster"]["representative"], seed, work=work)
             if (kind, tol) == ("time", 0) and \
                     sorted(res.representatives.tolist()) != sorted(s["invocation"] for s in gcl_plan["samples"]):
                 print(f"{name}: re-clustering does not reproduce plans/{name}/gcl.json; rerun with this checkout",

@@ -473,7 +473,7 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if bad.any():
         raise EmbeddingError(f"embeddings: row {int(np.flatnonzero(bad)[0])} (invocation) is not finite")
     n = x_all.shape[0]
-    work = _work_column(emb, cfg) if cfg.representative == "work_mean" else None
+    work = representative_work(emb, cfg)
     if cfg.normalize and n:
         norm = np.linalg.norm(x_all, axis=1, keepdims=True)
         x_all = x_all / np.where(norm > 0, norm, 1.0)
@@ -600,8 +600,7 @@ def _work_split(labels: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: Clu
     split, or a workload whose embeddings defeat silhouette keeps kernels of any size together."""
     if cfg.split_tolerance > 0:
         labels = split_by_work(labels, _work_column(emb, cfg), cfg.split_tolerance)
-    reps = representatives(labels, x_all, cfg.representative, random_state,
-                           _work_column(emb, cfg) if cfg.representative == "work_mean" else None)
+    reps = representatives(labels, x_all, cfg.representative, random_state, representative_work(emb, cfg))
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), k_silhouette)
 
@@ -618,6 +617,13 @@ def _work_column(emb: np.ndarray, cfg: ClusterConfig) -> np.ndarray:
             f"split and the work_mean representative need the size vector (model.kernel_features=true) or "
             f"{' and '.join(uses)}")
     return emb[:, cfg.split_column].astype(np.float64)
+
+
+def representative_work(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any]) -> np.ndarray | None:
+    """The work column ``representatives`` needs under ``cfg.representative`` (``work_mean``'s),
+    else None: what every caller of ``representatives`` and ``cut_by_time`` passes as ``work``."""
+    cfg = ClusterConfig.from_any(cfg)
+    return _work_column(emb, cfg) if cfg.representative == "work_mean" else None
 
 
 def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Any, Dict, Mapping
 
 import numpy as np
 
-from gclsampler.cluster import ClusterConfig, ClusterResult, cluster_embeddings, cut_by_time
+from gclsampler.cluster import ClusterConfig, ClusterResult, cluster_embeddings, cut_by_time, representative_work
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, check_seed, numeric_column, plan_from_labels
 
@@ -191,8 +191,7 @@ class GclSampler(Sampler):
             try:
                 res = cut_by_time(res, x, workload.profile["time_ns"].to_numpy(dtype=np.float64),
                                   cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
-                                  share=cfg.time_split_share,
-                                  work=x[:, cfg.split_column] if cfg.representative == "work_mean" else None)
+                                  share=cfg.time_split_share, work=representative_work(x, cfg))
             except ValueError as e:  # the profile, not the config, is at fault: say which file
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
                 keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]

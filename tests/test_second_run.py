@@ -134,22 +134,33 @@ def test_a_data_dir_without_the_second_run_is_synthesized_again_when_one_is_want
     assert why is not None and "turing_rerun" in why
 
 
+ERRS = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}  # fitted-run errors
+
+
+def _runs_with_second_run(tmp_path, second) -> list:
+    """Two results.csv (seeds 0, 1) of ERRS whose turing rows have error_cycles_rerun =
+    ``second(rows, seed)``."""
+    from test_compare import _rows, _write
+
+    runs = []
+    for seed in (0, 1):
+        df = _rows(ERRS, seed=seed)
+        own = df["arch"] == "turing"
+        df.loc[own, "error_cycles_rerun"] = second(df.loc[own], seed)
+        runs.append(_write(tmp_path, f"s{seed}", df))
+    return runs
+
+
 def test_compare_shows_the_second_run_only_where_runs_have_one(tmp_path):
     from gclsampler.compare import compare_dirs
     from test_compare import _rows, _write
 
-    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
-    runs = []
-    for seed in (0, 1):
-        df = _rows(errs, seed=seed)
-        own = df["arch"] == "turing"
-        df.loc[own, "error_cycles_rerun"] = df.loc[own, "error_cycles"] + 1.0 + seed
-        runs.append(_write(tmp_path, f"s{seed}", df))
+    runs = _runs_with_second_run(tmp_path, lambda rows, seed: rows["error_cycles"] + 1.0 + seed)
     md = compare_dirs(runs, tmp_path / "cmp", plots=False).read_text()
     assert "second run (%)" in md
     gcl = next(ln for ln in md.splitlines() if ln.startswith("| gcl |"))
     assert "3.50 ± 0.71" in gcl  # runs at 2 % on the fitted run, 3 and 4 % on their second runs
-    old = [_write(tmp_path, f"o{seed}", _rows(errs, seed=seed)) for seed in (0, 1)]
+    old = [_write(tmp_path, f"o{seed}", _rows(ERRS, seed=seed)) for seed in (0, 1)]
     md = compare_dirs(old, tmp_path / "cmp_old", plots=False).read_text()
     assert "second run" not in md
 
@@ -157,14 +168,8 @@ def test_compare_shows_the_second_run_only_where_runs_have_one(tmp_path):
 def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     from test_compare import _cli, _rows, _write
 
-    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
-    runs = []
-    for seed in (0, 1):
-        df = _rows(errs, seed=seed)
-        own = df["arch"] == "turing"
-        # on the second run gcl is the worse of the two on both workloads
-        df.loc[own, "error_cycles_rerun"] = np.where(df.loc[own, "method"] == "gcl", 4.0 + seed, 1.0)
-        runs.append(_write(tmp_path, f"s{seed}", df))
+    # on the second run gcl is the worse of the two on both workloads
+    runs = _runs_with_second_run(tmp_path, lambda rows, seed: np.where(rows["method"] == "gcl", 4.0 + seed, 1.0))
     r = _cli(*runs, "--out", tmp_path / "cmp", "--second-run", "--no-plots")
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "cmp" / "compare.md").read_text()
@@ -185,6 +190,6 @@ def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     assert "results.csv:" in line and "error_cycles_rerun: empty for workload 'w2'" in line and "turing_rerun.csv" in line
     # without the flag the same runs compare as before
     assert _cli(*runs, "--out", tmp_path / "cmp3", "--no-plots").returncode == 0
-    old = _write(tmp_path, "old", _rows(errs).drop(columns="error_cycles_rerun"))
+    old = _write(tmp_path, "old", _rows(ERRS).drop(columns="error_cycles_rerun"))
     r = _cli(old, "--out", tmp_path / "cmp4", "--second-run")
     assert r.returncode == 2 and "error_cycles_rerun: missing column" in r.stderr
