@@ -599,13 +599,13 @@ def _work_split(labels: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: Clu
     ``split_by_work`` when it is on, with representatives: the fallback must not skip the
     split, or a workload whose embeddings defeat silhouette keeps kernels of any size together."""
     if cfg.split_tolerance > 0:
-        labels = split_by_work(labels, _work_column(emb, cfg), cfg.split_tolerance)
+        labels = split_by_work(labels, work_column(emb, cfg), cfg.split_tolerance)
     reps = representatives(labels, x_all, cfg.representative, random_state, representative_work(emb, cfg))
     sizes = np.bincount(labels)
     return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), k_silhouette)
 
 
-def _work_column(emb: np.ndarray, cfg: ClusterConfig) -> np.ndarray:
+def work_column(emb: np.ndarray, cfg: ClusterConfig) -> np.ndarray:
     """The embeddings' work column (``split_column``, by default the size vector's log2
     instructions on SM 0), which the work split cuts on and ``work_mean`` picks by."""
     emb = np.asarray(emb)
@@ -623,7 +623,7 @@ def representative_work(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any])
     """The work column ``representatives`` needs under ``cfg.representative`` (``work_mean``'s),
     else None: what every caller of ``representatives`` and ``cut_by_time`` passes as ``work``."""
     cfg = ClusterConfig.from_any(cfg)
-    return _work_column(emb, cfg) if cfg.representative == "work_mean" else None
+    return work_column(emb, cfg) if cfg.representative == "work_mean" else None
 
 
 def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:

@@ -21,13 +21,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping
 
 import numpy as np
 
-from gclsampler.cluster import ClusterConfig, ClusterResult, cluster_embeddings, cut_by_time, representative_work
+from gclsampler.cluster import (
+    ClusterConfig,
+    ClusterResult,
+    cluster_embeddings,
+    cut_by_time,
+    representative_work,
+    work_column,
+)
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, check_seed, numeric_column, plan_from_labels
 
@@ -138,6 +145,18 @@ def _cached_clustering(emb: np.ndarray, cfg: ClusterConfig, seed: int) -> Cluste
     return copy.deepcopy(hit)
 
 
+def _work_column_on_input(cfg: ClusterConfig, emb_cols: int, input_cols: int) -> ClusterConfig:
+    """``cfg`` with ``split_column`` pointing at the same embedding column of the clustering
+    input. Why: ``split_column`` counts from the embeddings' end (the size vector is their
+    tail), and the launch block appended after them would otherwise shift a negative index
+    onto a launch feature, so the work split and ``work_mean`` would read the wrong column."""
+    extra = input_cols - emb_cols
+    if extra <= 0 or (cfg.split_tolerance <= 0 and cfg.representative != "work_mean"):
+        return cfg
+    work_column(np.zeros((1, emb_cols)), cfg)  # refuses a column outside the embeddings, by key
+    return replace(cfg, split_column=cfg.split_column - extra) if cfg.split_column < 0 else cfg
+
+
 def _cluster_config_dict(cfg: ClusterConfig) -> dict[str, Any]:
     return asdict(cfg)
 
@@ -186,12 +205,13 @@ class GclSampler(Sampler):
         emb = _embeddings_of(workload, self.name, self.embedding_attr)
         launch = launch_features(workload) if cfg.launch_weight > 0 else None
         x = clustering_input(emb, launch, cfg.launch_weight)
-        res = _cached_clustering(x, cfg, self._cluster_seed())
+        on_x = _work_column_on_input(cfg, np.shape(emb)[1], np.shape(x)[1])
+        res = _cached_clustering(x, on_x, self._cluster_seed())
         if cfg.time_split_tolerance > 0 or cfg.time_split_share > 0:
             try:
                 res = cut_by_time(res, x, workload.profile["time_ns"].to_numpy(dtype=np.float64),
                                   cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
-                                  share=cfg.time_split_share, work=representative_work(x, cfg))
+                                  share=cfg.time_split_share, work=representative_work(x, on_x))
             except ValueError as e:  # the profile, not the config, is at fault: say which file
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
                 keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]

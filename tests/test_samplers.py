@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gclsampler import samplers as S
-from gclsampler.cluster import ClusterConfig
+from gclsampler.cluster import ClusterConfig, ClusterConfigError
 from gclsampler.plan import SamplingPlan
 from gclsampler.samplers import (
     SAMPLERS,
@@ -231,6 +231,31 @@ def test_launch_shape_separates_launches_the_embeddings_cannot():
     assert not (set(shaped_s.labels_[big]) & set(shaped_s.labels_[~big]))
     assert score_plan(shaped, w.profile)["error_cycles"] < 5.0
     assert score_plan(paper, w.profile)["error_cycles"] > score_plan(shaped, w.profile)["error_cycles"]
+
+
+def test_launch_block_leaves_the_work_column_where_the_size_vector_is():
+    """SYNTHETIC: launches that differ only in the work column (split_column, counted from the
+    embeddings' end). The launch block appended after the embeddings must not move that column:
+    the work split and work_mean read the same column with and without it."""
+    rng = np.random.default_rng(5)
+    n = 40
+    emb = np.tile(rng.normal(size=(1, 8)), (n, 1)) + rng.normal(size=(n, 8)) * 1e-3
+    emb[:, -6] = np.linspace(10.0, 12.0, n)  # log2 work spread 2 doublings over the launches
+    times = 2.0 ** emb[:, -6]
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": "gemm", "grid": "(80,1,1)",
+                         "block": "(128,1,1)", "time_ns": times, "cycles": times})
+    w = Workload("work_only", prof, synthetic=True, embeddings=emb.astype(np.float32))
+    cfg = dict(k_max=6, n_init=2, refine_n_init=2, split_tolerance=0.5, time_split_share=0.0,
+               representative="work_mean")
+    plain, shaped = GclSampler(cluster=dict(cfg, launch_weight=0.0)), GclSampler(cluster=dict(cfg, launch_weight=2.0))
+    plain.fit(w), shaped.fit(w)
+    for s in (plain, shaped):  # every cluster's work spans at most the tolerance
+        assert max(np.ptp(emb[s.labels_ == c, -6]) for c in range(s.k_)) <= 0.5 + 1e-6
+    np.testing.assert_array_equal(shaped.labels_, plain.labels_)
+    np.testing.assert_array_equal(shaped.representatives_, plain.representatives_)
+    assert shaped.cluster_config_.split_column == -6  # the plan records the user's setting
+    with pytest.raises(ClusterConfigError, match="cluster.split_column: -9 is outside embeddings of 8 columns"):
+        GclSampler(cluster=dict(cfg, launch_weight=2.0, split_column=-9)).fit(w)
 
 
 def test_launch_features_from_profile_columns_and_scaling():
