@@ -3,7 +3,7 @@
 ``gcl_paper`` is the paper's method as stated: its encoder (opcode and PC features, mean
 readout; ``model=paper``), K by silhouette, the first invocation of each cluster. ``gcl`` is this
 project's: instruction statistics and the size vector in the embedding (``model=default``), the
-work split, the medoid. An ``evaluate.py`` run trains both encoders on every workload, so this
+work split, the share cut, the member nearest its cluster's mean work. An ``evaluate.py`` run trains both encoders on every workload, so this
 script can re-cluster each one's embeddings with one change at a time and score every rung on
 the same ground truth (nothing is trained again):
 
@@ -13,9 +13,11 @@ the same ground truth (nothing is trained again):
    first member, no work split;
 4. ``encoder + medoid``;
 5. ``encoder + medoid + work split``;
-6. ``encoder + medoid + work split + share cut``: gcl as the run made it (checked against
-   plans/<w>/gcl.json); the share cut (``cluster.time_split_share``) reads the profile's times;
-7. ``encoder + work split, first member``: what the split does without the medoid.
+6. ``encoder + medoid + work split + share cut``: the share cut (``cluster.time_split_share``)
+   reads the profile's times; gcl as it was before the work_mean representative;
+7. ``encoder + work_mean + work split + share cut``: gcl with its defaults. Whichever of 6 and 7
+   has the run's own settings is checked to reproduce plans/<w>/gcl.json;
+8. ``encoder + work split, first member``: what the split does without the medoid.
 
 Each rung prints the plan's cycle error on the plan's arch, its cross-arch error on the other
 archs, the any-member error (expected over representatives redrawn uniformly from their
@@ -45,7 +47,8 @@ RUNGS = [
     ("encoder, first member", "project", "first", False, False),
     ("encoder + medoid", "project", "medoid", False, False),
     ("encoder + medoid + work split", "project", "medoid", True, False),
-    ("encoder + medoid + work split + share cut (gcl)", "project", "medoid", True, True),
+    ("encoder + medoid + work split + share cut", "project", "medoid", True, True),
+    ("encoder + work_mean + work split + share cut (gcl)", "project", "work_mean", True, True),
     ("encoder + work split, first member", "project", "first", True, False),
 ]
 

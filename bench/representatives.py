@@ -1,15 +1,17 @@
 """Which member should represent a gcl cluster? A study on an evaluate.py run (SYNTHETIC).
 
 A plan scales its representative's time by the cluster size, so the best member is the one
-whose time is the cluster's mean. gcl takes the medoid in embedding space (ties to the middle
-launch, ``docs/plans.md``). This script keeps the clusters gcl used in a run (re-clustered from
-its embeddings with the plan's settings) and swaps only the representative rule:
+whose time is the cluster's mean. gcl takes the member whose SM-0 work is nearest its cluster's
+mean work (``cluster.representative=work_mean``, ``docs/plans.md``). This script keeps the
+clusters gcl used in a run (re-clustered from its embeddings with the plan's settings, and
+checked to reproduce the run's plan) and swaps only the representative rule:
 
-- ``medoid``: gcl's own (checked to reproduce the run's plan);
+- ``medoid``: the member nearest the cluster mean in embedding space, ties to the middle launch
+  (``cluster.representative=medoid``; gcl's default before ``work_mean``);
 - ``work_mean``: the member whose SM-0 instruction count (the size vector's column,
   ``cluster.split_column``) is nearest the members' arithmetic mean count, on the idea that
   time follows work; ties keep the medoid if it is tied, else go to the middle launch
-  (``cluster.representative=work_mean``, ``gclsampler.cluster.nearest_mean_work``);
+  (gcl's default, ``gclsampler.cluster.nearest_mean_work``);
 - ``time_mean``: the member whose profiled ``time_ns`` (the fitted run's, as gcl's time cuts
   read it) is nearest the members' mean time. On the fitted run this is close to the ideal by
   construction, so it is judged on the second run (``profiles/<arch>_rerun.csv``) alone;
@@ -79,12 +81,12 @@ def main() -> int:
         others = [read_profile(path) for path in (args.data_dir / name / "profiles" / f"{a}.csv"
                                                   for a in CROSS if a != args.arch) if path.exists()]
         names = prof["kernel_name"].to_numpy()
+        medoid = representatives(base.labels, emb.astype(np.float64), "medoid", 0)
         for rule in rules:
             if rule == "medoid":
-                reps = base.representatives
+                reps = medoid
             elif rule == "work_mean":
-                reps = nearest_mean_work(base.labels, emb[:, cfg["cluster"].get("split_column", -6)],
-                                         base.representatives)
+                reps = nearest_mean_work(base.labels, emb[:, cfg["cluster"].get("split_column", -6)], medoid)
             elif rule == "time_mean":
                 reps = nearest_mean_time(base.labels, fitted_times)
             elif rule == "first":

@@ -78,7 +78,8 @@ class ClusterConfig:
     """Hydra structured config of the ``cluster`` group (``conf/cluster/default.yaml``).
 
     Defaults are the project's ``gcl``: GCL-Sampler 3.4's silhouette-chosen K, then the
-    work split (``split_tolerance``) and the medoid as representative; ``gcl_paper``
+    work split (``split_tolerance``) and the member nearest its cluster's mean work as
+    representative (``work_mean``); ``gcl_paper``
     overrides those two (and ``launch_weight``) with the paper's settings. The
     sampling/restart knobs follow DESIGN.md's measurements.
     """
@@ -92,7 +93,7 @@ class ClusterConfig:
     max_iter: int = 300
     sample_size: int = 5000  # above this many invocations, silhouette is scored on a seeded sample
     fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
-    representative: str = "medoid"  # medoid (project) | first (paper) | random | work_mean (opt-in, docs/plans.md)
+    representative: str = "work_mean"  # work_mean (project) | medoid | first (paper) | random; docs/plans.md
     normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
     # to the embeddings by the gcl samplers; 0 = the paper's embeddings alone. See docs/plans.md.
@@ -732,11 +733,11 @@ def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_s
     caches cold, so of launches that look the same it is the one least like the rest; the
     synthetic Ada, whose L2 holds cfd's working set, shows it as a 25 % cross-arch error.
     ``random``: a seeded uniform member.
-    ``work_mean`` (opt-in): the member whose work ``2**work`` (``work``: the log2 work column,
+    ``work_mean`` (project default): the member whose work ``2**work`` (``work``: the log2 work column,
     the size vector's SM-0 instructions) is nearest the members' mean work; the medoid where it is
     one of the nearest, else the middle launch of them. Why: a plan scales its member by the
     cluster size, so the ideal member has the mean time, and time follows work. On the
-    synthetic suite it was 0.2-0.3 points lower than the medoid on two independent reruns
+    synthetic suite it was 0.2-0.3 points lower than the medoid on two runs no method read
     (docs/plans.md); on the run the plan was fitted on the two are equal.
     """
     if how == "work_mean":

@@ -284,6 +284,28 @@ def _check_plan_stage(cfg: DictConfig) -> None:
     except TypeError as exc:
         raise PipelineError(f"sampler.params: {exc}") from None
     check_sampler_params(sampler, "sampler.params")
+    _check_work_column(cfg, sampler)
+
+
+def _check_work_column(cfg: DictConfig, sampler) -> None:
+    """Refuse a GCL sampler that reads the size vector's work column when the encoder has none.
+
+    Why: ``split_column`` counts from the embeddings' end, so without the size vector
+    (``model.kernel_features=false``, the paper's encoder) the work split and ``work_mean``
+    would read a learned dimension as work and say nothing: fail before training, by key.
+    """
+    from gclsampler.samplers import GclSampler
+
+    if not isinstance(sampler, GclSampler) or cfg.get("model") is None or cfg.model.get("kernel_features", True):
+        return
+    cl = sampler.effective_cluster_config()
+    uses = [k for k, on in (("cluster.split_tolerance", cl.split_tolerance > 0),
+                            ("cluster.representative=work_mean", cl.representative == "work_mean")) if on]
+    if uses:
+        raise PipelineError(
+            f"model.kernel_features=false: {' and '.join(uses)} {'read' if len(uses) > 1 else 'reads'} the size "
+            f"vector's work column, which these embeddings lack; add cluster.split_tolerance=0 "
+            f"cluster.representative=medoid, or use sampler=gcl_paper")
 
 
 def _load_workload(wdir: Path, name: str):

@@ -167,13 +167,14 @@ def _silhouette_list(curve: Mapping[int, float]) -> list[list[float]]:
 
 
 class GclSampler(Sampler):
-    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, share cut, medoid.
+    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, share cut, mean-work member.
 
     With the default ``cluster`` group: k-means with silhouette-chosen K on the embeddings
     (which end in the trace's size vector), clusters cut where their work spans more than
     ``split_tolerance``, then where their profiled times spread by more than
-    ``time_split_share`` of the workload's time (work an SM-0 trace does not see), the medoid
-    simulated. ``gcl_paper`` is the paper's version.
+    ``time_split_share`` of the workload's time (work an SM-0 trace does not see), and the
+    member whose SM-0 work is nearest its cluster's mean simulated (``work_mean``).
+    ``gcl_paper`` is the paper's version.
 
     Parameters: ``cluster`` (``ClusterConfig``, a mapping of its fields, or None for
     its defaults) and ``random_state`` (k-means starts, silhouette sample).
@@ -193,14 +194,16 @@ class GclSampler(Sampler):
     def _cluster_seed(self) -> int:
         return self.random_state
 
-    def _cluster_config(self) -> ClusterConfig:
+    def effective_cluster_config(self) -> ClusterConfig:
+        """The cluster settings this sampler fits with: ``cluster`` under ``cluster_overrides``
+        (checked before training by ``pipeline``, which must see what ``fit`` will use)."""
         cfg = ClusterConfig.from_any(self.cluster, "cluster")
         if not self.cluster_overrides:
             return cfg
         return ClusterConfig(**{**asdict(cfg), **self.cluster_overrides}).validate("cluster")
 
     def _cluster(self, workload) -> ClusterResult:
-        cfg = self._cluster_config()
+        cfg = self.effective_cluster_config()
         self.cluster_config_ = cfg
         emb = _embeddings_of(workload, self.name, self.embedding_attr)
         launch = launch_features(workload) if cfg.launch_weight > 0 else None

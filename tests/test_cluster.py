@@ -114,7 +114,7 @@ def test_a_smaller_k_the_sweep_misscored_gets_more_starts_before_the_pick(rng, m
 
 @pytest.mark.parametrize("n", [0, 1, 2])
 def test_fewer_than_three_invocations_is_one_cluster(n):
-    r = cluster_embeddings(np.ones((n, 4)))
+    r = cluster_embeddings(np.ones((n, 8)))  # 8 columns: the size vector's work column is among them
     assert r.labels.tolist() == [0] * n
     assert r.silhouette == {}
     assert r.k == (1 if n else 0)

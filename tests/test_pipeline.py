@@ -226,6 +226,27 @@ def test_train_root_seed_out_of_range_names_seed():
         _check_plan_stage(cfg)
 
 
+def test_paper_encoder_with_the_work_reading_gcl_is_refused_before_training():
+    """model=paper has no size vector: the default gcl (work split, work_mean) would read a
+    learned dimension as work, so the plan stage refuses it by key; gcl_paper and a gcl with
+    both switched off are accepted."""
+    from gclsampler.pipeline import PipelineError, _check_plan_stage
+
+    def check(*overrides):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            _check_plan_stage(compose("config", overrides=["debug=default", "model=paper", *overrides]))
+
+    with pytest.raises(PipelineError, match=r"^model.kernel_features=false: cluster.split_tolerance and "
+                                            r"cluster.representative=work_mean read the size vector"):
+        check()
+    with pytest.raises(PipelineError, match=r"^model.kernel_features=false: cluster.representative=work_mean reads"):
+        check("cluster.split_tolerance=0")
+    check("sampler=gcl_paper")
+    check("cluster.split_tolerance=0", "cluster.representative=medoid")
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):  # the default encoder has it
+        _check_plan_stage(compose("config", overrides=["debug=default"]))
+
+
 def test_workers_below_one_is_refused_before_the_run_dir_is_made(tmp_path):
     from gclsampler.pipeline import PipelineError, run
 

@@ -103,10 +103,17 @@ def test_windows_keep_cap_instructions_per_warp_in_order(seed, cap, windows):
     assert np.isfinite(pc).all()
 
 
+def _sized(emb):
+    """Toy embeddings with a size-vector tail of equal work (split_column -6), which the default
+    work split and work_mean representative read: the rows differ only where the test says."""
+    emb = np.asarray(emb, dtype=np.float64)
+    return np.hstack([emb, np.zeros((emb.shape[0], 6))])
+
+
 def test_two_different_kernels_give_two_clusters_and_identical_launches_one():
-    two = np.array([[0.0, 1.0], [5.0, -2.0]])
+    two = _sized([[0.0, 1.0], [5.0, -2.0]])
     assert cluster_embeddings(two).k == 2
-    same = np.tile([[0.3, 0.7]], (5, 1))
+    same = _sized(np.tile([[0.3, 0.7]], (5, 1)))
     assert cluster_embeddings(same).k == 1
     near = same + np.linspace(0, 1e-9, 5)[:, None]
     assert cluster_embeddings(near).k == 1
@@ -116,7 +123,7 @@ def test_two_different_kernels_give_two_clusters_and_identical_launches_one():
     assert cluster_embeddings(many).k == 1
     # but the same spread scaled up is real structure
     assert cluster_embeddings(rng.normal(size=(1, 16)) + np.repeat(np.eye(16)[:4] * 5, 50, axis=0)).k >= 2
-    three = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 10.0]])
+    three = _sized([[0.0, 0.0], [1.0, 0.0], [0.0, 10.0]])
     res = cluster_embeddings(three)
     assert res.k == 3 and sorted(res.labels.tolist()) == [0, 1, 2]
 
@@ -125,7 +132,7 @@ def _workload(emb, names):
     prof = pd.DataFrame({"invocation": range(len(names)), "kernel_name": names,
                          "time_ns": np.arange(1.0, len(names) + 1), "grid": ["(1,1,1)"] * len(names),
                          "block": ["(128,1,1)"] * len(names)})
-    return Workload(name="tiny", profile=prof, embeddings=np.asarray(emb, dtype=np.float32))
+    return Workload(name="tiny", profile=prof, embeddings=_sized(emb).astype(np.float32))
 
 
 def test_a_two_invocation_workload_of_two_kernels_simulates_both():
