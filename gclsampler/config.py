@@ -53,6 +53,8 @@ class WorkloadConfig:
     ``dir``: an existing workload directory (traced on a GPU host, or synthesized
     earlier); null = ``<paths.workloads_dir>/<name>``, synthesized when missing.
     ``synth``: knobs passed to ``gclsampler.synth.generate(params=...)``.
+    ``rerun``: also synthesize a second run of ``arch`` (``profiles/<arch>_rerun.csv``), so the
+    report scores the plan on a run no method read (as ``evaluate.py``'s ``suite.rerun``).
     """
 
     name: str = MISSING
@@ -60,6 +62,7 @@ class WorkloadConfig:
     dir: Optional[str] = None
     arch: str = "ampere"
     seed: int = 0
+    rerun: bool = True
     synth: Dict[str, Any] = field(default_factory=dict)
 
 

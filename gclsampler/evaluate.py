@@ -291,14 +291,10 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
     params = dict(suite.synth_params or {})
     per = params.pop("per_workload", {}) or {}
     params.update(per.get(name, {}) or {})
-    from gclsampler.synth.generate import resolve_params, stale_reason, workload_names
+    from gclsampler.synth.generate import stale_reason, with_second_run, workload_names
 
-    if suite.rerun and name in workload_names():  # one more timing pass, not another interpreter pass
-        from gclsampler.profile import rerun_arch
-
-        archs = list(resolve_params(name, params or None)["archs"])
-        if rerun_arch(suite.trace_arch) not in archs:
-            params["archs"] = archs + [rerun_arch(suite.trace_arch)]
+    if suite.rerun and name in workload_names():
+        params = with_second_run(name, params, suite.trace_arch)
 
     def fresh() -> bool:
         return (wdir / "profile.csv").exists() and (

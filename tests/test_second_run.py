@@ -193,3 +193,29 @@ def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     old = _write(tmp_path, "old", _rows(ERRS).drop(columns="error_cycles_rerun"))
     r = _cli(old, "--out", tmp_path / "cmp4", "--second-run")
     assert r.returncode == 2 and "error_cycles_rerun: missing column" in r.stderr
+
+
+def test_train_asks_for_a_second_run_of_its_plan_arch_unless_told_not_to():
+    """train.py's report scores the plan on a run it did not read, as evaluate.py's does:
+    the synthesis request carries <workload.arch>_rerun; workload.rerun=false leaves it out."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  (registers the structured schema)
+    from gclsampler.pipeline import _synth_request
+
+    conf = str(Path(__file__).resolve().parents[1] / "conf")
+
+    def request(*overrides):
+        with initialize_config_dir(config_dir=conf, version_base="1.3"):
+            return _synth_request(compose("config", overrides=["workload=3mm", *overrides]))
+
+    req = request()
+    assert req["arch"] == "ampere" and req["params"]["archs"] == ["turing", "ampere", "ada", "ampere_rerun"]
+    assert request("workload.arch=turing")["params"]["archs"][-1] == "turing_rerun"
+    assert request("debug=default")["params"]["archs"] == ["ampere", "ampere_rerun"]
+    assert request("workload.rerun=false")["params"]["archs"] == ["turing", "ampere", "ada"]
+    # an unknown arch gets no second run: the synthesizer names the arch the user gave
+    with pytest.raises(SynthConfigError, match="unknown arch 'volta'"):
+        check_request("3mm", request("workload.arch=volta")["params"], "volta", 0)
