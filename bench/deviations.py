@@ -3,9 +3,9 @@
 ``gcl_paper`` is the paper's method as stated: its encoder (opcode and PC features, mean
 readout; ``model=paper``), K by silhouette, the first invocation of each cluster. ``gcl`` is this
 project's: instruction statistics and the size vector in the embedding (``model=default``), the
-work split, the share cut, the member nearest its cluster's mean work. An ``evaluate.py`` run trains both encoders on every workload, so this
-script can re-cluster each one's embeddings with one change at a time and score every rung on
-the same ground truth (nothing is trained again):
+work split, the share cut, the member nearest its cluster's mean work. An ``evaluate.py`` run
+trains both encoders on every workload, so this script can re-cluster each one's embeddings with
+one change at a time and score every rung on the same ground truth (nothing is trained again):
 
 1. ``paper``: gcl_paper as the run made it (checked to reproduce plans/<w>/gcl_paper.json);
 2. ``paper + medoid``: the paper encoder, its clusters, the medoid instead of the first member;
@@ -21,9 +21,10 @@ the same ground truth (nothing is trained again):
 
 Each rung prints the plan's cycle error on the plan's arch, on a second run of it where the data
 dir has one (``profiles/<arch>_rerun.csv``, which ``evaluate.py`` synthesizes and no rung reads:
-the share cut reads the fitted run's times), its cross-arch error on the other archs, the any-member error (expected over representatives redrawn uniformly from their
-clusters: the quality of the clusters apart from which member was picked), the arithmetic-mean
-speedup, and the invocations simulated. Usage::
+the share cut reads the fitted run's times), its cross-arch error on the other archs, the
+any-member error (expected over representatives redrawn uniformly from their clusters: the
+quality of the clusters apart from which member was picked), the arithmetic-mean speedup, and
+the invocations simulated. Usage::
 
     python evaluate.py suite=full out_dir=RUN data_dir=DATA_DIR       # the run studied
     python bench/deviations.py RUN DATA_DIR [--arch turing] [--draws 2000]

@@ -79,9 +79,8 @@ class ClusterConfig:
 
     Defaults are the project's ``gcl``: GCL-Sampler 3.4's silhouette-chosen K, then the
     work split (``split_tolerance``) and the member nearest its cluster's mean work as
-    representative (``work_mean``); ``gcl_paper``
-    overrides those two (and ``launch_weight``) with the paper's settings. The
-    sampling/restart knobs follow DESIGN.md's measurements.
+    representative (``work_mean``); ``gcl_paper`` overrides those two (and ``launch_weight``)
+    with the paper's settings. The sampling/restart knobs follow DESIGN.md's measurements.
     """
 
     k_min: int = 2

@@ -167,7 +167,7 @@ def _silhouette_list(curve: Mapping[int, float]) -> list[list[float]]:
 
 
 class GclSampler(Sampler):
-    """GCL-Sampler as this project runs it: silhouette k-means on ``workload.embeddings``, work split, share cut, mean-work member.
+    """GCL-Sampler as this project runs it: silhouette k-means, work split, share cut, mean-work member.
 
     With the default ``cluster`` group: k-means with silhouette-chosen K on the embeddings
     (which end in the trace's size vector), clusters cut where their work spans more than
