@@ -138,7 +138,7 @@ def find_runs(root: str | Path) -> list[Path]:
     return sorted(jobs, key=job_order)
 
 
-def _common(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:
+def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:
     """Workloads, methods and notes: only what every run has is compared, and what is left out is said."""
     if not runs:
         raise EvaluationError("compare: no runs given")
@@ -367,7 +367,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     from gclsampler.report import _md_table, data_banner, plot_stamp
 
     out = Path(out_dir)
-    workloads, methods, notes = _common(runs)
+    workloads, methods, notes = common_to_all(runs)
     if reference is None:
         reference = "gcl" if "gcl" in methods else methods[0]
     summ = run_summaries(runs, workloads, methods)
@@ -458,7 +458,7 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None,
     runs = [load_run(p) for p in paths]
     if second_run:
         runs = [on_second_run(r) for r in runs]
-    _, methods, _ = _common(runs)
+    _, methods, _ = common_to_all(runs)
     if reference is not None:
         _check_reference(reference, methods)
     labels = [r.label for r in runs]

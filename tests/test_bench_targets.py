@@ -1,0 +1,60 @@
+"""bench/targets.py: issue 12's targets per evaluate.py run, from the runs' results.csv alone."""
+
+from __future__ import annotations
+
+from test_compare import _rows, _write
+from test_whole_kernel import _bench_module
+
+WORKLOADS = [f"w{i}" for i in range(10)]
+
+
+def _run(gcl: dict[str, float], sieve_exact: int = 0) -> dict[tuple[str, str], float]:
+    """Errors of every method the targets need: pka 2 %, photon 0.5 %, sieve 0 % on its first
+    ``sieve_exact`` workloads (a census: nobody can be lower there) and 2 % elsewhere,
+    gcl_stem and stem_root 3 % (equal plans: on each other's front)."""
+    errors = {}
+    for i, w in enumerate(WORKLOADS):
+        errors.update({(w, "gcl"): gcl.get(w, 1.0), (w, "pka"): 2.0, (w, "photon"): 0.5,
+                       (w, "sieve"): 0.0 if i < sieve_exact else 2.0, (w, "gcl_stem"): 3.0,
+                       (w, "stem_root"): 3.0})
+    return errors
+
+
+def test_targets_count_what_each_run_meets(tmp_path, capsys):
+    targets = _bench_module("targets")
+    a = _write(tmp_path, "s0", _rows(_run({"w9": 6.0}, sieve_exact=2), seed=0))
+    b = _write(tmp_path, "s1", _rows(_run({}, sieve_exact=2), seed=1, ada=4.0))
+    assert targets.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    # s0: mean 1.5 %, worst w9 6 %; s1: 1 % everywhere
+    assert "| 1.50 | 1.00 | 2 of 2 |" in lines["`gcl` mean ≤ 2 %"]
+    assert "| 6.00 w9 | 1.00 w0 | 1 of 2 |" in lines["no workload above 5 %"]
+    assert "| 9 | 10 | 2 of 2 |" in lines["lower than pka on ≥ 8 (at most 10 possible)"]
+    # sieve is exact on two workloads: at most 8; s0 loses w9 as well, so 7
+    assert "| 7 | 8 | 1 of 2 |" in lines["lower than sieve on ≥ 8 (at most 8 possible)"]
+    assert "| 0 | 0 | 0 of 2 |" in lines["lower than photon on ≥ 8 (at most 10 possible)"]
+    assert "2 of 2" in lines["speedup ≥ pka's (gcl / pka)"]  # equal speedups hold
+    assert "| 10 | 10 | 2 of 2 |" in lines["`gcl_stem` on stem_root's front on ≥ 9"]
+    assert "| 1.50 | 4.00 | 1 of 2 |" in lines["cross-arch mean ≤ 3 %"]  # s1's ada errors are 4x
+
+
+def test_targets_on_the_second_run_and_bad_input(tmp_path, capsys):
+    targets = _bench_module("targets")
+    df = _rows(_run({}), seed=0)
+    own = ~df["cross_arch"].astype(bool)
+    df.loc[own, "error_cycles_rerun"] = df.loc[own, "error_cycles"]
+    df.loc[own & (df["method"] == "gcl"), "error_cycles_rerun"] = 4.0
+    run = _write(tmp_path, "s0", df)
+    assert targets.main([str(run)]) == 0
+    assert "| 1.00 | 1 of 1 |" in capsys.readouterr().out
+    assert targets.main([str(run), "--second-run"]) == 0
+    out = capsys.readouterr().out
+    assert "second run of turing" in out and "| 4.00 | 0 of 1 |" in out
+    # a run without the second run, or without a method the targets need, is refused
+    old = _write(tmp_path, "old", _rows(_run({}), seed=1))
+    assert targets.main([str(old), "--second-run"]) == 2
+    assert "error_cycles_rerun" in capsys.readouterr().err
+    no_photon = _rows({k: v for k, v in _run({}).items() if k[1] != "photon"}, seed=2)
+    assert targets.main([str(_write(tmp_path, "partial", no_photon))]) == 2
+    assert "method 'photon' is not in every run" in capsys.readouterr().err
