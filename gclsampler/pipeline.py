@@ -307,7 +307,8 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
         return
     cl = sampler.effective_cluster_config()
     uses = [k for k, on in (("cluster.split_tolerance", cl.split_tolerance > 0),
-                            ("cluster.representative=work_mean", cl.representative == "work_mean")) if on]
+                            ("cluster.representative=work_mean",
+                             cl.representative == "work_mean" and sampler.simulates_representatives)) if on]
     if uses:
         raise PipelineError(
             f"model.kernel_features=false: {' and '.join(uses)} {'read' if len(uses) > 1 else 'reads'} the size "

@@ -186,6 +186,7 @@ class GclSampler(Sampler):
     stochastic = False  # seeds only pick k-means starts; the multi-start sweep makes the plan stable
     embedding_attr = "embeddings"  # the workload attribute holding this method's embeddings
     cluster_overrides: dict[str, Any] = {}  # cluster settings this method fixes whatever the config says
+    simulates_representatives = True  # the plan simulates cluster.representative's member of each cluster
 
     def __init__(self, cluster: ClusterConfig | Mapping[str, Any] | None = None, random_state: int = 0):
         self.cluster = cluster
@@ -300,6 +301,7 @@ class GclStemSampler(GclSampler):
     # work split (and the time cut) would only add strata that each pay for a draw (suite: 1.95 % at 49x with it,
     # 2.73 % at 105x without, stem_root 3.56 % at 115x; docs/plans.md)
     cluster_overrides = {"split_tolerance": 0.0, "time_split_tolerance": 0.0, "time_split_share": 0.0}
+    simulates_representatives = False  # STEM draws the members; cluster.representative is not used
 
     def fit(self, workload) -> SamplingPlan:
         from gclsampler.stem import _group_codes, _profile_where, stem_root

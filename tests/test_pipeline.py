@@ -243,6 +243,7 @@ def test_paper_encoder_with_the_work_reading_gcl_is_refused_before_training():
         check("cluster.split_tolerance=0")
     check("sampler=gcl_paper")
     check("cluster.split_tolerance=0", "cluster.representative=medoid")
+    check("sampler=gcl_stem")  # no work split, and STEM draws its members: nothing reads the work column
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):  # the default encoder has it
         _check_plan_stage(compose("config", overrides=["debug=default"]))
 
