@@ -339,6 +339,16 @@ def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
     return _md_table(header, rows)
 
 
+def _workload_rows(df, methods: list[str], cell) -> list[list[str]]:
+    """One row per workload of ``df`` (in order of appearance): ``cell(rows of that workload by
+    method, method)`` for each method it has, "—" where it has none."""
+    rows = []
+    for w in dict.fromkeys(df["workload"]):
+        d = df[df["workload"] == w].set_index("method")
+        rows.append([w] + [cell(d, m) if m in d.index else "—" for m in methods])
+    return rows
+
+
 def _any_member_table(summary, avg, arch: str) -> str | None:
     """Plan error next to the mean error over random representatives, and the spread the profile
     predicts for that (``spread_sd``), for one-per-cluster plans."""
@@ -355,10 +365,7 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
         return text + (f" / ±{_fmt_err(d.loc[m, 'spread_sd'])}" if spread else "")
 
     header = ["workload"] + [f"{m} E(%) / any member" + (" / spread" if spread else "") for m in methods]
-    rows = []
-    for w in dict.fromkeys(df["workload"]):
-        d = df[df["workload"] == w].set_index("method")
-        rows.append([w] + [cell(d, m) if m in d.index else "—" for m in methods])
+    rows = _workload_rows(df, methods, cell)
     a = avg[avg["arch"] == arch].set_index("method")
     rows.append(["**AVG**"] + [cell(a, m) for m in methods])
     return _md_table(header, rows)
@@ -377,10 +384,7 @@ def _rerun_table(summary, avg, arch: str) -> str | None:
     def cell(d, m) -> str:
         return f"{_fmt_err(d.loc[m, 'error_cycles'])} / {_fmt_err(d.loc[m, 'error_cycles_rerun'])}"
 
-    rows = []
-    for w in dict.fromkeys(df["workload"]):
-        d = df[df["workload"] == w].set_index("method")
-        rows.append([w] + [cell(d, m) if m in d.index else "—" for m in methods])
+    rows = _workload_rows(df, methods, cell)
     # averaged over the same workloads on both runs, so the two numbers compare
     mean = df.groupby("method")[["error_cycles", "error_cycles_rerun"]].mean()
     rows.append(["**AVG**"] + [cell(mean, m) for m in methods])
