@@ -34,26 +34,24 @@ RIVALS = ("pka", "sieve", "photon")
 NEEDED = ("gcl", "gcl_stem", "stem_root", *RIVALS)
 
 
-def run_targets(summary, arch: str) -> dict:
-    """Issue 12's measures for one run's ``score.summarize`` rows on the plan arch ``arch``."""
+def run_targets(summary, per_run, arch: str) -> dict:
+    """Issue 12's measures for one run: ``summary`` its ``score.summarize`` rows, ``per_run`` its
+    rows of ``compare.per_run_table`` (suite means, worst workload, cross-arch), by method."""
     from gclsampler.score import SPEEDUP_TIE, TIE, head_to_head_counts
 
-    own = summary[summary["arch"] == arch].set_index(["method", "workload"])
-    gcl = own.loc["gcl"]
-    worst = gcl["error_cycles"].idxmax()
+    gcl, pka = per_run.loc["gcl"], per_run.loc["pka"]
     h2h = head_to_head_counts(summary, "gcl", arch, list(RIVALS)).set_index("method")
+    own = summary[summary["arch"] == arch].set_index(["method", "workload"])
     stem, root = own.loc["gcl_stem"], own.loc["stem_root"].reindex(own.loc["gcl_stem"].index)
     tol = SPEEDUP_TIE * np.maximum(stem["speedup_mean"].abs(), root["speedup_mean"].abs())
     on_front = (stem["error_cycles"] <= root["error_cycles"] + TIE) & (stem["speedup_mean"] >= root["speedup_mean"] - tol)
-    cross = summary[(summary["method"] == "gcl") & summary["cross_arch"].astype(bool)]
     return {
-        "mean": float(gcl["error_cycles"].mean()),
-        "worst": (float(gcl.loc[worst, "error_cycles"]), str(worst)),
+        "mean": float(gcl["error_cycles"]),
+        "worst": (float(gcl["worst_error"]), str(gcl["worst_workload"])),
         "lower": {m: (int(h2h.loc[m, "lower"]), int(h2h.loc[m, "max_lower"])) for m in RIVALS},
-        "speedup": (float(gcl["speedup_mean"].mean()), float(own.loc["pka"]["speedup_mean"].mean())),
+        "speedup": (float(gcl["speedup_mean"]), float(pka["speedup_mean"])),
         "front": (int(on_front.sum()), int(len(on_front))),
-        "cross": float(cross["error_cycles"].mean()) if len(cross) else float("nan"),
-        "n": int(len(gcl)),
+        "cross": float(gcl["error_cross_arch"]),
     }
 
 
@@ -85,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="judge plan-arch errors on the second run no method read (error_cycles_rerun)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from gclsampler.compare import common_to_all, load_runs, run_summaries
+    from gclsampler.compare import common_to_all, load_runs, per_run_table, run_summaries
     from gclsampler.errors import GclError
 
     try:
@@ -100,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
               "run evaluate.py with suite=full)", file=sys.stderr)
         return 2
     arch = str(runs[0].results["plan_arch"].iloc[0])
-    per_run = [run_targets(s, arch) for s in run_summaries(runs, workloads, methods)]
+    summaries = run_summaries(runs, workloads, methods)
+    table = per_run_table(runs, workloads, methods, summaries=summaries)
+    per_run = [run_targets(s, table[table["run"] == r.label].set_index("method"), arch)
+               for r, s in zip(runs, summaries)]
     judged = f"the second run of {arch}, which no method read" if args.second_run else f"the {arch} profile"
     print(f"SYNTHETIC unless the runs say otherwise; plans on {arch}, errors on {judged}; "
           f"{len(workloads)} workloads per run")
