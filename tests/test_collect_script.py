@@ -362,14 +362,37 @@ def test_readout_reports_a_grouped_workload_its_profile_disagrees_with(buffer_pa
     assert "  - error: " in text and "grid" in text.split("problem(s) from the validate checks", 1)[1]
 
 
-def test_readout_verdict_counts_launches_that_missed_sm0_but_refuses_a_trace_without_any_record():
+def load_readout():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gcl_real_readout", REPO / "real" / "readout.py")
     readout = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = readout  # dataclasses look their module up there
     spec.loader.exec_module(readout)
-    T = readout.Traced
+    return readout
+
+
+def test_readout_counts_records_from_its_parse_as_the_line_count_does(tmp_path):
+    """The parse gives the count (LDGSTS pairs it folded included); a trace it refuses is still counted."""
+    readout = load_readout()
+    trace_dir = tmp_path / "w" / "trace"
+    trace_dir.mkdir(parents=True)
+    body = ["0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x5000 0",
+            "0 0 0 0 0000 00000001 0 LDGSTS.E.BYPASS.128 2 R2 R4 16 2 0x7f0000 0",
+            "0 0 0 0 0010 ffffffff 0 EXIT 0 0 0"]
+    for kid in (1, 2):
+        (trace_dir / f"kernel-{kid}.trace").write_text(HEADER_V5.format(kid=kid, gx=1, li=0) + "\n".join(body[kid - 1:]) + "\n")
+    (trace_dir / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    checked, counted = (readout.traced(tmp_path, "w", check, real=tmp_path) for check in (True, False))
+    assert checked.records == counted.records == 5 and checked.with_records == 2 and not checked.problem
+    with open(trace_dir / "kernel-1.trace", "a") as f:
+        f.write("0 0 0 0 0020 ffffffff 0 NOT_A_LINE\n")
+    checked = readout.traced(tmp_path, "w", True, real=tmp_path)
+    assert checked.records == 6 and "kernel-1.trace" in checked.problem
+
+
+def test_readout_verdict_counts_launches_that_missed_sm0_but_refuses_a_trace_without_any_record():
+    T = load_readout().Traced
     assert T(listed=3, unpacked=3, with_records=3, records=9, expected=3).verdict() == "yes"
     assert T(3, 3, 2, 9, 3).verdict() == "yes (1 launches ran no CTA on SM 0)"
     assert T(3, 3, 0, 0, 3).verdict() == "no: no trace has a record"
