@@ -11,6 +11,7 @@ the same way (simulated ground truth: the papers' sampled-versus-full simulation
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -309,7 +310,7 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
     except ImportError as exc:
         raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
     from gclsampler._safe_out import synth_lock
-    from gclsampler.synth.generate import check_request
+    from gclsampler.synth.generate import check_replaceable, check_request
 
     check_request(name, params or None, suite.trace_arch, seed)  # a bad knob fails before the lock file exists
     with synth_lock(wdir, on_wait=lambda msg: print(f"evaluate: {msg}", file=sys.stderr)):
@@ -317,12 +318,24 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
             return wdir
         if (wdir / "profile.csv").exists():
             why = stale_reason(wdir, name, params or None, suite.trace_arch, seed)
+            made = _made_for_arch(wdir)
+            check_replaceable(wdir, "score it as it is with generate=false" +
+                              (f" suite.trace_arch={made}" if made and made != suite.trace_arch else "") + f" ({why})")
             print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
         out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
         if cand is not None and (cand / "profile.csv").exists():
             return cand
     raise EvaluationError(f"{wdir}: generate: synth wrote no profile.csv for {name!r}")
+
+
+def _made_for_arch(wdir: Path) -> str | None:
+    """The arch whose ground truth a synthesized workload's profile.csv is (workload.json ``arch``)."""
+    try:
+        arch = json.loads((wdir / "workload.json").read_text()).get("arch")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(arch) if arch else None
 
 
 def _compose_train_config(overrides: list[str], config_dir: str | None):

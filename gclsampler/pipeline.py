@@ -160,6 +160,9 @@ def ensure_workload(cfg: DictConfig) -> Path:
             why = _stale_synthetic(wdir, cfg)
             if why is None:
                 return wdir
+            from gclsampler.synth.generate import check_replaceable
+
+            check_replaceable(wdir, f"use it as it is with workload.dir={wdir} ({why})")
             log.info("re-synthesizing %s: %s", wdir, why)
         try:
             from gclsampler.synth import generate

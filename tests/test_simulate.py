@@ -289,6 +289,14 @@ def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
     assert _simulate(tmp_path, "--all") == 0
     out = capsys.readouterr().out
     assert "accelsim-SM86_RTX3070" in out and "python evaluate.py" in out
+    # the command it prints scores the workload as it is: the suite would otherwise synthesize a
+    # workload made with other knobs again (and refuses to, over the simulated profile)
+    assert "generate=false" in out and "suite.trace_arch" not in out  # toy's workload.json names no arch
+    from gclsampler.cli.simulate import _evaluate_command
+
+    (wl / "workload.json").write_text(json.dumps({"workload": "toy", "synthetic": True, "arch": "ampere"}))
+    assert " suite.trace_arch=ampere suite.archs=[accelsim-SM86_RTX3070] generate=false" in _evaluate_command(
+        wl, wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     prof = read_profile(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]
     assert prof["time_ns"].tolist() == pytest.approx([CYC[k] * 1000 / CLOCK_MHZ for k in range(1, 7)])

@@ -284,5 +284,18 @@ def _summary_all(run, wdir: Path, out: Path, prof: Path, label: str, notes: list
     w(f"  SIMULATED totals: cycles {_g(float(cyc.sum()))}, instructions {_g(float(ins.sum()))}, "
       f"time {_g(float(cyc.sum()) * 1000.0 / run.simulator.core_clock_mhz)} ns; mean IPC {_g(float(np.mean(ipc)))}\n")
     w(f"  wrote {out / 'simulated.csv'} and the simulated profile {prof}\n")
-    w(f"  score every method against it: python evaluate.py suite.workloads=[{wdir.resolve().name}] "
-      f"suite.data_dir={wdir.resolve().parent} suite.archs=[{prof.stem}] (docs/simulate.md)\n")
+    w(f"  score every method against it: {_evaluate_command(wdir, prof)} (docs/simulate.md)\n")
+
+
+def _evaluate_command(wdir: Path, prof: Path) -> str:
+    """The evaluate.py line that scores plans on ``prof``. ``generate=false`` because the suite
+    would otherwise synthesize a workload made with other knobs again, over the directory that
+    now holds the simulated profile (it refuses to); ``suite.trace_arch`` fits the plans on the
+    profile the workload was made for."""
+    try:
+        arch = json.loads((wdir / "workload.json").read_text()).get("arch")
+    except (OSError, ValueError, AttributeError):
+        arch = None
+    fit = f" suite.trace_arch={arch}" if arch else ""
+    return (f"python evaluate.py suite.workloads=[{wdir.resolve().name}] suite.data_dir={wdir.resolve().parent}"
+            f"{fit} suite.archs=[{prof.stem}] generate=false")

@@ -110,6 +110,52 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
     return None
 
 
+def foreign_files(wdir) -> list[Path]:
+    """Files in a directory the synthesizer wrote that it did not write itself.
+
+    Why: synthesizing a workload again replaces its whole directory, and other commands write
+    into it: ``gclsampler simulate --all`` adds ``profiles/accelsim-<config>.csv`` (hours of
+    simulation), a user may add ``embeddings.npy`` or an imported profile. Those are refused,
+    not deleted. The graph cache (``.graph-cache/``) is derived from the traces and goes with them.
+    """
+    wdir = Path(wdir)
+    meta_path = wdir / "workload.json"
+    if not meta_path.is_file():
+        return []
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return []
+    if meta.get("generator") != "gclsampler.synth":
+        return []
+    from gclsampler._safe_out import MARKER
+    from gclsampler.trace import TraceFormatError, read_kernelslist
+
+    try:
+        own = set(read_kernelslist(wdir))
+    except (OSError, TraceFormatError):
+        own = set()
+    own |= {MARKER, "workload.json", "profile.csv", "kernelslist.g", ".graph-cache", "profiles"}
+    own_profiles = {f"{a}.csv" for a in meta.get("archs", [])}
+    out = [q for q in sorted(wdir.iterdir()) if q.name not in own]
+    if (wdir / "profiles").is_dir():
+        out += [q for q in sorted((wdir / "profiles").iterdir()) if q.name not in own_profiles]
+    return out
+
+
+def check_replaceable(wdir, how: str = "") -> None:
+    """Raise ``OutputError`` naming the first file of ``wdir`` that synthesizing it again
+    would delete (``foreign_files``); ``how`` says how the caller can keep the directory as it is."""
+    from gclsampler._safe_out import OutputError
+
+    found = foreign_files(wdir)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise OutputError(
+            f"{found[0]}: not written by gclsampler synth{more}; synthesizing {Path(wdir).name} again would "
+            f"replace {wdir} and delete it: move it out first" + (f", or {how}" if how else ""))
+
+
 def _coerce(name, key, default, val):
     if isinstance(default, bool):
         if isinstance(val, str):
@@ -361,6 +407,7 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     traces (same files as ``jobs=1``: the timing chain stays sequential).
     """
     k, archs = check_request(name, params, arch, seed)
+    check_replaceable(out_dir)
     WorkSummary, _, _, ARCHS = _timing()
     n_sm = int(getattr(_machine(ARCHS, arch), "sm_count", 46))
     spec = WORKLOADS[name]

@@ -1,0 +1,81 @@
+"""Synthesizing a workload again replaces its directory; files other commands put there are refused, not deleted.
+
+`gclsampler simulate --all` writes ``profiles/accelsim-<config>.csv`` into the workload it
+simulated, and the suite or train.py would synthesize that workload again whenever its knobs
+differ from the request, deleting hours of simulation with it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gclsampler._safe_out import OutputError
+from gclsampler.synth.generate import foreign_files, generate
+
+SMALL = {"nodes": 2048, "archs": ["turing"]}
+CONF = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+@pytest.fixture
+def made(tmp_path):
+    """A small synthesized bfs (made for ampere) with a simulated profile and the user's embeddings added."""
+    wdir = tmp_path / "wl" / "bfs"
+    generate("bfs", wdir, params=SMALL, arch="ampere", seed=1, progress=False, jobs=1)
+    (wdir / ".graph-cache" / "x").mkdir(parents=True)  # derived from the traces: goes with them
+    (wdir / "profiles" / "accelsim-SM86_RTX3070.csv").write_text("simulated\n")
+    (wdir / "embeddings.npy").write_bytes(b"mine")
+    return wdir
+
+
+def _snapshot(wdir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(wdir)): p.read_bytes() for p in sorted(wdir.rglob("*")) if p.is_file()}
+
+
+def test_foreign_files_are_what_synthesis_did_not_write(made, tmp_path):
+    assert [p.relative_to(made).as_posix() for p in foreign_files(made)] == [
+        "embeddings.npy", "profiles/accelsim-SM86_RTX3070.csv"]
+    clean = tmp_path / "clean"
+    generate("bfs", clean, params=SMALL, arch="ampere", seed=1, progress=False, jobs=1)
+    assert foreign_files(clean) == []
+    (clean / "workload.json").write_text(json.dumps({"generator": "nvbit"}))
+    (clean / "mine.txt").write_text("")
+    assert foreign_files(clean) == [], "a directory synth did not write is refused whole, elsewhere"
+
+
+def test_synthesizing_again_refuses_and_leaves_the_directory_as_it_was(made):
+    before = _snapshot(made)
+    with pytest.raises(OutputError, match=r"embeddings\.npy: not written by gclsampler synth \(and 1 more\)"):
+        generate("bfs", made, params={**SMALL, "degree": 4}, arch="ampere", seed=1, progress=False, jobs=1)
+    assert _snapshot(made) == before
+    assert not list(made.parent.glob(".bfs.tmp-*")), "nothing half-written beside it"
+
+
+def test_the_suite_names_the_keys_that_score_the_workload_as_it_is(made):
+    from gclsampler.evaluate import EvaluationError, SuiteConfig, _prepare_workload
+
+    before = _snapshot(made)
+    suite = SuiteConfig(synth_params={"per_workload": {"bfs": dict(SMALL)}})  # trace_arch turing, with a second run
+    with pytest.raises(OutputError, match="score it as it is with generate=false suite.trace_arch=ampere"):
+        _prepare_workload("bfs", made.parent, suite, True, 1)
+    assert _snapshot(made) == before
+    assert _prepare_workload("bfs", made.parent, suite, False, 1) == made
+    with pytest.raises(EvaluationError):
+        _prepare_workload("lu", made.parent, suite, False, 1)  # still an error when it is missing
+
+
+def test_train_py_names_workload_dir_to_use_it_as_it_is(made):
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  registers the schema
+    from gclsampler.pipeline import ensure_workload
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "workload=bfs", f"paths.workloads_dir={made.parent}", "workload.synth.nodes=2048", "workload.seed=1"])
+    before = _snapshot(made)
+    with pytest.raises(OutputError, match=f"use it as it is with workload.dir={made}"):
+        ensure_workload(cfg)
+    assert _snapshot(made) == before
