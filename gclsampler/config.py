@@ -83,9 +83,11 @@ _sampler_field, _SamplerT = _typed(SamplerConfig)
 
 @dataclass
 class RootConfig:
-    """Everything one ``python train.py`` run needs. ``seed`` seeds synthesis-independent
-    randomness of the run (training splits, augmentation, clustering); ``workers``
-    parallelises graph building."""
+    """Everything one ``python train.py`` run needs. Three seeds, each for its own stage, so
+    that one can be varied while the others stay: ``seed`` is the plan stage's ``random_state``
+    (k-means initialisation, STEM's draws), ``train.seed`` the training's (splits, augmentation,
+    initial weights), ``workload.seed`` a synthesized workload's data. ``workers`` parallelises
+    graph building."""
 
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     graph: _GraphT = _graph_field  # type: ignore[valid-type]
