@@ -17,6 +17,13 @@ from gclsampler.synth import generate, plan_launches
 
 
 def main(argv: list[str]) -> None:
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return
+    bad = [a for a in argv if "=" not in a]
+    if bad:
+        print(f"synth_generate.py: {bad[0]!r}: expected KNOB=VALUE (a synth knob of phi2, e.g. layers=2)", file=sys.stderr)
+        sys.exit(2)
     params = {"layers": 2, "decode": 7}
     params.update(dict(a.split("=", 1) for a in argv))
     n = len(plan_launches("phi2", params))

@@ -36,7 +36,7 @@ def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
 
     ``synthetic`` stamps "SYNTHETIC DATA" on the figure: a plot copied out of the report
     (into slides, a paper) must still say its numbers are not hardware measurements. A string
-    is the stamp itself (``plot_stamp``: "REAL DATA (NVIDIA H100 ...)", or both kinds); every
+    is the stamp itself (``plot_stamp``: "REAL DATA (NVIDIA H200 ...)", or both kinds); every
     ``plot_*`` function's ``synthetic`` argument is passed here as it is.
     ``legend_of``: an axes whose legend goes outside it, to the right, where it hides no point.
     """

@@ -124,6 +124,19 @@ def test_tiny_pipeline_writes_plan_clusters_and_report(tiny_run):
     assert post["n_samples"] == len(plan.samples) and post["speedup"] >= 1.0 and post["error_pct"] >= 0.0
 
 
+def test_help_names_every_file_the_run_writes(tiny_run):
+    """`python train.py --help` lists the run dir's files; one the run writes and the help
+    leaves out is a file a user cannot find documented where they look first."""
+    import re
+
+    header = OmegaConf.load(Path(CONF) / "hydra" / "default.yaml").help.header
+    listed = header.split("Writes into the run dir:", 1)[1].split("(README", 1)[0]
+    names = set(re.findall(r"[\w.]+/?", listed))
+    written = {p.name + ("/" if p.is_dir() else "") for p in (tiny_run[1] / "run").iterdir()
+               if not p.name.startswith(".")}  # the output marker
+    assert written <= names, f"written but not in --help: {sorted(written - names)}"
+
+
 def test_existing_workload_is_reused_and_stale_one_resynthesized(tiny_run):
     from gclsampler.pipeline import _stale_synthetic, ensure_workload
 

@@ -15,15 +15,15 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Fit one sampling method on a workload directory and write its plan.json "
         "(gclsampler-plan/1). Methods: pka, sieve, allegro, random, stem_root read profile.csv; "
-        "photon reads the traces; gcl and gcl_stem need the embeddings a training run wrote "
-        "(--embeddings). Method parameters are the keyword arguments of its class, "
+        "photon reads the traces; gcl, gcl_paper and gcl_stem need the embeddings a training run "
+        "wrote (--embeddings; gcl_paper those of model=paper). Method parameters are the keyword arguments of its class, "
         "e.g. --set threshold=0.9 for photon or --set epsilon=0.1 for stem_root "
         "(epsilon of stem_root, gcl_stem and allegro: a number in (0, 1); z in [0.01, 40])."
     )
     parser.epilog = ("examples:\n"
                      "  gclsampler sample pka work/phi2 --out plan_pka.json\n"
                      "  gclsampler sample photon work/phi2 --out plan_photon.json --set threshold=0.9\n"
-                     "  gclsampler sample gcl work/phi2 --embeddings outputs/phi2/embeddings.npy --out plan.json\n"
+                     "  gclsampler sample gcl work/phi2 --embeddings outputs/phi2/<time>/embeddings.npy --out plan.json\n"
                      "  gclsampler sample --list")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("method", nargs="?", help="method name (see --list)")
@@ -35,7 +35,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
     parser.add_argument("--embeddings", type=Path,
-                        help="embeddings.npy (row i = invocation i) for gcl and gcl_stem")
+                        help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem")
     parser.add_argument("--list", action="store_true", help="list the methods and their parameters, then exit")
     parser.set_defaults(handler=_run)
 
