@@ -220,6 +220,13 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
         if neg.any():
             r = int(np.flatnonzero(neg)[0])
             raise ProfileFormatError(located(where, line_of(r), col, f"negative value {float(values[r])!r}"))
+        if col in ("time_ns", "cycles"):  # every estimate sums them: a total of inf scores nothing
+            with np.errstate(over="ignore"):
+                total = np.nansum(values)
+            if not np.isfinite(total):
+                r = int(np.nanargmax(values))
+                raise ProfileFormatError(located(where, line_of(r), col, f"{float(values[r])!r}: the column's total "
+                                                 "overflows float64; give it in a larger unit"))
         if col in WHOLE_NUMBER_COLUMNS:
             frac = ~np.isnan(values) & (values != np.round(values))
             if frac.any():

@@ -552,7 +552,7 @@ def time_scale(t: np.ndarray) -> float:
     top = float(t.max()) if t.size else 0.0
     if top == 0.0 or 2.0**-64 <= top <= 2.0**64:
         return 1.0
-    return math.ldexp(1.0, math.frexp(top)[1])
+    return math.ldexp(1.0, math.frexp(top)[1] - 1)  # 2^(e-1) <= top: finite even for top near DBL_MAX
 
 
 def _times(times) -> np.ndarray:

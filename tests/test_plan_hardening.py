@@ -70,6 +70,19 @@ def test_weight_on_an_empty_cluster_is_rejected(tmp_path, capsys):
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.parametrize("n", [7, 10**6, 10**12])
+def test_weights_may_round_but_never_count_a_whole_invocation_more(n):
+    """N/m weights are not exact in binary, so a sum off by rounding is accepted; one off by a
+    whole invocation is refused however large the plan (a relative tolerance alone is not)."""
+    def plan(weights):
+        return SamplingPlan("w", "m", n, [Sample(i, "k", 0, w) for i, w in enumerate(weights)], [ClusterInfo(0, n)])
+
+    m = 3
+    plan([n / m] * m).validate()
+    with pytest.raises(PlanError, match="weights sum to"):
+        plan([n / m] * (m - 1) + [n / m + 1]).validate()
+
+
 # 2 ---------------------------------------------------------------------------------------
 def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
     plan = _plan()

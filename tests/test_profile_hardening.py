@@ -287,6 +287,16 @@ def test_profile_with_quoted_header_imports(tmp_path):
     assert list(import_profile(p)["kernel_name"]) == ["k"]
 
 
+@pytest.mark.parametrize("col", ["time_ns", "cycles"])
+def test_a_column_whose_total_overflows_names_its_largest_value(tmp_path, col):
+    """Each value is finite, but every estimate sums them: the total would be inf."""
+    rows = [f'{i},k,"(1,1,1)","(1,1,1)",' + (f"{v},5\n" if col == "time_ns" else f"5,{v}\n")
+            for i, v in enumerate([5, 1.2e308, 1.5e308])]
+    p = _write(tmp_path, "p.csv", HEADER + "".join(rows))
+    with pytest.raises(ProfileFormatError, match=rf"p.csv:4: {col}: 1.5e\+308: the column's total overflows float64"):
+        read_profile(p)
+
+
 @pytest.mark.parametrize("clock", [float("inf"), 1e308, float("nan")])
 def test_clock_must_give_finite_cycles(tmp_path, clock):
     p = _write(tmp_path, "p.csv", HEADER + ROW0.replace(",5,", ",5000,"))  # 5000 ns at 1e308 MHz overflows

@@ -400,6 +400,19 @@ def test_non_integer_times_and_scale_invariance(scale):
     assert a.error_bound == pytest.approx(b.error_bound, rel=1e-9)
 
 
+@pytest.mark.parametrize("top", [1e300, 1.7e308])
+def test_times_near_the_float_limit_give_the_plan_of_ordinary_times(top):
+    """Scaling by a power of two changes nothing but the unit, up to the largest finite time."""
+    rng = np.random.default_rng(5)
+    t = rng.gamma(2.0, 1.7, 300)
+    g = rng.integers(0, 3, 300)
+    big = t / t.sum() * top  # the total stays finite
+    a = stem_root(t, g, epsilon=0.05, random_state=1)
+    b = stem_root(big, g, epsilon=0.05, random_state=1)
+    np.testing.assert_array_equal(a.sample_sizes, b.sample_sizes)
+    np.testing.assert_array_equal(a.invocations, b.invocations)
+
+
 def test_error_bound_at_most_epsilon_and_matches_definition(rng):
     t = np.concatenate([_two_peaks(rng, 3000), rng.gamma(2.0, 30.0, 2000)])
     g = np.repeat([0, 1], [3000, 2000])
