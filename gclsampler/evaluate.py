@@ -197,7 +197,7 @@ class SuiteConfig:
     sweep_methods: List[str] = field(default_factory=lambda: ["stem_root", "gcl_stem"])
     synth_params: Dict[str, Any] = field(default_factory=dict)
     train_overrides: List[str] = field(default_factory=list)
-    data_dir: Optional[str] = None  # overrides the root data_dir (keeps shrunk quick workloads apart)
+    data_dir: Optional[str] = None  # the suite's own place (keeps shrunk quick workloads apart); a root data_dir wins
     hist_workload: Optional[str] = "cfd"  # as full.yaml; null: the first workload
     hist_methods: List[str] = field(default_factory=lambda: ["gcl", "stem_root", "sieve", "pka"])
     real: bool = False  # every workload is measured (docs/real.md): never synthesized, a missing one is an error
@@ -219,7 +219,7 @@ class EvaluateConfig:
         "gcl_stem": {"epsilon": 0.25, "cluster_random_state": 0},
         "gcl": {},
     })
-    data_dir: str = "workloads"  # <data_dir>/<name>, as train.py paths.workloads_dir; relative to the launch dir
+    data_dir: Optional[str] = None  # <data_dir>/<name>; null: suite.data_dir, else workloads/ (train.py's paths.workloads_dir)
     out_dir: Optional[str] = None  # default: Hydra's run dir
     generate: bool = True  # write missing synthetic workloads with gclsampler.synth
     embeddings: str = "train"  # train | cached (<workload>/embeddings.npy, else train)
@@ -413,9 +413,12 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
 
 
 def suite_data_dir(cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> Path:
-    """``suite.data_dir`` (else ``data_dir``); a relative one is taken from the launch directory
-    (Hydra's original cwd), never from Hydra's run directory."""
-    data_dir = Path(cfg.suite.data_dir or cfg.data_dir)
+    """``data_dir`` when the user sets it, else the suite's own ``suite.data_dir``, else
+    ``workloads``. Why the root wins: ``data_dir=`` on the command line is what the seed sweep
+    and the README pass, and a suite that kept its own place would ignore it silently.
+    A relative one is taken from the launch directory (Hydra's original cwd), never from
+    Hydra's run directory."""
+    data_dir = Path(cfg.data_dir or cfg.suite.data_dir or "workloads")
     if not data_dir.is_absolute() and launch_dir is not None:
         data_dir = Path(launch_dir) / data_dir
     return data_dir

@@ -235,6 +235,18 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
 
 
+@pytest.mark.parametrize("suite, own", [("full", "workloads"), ("quick", "workloads/quick"), ("real", "real")])
+def test_a_data_dir_on_the_command_line_wins_over_the_suites_own(tmp_path, suite, own):
+    """The seed sweep passes data_dir=workloads/seed<S>; a suite that kept its own place ran
+    every seed on one directory without a word."""
+    from gclsampler.evaluate import suite_data_dir
+
+    cfg, _ = _compose([f"suite={suite}"])
+    assert suite_data_dir(cfg, tmp_path) == tmp_path / own
+    cfg, _ = _compose([f"suite={suite}", "data_dir=mine"])
+    assert suite_data_dir(cfg, tmp_path) == tmp_path / "mine"
+
+
 def test_misspelt_method_parameter_fails_before_work(tmp_path):
     import gclsampler.evaluate as ev
 
