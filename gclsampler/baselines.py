@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gclsampler.errors import GclError
-from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column, plan_from_labels,
+from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
 from gclsampler.stem import time_scale
@@ -63,13 +63,7 @@ def _column(workload, name: str, method: str) -> np.ndarray:
     df = workload.profile
     if name not in df.columns:
         raise BaselineError(f"{_where(workload)}: {name}: column required by {method} is missing")
-    values = numeric_column(df, name, _where(workload), BaselineError)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        raise BaselineError(
-            f"{_where(workload)}:{int(bad[0]) + 2}: {name}: {method} needs a finite value in every row"
-        )
-    return values
+    return finite_column(df, name, _where(workload), BaselineError, f"{method} needs a finite value in every row")
 
 
 def _dim3_product(column) -> np.ndarray:

@@ -330,6 +330,22 @@ def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) 
     return parsed.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def finite_column(df, name: str, where: Any, error: type[GclError], needs: str) -> np.ndarray:
+    """``numeric_column``, with the first empty (or infinite) cell refused at its line.
+
+    Why: a time or instruction column a sampler is pointed at may be one ``read_profile``
+    lets be empty (``cycles`` of an Nsight Systems or torch.profiler import), and the
+    statistics downstream could only name an array index. ``needs`` says who needs it.
+    """
+    values = numeric_column(df, name, where, error)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        r = int(bad[0])
+        cell = "empty" if np.isnan(values[r]) else repr(float(values[r]))
+        raise error(f"{where}:{r + 2}: {name}: {cell}; {needs} ({bad.size} of {values.size} rows have none)")
+    return values
+
+
 def profile_gaps(profile, columns, what: str) -> str | None:
     """Why ``profile`` cannot feed a method that reads ``columns``: the ones absent, or the
     first one with empty cells (and how many); None when every row has every column.

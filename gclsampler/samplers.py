@@ -36,7 +36,7 @@ from gclsampler.cluster import (
     work_column,
 )
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, check_seed, numeric_column, plan_from_labels
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, check_seed, finite_column, plan_from_labels
 
 
 class SamplerError(GclError):
@@ -313,7 +313,8 @@ class GclStemSampler(GclSampler):
             raise SamplerError(f"{workload.name}: {self.name}.strata: must be one of {', '.join(STRATA)}, got {self.strata!r}")
         if self.cluster_random_state is not None:
             check_seed(self.cluster_random_state, f"{self.name}.cluster_random_state")
-        times = numeric_column(prof, self.time_column, _profile_where(workload), SamplerError)
+        times = finite_column(prof, self.time_column, _profile_where(workload), SamplerError,
+                              f"{self.name} needs a time in every row (time_column)")
         res = self._cluster(workload)
         names = prof["kernel_name"].to_numpy()
         candidates = {"gcl": res.labels}

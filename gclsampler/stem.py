@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, numeric_column
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column
 
 __all__ = [
     "SCOPES",
@@ -786,7 +786,8 @@ class StemRootSampler(Sampler):
         if self.time_column not in prof.columns:
             raise StemError(f"{workload.name}: profile has no column {self.time_column!r} (stem.time_column)")
         names = prof["kernel_name"]
-        times = numeric_column(prof, self.time_column, _profile_where(workload), StemError)
+        times = finite_column(prof, self.time_column, _profile_where(workload), StemError,
+                              "STEM needs a time in every row (time_column)")
         res = stem_root(times, prof["kernel_name"], epsilon=self.epsilon, z=self.z,
                         min_samples=self.min_samples, root=self.root, min_group=self.min_group,
                         random_state=self.random_state, scope=self.scope)

@@ -233,9 +233,10 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
     if time_column in prof.columns:
         import numpy as np
 
-        from gclsampler.plan import numeric_column
+        from gclsampler.plan import finite_column
 
-        t = numeric_column(prof, time_column, where, WorkloadError)  # --time-column may name a text column
+        # --time-column may name a text column, or one an import left empty (cycles from nsys)
+        t = finite_column(prof, time_column, where, WorkloadError, "every sampler needs a time in every row")
         if t.size and not (t > 0).any():
             raise WorkloadError(located(where, None, time_column, "every value is 0; speedups and error bounds "
                                                                   "need measured times"))

@@ -83,6 +83,27 @@ def test_weights_may_round_but_never_count_a_whole_invocation_more(n):
         plan([n / m] * (m - 1) + [n / m + 1]).validate()
 
 
+@pytest.mark.parametrize("method", ["stem", "stem_root", "gcl_stem", "allegro"])
+def test_an_empty_cell_in_the_time_column_is_named_by_line(tmp_path, capsys, method):
+    """cycles is optional in profile.csv (an nsys or torch import has none), so a sampler pointed
+    at it met empty cells that only the statistics noticed, as an array index."""
+    prof = _profile()
+    prof["cycles"] = prof["cycles"].astype(float)
+    prof.loc[4, "cycles"] = np.nan
+    wl = _workload_dir(tmp_path, prof)
+    out = tmp_path / "plan.json"
+    if method == "stem":
+        args = ["stem", str(wl / "profile.csv"), "--out", str(out), "--time-column", "cycles"]
+    else:
+        emb = tmp_path / "emb.npy"
+        np.save(emb, np.random.default_rng(0).normal(size=(len(prof), 4)).astype(np.float32))
+        args = ["sample", method, str(wl), "--out", str(out), "--set", "time_column=cycles",
+                *(["--embeddings", str(emb)] if method == "gcl_stem" else [])]
+    assert main(args) == 2
+    assert re.search(r"profile\.csv:6: cycles: empty; .* \(1 of 30 rows have none\)", _err(capsys))
+    assert not out.exists()
+
+
 # 2 ---------------------------------------------------------------------------------------
 def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
     plan = _plan()
