@@ -183,8 +183,16 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
     pg = prof["grid"].astype(str).tolist()
     pb = prof["block"].astype(str).tolist()
     extra = {c: prof[c].to_numpy() for c in ("nregs", "shmem") if c in prof.columns}
-    for i in range(min(n_prof, n_tr)):
-        h, trace = heads[i], names[i]
+    # row i is the trace with -kernel id i + 1 (invocation = id - 1), so a trace that is missing
+    # or unlisted (reported above) leaves its row unchecked instead of shifting every later
+    # row onto the next trace, which reported each of them as a wrong kernel, grid and block
+    pairs = list(zip(range(n_tr), range(n_tr)))
+    if ids and len(set(ids)) == len(ids) and min(ids) >= 1 and max(ids) <= n_prof:
+        pairs = [(h.kernel_id - 1, j) for j, h in enumerate(heads)]
+    for i, j in pairs:
+        if i >= n_prof:
+            continue
+        h, trace = heads[j], names[j]
         if not same_kernel(pk[i], h.name):  # mangled trace vs demangled profile names are one kernel
             rep.add("error", located(prof_path, line_of(i), "kernel_name",
                                      f"{pk[i][:100]!r}, but {trace} is {h.name[:100]!r}"), "error:kernel_name")

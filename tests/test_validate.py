@@ -64,6 +64,23 @@ def test_kernel_name_grid_and_block_mismatch(wl_copy, capsys):
     assert "profile.csv:8: block: (3,1,1), but kernel-7.traceg has" in lines[2]
 
 
+@pytest.mark.parametrize("how", ["file", "line"])
+def test_a_missing_trace_is_reported_once_not_as_every_later_row(wl_copy, capsys, how):
+    """Rows are matched to traces by -kernel id, so the rows after a gap still meet their own trace."""
+    kl = wl_copy / "kernelslist.g"
+    if how == "file":
+        (wl_copy / "kernel-5.traceg").unlink()
+    else:
+        kl.write_text("".join(ln for ln in kl.read_text().splitlines(keepends=True) if ln.strip() != "kernel-5.traceg"))
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert not [ln for ln in lines if any(f": {c}: " in ln for c in ("kernel_name", "grid", "block"))], lines
+    assert any("rows, but kernelslist.g lists" in ln for ln in lines)
+    assert ("lists 'kernel-5.traceg', which does not exist" in lines[0]) == (how == "file")
+    # the gap itself, the ids, and each profile's row count: nothing per row
+    assert len(lines) <= 3 + len(list((wl_copy / "profiles").glob("*.csv"))), lines
+
+
 def test_duplicate_kernel_id(wl_copy, capsys):
     _set_header(wl_copy / "kernel-3.traceg", "kernel id", "2")
     assert main(["validate", str(wl_copy)]) == 2
