@@ -94,8 +94,8 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
     meta_path = Path(wdir) / "workload.json"
     if not meta_path.exists():
         return None
-    meta = json.loads(meta_path.read_text())
-    if meta.get("generator") != "gclsampler.synth":
+    meta = _synth_meta(meta_path)
+    if meta is None:
         return None
     want = json.loads(json.dumps(resolve_params(name, params)))
     have = meta.get("synth")
@@ -108,6 +108,33 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
     if "arch" in meta and str(meta["arch"]) != str(arch):
         return "arch differs"
     return None
+
+
+def _synth_meta(meta_path: Path) -> dict | None:
+    """A synthesized workload's workload.json, None when another tool wrote it, or one located
+    ``SynthConfigError`` for a file that is broken where the stale check reads it (an edit by
+    hand, a copy cut short): a traceback from json or int() named no file."""
+    from gclsampler.errors import located
+
+    try:
+        meta = json.loads(meta_path.read_text())
+    except UnicodeDecodeError:
+        raise SynthConfigError(located(meta_path, None, None, "not UTF-8 text")) from None
+    except ValueError as exc:
+        raise SynthConfigError(located(meta_path, exc.lineno, None, f"not valid JSON: {exc.msg}")) from None
+    if not isinstance(meta, dict):
+        raise SynthConfigError(located(meta_path, None, None, f"expected a JSON object, found {type(meta).__name__}"))
+    if meta.get("generator") != "gclsampler.synth":
+        return None
+    if "synth" in meta and not isinstance(meta["synth"], dict):
+        raise SynthConfigError(located(meta_path, None, "synth", f"expected an object of knobs, found {meta['synth']!r:.60}"))
+    for key in ("seed", "n_invocations"):
+        v = meta.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise SynthConfigError(located(meta_path, None, key, f"expected an integer, found {v!r:.60}"))
+    if "arch" in meta and not isinstance(meta["arch"], str):
+        raise SynthConfigError(located(meta_path, None, "arch", f"expected a name, found {meta['arch']!r:.60}"))
+    return meta
 
 
 def foreign_files(wdir) -> list[Path]:
