@@ -452,6 +452,31 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
                 check_real_workload(data_dir / name, name, required=True)
 
 
+def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -> None:
+    """Every arch in ``suite.archs`` has a ground truth for every workload, checked before any work.
+
+    Why: scoring found a missing ``profiles/<arch>.csv`` only after the first workload had been
+    synthesized and trained on. The synthesizer's archs (and their second runs) are written
+    with the workload; any other (``accelsim-<config>``, a measured GPU) must be on disk. A
+    real workload leaves an arch it was not measured on out, with a note, as the suite does.
+    """
+    from gclsampler.synth.arch import ARCHS
+    from gclsampler.synth.generate import _known_arch
+
+    for arch in suite.archs:
+        if _known_arch(ARCHS, arch):
+            continue
+        for name in suite.workloads:
+            wdir = data_dir / name
+            if wdir in on_disk and (_declared_real(wdir) or _made_for_arch(wdir) == arch
+                                    or (wdir / "profiles" / f"{arch}.csv").is_file()):
+                continue
+            raise EvaluationError(
+                f"{wdir / 'profiles' / f'{arch}.csv'}: suite.archs: no ground truth for arch {arch!r} in workload "
+                f"{name!r}; the synthesizer writes {', '.join(sorted(ARCHS))} (and <arch>_rerun), any other "
+                "arch's profile must be in the workload directory")
+
+
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
               launch_dir: str | Path | None = None, config_text: str | None = None):
     """Fit every method on every workload, score on every arch; write results.csv, report.md, plots.
@@ -487,6 +512,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         elif (data_dir / name / "profile.csv").exists():
             require_valid_workload(data_dir / name)
             checked.add(data_dir / name)
+    _check_suite_archs(suite, data_dir, checked)
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}

@@ -304,14 +304,25 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
     (``model.kernel_features=false``, the paper's encoder) the work split and ``work_mean``
     would read a learned dimension as work and say nothing: fail before training, by key.
     """
+    from gclsampler.graph import KERNEL_FEATURE_NAMES, N_KERNEL_FEATURES
     from gclsampler.samplers import GclSampler
 
-    if not isinstance(sampler, GclSampler) or cfg.get("model") is None or cfg.model.get("kernel_features", True):
+    if not isinstance(sampler, GclSampler) or cfg.get("model") is None:
         return
     cl = sampler.effective_cluster_config()
     uses = [k for k, on in (("cluster.split_tolerance", cl.split_tolerance > 0),
                             ("cluster.representative=work_mean",
                              cl.representative == "work_mean" and sampler.simulates_representatives)) if on]
+    if cfg.model.get("kernel_features", True):
+        # a column outside the size vector is a learned dimension (or none): refused now, not
+        # after training, and not read silently as work
+        if uses and not -N_KERNEL_FEATURES <= cl.split_column <= -1:
+            names = ", ".join(f"{i - N_KERNEL_FEATURES} {n}" for i, n in enumerate(KERNEL_FEATURE_NAMES))
+            raise PipelineError(
+                f"cluster.split_column: {cl.split_column} is not a column of the size vector, which "
+                f"{' and '.join(uses)} read{'' if len(uses) > 1 else 's'} as work; counted from the "
+                f"embeddings' end its columns are {names}")
+        return
     if uses:
         raise PipelineError(
             f"model.kernel_features=false: {' and '.join(uses)} {'read' if len(uses) > 1 else 'reads'} the size "

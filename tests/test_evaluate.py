@@ -247,6 +247,23 @@ def test_a_data_dir_on_the_command_line_wins_over_the_suites_own(tmp_path, suite
     assert suite_data_dir(cfg, tmp_path) == tmp_path / "mine"
 
 
+def test_an_arch_without_ground_truth_fails_before_any_workload_is_made(tmp_path):
+    """A simulated or measured arch must be on disk; the synthesizer's own are made with the workload."""
+    import gclsampler.evaluate as ev
+
+    def embed(*_):
+        raise AssertionError("no training before the check")
+
+    cfg, _ = _compose(["suite=quick", "suite.methods=[pka]", f"data_dir={tmp_path / 'data'}", "plots=false",
+                       "suite.archs=[ampere,accelsim-SM86_RTX3070]"])
+    with pytest.raises(EvaluationError, match=r"pythia/profiles/accelsim-SM86_RTX3070.csv: suite.archs: no ground "
+                                              r"truth for arch 'accelsim-SM86_RTX3070' in workload 'pythia'"):
+        ev.run_suite(cfg, tmp_path / "out", embed_fn=embed)
+    assert not (tmp_path / "data").exists()
+    cfg, _ = _compose(["suite=quick", "suite.methods=[pka]", f"data_dir={tmp_path / 'data'}", "suite.archs=[ada_rerun]"])
+    ev._check_suite_archs(cfg.suite, tmp_path / "data", set())  # the synthesizer writes it
+
+
 def test_misspelt_method_parameter_fails_before_work(tmp_path):
     import gclsampler.evaluate as ev
 

@@ -261,6 +261,26 @@ def test_paper_encoder_with_the_work_reading_gcl_is_refused_before_training():
         _check_plan_stage(compose("config", overrides=["debug=default"]))
 
 
+@pytest.mark.parametrize("column, refused", [(-6, False), (-8, False), (-1, False), (-9, True), (5, True),
+                                            (1000, True)])
+def test_a_work_column_outside_the_size_vector_is_refused_before_training(column, refused):
+    """A learned dimension read as work said nothing (5), and one outside the embeddings failed
+    only after training (1000)."""
+    from gclsampler.pipeline import PipelineError, _check_plan_stage
+
+    def check(*overrides):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            _check_plan_stage(compose("config", overrides=["debug=default", f"cluster.split_column={column}", *overrides]))
+
+    if refused:
+        with pytest.raises(PipelineError, match=rf"^cluster.split_column: {column} is not a column of the size "
+                                                r"vector.* -6 insts_on_sm"):
+            check()
+    else:
+        check()
+    check("cluster.split_tolerance=0", "cluster.representative=medoid")  # nothing reads it: any value passes
+
+
 def test_workers_below_one_is_refused_before_the_run_dir_is_made(tmp_path):
     from gclsampler.pipeline import PipelineError, run
 
