@@ -455,7 +455,14 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None,
     paths when two share a name (``a/run`` and ``b/run``). Everything ``write_comparison``
     would refuse (mixed plan archs, nothing in common, an absent ``reference``) is refused
     here, before an output exists. ``second_run``: ``on_second_run`` of each."""
+    paths = list(paths)
     runs = [load_run(p) for p in paths]
+    first: dict[Path, str | Path] = {}
+    for given, r in zip(paths, runs):  # one run twice would count its seed twice (and broke the tables)
+        key = r.path.resolve()
+        if key in first:
+            raise EvaluationError(f"{given}: the run {first[key]} again; each run is compared once")
+        first[key] = given
     if second_run:
         runs = [on_second_run(r) for r in runs]
     _, methods, _ = common_to_all(runs)

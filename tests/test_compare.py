@@ -164,6 +164,16 @@ def test_runs_fitted_on_different_archs_are_refused(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_one_run_given_twice_is_refused(tmp_path):
+    """Its seed would count twice; the tables broke on the duplicate label with a traceback."""
+    a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    for again in (a, a / "results.csv"):
+        with pytest.raises(EvaluationError, match=rf"^{again}: the run {a} again; each run is compared once$"):
+            compare_dirs([a, b, again], tmp_path / "o", plots=False)
+    assert not (tmp_path / "o").exists()
+
+
 def _cli(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     return subprocess.run([sys.executable, "-m", "gclsampler", "compare", *map(str, args)], capture_output=True,
