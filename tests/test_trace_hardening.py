@@ -86,6 +86,33 @@ def test_truncated_multiblock_zst_is_refused(tmp_path, parser):
             read_kernel(p)
 
 
+def test_a_flipped_bit_in_a_zst_trace_is_refused_never_read_as_other_values(tmp_path):
+    """The writer stores zstd's content checksum: without it most flips decoded into a trace
+    with another register value or address, which every later stage took as data."""
+    import numpy as np
+
+    warps = [[Inst("IADD3", ("R1",), ("R2", "R3"), pc=16 * i) for i in range(300)] + [Inst("EXIT", pc=16 * 300)]]
+    t = make_trace(warps, with_values=True)
+    full = tmp_path / "kernel-1.traceg.zst"
+    write_kernel(t, full, values=True)
+    good = read_kernel(full)
+    data = bytearray(full.read_bytes())
+    (tmp_path / "flip").mkdir()
+    refused = 0
+    for pos in np.linspace(12, len(data) - 6, 25).astype(int).tolist():
+        bad = bytearray(data)
+        bad[pos] ^= 0x10
+        p = _w(tmp_path / "flip" / "kernel-1.traceg.zst", bytes(bad))
+        try:
+            got = read_kernel(p)
+        except TraceFormatError as e:
+            assert "kernel-1.traceg.zst" in str(e)
+            refused += 1
+            continue
+        assert np.array_equal(got.values, good.values) and np.array_equal(got.pc, good.pc), f"byte {pos}"
+    assert refused >= 20
+
+
 def test_concatenated_zst_frames_are_read_whole(tmp_path):
     zstandard = pytest.importorskip("zstandard")
     text = (HEADER.format(kid=1) + BODY).encode()

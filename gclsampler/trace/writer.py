@@ -313,7 +313,7 @@ def render(t: KernelTrace, *, values: bool = True, header: KernelHeader | None =
 def _zstd():
     import zstandard
 
-    return zstandard.ZstdCompressor(level=3)
+    return zstandard.ZstdCompressor(level=3, write_checksum=True)  # a flipped bit fails to decode, not a wrong value
 
 
 def _compress(p: str, data: bytes) -> bytes:
