@@ -85,12 +85,14 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
     Block keys carry the kernel name, and with ``match_launch`` the grid and block too.
     """
     from gclsampler.trace import iter_kernels
-    from gclsampler.trace.workload import trace_files
+    from gclsampler.trace.workload import kernelslist_path, trace_files
 
     root = Path(root)
     n = len(trace_files(root))  # kernelslist.g only; iter_kernels reads the headers
     if n_expected is not None and n != n_expected:
-        raise PhotonError(f"{root}/kernelslist.g: lists {n} traces but profile.csv has "
+        kl = kernelslist_path(root)
+        where = f"{kl}: lists" if kl is not None else f"{root}: holds (no kernelslist.g)"
+        raise PhotonError(f"{where} {n} traces but profile.csv has "
                           f"{n_expected} invocations; photon needs one trace per invocation")
     keys: dict[tuple[str, int], int] = {}
     rows, cols, vals = [], [], []

@@ -76,12 +76,24 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     """(path, [(line, trace file name)]) with per-line problems recorded.
 
     A directory without kernelslist.g is a profile-only workload (enough for the
-    profile-based samplers); it is an error only when ``required``.
+    profile-based samplers); it is an error only when ``required``. If it holds
+    ``kernel-<N>.traceg`` files all the same, the trace commands read those in id order, so
+    they are checked as the listed traces would be: a gap in them was "ok" here while
+    ``trace info`` counted one invocation fewer.
     """
-    from gclsampler.trace.workload import kernelslist_path, kernelslist_lines, repeat_problem
+    from gclsampler.trace import TraceFormatError
+    from gclsampler.trace.workload import kernelslist_path, kernelslist_lines, repeat_problem, trace_files
 
     p = kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
     if p is None:
+        try:
+            found = trace_files(root)
+        except TraceFormatError as exc:
+            if "no kernel-<N>.traceg files" not in str(exc):
+                rep.add("error", str(exc).splitlines()[0])
+            found = []
+        if found:
+            return None, [(None, s) for s in found]
         if required:
             rep.add("error", located(root, None, "kernelslist.g", "missing: a workload directory lists its traces "
                                                                    "in kernelslist.g"))
@@ -147,7 +159,7 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
         else:
             first[h.kernel_id] = name
         if prev is not None and h.kernel_id < prev[1].kernel_id:
-            rep.add("error", located(kl, None, "kernelslist",
+            rep.add("error", located(kl or root, None, "kernelslist",
                                      f"{name} (-kernel id {h.kernel_id}) is listed after {prev[0]} "
                                      f"(-kernel id {prev[1].kernel_id}); list traces in launch order"),
                     "error:order")
@@ -167,16 +179,19 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
 def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any], rep: _Report,
                        own: bool = True) -> None:
     from gclsampler.profile import ProfileRowLines, format_dim3
+    from gclsampler.trace.workload import kernelslist_path
 
     line_of = ProfileRowLines(prof_path)  # physical lines (blank lines, quoted line breaks), found on first use
     n_prof, n_tr = len(prof), len(heads)
+    listed = kernelslist_path(prof_path.parent) is not None
     if n_prof != n_tr:
         rep.add("error", located(prof_path, None, "invocation",
-                                 f"{n_prof} rows, but kernelslist.g lists {n_tr} kernel traces "
-                                 "(one row per invocation, in launch order)"))
+                                 f"{n_prof} rows, but " + ("kernelslist.g lists" if listed else
+                                                          "the directory holds (no kernelslist.g)") +
+                                 f" {n_tr} kernel traces (one row per invocation, in launch order)"))
     ids = [h.kernel_id for h in heads]
     if own and ids and sorted(ids) != list(range(1, len(ids) + 1)):
-        rep.add("error", located(prof_path.parent / "kernelslist.g", None, "-kernel id",
+        rep.add("error", located(prof_path.parent / "kernelslist.g" if listed else prof_path.parent, None, "-kernel id",
                                  f"trace ids run {min(ids)}..{max(ids)} over {len(ids)} traces; a workload "
                                  "with a profile needs ids 1..N (invocation = id - 1)"))
     pk = prof["kernel_name"].astype(str).tolist()

@@ -81,6 +81,19 @@ def test_a_missing_trace_is_reported_once_not_as_every_later_row(wl_copy, capsys
     assert len(lines) <= 3 + len(list((wl_copy / "profiles").glob("*.csv"))), lines
 
 
+def test_traces_without_kernelslist_are_checked_as_the_trace_commands_read_them(wl_copy, capsys):
+    """No kernelslist.g: the trace commands read kernel-<N>.traceg in id order, so validate checks
+    those; a gap in them was "ok" while `trace info` counted one invocation fewer."""
+    (wl_copy / "kernelslist.g").unlink()
+    assert main(["validate", str(wl_copy)]) == 0
+    capsys.readouterr()
+    (wl_copy / "kernel-5.traceg").unlink()
+    assert main(["validate", str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    assert "profile.csv: invocation: " in lines[0] and "the directory holds (no kernelslist.g)" in lines[0]
+    assert any(f"{wl_copy}: -kernel id: trace ids run 1.." in ln for ln in lines)
+
+
 def test_duplicate_kernel_id(wl_copy, capsys):
     _set_header(wl_copy / "kernel-3.traceg", "kernel id", "2")
     assert main(["validate", str(wl_copy)]) == 2
