@@ -378,14 +378,14 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
             except ValueError:
                 bad = bad or (lineno, row[j])
                 continue
-            if not math.isfinite(v):
+            if not math.isfinite(v) or v < 0:  # cycles, counts, times and rates are never negative
                 bad = bad or (lineno, row[j])
                 continue
             parsed[inv] = v
         if not parsed:
             continue  # a text column (kernel_name, grid, ...): not a metric
         if bad is not None:
-            raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number: {bad[1]!r}"))
+            raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number >= 0: {bad[1]!r}"))
         out[header[j]] = parsed  # invocation -> value: a plan of 2**62 invocations needs no dense array
     if not out:
         raise ResultsFormatError(located(path, 1, None, "no numeric metric column besides `invocation`"))
@@ -393,12 +393,18 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
 
 
 def _looks_like_csv(path: Path) -> bool:
+    """A table whose first line is a header of column names, with or without ``invocation``
+    (its absence is then named as a CSV problem, not read as an Accel-Sim log that "simulated
+    0 kernels"); a log's first line has spaces, ``=`` or a single field."""
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as fh:
             first = fh.readline()
     except OSError as exc:
         raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
-    return "invocation" in [c.strip() for c in next(csv.reader([first]), [])]
+    fields = [c.strip() for c in next(csv.reader([first]), [])]
+    if "invocation" in fields:
+        return True
+    return len(fields) >= 2 and "=" not in first and all(f and not any(ch.isspace() for ch in f) for f in fields)
 
 
 def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True,
