@@ -433,6 +433,9 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
     (an ``embeddings`` mode or ``hist_workload`` that matches nothing).
     """
     suite = cfg.suite
+    from gclsampler.plan import check_seed
+
+    check_seed(cfg.seed, "seed")  # else the first sampler checked named it method_params.<m>.random_state
     if int(suite.n_seeds) < 1:
         raise EvaluationError(f"suite.n_seeds: must be >= 1 (seeds per stochastic method), got {suite.n_seeds}")
     for eps in suite.epsilons:

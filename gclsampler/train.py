@@ -106,6 +106,12 @@ class TrainConfig:
             raise bad("patience", f"must be >= 0, got {self.patience}")
         if self.precision not in PRECISIONS:
             raise bad("precision", f"expected one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.threads < 0:
+            raise bad("threads", f"must be >= 0 (0 = torch's default), got {self.threads}")
+        if self.embed_batch_size < 1:
+            raise bad("embed_batch_size", f"must be >= 1, got {self.embed_batch_size}")
+        if self.max_train_graphs < 0:
+            raise bad("max_train_graphs", f"must be >= 0 (0 = all), got {self.max_train_graphs}")
         return self
 
 

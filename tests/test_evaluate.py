@@ -19,6 +19,7 @@ from gclsampler.evaluate import (
     summarize,
     suite_averages,
 )
+from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, SamplingPlan, plan_from_labels
 from gclsampler.workload import Workload
 from test_baselines import make_profile
@@ -262,6 +263,14 @@ def test_an_arch_without_ground_truth_fails_before_any_workload_is_made(tmp_path
     assert not (tmp_path / "data").exists()
     cfg, _ = _compose(["suite=quick", "suite.methods=[pka]", f"data_dir={tmp_path / 'data'}", "suite.archs=[ada_rerun]"])
     ev._check_suite_archs(cfg.suite, tmp_path / "data", set())  # the synthesizer writes it
+
+
+def test_a_bad_seed_is_named_by_its_own_key(tmp_path):
+    import gclsampler.evaluate as ev
+
+    cfg, _ = _compose(["suite=quick", "seed=-1", f"data_dir={tmp_path}"])
+    with pytest.raises(GclError, match=r"^seed: must be an integer in \[0, 2\*\*32\), found -1$"):
+        ev.run_suite(cfg, tmp_path / "out")
 
 
 def test_misspelt_method_parameter_fails_before_work(tmp_path):

@@ -104,6 +104,19 @@ def test_an_empty_cell_in_the_time_column_is_named_by_line(tmp_path, capsys, met
     assert not out.exists()
 
 
+@pytest.mark.parametrize("opts, needle", [
+    (["--epsilon", "0"], "--epsilon: must be a number in (0, 1), found 0.0"),
+    (["--min-samples", "0"], "--min-samples: must be an integer >= 1, found 0"),
+    (["--time-column", "foo"], "profile.csv:1: foo: no such column (--time-column)"),
+])
+def test_stem_names_its_own_options(tmp_path, capsys, opts, needle):
+    """The command's options, not the config keys (stem.epsilon) or the workload's name."""
+    wl = _workload_dir(tmp_path, _profile())
+    assert main(["stem", str(wl / "profile.csv"), "--out", str(tmp_path / "p.json"), *opts]) == 2
+    assert needle in _err(capsys)
+    assert not (tmp_path / "p.json").exists()
+
+
 # 2 ---------------------------------------------------------------------------------------
 def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
     plan = _plan()
@@ -420,8 +433,8 @@ def test_zero_sampled_time_has_no_speedup_number(tmp_path, capsys):
     assert "expected speedup: n/a (sampled invocations have zero profiled time)" in out and "inf" not in out
 
 
-@pytest.mark.parametrize("argv, message", [(["--z", "0"], "stem.z: must be a number in [0.01, 40]"),
-                                           (["--z", "1e300"], "stem.z"), (["--epsilon", "1"], "stem.epsilon")])
+@pytest.mark.parametrize("argv, message", [(["--z", "0"], "--z: must be a number in [0.01, 40]"),
+                                           (["--z", "1e300"], "--z: "), (["--epsilon", "1"], "--epsilon: ")])
 def test_extreme_z_and_epsilon_are_refused(tmp_path, capsys, argv, message):
     wdir = _workload_dir(tmp_path, _profile())
     assert main(["stem", str(wdir / "profile.csv"), *argv, "--out", str(tmp_path / "p.json")]) == 2

@@ -154,9 +154,11 @@ def test_single_unique_graph_skips_training(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [dict(batch_size=1), dict(lr=0.0), dict(device="tpu"), dict(val_fraction=1.0),
-                                 dict(precision="fp16")])
+                                 dict(precision="fp16"), dict(threads=-1), dict(embed_batch_size=0),
+                                 dict(max_train_graphs=-1)])
 def test_bad_train_config(bad):
-    with pytest.raises(TrainConfigError, match="train."):
+    (key,) = bad
+    with pytest.raises(TrainConfigError, match=f"^train.{key}: "):
         TrainConfig(**bad).validate()
 
 

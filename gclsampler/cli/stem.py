@@ -44,6 +44,16 @@ def _workload_meta(profile: Path) -> tuple[str, bool]:
     return profile.parent.resolve().name, False
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """The sampler's own checks, named by this command's options rather than its config keys."""
+    from gclsampler.stem import StemError, check_bound
+
+    check_bound(args.epsilon, args.z, "--", StemError)
+    for opt, v in (("--min-samples", args.min_samples), ("--min-group", args.min_group)):
+        if v < 1:
+            raise StemError(f"{opt}: must be an integer >= 1, found {v}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from gclsampler.profile import read_profile
     from gclsampler.stem import StemRootSampler, scope_description
@@ -53,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     from gclsampler.plan import check_seed, numeric_column
 
     check_seed(args.seed, "--seed")
+    _check_options(args)
     check_out_file(args.out, "plan", inputs=[args.profile])
     if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
         from gclsampler.validate import require_valid_workload
@@ -61,6 +72,11 @@ def _run(args: argparse.Namespace) -> int:
     profile = read_profile(args.profile)
     from gclsampler.validate import check_profile_usable
 
+    if args.time_column not in profile.columns:
+        from gclsampler.errors import located
+        from gclsampler.stem import StemError
+
+        raise StemError(located(args.profile, 1, args.time_column, "no such column (--time-column)"))
     if args.time_column in profile.columns:  # a text column (kernel_name, grid): one line, not a ValueError
         numeric_column(profile, args.time_column, args.profile)
     check_profile_usable(profile, args.profile, args.time_column)
