@@ -222,6 +222,27 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
                             f"warning:{col}")
 
 
+def _misspelt_columns(prof_path: Path, prof, rep: _Report) -> None:
+    """A warning for each column close to one gclsampler reads but not it (``l1_hitrate``,
+    ``IPC``). Why: extra columns are kept as they are, so a misspelt metric was dropped from
+    every score without a word."""
+    import difflib
+
+    from gclsampler.profile import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+
+    known = [*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS]
+    norm = {k.replace("_", "").lower(): k for k in known}
+    for col in prof.columns:
+        if col in known:
+            continue
+        key = str(col).replace("_", "").lower()
+        close = [norm[key]] if key in norm else difflib.get_close_matches(str(col), known, n=1, cutoff=0.85)
+        if close:
+            rep.add("warning", located(prof_path, 1, str(col), f"not a column gclsampler reads; did you mean "
+                                                              f"{close[0]!r}? (extra columns are kept, unread)"),
+                    "warning:column name")
+
+
 def _profile_vs_profile(path: Path, prof, ref_path: Path, ref, rep: _Report) -> None:
     """Row i of every ``profiles/<arch>.csv`` must be the same launch as row i of profile.csv:
     same kernel name, grid and block (launch facts, whatever the architecture)."""
@@ -285,11 +306,20 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     if not root.is_dir():
         return [Problem("error", located(root, None, None, "not a directory (give the workload directory)"))]
     meta = root / "workload.json"
+    declared_n = None
     if meta.exists():
         try:
             d = json.loads(meta.read_text(encoding="utf-8"))
             if not isinstance(d, dict):
                 rep.add("error", located(meta, 1, None, f"expected a JSON object, found {type(d).__name__}"))
+            else:
+                from gclsampler.workload import meta_type_problem
+
+                problem = meta_type_problem(d)
+                if problem:
+                    rep.add("error", located(meta, None, *problem))
+                elif isinstance(d.get("n_invocations"), int):
+                    declared_n = d["n_invocations"]
         except (OSError, UnicodeDecodeError) as exc:
             rep.add("error", located(meta, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
         except ValueError as exc:
@@ -316,8 +346,14 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
                 check_profile_usable(prof, prof_path)
             except WorkloadError as exc:
                 rep.add("error", str(exc))
+            _misspelt_columns(prof_path, prof, rep)
         if prof is not None and heads is not None:
             _profile_vs_traces(prof_path, prof, names, heads, rep)
+        # the traces are the better witness: where they disagree with the profile, that was said
+        if prof is not None and declared_n is not None and declared_n != len(prof) and (
+                heads is None or len(heads) == len(prof)):
+            rep.add("error", located(meta, None, "n_invocations", f"{declared_n}, but {prof_path.name} has "
+                                                                   f"{len(prof)} rows (one per invocation)"))
         others = sorted((root / "profiles").glob("*.csv")) if (root / "profiles").is_dir() else []
         for other in others:
             try:

@@ -134,4 +134,22 @@ def _read_meta(path: Path) -> dict:
         raise GclError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
     if not isinstance(meta, dict):
         raise GclError(located(path, 1, None, "expected a JSON object"))
+    problem = meta_type_problem(meta)
+    if problem:
+        raise GclError(located(path, None, *problem))
     return meta
+
+
+def meta_type_problem(meta: dict) -> tuple[str, str] | None:
+    """(key, why) for a workload.json key of the wrong type, else None.
+
+    Why: ``"synthetic": "no"`` is a true string, so the workload was labelled SYNTHETIC; the
+    label decides what every report calls the numbers, so it must be a real boolean.
+    """
+    v = meta.get("synthetic")
+    if v is not None and not isinstance(v, bool):  # null: unlabelled, as when the key is absent
+        return "synthetic", f"expected true or false, found {v!r:.40}"
+    v = meta.get("n_invocations")
+    if "n_invocations" in meta and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        return "n_invocations", f"expected a count, found {v!r:.40}"
+    return None

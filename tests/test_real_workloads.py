@@ -55,14 +55,21 @@ def test_declared_data_kind_is_what_loading_the_workload_says(value, tmp_path):
     """``declared_data_kind`` (the evaluation's "never synthesize over this" check, which runs
     before a directory need hold a loadable workload) and ``Workload.load(...).data_kind`` (what
     reports print) give the same kind for every value a workload.json's ``synthetic`` key may
-    hold: only ``false`` is REAL, anything truthy SYNTHETIC, the rest unlabelled."""
+    hold: ``false`` is REAL, ``true`` SYNTHETIC, null or no key unlabelled, and anything else
+    (``"no"`` is a true string) is refused by both, by key, before a report can mislabel it."""
+    from gclsampler.errors import GclError
     from gclsampler.workload import Workload, declared_data_kind
 
     (tmp_path / "profile.csv").write_bytes((ROOT / "real" / "nw" / "profile.csv").read_bytes())
     meta = {"workload": "w", "arch": "h200"} | ({} if value == "absent" else {"synthetic": value})
     (tmp_path / "workload.json").write_text(json.dumps(meta))
+    if not (value is None or value == "absent" or isinstance(value, bool)):
+        for read in (declared_data_kind, Workload.load):
+            with pytest.raises(GclError, match=r"workload.json: synthetic: expected true or false"):
+                read(tmp_path)
+        return
     kind = declared_data_kind(tmp_path)
     assert kind == Workload.load(tmp_path).data_kind
-    assert kind == ("real" if value is False else "synthetic" if value not in ("absent",) and value else "")
+    assert kind == {False: "real", True: "synthetic"}.get(value, "")
     (tmp_path / "workload.json").unlink()
     assert declared_data_kind(tmp_path) == "" == Workload.load(tmp_path).data_kind

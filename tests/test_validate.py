@@ -7,6 +7,7 @@ profile.csv; each asserts the exit status, that the problem is one line naming t
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -92,6 +93,32 @@ def test_traces_without_kernelslist_are_checked_as_the_trace_commands_read_them(
     lines = _errors(capsys)
     assert "profile.csv: invocation: " in lines[0] and "the directory holds (no kernelslist.g)" in lines[0]
     assert any(f"{wl_copy}: -kernel id: trace ids run 1.." in ln for ln in lines)
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("n_invocations", 99, "workload.json: n_invocations: 99, but profile.csv has"),
+    ("synthetic", "no", "workload.json: synthetic: expected true or false, found 'no'"),
+    ("n_invocations", "57", "workload.json: n_invocations: expected a count, found '57'"),
+])
+def test_workload_json_keys_are_checked(wl_copy, capsys, key, value, needle):
+    """A wrong count passed; the string "no" was true, so the workload was labelled SYNTHETIC."""
+    meta = json.loads((wl_copy / "workload.json").read_text())
+    (wl_copy / "workload.json").write_text(json.dumps({**meta, key: value}))
+    assert main(["validate", str(wl_copy)]) == 2
+    assert any(needle in ln for ln in _errors(capsys))
+    if key == "synthetic":  # every loader refuses it too, not only validate
+        from gclsampler.errors import GclError
+        from gclsampler.workload import Workload
+
+        with pytest.raises(GclError, match="synthetic: expected true or false"):
+            Workload.load(wl_copy)
+
+
+def test_a_misspelt_metric_column_is_a_warning(wl_copy, capsys):
+    _edit_profile(wl_copy, lambda df: df.rename(columns={"l1_hit_rate": "l1_hitrate"}, inplace=True))
+    assert main(["validate", str(wl_copy)]) == 0
+    err = capsys.readouterr().err
+    assert "profile.csv:1: l1_hitrate: not a column gclsampler reads; did you mean 'l1_hit_rate'?" in err
 
 
 def test_duplicate_kernel_id(wl_copy, capsys):
