@@ -170,8 +170,12 @@ def ensure_workload(cfg: DictConfig) -> Path:
             raise PipelineError(f"workload.name: {wdir} is missing and gclsampler.synth is unavailable") from exc
         log.info("synthesizing SYNTHETIC workload %s into %s", cfg.workload.name, wdir)
         with _synth_keys_under_workload():
-            generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
-                     progress=bool(cfg.train.progress))
+            try:
+                generate(str(cfg.workload.name), wdir, params=req["params"], arch=req["arch"], seed=req["seed"],
+                         progress=bool(cfg.train.progress))
+            except OSError as exc:  # the place the user chose cannot be written: name the key that chose it
+                raise PipelineError(f"paths.workloads_dir: {wdir}: cannot write the workload there "
+                                    f"({exc.strerror or exc})") from None
     return wdir
 
 

@@ -149,6 +149,15 @@ def test_existing_workload_is_reused_and_stale_one_resynthesized(tiny_run):
     assert _stale_synthetic(wdir, other) == "synth knobs differ: decode 1 -> 3"  # names what changed
 
 
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs a directory nothing can be created in")
+def test_a_workloads_dir_that_cannot_be_written_names_its_key():
+    from gclsampler.pipeline import PipelineError, ensure_workload
+
+    cfg = compose_cfg(TINY + ["paths.workloads_dir=/proc/no_such_dir"])
+    with pytest.raises(PipelineError, match=r"^paths.workloads_dir: /proc/no_such_dir/phi2: cannot write"):
+        ensure_workload(cfg)
+
+
 def test_missing_explicit_workload_dir_is_an_error(tmp_path):
     from gclsampler.pipeline import PipelineError, ensure_workload
 

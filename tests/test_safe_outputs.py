@@ -61,9 +61,14 @@ def test_synth_replaces_its_own_output(tmp_path, capsys):
     out = tmp_path / "bp"
     assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1"]) == 0
     assert json.loads((out / ".gclsampler-output").read_text()) == {"command": "synth"}
-    (out / "stale.txt").write_text("from before\n")
+    (out / ".graph-cache").mkdir()  # derived from the traces: replaced with them
+    (out / "mine.txt").write_text("the user's\n")  # not synth's: refused, never deleted
+    assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1", "--seed", "1"]) == 2
+    _one_line_error(capsys, str(out / "mine.txt"), "not written by gclsampler synth")
+    assert (out / "mine.txt").read_text() == "the user's\n"
+    (out / "mine.txt").unlink()
     assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1", "--seed", "1"]) == 0
-    assert not (out / "stale.txt").exists() and (out / "kernelslist.g").exists()
+    assert not (out / ".graph-cache").exists() and json.loads((out / "workload.json").read_text())["seed"] == 1
 
 
 def test_export_into_its_own_source_is_refused(wl_copy, tmp_path, capsys):
