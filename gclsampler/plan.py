@@ -24,7 +24,6 @@ from gclsampler.errors import GclError
 PLAN_FORMAT = "gclsampler-plan/1"
 
 
-
 def _counts_agree(weight_sum: float, count: int) -> bool:
     """Whether sample weights summing to ``weight_sum`` stand for ``count`` invocations.
 
@@ -33,6 +32,7 @@ def _counts_agree(weight_sum: float, count: int) -> bool:
     on a plan of 10^12 invocations, would let weights count hundreds that are not there.
     """
     return abs(weight_sum - count) <= min(0.5, max(1e-6, 1e-9 * abs(count)))
+
 
 class PlanError(GclError):
     """A plan file that breaks the contract (names the file and the field)."""

@@ -77,8 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         from gclsampler.stem import StemError
 
         raise StemError(located(args.profile, 1, args.time_column, "no such column (--time-column)"))
-    if args.time_column in profile.columns:  # a text column (kernel_name, grid): one line, not a ValueError
-        numeric_column(profile, args.time_column, args.profile)
+    numeric_column(profile, args.time_column, args.profile)  # a text column (kernel_name, grid): one line
     check_profile_usable(profile, args.profile, args.time_column)
     name, synthetic = _workload_meta(args.profile)
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,

@@ -147,13 +147,11 @@ def foreign_files(wdir) -> list[Path]:
     """
     wdir = Path(wdir)
     meta_path = wdir / "workload.json"
-    if not meta_path.is_file():
-        return []
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        return []
-    if meta.get("generator") != "gclsampler.synth":
+        meta = _synth_meta(meta_path) if meta_path.is_file() else None
+    except (OSError, SynthConfigError):  # broken: nothing says what synth wrote; the marker check decides
+        meta = None
+    if meta is None:
         return []
     from gclsampler._safe_out import MARKER
     from gclsampler.trace import TraceFormatError, read_kernelslist
