@@ -346,6 +346,60 @@ def test_failures_name_invocation_and_log_and_are_retried(tmp_path, stub, capsys
     assert [c["kernel_id"] for c in stub.calls()[n:]] == [4]
 
 
+def test_a_failed_rerun_leaves_no_earlier_estimate_behind(tmp_path, stub, capsys):
+    """docs/simulate.md: when any run failed, the command writes no estimate; an earlier run's
+    estimate.json beside the new run.json (other flags, failures) contradicted it."""
+    _workload(tmp_path)
+    assert _simulate(tmp_path) == 0
+    assert (tmp_path / "out" / "estimate.json").exists()
+    stub.set({"*": {"cycles": 900, "insn": 1800}, "4": {"mode": "crash"}})
+    assert _simulate(tmp_path, "--sim-arg=-gpgpu_max_cycle 5") == 1
+    assert not (tmp_path / "out" / "estimate.json").exists() and not (tmp_path / "out" / "simulated.csv").exists()
+    capsys.readouterr()
+
+
+def test_plan_of_another_workload_with_as_many_invocations_is_refused(tmp_path, stub, capsys):
+    wl, plan_path = _workload(tmp_path)
+    doc = json.loads(plan_path.read_text())
+    s = next(s for s in doc["samples"] if s["invocation"] == 3)
+    s["kernel_name"] = "softmax"  # invocation 3 traces gemm
+    plan_path.write_text(json.dumps(doc))
+    assert _simulate(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "invocation 3 is 'softmax', but" in err[0] and "traces 'gemm'" in err[0]
+    assert stub.calls() == []
+
+
+def test_all_never_overwrites_a_profile_it_did_not_write(tmp_path, stub, capsys):
+    wl, _ = _workload(tmp_path)
+    mine = wl / "profiles" / "accelsim-SM86_RTX3070.csv"
+    mine.parent.mkdir()
+    mine.write_text("my own data\n")
+    assert _simulate(tmp_path, "--all") == 2
+    assert "not written by `gclsampler simulate --all`" in capsys.readouterr().err
+    assert mine.read_text() == "my own data\n" and stub.calls() == []
+    mine.unlink()
+    assert _simulate(tmp_path, "--all") == 0
+    assert _simulate(tmp_path, "--all", out="again") == 0  # its own earlier profile is replaced
+
+
+@pytest.mark.parametrize("where, needle", [("user", "holds 'a.txt', which is not a simulate run"),
+                                           ("workload", "--cache-dir: "), ("file", "is a file, not a run cache")])
+def test_cache_dir_is_checked_as_out_is(tmp_path, stub, capsys, where, needle):
+    wl, plan_path = _workload(tmp_path)
+    cache = {"user": tmp_path / "user", "workload": wl / "cache", "file": tmp_path / "notes.txt"}[where]
+    if where == "user":
+        cache.mkdir()
+        (cache / "a.txt").write_text("mine\n")
+    if where == "file":
+        cache.write_text("mine\n")
+    assert _simulate(tmp_path, "--cache-dir", str(cache)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "out").exists() and stub.calls() == []
+    assert not (wl / "cache").exists()
+
+
 def test_timeout_kills_the_run(tmp_path, stub, capsys):
     _workload(tmp_path)
     stub.set({"*": {"cycles": 900, "insn": 1800}, "1": {"mode": "hang"}})

@@ -130,6 +130,8 @@ def _simulate(args: argparse.Namespace) -> int:
     # --out is also the default run cache, so simulate writes into it (a rerun continues
     # there); that is safe only in a directory simulate made, and never inside its inputs
     check_out_dir(args.out, "simulate", inputs=[wdir, plan_path])
+    if args.cache_dir is not None:
+        _check_cache_dir(args.cache_dir, [wdir, plan_path])
     extra = _sim_args(args.sim_arg)
     slurm = _slurm_params(args.slurm)
     flags = S.default_flags(one_sm=not args.full_gpu, deadlock_detect=args.deadlock_detect, extra=extra)
@@ -153,14 +155,20 @@ def _simulate(args: argparse.Namespace) -> int:
         for s in sorted(plan.samples, key=lambda s: s.invocation):
             got = infos[s.invocation].header.name if s.invocation in infos else None
             if got is not None and not same_kernel(got, s.kernel_name):
-                print(f"gclsampler: warning: invocation {s.invocation}: trace kernel name {got!r} differs from "
-                      f"the plan's {s.kernel_name!r}", file=sys.stderr)
+                # a plan of another workload with as many invocations: its weights would scale
+                # the wrong kernels (plan export-accelsim and plan reconstruct refuse it too)
+                raise GclError(f"{plan_path}: samples: invocation {s.invocation} is {s.kernel_name!r}, but "
+                               f"{wdir / infos[s.invocation].path} traces {got!r}: a plan of another workload?")
         wanted = sorted(int(i) for i in plan.invocations)
     else:
         wanted = sorted(infos)
+    if plan is None:
+        _check_own_profile(wdir / "profiles" / f"accelsim-{sim.config}.csv")
     synthetic = _synthetic_workload(wdir) or bool(plan is not None and plan.synthetic)
     fresh = not Path(args.out).exists()
     out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
+    for old in ("simulated.csv", "estimate.json"):  # an earlier run's: this one writes them only if it succeeds
+        (out / old).unlink(missing_ok=True)
     cache = args.cache_dir or out / "runs"
     if not args.json:
         what = f"{len(wanted)} sampled invocations" if plan is not None else f"all {len(wanted)} invocations"
@@ -219,6 +227,44 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     _summary_plan(doc, run, out, label, notes)
     return 0
+
+
+def _check_cache_dir(cache: Path, inputs: list) -> None:
+    """``--cache-dir`` holds only run directories (named by their key), so a user's directory,
+    a file or a path inside the inputs is refused before anything is written, as ``--out`` is."""
+    import re
+
+    from gclsampler._safe_out import OutputError, check_not_input
+
+    try:
+        check_not_input(cache, inputs, directory=True)
+    except OutputError as exc:
+        raise OutputError(f"--cache-dir: {exc}") from None
+    if cache.exists() and not cache.is_dir():
+        raise OutputError(f"--cache-dir: {cache}: is a file, not a run cache directory")
+    if cache.is_dir():
+        # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files
+        other = [p.name for p in cache.iterdir()
+                 if not (p.is_dir() and (re.fullmatch(r"[0-9a-f]{32}", p.name) or p.name == "submitit"))]
+        if other:
+            raise OutputError(f"--cache-dir: {cache}: holds {other[0]!r}, which is not a simulate run; a run cache "
+                              "holds only run directories (give an empty or new directory, or an earlier OUT/runs)")
+
+
+def _check_own_profile(prof: Path) -> None:
+    """``--all`` replaces ``profiles/accelsim-<config>.csv`` only when an earlier ``--all`` wrote it
+    (its sidecar JSON says so): the user's own file of that name is refused, not overwritten."""
+    from gclsampler._safe_out import OutputError
+
+    if not prof.exists():
+        return
+    try:
+        ours = json.loads(prof.with_suffix(".json").read_text()).get("format") == "gclsampler-simulated-profile/1"
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise OutputError(f"{prof}: exists and was not written by `gclsampler simulate --all` (no "
+                          f"{prof.with_suffix('.json').name} beside it); not replaced: move it, or pass --config")
 
 
 def _empty_cache(cache: Path) -> bool:
