@@ -433,6 +433,12 @@ def test_zero_sampled_time_has_no_speedup_number(tmp_path, capsys):
     assert "expected speedup: n/a (sampled invocations have zero profiled time)" in out and "inf" not in out
 
 
+def test_plan_show_refuses_a_negative_limit(tmp_path, capsys):
+    p = _plan().save(tmp_path / "plan.json")
+    assert main(["plan", "show", str(p), "--limit", "-1"]) == 2
+    assert "--limit -1: must be >= 0 (0 = all)" in _err(capsys)
+
+
 @pytest.mark.parametrize("argv, message", [(["--z", "0"], "--z: must be a number in [0.01, 40]"),
                                            (["--z", "1e300"], "--z: "), (["--epsilon", "1"], "--epsilon: ")])
 def test_extreme_z_and_epsilon_are_refused(tmp_path, capsys, argv, message):

@@ -101,6 +101,8 @@ def _silhouette_curve(raw) -> dict[int, float] | None:
 def _show(args: argparse.Namespace) -> int:
     from gclsampler.plan import SamplingPlan, is_finite_number
 
+    if args.limit < 0:
+        raise GclError(f"--limit {args.limit}: must be >= 0 (0 = all)")
     plan = SamplingPlan.load(args.plan)
     out = sys.stdout
     samples = sorted(plan.samples, key=lambda s: s.invocation)
