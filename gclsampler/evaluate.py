@@ -11,7 +11,6 @@ the same way (simulated ground truth: the papers' sampled-versus-full simulation
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -261,9 +260,9 @@ def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
                                   "workloads are read, never synthesized; fix the name or data_dir)")
         raise EvaluationError(f"{meta}: synthetic: suite.real takes measured workloads only, whose workload.json "
                               "says \"synthetic\": false" + ("" if meta.exists() else " (the file is missing)"))
-    from gclsampler.workload import _read_meta
+    from gclsampler.workload import read_meta
 
-    d = _read_meta(meta)
+    d = read_meta(meta)
     if not d.get("arch"):
         raise EvaluationError(f"{meta}: arch: missing (the arch the profile was measured on, e.g. \"h100\")")
     from gclsampler.validate import require_valid_workload
@@ -318,7 +317,9 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
             return wdir
         if (wdir / "profile.csv").exists():
             why = stale_reason(wdir, name, params or None, suite.trace_arch, seed)
-            made = _made_for_arch(wdir)
+            from gclsampler.workload import declared_arch
+
+            made = declared_arch(wdir)
             check_replaceable(wdir, "score it as it is with generate=false" +
                               (f" suite.trace_arch={made}" if made and made != suite.trace_arch else "") + f" ({why})")
             print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
@@ -327,15 +328,6 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
         if cand is not None and (cand / "profile.csv").exists():
             return cand
     raise EvaluationError(f"{wdir}: generate: synth wrote no profile.csv for {name!r}")
-
-
-def _made_for_arch(wdir: Path) -> str | None:
-    """The arch whose ground truth a synthesized workload's profile.csv is (workload.json ``arch``)."""
-    try:
-        arch = json.loads((wdir / "workload.json").read_text()).get("arch")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return str(arch) if arch else None
 
 
 def _compose_train_config(overrides: list[str], config_dir: str | None):
@@ -465,13 +457,14 @@ def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -
     """
     from gclsampler.synth.arch import ARCHS
     from gclsampler.synth.generate import _known_arch
+    from gclsampler.workload import declared_arch
 
     for arch in suite.archs:
         if _known_arch(ARCHS, arch):
             continue
         for name in suite.workloads:
             wdir = data_dir / name
-            if wdir in on_disk and (_declared_real(wdir) or _made_for_arch(wdir) == arch
+            if wdir in on_disk and (_declared_real(wdir) or declared_arch(wdir) == arch
                                     or (wdir / "profiles" / f"{arch}.csv").is_file()):
                 continue
             raise EvaluationError(

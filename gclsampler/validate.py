@@ -17,7 +17,6 @@ memory that differ between profile and trace) and do not stop a run.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -308,22 +307,14 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     meta = root / "workload.json"
     declared_n = None
     if meta.exists():
-        try:
-            d = json.loads(meta.read_text(encoding="utf-8"))
-            if not isinstance(d, dict):
-                rep.add("error", located(meta, 1, None, f"expected a JSON object, found {type(d).__name__}"))
-            else:
-                from gclsampler.workload import meta_type_problem
+        from gclsampler.workload import read_meta
 
-                problem = meta_type_problem(d)
-                if problem:
-                    rep.add("error", located(meta, None, *problem))
-                elif isinstance(d.get("n_invocations"), int):
-                    declared_n = d["n_invocations"]
-        except (OSError, UnicodeDecodeError) as exc:
-            rep.add("error", located(meta, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
-        except ValueError as exc:
-            rep.add("error", located(meta, getattr(exc, "lineno", None), None, f"not JSON: {getattr(exc, 'msg', exc)}"))
+        try:  # the loaders' own reader: JSON, an object, and the types of synthetic and n_invocations
+            declared_n = read_meta(meta).get("n_invocations")
+        except GclError as exc:
+            rep.add("error", str(exc))
+        except OSError as exc:
+            rep.add("error", located(meta, None, None, f"cannot read: {exc.strerror or exc}"))
     if traces is None:
         traces = not (profile and (root / "profile.csv").exists())
     kl, entries = _kernelslist(root, rep, traces)

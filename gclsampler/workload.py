@@ -88,7 +88,7 @@ class Workload:
 
         root = Path(root)
         meta_path = root / "workload.json"
-        meta = _read_meta(meta_path) if meta_path.exists() else {}
+        meta = read_meta(meta_path) if meta_path.exists() else {}
         profile = read_profile(root / "profile.csv")
         return cls(
             name=str(meta.get("workload", root.name)),
@@ -104,8 +104,8 @@ class Workload:
 def data_kind_of(meta: dict) -> str:
     """The data kind a workload.json declares (``Workload.data_kind``'s rule, in one place).
 
-    Only ``"synthetic": false`` makes data real; a truthy value makes it synthetic, as
-    ``Workload.load`` reads it; no key (or anything falsy but ``false``) says neither.
+    ``"synthetic": false`` makes data real, ``true`` synthetic; no key (or null) says neither.
+    ``read_meta`` refuses any other value (``meta_type_problem``).
     """
     if meta.get("synthetic"):
         return "synthetic"
@@ -119,10 +119,17 @@ def declared_data_kind(root: str | Path) -> str:
     directory, which may not hold a loadable workload yet. No workload.json: ``""``.
     """
     meta_path = Path(root) / "workload.json"
-    return data_kind_of(_read_meta(meta_path)) if meta_path.is_file() else ""
+    return data_kind_of(read_meta(meta_path)) if meta_path.is_file() else ""
 
 
-def _read_meta(path: Path) -> dict:
+def declared_arch(root: str | Path) -> str | None:
+    """The arch a directory's workload.json says its profile.csv was made on (``arch``), or None."""
+    meta_path = Path(root) / "workload.json"
+    arch = read_meta(meta_path).get("arch") if meta_path.is_file() else None
+    return str(arch) if arch else None
+
+
+def read_meta(path: Path) -> dict:
     """``workload.json`` as a dict; anything else is a located ``GclError``, not a traceback."""
     from gclsampler.errors import GclError, located
 
@@ -133,7 +140,7 @@ def _read_meta(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise GclError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
     if not isinstance(meta, dict):
-        raise GclError(located(path, 1, None, "expected a JSON object"))
+        raise GclError(located(path, 1, None, f"expected a JSON object, found {type(meta).__name__}"))
     problem = meta_type_problem(meta)
     if problem:
         raise GclError(located(path, None, *problem))

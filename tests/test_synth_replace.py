@@ -82,10 +82,10 @@ def test_train_py_names_workload_dir_to_use_it_as_it_is(made):
 
 
 @pytest.mark.parametrize("edit, needle", [
-    (lambda m: '{"arch":', r"workload.json:1: not valid JSON"),
+    (lambda m: '{"arch":', r"workload.json:1: not JSON: Expecting value"),
     (lambda m: json.dumps({**m, "synth": "oops"}), r"workload.json: synth: expected an object of knobs, found 'oops'"),
     (lambda m: json.dumps({**m, "seed": "x"}), r"workload.json: seed: expected an integer, found 'x'"),
-    (lambda m: "[1, 2]", r"workload.json: expected a JSON object, found list"),
+    (lambda m: "[1, 2]", r"workload.json:1: expected a JSON object, found list"),
 ])
 def test_a_broken_workload_json_is_named_not_a_traceback(made, edit, needle):
     """The stale check reads workload.json before anything else; a hand edit gave json's or int()'s traceback."""

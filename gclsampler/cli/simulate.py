@@ -338,9 +338,11 @@ def _evaluate_command(wdir: Path, prof: Path) -> str:
     would otherwise synthesize a workload made with other knobs again, over the directory that
     now holds the simulated profile (it refuses to); ``suite.trace_arch`` fits the plans on the
     profile the workload was made for."""
+    from gclsampler.workload import declared_arch
+
     try:
-        arch = json.loads((wdir / "workload.json").read_text()).get("arch")
-    except (OSError, ValueError, AttributeError):
+        arch = declared_arch(wdir)
+    except (GclError, OSError):  # the profile is written: a broken workload.json only loses the hint
         arch = None
     fit = f" suite.trace_arch={arch}" if arch else ""
     return (f"python evaluate.py suite.workloads=[{wdir.resolve().name}] suite.data_dir={wdir.resolve().parent}"

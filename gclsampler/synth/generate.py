@@ -115,23 +115,19 @@ def _synth_meta(meta_path: Path) -> dict | None:
     ``SynthConfigError`` for a file that is broken where the stale check reads it (an edit by
     hand, a copy cut short): a traceback from json or int() named no file."""
     from gclsampler.errors import located
+    from gclsampler.workload import read_meta
 
     try:
-        meta = json.loads(meta_path.read_text())
-    except UnicodeDecodeError:
-        raise SynthConfigError(located(meta_path, None, None, "not UTF-8 text")) from None
-    except ValueError as exc:
-        raise SynthConfigError(located(meta_path, exc.lineno, None, f"not valid JSON: {exc.msg}")) from None
-    if not isinstance(meta, dict):
-        raise SynthConfigError(located(meta_path, None, None, f"expected a JSON object, found {type(meta).__name__}"))
+        meta = read_meta(meta_path)  # JSON, an object, and the keys every workload.json shares
+    except GclError as exc:
+        raise SynthConfigError(str(exc)) from None
     if meta.get("generator") != "gclsampler.synth":
         return None
     if "synth" in meta and not isinstance(meta["synth"], dict):
         raise SynthConfigError(located(meta_path, None, "synth", f"expected an object of knobs, found {meta['synth']!r:.60}"))
-    for key in ("seed", "n_invocations"):
-        v = meta.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise SynthConfigError(located(meta_path, None, key, f"expected an integer, found {v!r:.60}"))
+    v = meta.get("seed", 0)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SynthConfigError(located(meta_path, None, "seed", f"expected an integer, found {v!r:.60}"))
     if "arch" in meta and not isinstance(meta["arch"], str):
         raise SynthConfigError(located(meta_path, None, "arch", f"expected a name, found {meta['arch']!r:.60}"))
     return meta
