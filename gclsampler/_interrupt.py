@@ -5,13 +5,15 @@ into Python through ctypes while numba compiles (ctypes prints "Exception ignore
 compile goes on), and some wrap optional imports in ``except`` blocks broad enough to catch
 it (the half-imported module then fails with an unrelated error). Either way the work would
 carry on as if the user had not pressed Ctrl-C. Recording the signal itself, as well as raising,
-lets the caller see that it came.
+lets the caller see that it came. Where ctypes swallowed it, its "Exception ignored" traceback
+is not printed either: the recorded interrupt is reported once, by the caller.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from typing import Iterator
 
 
@@ -26,14 +28,23 @@ def sigint_recorded() -> Iterator[list[int]]:
         hit.append(signum)
         raise KeyboardInterrupt
 
+    def on_unraisable(unraisable):
+        if hit and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return  # a recorded Ctrl-C, swallowed by a ctypes callback: the caller reports it
+        old_hook(unraisable)
+
     old = None
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             old = signal.signal(signal.SIGINT, on_sigint)
     except ValueError:  # not the main thread: signals stay as they are
         old = None
+    old_hook = sys.unraisablehook
+    if old is not None:
+        sys.unraisablehook = on_unraisable
     try:
         yield hit
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
+            sys.unraisablehook = old_hook

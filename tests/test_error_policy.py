@@ -225,7 +225,10 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
     while not list(tmp_path.glob(".phi2.tmp-*")) and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)  # interrupt once the output is being written
     time.sleep(0.5)
-    os.killpg(p.pid, signal.SIGINT)
+    try:
+        os.killpg(p.pid, signal.SIGINT)
+    except ProcessLookupError:  # it already exited: its status and stderr say why, below
+        pass
     _, err = p.communicate(timeout=120)
     if p.returncode == 0:
         pytest.skip("synth finished before the interrupt")
@@ -318,6 +321,52 @@ def test_ctrl_c_swallowed_by_an_import_then_another_error_is_the_interrupt(capsy
     assert exc.value.code == 130
     _line(capsys, "train.py: interrupted")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_swallowed_by_a_ctypes_callback_prints_one_line(tmp_path):
+    """CI saw it: SIGINT landing while numba compiles runs the handler inside llvmlite's ctypes
+    callback; ctypes printed "Exception ignored ... KeyboardInterrupt" with its traceback above
+    the one interrupted line. A ctypes callback stands in for llvmlite's here."""
+    script = tmp_path / "cb.py"
+    script.write_text(
+        "import ctypes, os, signal, sys\n"
+        "from gclsampler._guard import exit_on_interrupt\n"
+        "CB = ctypes.CFUNCTYPE(None)\n"
+        "def body():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    for _ in range(10**6):\n"
+        "        pass\n"
+        "cb = CB(body)\n"
+        "with exit_on_interrupt('prog'):\n"
+        "    cb()\n"
+        "    sys.stdout.write('went on\\n')\n"
+        "    raise RuntimeError('unrelated error after the swallowed Ctrl-C')\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130, p.stderr
+    assert p.stderr.splitlines() == ["prog: interrupted"], p.stderr
+
+
+def test_an_unraisable_error_that_is_not_a_ctrl_c_is_still_printed():
+    """Only the recorded Ctrl-C is silenced; another swallowed error keeps its report."""
+    import ctypes
+
+    from gclsampler._interrupt import sigint_recorded
+
+    seen = []
+    old = sys.unraisablehook
+    hook = seen.append
+    sys.unraisablehook = hook
+    try:
+        def body():
+            raise ValueError("from a callback")
+
+        with sigint_recorded() as hit:
+            ctypes.CFUNCTYPE(None)(body)()
+        assert hit == [] and [type(u.exc_value) for u in seen] == [ValueError]
+        assert sys.unraisablehook is hook
+    finally:
+        sys.unraisablehook = old
 
 
 def test_an_ignored_ctrl_c_stays_ignored():
