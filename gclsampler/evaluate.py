@@ -456,11 +456,11 @@ def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -
     real workload leaves an arch it was not measured on out, with a note, as the suite does.
     """
     from gclsampler.synth.arch import ARCHS
-    from gclsampler.synth.generate import _known_arch
+    from gclsampler.synth.generate import synthesizes
     from gclsampler.workload import declared_arch
 
     for arch in suite.archs:
-        if _known_arch(ARCHS, arch):
+        if synthesizes(arch):
             continue
         for name in suite.workloads:
             wdir = data_dir / name

@@ -285,10 +285,10 @@ def _check_plan_stage(cfg: DictConfig) -> None:
 
     ClusterConfig.from_any(cfg.get("cluster"), "cluster")
     if cfg.get("stem") is not None:
-        from gclsampler.stem import _check_params
+        from gclsampler.stem import check_params
 
         st = cfg.stem
-        _check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
+        check_params(st.epsilon, st.z, st.min_samples, st.min_group, st.scope)
 
     from gclsampler.plan import check_seed
 

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 Z_RANGE = (0.01, 40.0)
-"""Accepted confidence z-scores (``_check_params``)."""
+"""Accepted confidence z-scores (``check_bound``)."""
 
 SCOPES = {"global": "the workload's total time", "group": "the total time of each group (kernel name or cluster)"}
 """What the error bound covers under each ``scope``; printed by every output."""
@@ -530,14 +530,20 @@ def check_bound(epsilon: Any, z: Any, prefix: str = "stem.", error: type[GclErro
                     f"found {z!r}")
 
 
-def _check_params(epsilon: float, z: float, min_samples: int, min_group: int, scope: str) -> None:
-    check_bound(epsilon, z)
-    if int(min_samples) != min_samples or min_samples < 1:
-        raise StemError(f"stem.min_samples: must be an integer >= 1, found {min_samples!r}")
-    if int(min_group) != min_group or min_group < 1:
-        raise StemError(f"stem.min_group: must be an integer >= 1, found {min_group!r}")
+def check_params(epsilon: Any, z: Any, min_samples: Any, min_group: Any, scope: Any,
+                 key: Callable[[str], str] = "stem.{}".format) -> None:
+    """STEM+ROOT's parameter ranges, one ``StemError`` naming the first one out of range.
+
+    Why ``key``: the same ranges are checked before work as config keys (``stem.min_group``),
+    as a sampler's params (``min_group``) and as CLI options (``--min-group``), and the error
+    must name what the user typed.
+    """
+    check_bound(epsilon, z, key(""), StemError)
+    for name, v in (("min_samples", min_samples), ("min_group", min_group)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 1:
+            raise StemError(f"{key(name)}: must be an integer >= 1, found {v!r}")
     if scope not in SCOPES:
-        raise StemError(f"stem.scope: must be 'global' or 'group', found {scope!r}")
+        raise StemError(f"{key('scope')}: must be 'global' or 'group', found {scope!r}")
 
 
 def time_scale(t: np.ndarray) -> float:
@@ -605,7 +611,7 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     leaf (plain STEM). ``scope`` what the bound covers (``SCOPES``). See the module
     docstring for the rules; ``stem_draw`` redraws the same leaves and sizes.
     """
-    _check_params(epsilon, z, min_samples, min_group, scope)
+    check_params(epsilon, z, min_samples, min_group, scope)
     t = _times(times)
     scale = time_scale(t)
     if scale != 1.0:

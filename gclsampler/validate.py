@@ -409,12 +409,12 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     params = {k: v for k, v in vars(sampler).items() if not k.startswith("_") and not k.endswith("_")}
     _check_types_against_defaults(sampler, params, where)
     if all(k in params for k in _STEM_KEYS):
-        from gclsampler.stem import StemError, _check_params
+        from gclsampler.stem import StemError, check_params
 
         try:
-            _check_params(*(params[k] for k in _STEM_KEYS))
+            check_params(*(params[k] for k in _STEM_KEYS), key=str)
         except StemError as exc:
-            raise GclError(f"{where}: {str(exc).removeprefix('stem.')}") from None
+            raise GclError(f"{where}: {exc}") from None
     elif "epsilon" in params or "z" in params:  # allegro: the same ranges as STEM's
         from gclsampler.stem import check_bound
 

@@ -107,6 +107,8 @@ def test_an_empty_cell_in_the_time_column_is_named_by_line(tmp_path, capsys, met
 @pytest.mark.parametrize("opts, needle", [
     (["--epsilon", "0"], "--epsilon: must be a number in (0, 1), found 0.0"),
     (["--min-samples", "0"], "--min-samples: must be an integer >= 1, found 0"),
+    (["--min-group", "-3"], "--min-group: must be an integer >= 1, found -3"),
+    (["--z", "99"], "--z: must be a number in [0.01, 40]"),
     (["--time-column", "foo"], "profile.csv:1: foo: no such column (--time-column)"),
 ])
 def test_stem_names_its_own_options(tmp_path, capsys, opts, needle):
@@ -115,6 +117,26 @@ def test_stem_names_its_own_options(tmp_path, capsys, opts, needle):
     assert main(["stem", str(wl / "profile.csv"), "--out", str(tmp_path / "p.json"), *opts]) == 2
     assert needle in _err(capsys)
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("meta, needle, label", [
+    ({"workload": "mine", "synthetic": "no"}, "workload.json: synthetic: expected true or false, found 'no'", None),
+    ("{not json", "workload.json:1: not JSON", None),
+    ({"workload": "mine", "synthetic": False}, None, "stem_root plan for mine\n"),
+    ({"workload": "mine", "synthetic": True}, None, "stem_root plan for mine (SYNTHETIC)\n"),
+])
+def test_stem_reads_the_label_through_the_checked_reader(tmp_path, capsys, meta, needle, label):
+    """A profile.csv without traces beside it still has its workload.json read: the string "no"
+    used to label the plan SYNTHETIC, and a broken file was silently ignored."""
+    wl = _workload_dir(tmp_path, _profile())
+    (wl / "workload.json").write_text(meta if isinstance(meta, str) else json.dumps(meta))
+    rc = main(["stem", str(wl / "profile.csv"), "--out", str(tmp_path / "p.json")])
+    out, err = capsys.readouterr()
+    if needle:
+        assert rc == 2 and needle in err and not (tmp_path / "p.json").exists(), err
+    else:
+        assert rc == 0 and label in out
+        assert json.loads((tmp_path / "p.json").read_text())["synthetic"] is meta["synthetic"]
 
 
 # 2 ---------------------------------------------------------------------------------------

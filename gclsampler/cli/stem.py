@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -34,24 +33,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _workload_meta(profile: Path) -> tuple[str, bool]:
+    """The workload's name and SYNTHETIC label from the workload.json beside the profile, if any."""
+    from gclsampler.workload import read_meta
+
     meta_path = profile.parent / "workload.json"
-    if meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text())
-            return str(meta.get("workload", profile.parent.name)), bool(meta.get("synthetic", False))
-        except (json.JSONDecodeError, OSError):
-            pass
-    return profile.parent.resolve().name, False
-
-
-def _check_options(args: argparse.Namespace) -> None:
-    """The sampler's own checks, named by this command's options rather than its config keys."""
-    from gclsampler.stem import StemError, check_bound
-
-    check_bound(args.epsilon, args.z, "--", StemError)
-    for opt, v in (("--min-samples", args.min_samples), ("--min-group", args.min_group)):
-        if v < 1:
-            raise StemError(f"{opt}: must be an integer >= 1, found {v}")
+    meta = read_meta(meta_path) if meta_path.is_file() else {}
+    return str(meta.get("workload") or profile.parent.resolve().name), bool(meta.get("synthetic"))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -63,7 +50,10 @@ def _run(args: argparse.Namespace) -> int:
     from gclsampler.plan import check_seed, numeric_column
 
     check_seed(args.seed, "--seed")
-    _check_options(args)
+    from gclsampler.stem import check_params
+
+    check_params(args.epsilon, args.z, args.min_samples, args.min_group, args.scope,
+                 key=lambda name: "--" + name.replace("_", "-"))
     check_out_file(args.out, "plan", inputs=[args.profile])
     if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
         from gclsampler.validate import require_valid_workload

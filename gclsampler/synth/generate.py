@@ -231,6 +231,12 @@ def _known_arch(archs: dict, name: str) -> bool:
     return name in archs or rerun_of(name) in archs
 
 
+def synthesizes(arch: str) -> bool:
+    """Whether synthesis writes a ground truth for ``arch`` (a modelled GPU or its second run):
+    callers that check a suite before any work need to tell those from archs that must be on disk."""
+    return _known_arch(_timing()[3], arch)
+
+
 def _arch_rng(seed: int, arch: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(arch.encode())]))
 
