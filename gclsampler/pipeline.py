@@ -123,12 +123,10 @@ def _label_own_workload(cfg: DictConfig) -> None:
     run's config.yaml never calls traced data synthetic."""
     if not cfg.workload.get("dir"):
         return
-    try:
-        meta = json.loads((workload_dir(cfg) / "workload.json").read_text())
-        synthetic = bool(meta.get("synthetic", False)) if isinstance(meta, dict) else False
-    except (OSError, ValueError):
-        synthetic = False
-    cfg.workload.synthetic = synthetic
+    from gclsampler.workload import read_meta
+
+    meta_path = workload_dir(cfg) / "workload.json"
+    cfg.workload.synthetic = bool(read_meta(meta_path).get("synthetic")) if meta_path.is_file() else False
 
 
 def ensure_workload(cfg: DictConfig) -> Path:
@@ -209,8 +207,8 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
                             f"got {cfg.get('workers')!r}")
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
+    _label_own_workload(cfg)  # a broken workload.json is refused before the run directory is claimed
     out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
-    _label_own_workload(cfg)
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()

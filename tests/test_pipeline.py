@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -322,16 +323,37 @@ def test_own_workload_dir_is_not_labelled_synthetic_in_the_run_config(tmp_path):
 
     from gclsampler.pipeline import _label_own_workload
 
-    for meta, want in ((None, False), ({"synthetic": False}, False), ({"synthetic": True}, True), ("[1]", False)):
-        wdir = tmp_path / f"wl{want}{meta is None}{isinstance(meta, str)}"
+    for meta, want in ((None, False), ({"synthetic": False}, False), ({"synthetic": True}, True),
+                       ({"synthetic": None}, False)):
+        wdir = tmp_path / f"wl{want}{meta is None}{isinstance(meta, dict) and meta['synthetic'] is None}"
         wdir.mkdir()
         if meta is not None:
-            (wdir / "workload.json").write_text(meta if isinstance(meta, str) else _json.dumps(meta))
+            (wdir / "workload.json").write_text(_json.dumps(meta))
         with initialize_config_dir(config_dir=CONF, version_base="1.3"):
             cfg = compose("config", overrides=[f"workload.dir={wdir}", "workload.name=mine"])
         assert cfg.workload.synthetic is True  # the default group's label, before
         _label_own_workload(cfg)
         assert cfg.workload.synthetic is want, meta
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[1]", "workload.json:1: expected a JSON object, found list"),
+    ('{"synthetic": "no"}', "workload.json: synthetic: expected true or false, found 'no'"),
+])
+def test_a_broken_workload_json_is_refused_before_the_run_dir_is_claimed(tmp_path, text, needle):
+    """It used to be read as "not synthetic" (a list) or as SYNTHETIC (the true string "no"),
+    and the run directory was claimed first."""
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    wdir = tmp_path / "wl"
+    wdir.mkdir()
+    (wdir / "workload.json").write_text(text)
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("config", overrides=[f"workload.dir={wdir}", "workload.name=mine"])
+    with pytest.raises(GclError, match=re.escape(needle)):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_path, monkeypatch):

@@ -190,6 +190,15 @@ def _simulate(tmp_path, *extra, wl=None, plan=None, out="out"):
     return main(args)
 
 
+def test_a_broken_workload_json_is_refused_before_simulating(tmp_path, stub, capsys):
+    """The true string "no" labelled the estimate SYNTHETIC; a list or broken JSON read as "not"."""
+    wl, _ = _workload(tmp_path, synthetic=False)
+    (wl / "workload.json").write_text(json.dumps({"workload": "toy", "synthetic": "no"}))
+    assert _simulate(tmp_path) == 2
+    assert "workload.json: synthetic: expected true or false, found 'no'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and stub.calls() == []
+
+
 def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     wl, plan_path = _workload(tmp_path)
     assert _simulate(tmp_path) == 0

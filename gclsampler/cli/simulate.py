@@ -100,10 +100,10 @@ def _slurm_params(values: list[str]) -> dict[str, str]:
 
 
 def _synthetic_workload(wdir: Path) -> bool:
-    try:
-        return bool(json.loads((wdir / "workload.json").read_text()).get("synthetic", False))
-    except (OSError, ValueError):
-        return False
+    from gclsampler.workload import read_meta
+
+    meta_path = wdir / "workload.json"
+    return bool(read_meta(meta_path).get("synthetic")) if meta_path.is_file() else False
 
 
 def _g(v) -> str:
