@@ -369,6 +369,21 @@ def test_an_unraisable_error_that_is_not_a_ctrl_c_is_still_printed():
         sys.unraisablehook = old
 
 
+def test_recording_blocks_nest():
+    """The trace parser's warm-up records Ctrl-C inside an entry script's block: the inner block
+    used to see the outer's handler, install nothing, and miss a Ctrl-C that numba swallowed."""
+    from gclsampler._interrupt import sigint_recorded
+
+    hook = sys.unraisablehook
+    with sigint_recorded() as outer:
+        with pytest.raises(KeyboardInterrupt):
+            with sigint_recorded() as inner:
+                os.kill(os.getpid(), signal.SIGINT)
+                _spin()
+        assert inner == [signal.SIGINT] and outer == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and sys.unraisablehook is hook
+
+
 def test_an_ignored_ctrl_c_stays_ignored():
     """A job started with SIGINT ignored (`cmd &` in a script) must not become interruptible."""
     from gclsampler._interrupt import sigint_recorded
