@@ -242,8 +242,9 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
                     "(train.precision=auto picks fp32 here)", device.type.upper())
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
     result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir,
-                 log_fn=lambda r: log.info("epoch %d train %.4f val %.4f (%.1fs)", r["epoch"], r["train_loss"],
-                                           r["val_loss"], r["seconds"]))
+                 log_fn=lambda r: log.info("epoch %d train %.4f val %s (%.1fs)", r["epoch"], r["train_loss"],
+                                           "n/a" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}",
+                                           r["seconds"]))
     timings["train_s"] = round(result.seconds, 3)
 
     t = time.perf_counter()

@@ -518,7 +518,9 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
                "epochs": int(len(df)), "train_seconds": float(df["seconds"].sum()) if len(df) else 0.0}
         rj = job / "run.json"
         if rj.exists():
-            post = json.loads(rj.read_text()).get("post_embedding") or {}
+            run = json.loads(rj.read_text())
+            row["synthetic"] = bool(run.get("synthetic"))
+            post = run.get("post_embedding") or {}
             for key in ("error_pct", "error_time_pct", "speedup", "k"):
                 if key in post:
                     row[key] = post[key]
@@ -527,16 +529,37 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
         return None
     table = pd.DataFrame(rows).sort_values("best_val_loss", kind="stable")
     atomic_write_text(root / "sweep_summary.csv", table.to_csv(index=False))
-    lines = ["# Sweep summary", "", f"{len(table)} jobs in `{root}`, sorted by best validation loss "
+    lines = ["# Sweep summary", "", *_sweep_data_note(table),
+             f"{len(table)} jobs in `{root}`, sorted by best validation loss "
              "(lower is better; each job validates under its own augmentations).", ""]
     cols = list(table.columns)
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "|".join("---" for _ in cols) + "|")
     for _, r in table.iterrows():
-        cells = [f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()]
+        cells = ["n/a" if _missing(v) else f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()]
         lines.append("| " + " | ".join(cells) + " |")
+    if table["best_val_loss"].isna().any():
+        lines += ["", "n/a validation loss: the job had fewer than 2 validation graphs (InfoNCE needs a "
+                  "negative), so it kept the epoch of lowest training loss."]
     atomic_write_text(root / "sweep_summary.md", "\n".join(lines) + "\n")
     return root / "sweep_summary.csv"
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _sweep_data_note(table) -> list[str]:
+    """What the plan errors in the summary are measured against: a synthetic workload's ground
+    truth is the synthesizer's timing model, never hardware, and the table must say so."""
+    if "synthetic" not in table.columns:
+        return []
+    synth = table["synthetic"].fillna(False).astype(bool)
+    if not synth.any():
+        return []
+    which = "Every job" if synth.all() else f"{int(synth.sum())} of {len(table)} jobs (synthetic = True)"
+    return [f"> **SYNTHETIC DATA.** {which} ran on a workload written by `gclsampler.synth`: their plan "
+            "errors are against the synthesizer's timing model, not hardware measurements.", ""]
 
 
 try:

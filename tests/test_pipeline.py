@@ -188,6 +188,30 @@ def test_summarize_sweep(tmp_path):
     assert "augment=drops" in md and md.index("augment=drops") < md.index("augment=default")
 
 
+@pytest.mark.parametrize("labels, banner", [
+    ((True, True), "> **SYNTHETIC DATA.** Every job ran on a workload written by `gclsampler.synth`"),
+    ((True, False), "> **SYNTHETIC DATA.** 1 of 2 jobs (synthetic = True) ran on a workload"),
+    ((False, False), None),
+])
+def test_sweep_summary_says_which_jobs_are_synthetic(tmp_path, labels, banner):
+    """The summary's plan errors were unlabelled, and a job without validation graphs showed nan."""
+    import pandas as pd
+
+    from gclsampler.train import summarize_sweep
+
+    for job, synthetic in enumerate(labels):
+        d = tmp_path / f"{job}_3mm"
+        d.mkdir()
+        val = "nan" if job == 0 else "1.5"
+        (d / "train_log.csv").write_text(f"epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n0,2,{val},0.1,2,1,1,1\n")
+        (d / "run.json").write_text(json.dumps({"synthetic": synthetic, "post_embedding": {"error_pct": 3.0}}))
+    t = pd.read_csv(summarize_sweep(tmp_path))
+    assert list(t["synthetic"]) == [labels[1], labels[0]] and list(t["job"]) == ["1_3mm", "0_3mm"]
+    md = (tmp_path / "sweep_summary.md").read_text()
+    assert (banner in md) if banner else "SYNTHETIC" not in md
+    assert "nan" not in md and "| 0_3mm |  | n/a | n/a | 2.0000 |" in md and "fewer than 2 validation graphs" in md
+
+
 @pytest.mark.parametrize("extra", [[], ["debug=default"]])
 def test_a_workload_sweep_shares_one_sweep_dir(extra):
     """Hydra resolves hydra.sweep.dir per job: with ${workload.name} in it, `-m workload=3mm,bfs`
