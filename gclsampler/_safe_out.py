@@ -13,7 +13,8 @@ The rules, applied before any work starts:
 * an existing output *directory* is replaced only when it is empty or holds the
   marker file ``.gclsampler-output`` naming the same command (written into every
   output directory; synth outputs written before the marker existed are recognised
-  by their ``workload.json``);
+  by their ``workload.json``), and holds nothing else than what the marker lists as
+  written by the command (``DERIVED`` entries aside);
 * an existing output *file* is replaced only when it is of the kind the command
   writes (a plan for plan writers, a profile table for profile writers);
 * a path under a regular file, or a directory where a file is wanted (and the
@@ -38,6 +39,10 @@ from gclsampler._atomic import current_umask, write_text_atomic
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
+
+DERIVED = frozenset({".graph-cache"})
+"""Entries other commands add to an output directory that are derived from what is in it
+(``gclsampler.data``'s default graph cache of the traces): they go when it is replaced."""
 """File written into every output directory: ``{"command": "<name>"}``."""
 
 
@@ -126,10 +131,34 @@ def check_out_dir(out: str | os.PathLike, command: str,
         if not out.is_dir():
             raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
                               "(remove it yourself or choose another --out)")
-        if any(p.name not in ignore for p in out.iterdir()) and written_by(out) != command:
+        entries = [p for p in sorted(out.iterdir()) if p.name not in ignore]
+        if entries and written_by(out) != command:
             raise OutputError(f"{out}: directory exists and was not written by `gclsampler {command}` "
                               f"(no {MARKER} marker); not replaced (remove it yourself or choose another path)")
+        added = _added_since(out, entries)
+        if added:
+            more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
+            raise OutputError(f"{added[0]}: not written by `gclsampler {command}`{more}; writing {out} again would "
+                              "replace the directory and delete it: move it out first, or choose another path")
     return out
+
+
+def _added_since(out: Path, entries: list[Path]) -> list[Path]:
+    """Entries of an output directory that its command did not write (the marker lists what
+    it wrote), other than ``DERIVED`` ones.
+
+    Why: a directory is replaced as a whole, and users add to outputs: the README's own
+    steps import profile.csv into the directory ``trace group`` wrote, and regrouping (say,
+    with ``--compress``) deleted it. Markers from before the list say nothing and are trusted.
+    """
+    try:
+        wrote = json.loads((out / MARKER).read_text()).get("wrote")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(wrote, list):
+        return []
+    keep = set(map(str, wrote)) | {MARKER} | DERIVED
+    return [p for p in entries if p.name not in keep]
 
 
 def check_out_file(out: str | os.PathLike, kind: str,
@@ -192,7 +221,8 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
     Re-checks ``out`` just before the swap: another process may have created it meanwhile.
     """
     tmp, out = Path(tmp), Path(out)
-    write_text_atomic(tmp / MARKER, json.dumps({"command": command}) + "\n")
+    wrote = sorted(p.name for p in tmp.iterdir() if p.name != MARKER)
+    write_text_atomic(tmp / MARKER, json.dumps({"command": command, "wrote": wrote}) + "\n")
     check_out_dir(out, command)
     if out.exists():
         old = out.parent / f".{out.name}.old-{os.getpid()}"

@@ -60,11 +60,12 @@ def test_synth_refuses_a_regular_file_and_a_path_under_one(tmp_path, capsys):
 def test_synth_replaces_its_own_output(tmp_path, capsys):
     out = tmp_path / "bp"
     assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1"]) == 0
-    assert json.loads((out / ".gclsampler-output").read_text()) == {"command": "synth"}
+    marker = json.loads((out / ".gclsampler-output").read_text())
+    assert marker["command"] == "synth" and marker["wrote"] == sorted(p.name for p in out.iterdir() if p.name != ".gclsampler-output")
     (out / ".graph-cache").mkdir()  # derived from the traces: replaced with them
     (out / "mine.txt").write_text("the user's\n")  # not synth's: refused, never deleted
     assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1", "--seed", "1"]) == 2
-    _one_line_error(capsys, str(out / "mine.txt"), "not written by gclsampler synth")
+    _one_line_error(capsys, str(out / "mine.txt"), "not written by `gclsampler synth`")
     assert (out / "mine.txt").read_text() == "the user's\n"
     (out / "mine.txt").unlink()
     assert main(["synth", "backprop", "--out", str(out), "--quiet", "--jobs", "1", "--seed", "1"]) == 0

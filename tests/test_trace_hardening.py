@@ -420,3 +420,32 @@ def test_twenty_digit_decimal_does_not_wrap(tmp_path, parser):
         BODY.replace("0000 ffffffff 1 R1", "18446744073709551617 0000 ffffffff 1 R1").replace("0010 ffff", "2 0010 ffff")
     with pytest.raises(TraceFormatError, match=r":20: line_num: value '18446744073709551617' out of range"):
         read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
+def test_group_refuses_two_raw_traces_of_one_invocation(tmp_path, capsys):
+    """It wrote a workload that every other command then refused."""
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace": _raw(1)}, None)
+    (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    line = _error(capsys, ["trace", "group", str(raw), str(tmp_path / "g")])
+    assert "kernel-2.trace: -kernel id: 1 is also the id of kernel-1.trace" in line, line
+    assert not (tmp_path / "g").exists()
+
+
+def test_regrouping_never_deletes_what_was_added_to_the_workload(tmp_path, capsys):
+    """The README's steps group traces into a directory, then import profile.csv into it;
+    grouping again (say, compressed) replaced the directory and deleted the profile."""
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace": _raw(2)}, None)
+    (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    wl = tmp_path / "myapp"
+    assert main(["trace", "group", str(raw), str(wl)]) == 0
+    (wl / ".graph-cache").mkdir()  # derived from the traces: goes with them
+    assert main(["trace", "group", str(raw), str(wl), "--compress", ".gz"]) == 0
+    assert sorted(p.name for p in wl.iterdir()) == [".gclsampler-output", "kernel-1.traceg.gz",
+                                                    "kernel-2.traceg.gz", "kernelslist.g"]
+    (wl / "profile.csv").write_text("invocation,kernel_name\n")
+    (wl / "profiles").mkdir()
+    capsys.readouterr()
+    line = _error(capsys, ["trace", "group", str(raw), str(wl)])
+    assert f"{wl / 'profile.csv'}: not written by `gclsampler trace group` (and 1 more)" in line, line
+    assert (wl / "profile.csv").read_text() == "invocation,kernel_name\n"
+    assert (wl / "kernel-1.traceg.gz").exists() and not list(tmp_path.glob(".myapp.*"))

@@ -12,12 +12,12 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from gclsampler.trace.reader import TraceFormatError, read_header, read_kernel, strip_compression
-from gclsampler.trace.types import NO_REG, InvocationInfo, KernelTrace
+from gclsampler.trace.types import NO_REG, InvocationInfo, KernelHeader, KernelTrace
 from gclsampler.trace.writer import render, render_chunks, write_bytes_atomic, write_chunks_atomic
 
 KERNELSLIST = "kernelslist.g"
@@ -162,21 +162,24 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     return names
 
 
+def _headers_with_unique_ids(paths: Iterable[Path]) -> Iterator[tuple[Path, KernelHeader]]:
+    """Each trace's header, refusing a ``-kernel id`` seen before: one invocation twice is
+    counted twice, or exported over itself."""
+    first: dict[int, str] = {}
+    for p in paths:
+        header, _ = read_header(p)
+        if header.kernel_id in first:
+            raise TraceFormatError(p, None, "-kernel id",
+                                   f"{header.kernel_id} is also the id of {first[header.kernel_id]}")
+        first[header.kernel_id] = p.name
+        yield p, header
+
+
 def list_invocations(root: str | os.PathLike) -> list[InvocationInfo]:
     """Invocations in launch order with header metadata; bodies are not parsed."""
     root = Path(root)
-    out = []
-    first: dict[int, str] = {}
-    for name in trace_files(root):
-        p = root / name
-        header, _ = read_header(p)
-        if header.kernel_id in first:  # one invocation twice: counted twice, or exported over itself
-            raise TraceFormatError(p, None, "-kernel id",
-                                   f"{header.kernel_id} is also the id of {first[header.kernel_id]}")
-        first[header.kernel_id] = name
-        out.append(InvocationInfo(invocation=header.invocation, path=name, header=header,
-                                  n_bytes=p.stat().st_size))
-    return out
+    return [InvocationInfo(invocation=header.invocation, path=p.name, header=header, n_bytes=p.stat().st_size)
+            for p, header in _headers_with_unique_ids(root / name for name in trace_files(root))]
 
 
 def iter_kernels(root: str | os.PathLike, invocations: Sequence[int] | None = None) -> Iterator[KernelTrace]:
@@ -390,6 +393,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
         raise TraceFormatError(raw_dir, None, "kernelslist", "empty workload: no kernel traces")
     # before anything is written: two entries with one output name would overwrite each other
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
+    # and two traces of one invocation: every command would refuse the grouped workload
+    for _ in _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy")):
+        pass
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, written = [], []
     for _, e in _progress(entries, len(entries), "group"):
