@@ -130,17 +130,30 @@ def check_out_dir(out: str | os.PathLike, command: str,
     if out.exists():
         if not out.is_dir():
             raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
-                              "(remove it yourself or choose another --out)")
+                              f"(remove it yourself or choose another {_option(command)})")
         entries = [p for p in sorted(out.iterdir()) if p.name not in ignore]
         if entries and written_by(out) != command:
-            raise OutputError(f"{out}: directory exists and was not written by `gclsampler {command}` "
+            raise OutputError(f"{out}: directory exists and was not written by `{_program(command)}` "
                               f"(no {MARKER} marker); not replaced (remove it yourself or choose another path)")
         added = _added_since(out, entries)
         if added:
             more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
-            raise OutputError(f"{added[0]}: not written by `gclsampler {command}`{more}; writing {out} again would "
+            raise OutputError(f"{added[0]}: not written by `{_program(command)}`{more}; writing {out} again would "
                               "replace the directory and delete it: move it out first, or choose another path")
     return out
+
+
+SCRIPTS = {"train": ("python train.py", "hydra.run.dir="), "evaluate": ("python evaluate.py", "out_dir=")}
+"""Commands run as entry scripts, not ``gclsampler`` subcommands: how errors name them and
+the key that chooses their output directory."""
+
+
+def _program(command: str) -> str:
+    return SCRIPTS[command][0] if command in SCRIPTS else f"gclsampler {command}"
+
+
+def _option(command: str) -> str:
+    return SCRIPTS[command][1] if command in SCRIPTS else "--out"
 
 
 def _added_since(out: Path, entries: list[Path]) -> list[Path]:

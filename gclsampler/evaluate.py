@@ -78,7 +78,7 @@ def make_sampler(method: str, params: dict[str, Any] | None = None, seed: int = 
     """``Cls(**params, random_state=seed)`` for a method name (``pka``, ``gcl``, ...)."""
     reg = _registry()
     if method not in reg:
-        raise EvaluationError(f"methods: unknown method {method!r}; available: {sorted(reg)}")
+        raise EvaluationError(f"suite.methods: unknown method {method!r}; available: {sorted(reg)}")
     from gclsampler.samplers import unknown_param
 
     problem = unknown_param(reg[method], params or {}, f"method_params.{method}.")
@@ -133,7 +133,7 @@ def fit_methods(workload, methods: list[str], method_params: dict[str, dict[str,
     sweep_methods = set(sweep_methods)
     for method in methods:
         if method not in reg:
-            raise EvaluationError(f"methods: unknown method {method!r}; available: {sorted(reg)}")
+            raise EvaluationError(f"suite.methods: unknown method {method!r}; available: {sorted(reg)}")
         cls = reg[method]
         base = dict(method_params.get(method, {}) or {})
         stochastic = bool(getattr(cls, "stochastic", False))
@@ -440,11 +440,22 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         # a known workload outside a narrowed suite.workloads (full.yaml's cfd with workloads=[lu]) just has no histogram
         raise EvaluationError(f"suite.hist_workload: {suite.hist_workload!r} names no workload "
                               f"(suite.workloads: {', '.join(suite.workloads)})")
+    data_dir = suite_data_dir(cfg, launch_dir)
     if suite.real:  # a misnamed real workload stops the run before its output directory exists
-        data_dir = suite_data_dir(cfg, launch_dir)
         for name in suite.workloads:
             if not _declared_real(data_dir / name):
                 check_real_workload(data_dir / name, name, required=True)
+    method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
+    from gclsampler.validate import check_sampler_params
+
+    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
+        check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
+    if not cfg.generate:  # nothing will make a missing workload: skipped (skip_unavailable), or an error
+        missing = [n for n in suite.workloads
+                   if not (data_dir / n / "profile.csv").exists() and not _declared_real(data_dir / n)]
+        if missing and (not cfg.skip_unavailable or len(missing) == len(suite.workloads)):
+            raise EvaluationError(f"{data_dir / missing[0]}: data_dir: workload {missing[0]!r} not found and "
+                                  "generate=false" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
 
 
 def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -> None:
@@ -473,6 +484,24 @@ def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -
                 "arch's profile must be in the workload directory")
 
 
+EARLIER_OUTPUTS = ("results.csv", "report.md", "unavailable.csv", "plans", "plots", "silhouette")
+"""What a run writes into ``out_dir`` and a rerun replaces; ``train/`` stays (``embeddings=cached``)."""
+
+
+def _remove_earlier_outputs(out: Path) -> None:
+    """A rerun into a run directory (the docs' ``cp -r RUN NEW`` rescoring) used to leave the
+    earlier run's plans and plots of methods it no longer runs beside the new report, which
+    names none of them, and an ``unavailable.csv`` it no longer has."""
+    import shutil
+
+    for name in EARLIER_OUTPUTS:
+        p = out / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
               launch_dir: str | Path | None = None, config_text: str | None = None):
     """Fit every method on every workload, score on every arch; write results.csv, report.md, plots.
@@ -487,18 +516,17 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
     t_start = time.perf_counter()
     check_suite_keys(cfg, launch_dir)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from gclsampler._safe_out import claim_dir
+
+    # evaluate.py claims it before Hydra's task starts; an API caller's directory is checked here
+    out = claim_dir(out_dir, "evaluate", ignore=(".hydra", "evaluate.log"))
+    _remove_earlier_outputs(out)
     suite = cfg.suite
     data_dir = suite_data_dir(cfg, launch_dir)
     needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
     if needs_emb and embed_fn is None:
         embed_fn = default_embed_fn(cfg, out, None if launch_dir is None else Path(launch_dir) / ".cache" / "graphs")
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
-    from gclsampler.validate import check_sampler_params
-
-    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
-        check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
     from gclsampler.validate import require_valid_workload
 
     checked: set[Path] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -236,6 +237,35 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
 
 
+def test_a_rerun_into_a_run_directory_replaces_its_outputs(tmp_path):
+    """The docs' rescoring recipe (cp -r RUN NEW, then evaluate into NEW) left the earlier run's
+    plans, plots and silhouette curves of methods it no longer ran beside the new report."""
+    import gclsampler.evaluate as ev
+
+    data = tmp_path / "data"
+    t = make_profile(60, 0)
+    _write_workload(data / "wa", {"turing": t, "ampere": t.assign(time_ns=t["time_ns"] * 1.3)})
+    common = ["suite=quick", "suite.workloads=[wa]", "suite.archs=[turing]", f"data_dir={data}", "generate=false",
+              "suite.hist_workload=wa", "plots=false", "suite.n_seeds=1"]
+    cfg, _ = _compose([*common, "suite.methods=[pka,sieve,random]", "suite.hist_methods=[pka]"])
+    out = tmp_path / "out"
+    ev.run_suite(cfg, out)
+    assert {p.name for p in (out / "plans" / "wa").iterdir()} >= {"pka.json", "sieve.json"}
+    (out / "train").mkdir()
+    (out / "train" / "kept.npy").write_bytes(b"embeddings")  # what embeddings=cached reuses
+    (out / "unavailable.csv").write_text("workload,method,reason\nwa,gcl,old\n")
+    cfg, _ = _compose([*common, "suite.methods=[pka]", "suite.hist_methods=[pka]"])
+    ev.run_suite(cfg, out)
+    assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["pka.json"]
+    assert not (out / "unavailable.csv").exists() and (out / "train" / "kept.npy").read_bytes() == b"embeddings"
+    assert set(pd.read_csv(out / "results.csv")["method"]) == {"pka"}
+    mine = tmp_path / "mine"  # an API caller's directory is checked as evaluate.py's out_dir is
+    (mine / "plots").mkdir(parents=True)
+    with pytest.raises(GclError, match="not written by `python evaluate.py`"):
+        ev.run_suite(cfg, mine)
+    assert (mine / "plots").is_dir()
+
+
 @pytest.mark.parametrize("suite, own", [("full", "workloads"), ("quick", "workloads/quick"), ("real", "real")])
 def test_a_data_dir_on_the_command_line_wins_over_the_suites_own(tmp_path, suite, own):
     """The seed sweep passes data_dir=workloads/seed<S>; a suite that kept its own place ran
@@ -336,14 +366,17 @@ def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration(
     ({"epsilons": [0.0]}, "suite.epsilons"),
     ({"hist_workload": "nosuch"}, "suite.hist_workload: 'nosuch' names no workload"),
     ({"embeddings": "foo"}, "embeddings: expected 'train' or 'cached'"),
+    ({"methods": ["nosuch"]}, "suite.methods: unknown method 'nosuch'"),
+    ({}, "{data}/lu: data_dir: workload 'lu' not found and generate=false"),
 ])
 def test_suite_values_the_schema_lets_through_fail_by_key_before_any_output(change, msg, tmp_path):
     from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, run_suite
 
     top = {k: v for k, v in change.items() if k == "embeddings"}
-    suite = SuiteConfig(workloads=["lu"], methods=["pka"], **{k: v for k, v in change.items() if k not in top})
+    suite = SuiteConfig(**{"workloads": ["lu"], "methods": ["pka"], **{k: v for k, v in change.items() if k not in top}})
     cfg = EvaluateConfig(suite=suite, data_dir=str(tmp_path / "data"), generate=False, **top)
-    with pytest.raises(EvaluationError, match="^" + msg.replace("(", r"\(").replace(")", r"\)")):
+    msg = msg.replace("{data}", str(tmp_path / "data"))
+    with pytest.raises(EvaluationError, match="^" + re.escape(msg)):
         run_suite(cfg, tmp_path / "out", embed_fn=lambda w, *a: None)
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
 

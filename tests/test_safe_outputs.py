@@ -163,7 +163,7 @@ def test_claim_dir_for_commands_that_write_into_a_directory(tmp_path):
     mine = tmp_path / "paper"
     mine.mkdir()
     (mine / "report.md").write_text("my report\n")
-    with pytest.raises(OutputError, match="not written by `gclsampler evaluate`"):
+    with pytest.raises(OutputError, match="not written by `python evaluate.py`"):
         claim_dir(mine, "evaluate")
     assert (mine / "report.md").read_text() == "my report\n"
     out = claim_dir(tmp_path / "ev", "evaluate")
@@ -202,7 +202,7 @@ def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_pa
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "model.pt").write_bytes(b"my model")
-    with pytest.raises(OutputError, match="not written by `gclsampler train`"):
+    with pytest.raises(OutputError, match="not written by `python train.py`"):
         run(cfg, out_dir=mine)
     assert [p.name for p in mine.iterdir()] == ["model.pt"] and (mine / "model.pt").read_bytes() == b"my model"
     hydra_dir = tmp_path / "hydra-run"
@@ -233,7 +233,7 @@ def test_hydra_run_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, 
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     prog = {"train": "train.py", "evaluate": "evaluate"}[command]  # as each entry point's other errors
-    assert lines[0].startswith(f"{prog}: error: hydra.run.dir: {mine}") and f"`gclsampler {command}`" in lines[0]
+    assert lines[0].startswith(f"{prog}: error: hydra.run.dir: {mine}") and f"`python {script}`" in lines[0]
     assert sorted(p.name for p in mine.rglob("*")) == [".hydra", "config.yaml", "keep.txt"]
     assert (mine / ".hydra" / "config.yaml").read_text() == "user: cfg\n"
 
