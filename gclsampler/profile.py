@@ -9,8 +9,8 @@ Required columns: ``invocation, kernel_name, grid, block, time_ns, cycles``.
 ``cycles`` may be empty in a row when the source has no cycle counter (Nsight
 Systems and torch.profiler record wall time only); every other required value
 must be present. Optional metric columns use the names in ``OPTIONAL_COLUMNS``;
-other extra columns are kept as they are (they may be useful to a user) but
-nothing in gclsampler relies on them.
+other extra columns are kept as they are, as the text in the file (they may be
+useful to a user) but nothing in gclsampler relies on them.
 
 The importers (``import_ncu``, ``import_nsys``, ``import_torch``) turn profiler
 exports into this table. Bad input raises ``ProfileFormatError`` naming
@@ -335,19 +335,28 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     """Read and validate ``profile.csv``; row i is invocation i.
 
     Numeric columns come back as float64 (``cycles`` may hold NaN where the source
-    had no cycle counter), ``grid``/``block`` as canonical ``"(x,y,z)"`` strings.
+    had no cycle counter), ``grid``/``block`` as canonical ``"(x,y,z)"`` strings, and
+    any other column as the text in the file (empty cells missing), so that
+    ``write_profile`` gives it back unchanged.
     """
     path = Path(path)
     fast = _read_profile_arrow(path)
     if fast is not None:
         return fast
-    header = _profile_header(path)
+    raw_header = _profile_header(path)
+    header = [c.strip() for c in raw_header] if raw_header else None
     if header:
         # pandas renames a repeated column (time_ns.1), fills a short row with NaN and takes
         # extra fields as an index: all three are decided here, from the file itself
         _refuse_repeated_columns(header, path, 1)
         _check_field_counts(path, len(header))
+    # Every column gclsampler does not read as a number stays the text of the file: pandas
+    # would turn an extra column's 007 into 7.0, 1e3 into 1000.0 and TRUE into True, and a
+    # re-written profile would not hold what the user wrote. A sampler pointed at such a
+    # column parses it then (plan.numeric_column).
+    numeric = {"invocation", *NUMERIC_COLUMNS}
     text_cols = {"kernel_name": str, "grid": str, "block": str}
+    text_cols.update({raw: str for raw in raw_header or [] if raw.strip() not in numeric})
     try:
         # Only empty cells are missing: a kernel called "NA" stays a name.
         df = pd.read_csv(path, dtype=text_cols, keep_default_na=False, na_values=[""])
@@ -368,10 +377,10 @@ def read_profile(path: str | Path) -> pd.DataFrame:
 
 
 def _profile_header(path: Path) -> list[str] | None:
-    """The header record's column names (stripped); None when there is none to read."""
+    """The header record's column names as written (pandas' dtype keys); None when there is none to read."""
     try:
         with open(path, "r", encoding="utf-8-sig", newline="") as fh:
-            return [c.strip() for c in next(csv.reader(fh), [])] or None
+            return next(csv.reader(fh), []) or None
     except (OSError, UnicodeError, csv.Error):
         return None  # pandas reads the file next and names the problem
 

@@ -358,3 +358,20 @@ def test_ncu_real_units_ipc_rate_and_hit_rate_over_100(tmp_path):
     assert notes == [f"{p}: lts__t_sector_hit_rate.pct: 1 of 2 launches report above 100 % (up to 183.8 %); "
                      "clipped to 100 %"]
     assert df["ipc"].tolist() == pytest.approx([0.52, 0.48])
+
+
+def test_extra_columns_keep_the_text_written_and_still_read_as_numbers(tmp_path, capsys):
+    """An unknown column's cells were re-written as pandas parsed them (007 -> 7.0, 1e3 ->
+    1000.0, TRUE -> True); docs say other columns are kept as they are. A sampler pointed at
+    such a column (--time-column) still reads it as numbers."""
+    from gclsampler.plan import numeric_column
+
+    rows = ['0,k,"(1,1,1)","(1,1,1)",5,7,007,1,TRUE," a,b "\n', '1,k,"(1,1,1)","(1,1,1)",5,8,1e3,2.50,,x\n']
+    p = _write(tmp_path, "p.csv", HEADER.rstrip("\n") + ",note,tag,flag,text\n" + "".join(rows))
+    out = tmp_path / "o.csv"
+    assert main(["profile", "import", str(p), "--out", str(out)]) == 0
+    assert out.read_text() == p.read_text()
+    df = read_profile(out)
+    assert numeric_column(df, "note", out).tolist() == [7.0, 1000.0]
+    assert numeric_column(df, "tag", out).tolist() == [1.0, 2.5]
+    assert df["flag"].isna().tolist() == [False, True]
