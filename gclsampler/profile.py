@@ -733,15 +733,27 @@ def _number(text: str) -> float:
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
-    """Guess the export format from content, not from the file name."""
+    """Guess the export format from content, not from the file name.
+
+    The header is looked for in the first 200 lines that are neither blank nor profiler
+    chatter (``==PROF==``, ``==WARNING==``, which the importers skip too): ncu run with its
+    CSV on stdout prints a ``==PROF==`` progress line per launch before the header, and
+    counting those made a long run's export "unrecognised" while ``--format ncu`` read it.
+    """
     path = Path(path)
     if text is None:
         text = _read_text(path)
     head = text.lstrip()[:1]
     if head in ("{", "["):
         return "torch"
-    for line in text[: 1 << 20].splitlines()[:200]:
+    looked = 0
+    for line in io.StringIO(text, newline=""):
         s = line.strip()
+        if not s or s.startswith("=="):
+            continue
+        looked += 1
+        if looked > 200:
+            break
         if s.startswith('"ID"') or s.startswith("ID,"):
             # "Kernel Name" may be the column that is missing: the importer then names it
             if "Kernel Name" in s or "__" in s:

@@ -375,3 +375,15 @@ def test_extra_columns_keep_the_text_written_and_still_read_as_numbers(tmp_path,
     assert numeric_column(df, "note", out).tolist() == [7.0, 1000.0]
     assert numeric_column(df, "tag", out).tolist() == [1.0, 2.5]
     assert df["flag"].isna().tolist() == [False, True]
+
+
+def test_ncu_on_stdout_with_a_progress_line_per_launch_is_detected(tmp_path):
+    """ncu with its CSV on stdout prints one ==PROF== line per launch before the header;
+    with 255 of them the header was past the 200 lines detection looked at."""
+    chatter = "==PROF== Connected to process 4242 (/app)\n" + "".join(
+        f'==PROF== Profiling "kA" - {i}: 0%....50%....100% - 9 passes\n' for i in range(255))
+    rows = [["0", "kA", "(1, 1, 1)", "(32, 1, 1)", "100"], ["1", "kA", "(1, 1, 1)", "(32, 1, 1)", "200"]]
+    p = _ncu(tmp_path, NCU_HEAD, NCU_UNITS, *rows)
+    p.write_text(chatter + p.read_text() + "==PROF== Disconnected from process 4242\n")
+    assert detect_format(p) == "ncu"
+    assert import_profile(p)["time_ns"].tolist() == [100.0, 200.0]
