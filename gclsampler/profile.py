@@ -1044,9 +1044,11 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
         with np.errstate(divide="ignore", invalid="ignore"):
             df["warp_inst_executed_mean"] = np.where(warps > 0, df["inst_executed"] / warps, np.nan)
     if aux["shmem_static"] is not None or aux["shmem_dynamic"] is not None:
+        # A part ncu reports as n/a is unknown, so the total is too (missing, not that part
+        # taken as 0); only a part whose column the export lacks counts as none.
         zero = np.zeros(len(records))
-        df["shmem"] = np.nan_to_num(aux["shmem_static"] if aux["shmem_static"] is not None else zero) + \
-            np.nan_to_num(aux["shmem_dynamic"] if aux["shmem_dynamic"] is not None else zero)
+        df["shmem"] = (aux["shmem_static"] if aux["shmem_static"] is not None else zero) + \
+            (aux["shmem_dynamic"] if aux["shmem_dynamic"] is not None else zero)
     elif aux["shmem_total"] is not None:
         df["shmem"] = aux["shmem_total"]
     table = pd.DataFrame(df)

@@ -387,3 +387,18 @@ def test_ncu_on_stdout_with_a_progress_line_per_launch_is_detected(tmp_path):
     p.write_text(chatter + p.read_text() + "==PROF== Disconnected from process 4242\n")
     assert detect_format(p) == "ncu"
     assert import_profile(p)["time_ns"].tolist() == [100.0, 200.0]
+
+
+def test_ncu_shared_memory_with_a_part_n_a_is_missing(tmp_path):
+    """np.nan_to_num turned ncu's n/a into 0 bytes; docs say n/a is read as missing."""
+    head = NCU_HEAD + ["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]
+    rows = [["0", "kA", "(1, 1, 1)", "(32, 1, 1)", "100", "n/a", "512"],
+            ["1", "kA", "(1, 1, 1)", "(32, 1, 1)", "100", "1024", "n/a"],
+            ["2", "kA", "(1, 1, 1)", "(32, 1, 1)", "100", "n/a", "n/a"],
+            ["3", "kA", "(1, 1, 1)", "(32, 1, 1)", "100", "1024", "512"]]
+    p = _ncu(tmp_path, head, NCU_UNITS + ["byte/block", "byte/block"], *rows)
+    shmem = import_profile(p)["shmem"]
+    assert shmem.isna().tolist() == [True, True, True, False] and shmem.iloc[3] == 1536.0
+    out = tmp_path / "o.csv"
+    assert main(["profile", "import", str(p), "--out", str(out)]) == 0
+    assert [line.rsplit(",", 1)[1] for line in out.read_text().splitlines()] == ["shmem", "", "", "", "1536.0"]
