@@ -827,15 +827,19 @@ def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.Da
                                                and math.isfinite(clock_mhz) and clock_mhz > 0):
             raise ProfileFormatError(located(path, None, "clock_mhz", f"must be a finite number > 0, found {clock_mhz}"))
         missing = df["cycles"].isna().to_numpy()
+        cycles = df["cycles"].to_numpy(dtype=np.float64, copy=True)
         with np.errstate(over="ignore"):
-            filled = df["time_ns"].to_numpy(dtype=np.float64)[missing] * (clock_mhz / 1000.0)
-        inf = ~np.isfinite(filled)
-        if inf.any():
-            r = int(np.flatnonzero(missing)[np.flatnonzero(inf)[0]])
+            cycles[missing] = df["time_ns"].to_numpy(dtype=np.float64)[missing] * (clock_mhz / 1000.0)
+            total = np.sum(cycles)
+        # read_profile refuses a cycles column whose total overflows (every estimate sums
+        # it): a clock that makes one would write a profile.csv the reader then refuses
+        if not np.isfinite(total):
+            r = int(np.flatnonzero(missing)[np.argmax(cycles[missing])])
+            what = "infinite cycles" if np.isinf(cycles[r]) else "cycles whose total overflows float64"
             raise ProfileFormatError(located(path, None, "clock_mhz",
-                                             f"{clock_mhz} MHz gives infinite cycles (invocation {r}, "
+                                             f"{clock_mhz} MHz gives {what} (largest: invocation {r}, "
                                              f"time_ns {_plain(df['time_ns'].iloc[r])})"))
-        df.loc[missing, "cycles"] = filled
+        df.loc[missing, "cycles"] = cycles[missing]
     return df
 
 

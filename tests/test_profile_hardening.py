@@ -402,3 +402,18 @@ def test_ncu_shared_memory_with_a_part_n_a_is_missing(tmp_path):
     out = tmp_path / "o.csv"
     assert main(["profile", "import", str(p), "--out", str(out)]) == 0
     assert [line.rsplit(",", 1)[1] for line in out.read_text().splitlines()] == ["shmem", "", "", "", "1536.0"]
+
+
+def test_clock_whose_filled_cycles_total_overflows_writes_nothing(tmp_path, capsys):
+    """Each filled value was finite (1 us at 1e308 MHz is 1e308 cycles), so import wrote a
+    profile.csv whose cycles total overflows, and `profile info` then refused it."""
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7))
+    out = tmp_path / "o.csv"
+    assert main(["profile", "import", str(p), "--out", str(out), "--clock-mhz", "1e308"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"gclsampler: error: {p}: clock_mhz: 1e+308 MHz gives cycles whose total overflows float64 "
+                   "(largest: invocation 0, time_ns 1000.0)")
+    assert not out.exists()
+    assert main(["profile", "import", str(p), "--out", str(out), "--clock-mhz", "1e305"]) == 0
+    assert main(["profile", "info", str(out)]) == 0
+    assert read_profile(out)["cycles"].tolist() == [1e305, 1e305]
