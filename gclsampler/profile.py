@@ -25,6 +25,7 @@ import json
 import math
 import re
 import zlib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -677,6 +678,70 @@ def _unit_scale(unit: str, kind: str) -> float | None:
     return _SI[m.group(1)] if m else None
 
 
+_POW10 = np.asarray([float(10**i) for i in range(23)])
+"""10**0 .. 10**22: the powers of ten a double holds exactly (``float`` of a Python int rounds correctly)."""
+
+
+def _scale_decimal(x: np.ndarray, scale: float) -> np.ndarray:
+    """``x * scale`` (``scale`` a power of ten) as the double nearest the scaled decimal
+    value ``x`` was written as: 1.005 us is 1005 ns, not ``1.005 * 1e3`` = 1004.9999999999999.
+
+    Why: the double nearest 1.005 lies below it, and a plain product keeps that error, so
+    whole nanoseconds came out 8031.000000000001 and byte-compared profiles carried noise.
+    Each value's 15 significant digits are taken as a whole number ``M`` (exactly, when
+    the value has no more digits than that: it equals ``M * 10**p`` read back), trailing
+    zeros dropped, and the result is ``M * 10**(p + k)``: one correctly rounded operation
+    on exact operands while ``10**|p + k|`` is exact, else (rare) Python's correctly
+    rounded decimal conversion. Values with more than 15 digits get the plain product.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    k = int(round(math.log10(scale)))
+    if 10.0 ** k != scale:  # pragma: no cover - every unit table holds powers of ten
+        raise ValueError(f"scale {scale!r} is not a power of ten")
+    if k == 0:
+        return x.copy()
+    with np.errstate(over="ignore"):
+        out = x * scale if k > 0 else x / _POW10[-k]  # dividing by the exact 10**-k: one rounding, not two
+    a = np.abs(x)
+    ok = np.isfinite(a) & (a > 0)
+    if not ok.any():
+        return out
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e = np.where(ok, np.floor(np.log10(np.where(ok, a, 1.0))), 0.0).astype(np.int64)
+        m = np.zeros_like(a)
+        for _ in range(2):  # log10 may be one off next to a power of ten: fix the exponent, recompute
+            m = np.rint(_times_pow10(a, 14 - e, ok))
+            e = e + (m >= 1e15) - (m < 1e14)
+        p = e - 14
+        exact = ok & (np.abs(p) <= 22) & (m >= 1e14) & (m < 1e15)
+        exact &= _times_pow10(m, p, exact) == a  # a holds no more than 15 significant digits
+        far = np.flatnonzero(exact & (np.abs(p + k) > 22))
+        for _ in range(14 if far.size else 0):  # 1e-7 is 1 * 10**-7, not 100000000000000 * 10**-21
+            far = far[np.fmod(m[far], 10.0) == 0]
+            if not far.size:
+                break
+            m[far] /= 10.0
+            p[far] += 1
+        q = p + k
+        fast = exact & (np.abs(q) <= 22)
+        out = np.where(fast, np.copysign(_times_pow10(m, q, fast), x), out)
+    # 15 digits that 10**|p + k| cannot shift exactly, or a value read through a power of ten
+    # no double holds (below ~1e-8, above ~1e37): Python's decimal conversion, value by value
+    slow = np.flatnonzero(ok & ~fast)
+    for i in slow.tolist():
+        v = float(x[i])
+        digits = f"{v:.15g}"
+        if float(digits) == v:
+            out[i] = float(Decimal(digits).scaleb(k))
+    return out
+
+
+def _times_pow10(v: np.ndarray, q: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``v * 10**q`` by multiplying or dividing by an exact power of ten (where ``ok``; 0 elsewhere)."""
+    j = np.where(ok, np.minimum(np.abs(q), 22), 0)
+    return np.where(ok, np.where(q >= 0, v * _POW10[j], v / _POW10[j]), 0.0)
+
+
 class _Lines:
     """Iterate text lines while remembering the 1-based number of the last one read.
 
@@ -975,7 +1040,7 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
         if inf.any():
             k = int(np.flatnonzero(inf)[0])
             raise ProfileFormatError(located(path, lines[k], name, f"not finite: {records[k][1][j]!r}"))
-        out *= scale
+        out = _scale_decimal(out, scale)
         out_raw = out.copy()
         if kind == "pct":
             # Real Nsight Compute output has hit rates above 100 % (lts__t_sector_hit_rate
@@ -1178,7 +1243,7 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
         if (d < 1).any():
             return None
         grid, block = _dim3_from_ints(d[:, :3]), _dim3_from_ints(d[:, 3:])
-    t = num(dur_col) * scale
+    t = _scale_decimal(num(dur_col), scale)
     if np.isnan(t).any():
         return None
     perm = np.arange(n)
@@ -1315,7 +1380,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         except ValueError as exc:
             raise ProfileFormatError(located(path, line, field_b, str(exc))) from None
         try:
-            t = _number(row[base[dur_col]]) * scale
+            t = _number(row[base[dur_col]])
         except ValueError:
             raise ProfileFormatError(located(path, line, header[base[dur_col]], f"not a number: {row[base[dur_col]]!r}")) from None
         o = math.nan
@@ -1364,7 +1429,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         "kernel_name": np.asarray(names, dtype=object)[perm],
         "grid": np.asarray(grids, dtype=object)[perm],
         "block": np.asarray(blocks, dtype=object)[perm],
-        "time_ns": np.asarray(times)[perm],
+        "time_ns": _scale_decimal(np.asarray(times, dtype=np.float64), scale)[perm],
         "cycles": np.full(len(lines), np.nan),
     }
     if nregs and not np.isnan(nregs).all():
@@ -1470,7 +1535,7 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
                 raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
                                                  f"expected [x, y, z] of whole numbers from 1 to 2^31-1, found {v!r:.80}")) from None
         names.append(name.strip())
-        times[k] = dur * 1e3  # chrome traces count microseconds
+        times[k] = dur
         ts[k] = start
         corr = args.get("correlation")
         if corr is None:
@@ -1484,17 +1549,19 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
             except ValueError:
                 raise ProfileFormatError(located(path, None, f"{where}.args.correlation",
                                                  f"not a whole number: {corr!r:.80}")) from None
-        for key, arr, mult in (("registers per thread", nregs, 1.0), ("shared memory", shmem, 1.0),
-                               ("est. achieved occupancy %", occ, 0.01)):
+        for key, arr in (("registers per thread", nregs), ("shared memory", shmem),
+                         ("est. achieved occupancy %", occ)):
             v = args.get(key)
             if v is not None:
                 try:
-                    arr[k] = _json_number(v) * mult
+                    arr[k] = _json_number(v)
                 except ValueError:
                     raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
                                                      f"not a number: {v!r:.80}")) from None
     # launch order: the CUDA correlation id follows the host's launch calls; GPU start
     # times (ts) only when the trace has no correlation ids at all
+    times = _scale_decimal(times, 1e3)  # chrome traces count microseconds
+    occ = _scale_decimal(occ, 0.01)  # percent
     event_of = np.asarray([idx for idx, _ in kernels])
     if no_corr and len(no_corr) < n:
         raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[no_corr[0]]}].args.correlation",

@@ -6,6 +6,7 @@ Fixtures in tests/data/profiles/ are hand-written in each tool's layout (SYNTHET
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from gclsampler.profile import (
     import_torch,
     read_profile,
 )
+from gclsampler.profile import _import_nsys_text
 
 DATA = Path(__file__).parent / "data" / "profiles"
 FIXTURES = {
@@ -106,8 +108,39 @@ def test_ncu_time_units_property(tmp_path_factory, unit, values):
     # values written with ncu's thousands separators and two decimals
     p.write_text(_ncu_text(name, [f"{v / 100:,.2f}" for v in values]))
     df = import_ncu(p)
-    np.testing.assert_allclose(df["time_ns"], np.array(values) / 100 * scale, rtol=1e-12)
+    # exactly the scaled decimal (v / 100 * scale left float noise: 1.005 us was 1004.9999999999999 ns)
+    assert df["time_ns"].tolist() == [float(Decimal(v) / 100 * Decimal(scale)) for v in values]
     assert df["cycles"].isna().all()
+
+
+@given(digits=st.integers(0, 10**15 - 1), exp=st.integers(-40, 40),
+       scale=st.sampled_from([1e-2, 1.0, 1e3, 1e6, 1e9, 1e12]))
+@settings(max_examples=300, deadline=None)
+def test_unit_scaling_is_the_correctly_rounded_decimal(digits, exp, scale):
+    """A value written with up to 15 significant digits, times a unit's power of ten, is the
+    double nearest the scaled decimal: whole nanoseconds come out whole."""
+    from gclsampler.profile import _scale_decimal
+
+    text = f"{digits}e{exp}"
+    want = float(Decimal(text) * Decimal(repr(scale)))
+    assert _scale_decimal(np.array([float(text), -float(text)]), scale).tolist() == [want, -want]
+
+
+def test_every_importer_scales_without_float_noise(tmp_path):
+    """1.005 us imported as 1004.9999999999999 ns, 8.031 us (torch's dur) as 8031.000000000001."""
+    p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1.005", "8.031"]))
+    assert import_ncu(p)["time_ns"].tolist() == [1005.0, 8031.0]
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "ts": i, "dur": d,
+               "args": {"grid": [1, 1, 1], "block": [32, 1, 1], "correlation": i, "est. achieved occupancy %": 57.3}}
+              for i, d in enumerate([8.031, 1.005])]
+    df = import_torch(_write(tmp_path, "t.json", json.dumps({"traceEvents": events})))
+    assert df["time_ns"].tolist() == [8031.0, 1005.0] and df["achieved_occupancy"].tolist() == [0.573, 0.573]
+    text = FIXTURES["nsys"].read_text().replace('"Duration (ns)"', '"Duration (us)"')
+    head, *rows = text.splitlines(keepends=True)
+    text = head + "".join(r.replace(",8512,", ",1.005,").replace(",1020,", ",8.031,") for r in rows)
+    nsys = _write(tmp_path, "g.csv", text)
+    assert import_profile(nsys, "nsys")["time_ns"].tolist() == [117344000.0, 8031.0, 1005.0, 118020000.0]
+    assert _import_nsys_text(nsys, text)["time_ns"].tolist() == [117344000.0, 8031.0, 1005.0, 118020000.0]
 
 
 def _write(tmp_path, name, text):
