@@ -1016,12 +1016,23 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
             ids.append(int(v))
         except (ValueError, OverflowError):
             raise ProfileFormatError(located(path, line, "ID", f"not an integer: {row[col['ID']]!r}")) from None
-    for k in range(1, len(ids)):
-        if ids[k] != ids[k - 1] + 1:
+    # ncu numbers a report's results 0, 1, 2...: a first ID above 0 means the export lost
+    # its first rows (a cut file), and every row would be taken for an earlier launch
+    if ids[0] != 0:
+        raise ProfileFormatError(located(
+            path, lines[0], "ID", f"the first launch ID is {ids[0]}, not 0: ncu numbers a report's launches from 0, "
+            f"so the rows of launches 0..{ids[0] - 1} are missing (export the whole report)"))
+    step = np.diff(np.asarray(ids, dtype=object))  # Python ints: a 30-digit ID cannot wrap
+    bad = np.flatnonzero(step != 1)
+    if bad.size:
+        k = int(bad[0]) + 1
+        if step[k - 1] == 0:
             raise ProfileFormatError(located(
-                path, lines[k], "ID",
-                f"launch IDs jump from {ids[k - 1]} to {ids[k]}: every launch must be profiled in order "
-                "(no --kernel-name/--launch-skip/--launch-count filters), one row per invocation"))
+                path, lines[k], "ID", f"launch ID {ids[k]} repeated (also line {lines[k - 1]}): one row per invocation"))
+        raise ProfileFormatError(located(
+            path, lines[k], "ID",
+            f"launch IDs jump from {ids[k - 1]} to {ids[k]}: every launch must be profiled in order "
+            "(no --kernel-name/--launch-skip/--launch-count filters), one row per invocation"))
 
     def metric(name: str, kind: str) -> np.ndarray | None:
         if name not in col:

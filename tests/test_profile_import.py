@@ -184,6 +184,22 @@ def test_ncu_id_gap_is_rejected(tmp_path):
         import_ncu(p)
 
 
+def test_ncu_ids_must_start_at_0_and_not_repeat(tmp_path):
+    """IDs 5,6 were read as invocations 0,1 (ncu numbers from 0: the first rows were lost);
+    a repeated ID was reported as a 'jump from 0 to 0'."""
+    text = _ncu_text("usecond", ["1", "2"]).replace('"0","1","app"', '"5","1","app"').replace('"1","1","app"', '"6","1","app"')
+    p = _write(tmp_path, "raw.csv", text)
+    with pytest.raises(ProfileFormatError) as err:
+        import_ncu(p)
+    assert str(err.value) == (f"{p}:3: ID: the first launch ID is 5, not 0: ncu numbers a report's launches from 0, "
+                              "so the rows of launches 0..4 are missing (export the whole report)")
+    text = _ncu_text("usecond", ["1", "2", "3"]).replace('"1","1","app"', '"0","1","app"')
+    p = _write(tmp_path, "raw.csv", text)
+    with pytest.raises(ProfileFormatError) as err:
+        import_ncu(p)
+    assert str(err.value) == f"{p}:4: ID: launch ID 0 repeated (also line 3): one row per invocation"
+
+
 def test_ncu_ragged_row(tmp_path):
     text = _ncu_text("usecond", ["1", "2"]).rstrip("\n") + ',"extra"\n'
     p = _write(tmp_path, "raw.csv", text)
