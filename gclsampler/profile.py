@@ -1560,8 +1560,8 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
             except ValueError:
                 raise ProfileFormatError(located(path, None, f"{where}.args.correlation",
                                                  f"not a whole number: {corr!r:.80}")) from None
-        for key, arr in (("registers per thread", nregs), ("shared memory", shmem),
-                         ("est. achieved occupancy %", occ)):
+        for key, arr, whole in (("registers per thread", nregs, True), ("shared memory", shmem, True),
+                                ("est. achieved occupancy %", occ, False)):
             v = args.get(key)
             if v is not None:
                 try:
@@ -1569,6 +1569,10 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
                 except ValueError:
                     raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
                                                      f"not a number: {v!r:.80}")) from None
+                if whole and not arr[k].is_integer():
+                    # registers and bytes of a launch are whole: a fraction is a wrong field or unit
+                    raise ProfileFormatError(located(path, None, f"{where}.args.{key}",
+                                                     f"not a whole number: {v!r:.80}"))
     # launch order: the CUDA correlation id follows the host's launch calls; GPU start
     # times (ts) only when the trace has no correlation ids at all
     times = _scale_decimal(times, 1e3)  # chrome traces count microseconds

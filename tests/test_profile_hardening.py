@@ -171,6 +171,19 @@ def test_torch_registers_must_be_numbers(tmp_path):
     assert import_profile(p)["nregs"].tolist() == [122]
 
 
+@pytest.mark.parametrize("key", ["shared memory", "registers per thread"])
+def test_torch_fractional_shared_memory_and_registers_are_refused(tmp_path, key):
+    """shared memory 10.5 was imported as 10.5 bytes; docs say fractions where a whole
+    number belongs are refused. Whole numbers (also as strings) still import."""
+    p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7, **{key: 10.5}))
+    with pytest.raises(ProfileFormatError) as err:
+        import_profile(p)
+    assert str(err.value) == f"{p}: traceEvents[1].args.{key}: not a whole number: 10.5"
+    p = _torch(tmp_path, _ev("kA", 10, 5, **{key: "48"}), _ev("kB", 12, 7, **{key: 10}))
+    col = "shmem" if key == "shared memory" else "nregs"
+    assert import_profile(p)[col].tolist() == [48.0, 10.0]
+
+
 def test_torch_gzip_with_bom(tmp_path):
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(b"\xef\xbb\xbf" + json.dumps({"traceEvents": [_ev("kA", 10, 5)]}).encode()))
