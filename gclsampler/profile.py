@@ -660,6 +660,9 @@ _COUNT_UNITS = ("inst", "sector", "cycle", "block", "warp", "thread", "request",
 _COUNT_UNIT_RE = re.compile(r"^(|K|M|G|T)(?:(?:" + "|".join(_COUNT_UNITS) + r")s?(?:/(?:thread|block|warp|SM))?)?$")
 
 
+_SCALED_TO = {"time": "to ns", "count": "to a plain count", "pct": "to a fraction", "ratio": ""}
+
+
 def _unit_scale(unit: str, kind: str) -> float | None:
     """Multiplier that turns a value in ``unit`` into gclsampler's unit for ``kind``.
 
@@ -734,6 +737,17 @@ def _scale_decimal(x: np.ndarray, scale: float) -> np.ndarray:
         if float(digits) == v:
             out[i] = float(Decimal(digits).scaleb(k))
     return out
+
+
+def _ns_or_located(t: np.ndarray, scale: float, cell) -> np.ndarray:
+    """Times scaled to ns by ``_scale_decimal``; one that overflows float64 (finite as written)
+    is refused naming its cell (``cell(k)`` -> ``path:line: field: value``), not later as a
+    column's anonymous ``inf``."""
+    ns = _scale_decimal(t, scale)
+    over = np.flatnonzero(np.isinf(ns) & np.isfinite(t))
+    if over.size:
+        raise ProfileFormatError(f"{cell(int(over[0]))} overflows float64 once scaled to ns")
+    return ns
 
 
 def _times_pow10(v: np.ndarray, q: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -1052,6 +1066,11 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
             k = int(np.flatnonzero(inf)[0])
             raise ProfileFormatError(located(path, lines[k], name, f"not finite: {records[k][1][j]!r}"))
         out = _scale_decimal(out, scale)
+        over = np.isinf(out)  # finite as written, too large once scaled by the units row
+        if over.any():
+            k = int(np.flatnonzero(over)[0])
+            raise ProfileFormatError(located(path, lines[k], name, f"{records[k][1][j].strip()!r} {units[j]} "
+                                             f"overflows float64 once scaled {_SCALED_TO[kind]}"))
         out_raw = out.copy()
         if kind == "pct":
             # Real Nsight Compute output has hit rates above 100 % (lts__t_sector_hit_rate
@@ -1255,8 +1274,8 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
             return None
         grid, block = _dim3_from_ints(d[:, :3]), _dim3_from_ints(d[:, 3:])
     t = _scale_decimal(num(dur_col), scale)
-    if np.isnan(t).any():
-        return None
+    if not np.isfinite(t).all():
+        return None  # missing, or too large in ns: the row reader names the row
     perm = np.arange(n)
     if order_col in base:
         o = num(order_col)
@@ -1361,6 +1380,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
     grids: list[str] = []
     blocks: list[str] = []
     times: list[float] = []
+    dur_text: list[str] = []  # as written, for an error message
     order: list[float] = []
     nregs: list[float] = []
     skipped = 0
@@ -1419,6 +1439,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         grids.append(g)
         blocks.append(b)
         times.append(t)
+        dur_text.append(row[base[dur_col]].strip())
         order.append(o)
     if not lines:
         raise ProfileFormatError(located(path, header_line, None, "no kernel rows after the header"))
@@ -1440,7 +1461,8 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         "kernel_name": np.asarray(names, dtype=object)[perm],
         "grid": np.asarray(grids, dtype=object)[perm],
         "block": np.asarray(blocks, dtype=object)[perm],
-        "time_ns": _scale_decimal(np.asarray(times, dtype=np.float64), scale)[perm],
+        "time_ns": _ns_or_located(np.asarray(times, dtype=np.float64), scale,
+                                  lambda k: located(path, lines[k], header[base[dur_col]], repr(dur_text[k])))[perm],
         "cycles": np.full(len(lines), np.nan),
     }
     if nregs and not np.isnan(nregs).all():
@@ -1575,7 +1597,8 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
                                                      f"not a whole number: {v!r:.80}"))
     # launch order: the CUDA correlation id follows the host's launch calls; GPU start
     # times (ts) only when the trace has no correlation ids at all
-    times = _scale_decimal(times, 1e3)  # chrome traces count microseconds
+    times = _ns_or_located(times, 1e3, lambda k: located(path, None, f"traceEvents[{kernels[k][0]}].dur",
+                                                         f"{kernels[k][1]['dur']!r:.80} us"))  # chrome traces count us
     occ = _scale_decimal(occ, 0.01)  # percent
     event_of = np.asarray([idx for idx, _ in kernels])
     if no_corr and len(no_corr) < n:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -430,3 +431,22 @@ def test_clock_whose_filled_cycles_total_overflows_writes_nothing(tmp_path, caps
     assert main(["profile", "import", str(p), "--out", str(out), "--clock-mhz", "1e305"]) == 0
     assert main(["profile", "info", str(out)]) == 0
     assert read_profile(out)["cycles"].tolist() == [1e305, 1e305]
+
+
+def test_a_time_that_overflows_once_scaled_names_its_cell(tmp_path, capsys):
+    """ncu 1.5e308 msecond printed numpy's 'RuntimeWarning: overflow encountered in multiply'
+    and then 'time_ns: not finite: inf' without the line; each importer now names the cell."""
+    ncu = _ncu(tmp_path, NCU_HEAD, ["", "", "", "", "msecond"], ["0", "kA", "(1, 1, 1)", "(32, 1, 1)", "1"],
+               ["1", "kA", "(1, 1, 1)", "(32, 1, 1)", "1.5e308"])
+    nsys = _write(tmp_path, "g.csv", NSYS_HEAD.replace("Duration (ns)", "Duration (ms)")
+                  + '1,1.5e308,5,1,1,1,32,1,1,16,kA\n')
+    torch = _torch(tmp_path, _ev("kA", 10, 5), dict(_ev("kB", 12, 7), dur=1.5e308))
+    want = {ncu: f"{ncu}:4: gpu__time_duration.sum: '1.5e308' msecond overflows float64 once scaled to ns",
+            nsys: f"{nsys}:2: Duration (ms): '1.5e308' overflows float64 once scaled to ns",
+            torch: f"{torch}: traceEvents[1].dur: 1.5e+308 us overflows float64 once scaled to ns"}
+    for p, line in want.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy's overflow warning would be a second line
+            assert main(["profile", "import", str(p), "--out", str(tmp_path / "o.csv")]) == 2
+        assert capsys.readouterr().err == f"gclsampler: error: {line}\n"
+    assert not (tmp_path / "o.csv").exists()
