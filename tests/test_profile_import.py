@@ -325,6 +325,19 @@ def test_cli_import_and_info(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["profile.csv"]  # no temp files left
 
 
+@pytest.mark.parametrize("top", ["-3", "0"])
+def test_cli_info_refuses_a_top_below_1(tmp_path, capsys, top):
+    """--top -3 listed no kernels without a word (trace info --top 0 is refused)."""
+    out = tmp_path / "p.csv"
+    assert main(["profile", "import", str(FIXTURES["ncu"]), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["profile", "info", str(out), "--top", top]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == f"gclsampler: error: --top {top}: must be at least 1\n" and cap.out == ""
+    assert main(["profile", "info", str(out), "--top", "1"]) == 0
+    assert "top 1 kernel names by time:" in capsys.readouterr().out
+
+
 def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
     bad = _write(tmp_path, "raw.csv", _ncu_text("furlong", ["1"]))
     assert main(["profile", "import", str(bad), "--out", str(tmp_path / "p.csv")]) == 2

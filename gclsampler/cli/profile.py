@@ -31,7 +31,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     info = sub.add_parser("info", help="summarise a profile.csv", description="Validate a profile.csv and summarise it.")
     info.add_argument("profile", type=Path)
-    info.add_argument("--top", type=int, default=5, help="list the N kernel names with the most time")
+    info.add_argument("--top", type=int, default=5, help="list the N kernel names with the most time (N >= 1, default 5)")
     info.set_defaults(handler=_info)
 
 
@@ -52,8 +52,11 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from gclsampler.errors import GclError
     from gclsampler.profile import OPTIONAL_COLUMNS, PKA_METRICS, REQUIRED_COLUMNS, read_profile
 
+    if args.top < 1:  # -3 listed nothing without a word; refused as `trace info --top` is
+        raise GclError(f"--top {args.top}: must be at least 1")
     df = read_profile(args.profile)
     total = float(df["time_ns"].sum())
     cycles_known = int(df["cycles"].notna().sum())
@@ -69,7 +72,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"PKA metrics  {len(pka)}/12" + ("" if len(pka) in (0, 12) else f" (missing: {', '.join(c for c in PKA_METRICS if c not in pka)})"))
     if extra:
         print(f"other        {', '.join(map(str, extra))}")
-    if len(df) and args.top > 0:
+    if len(df):
         per = df.groupby("kernel_name", sort=False)["time_ns"].agg(["size", "sum"]).sort_values("sum", ascending=False)
         print(f"top {min(args.top, len(per))} kernel names by time:")
         for name, row in per.head(args.top).iterrows():
