@@ -150,7 +150,9 @@ def test_outputs_follow_the_umask(wl_copy, tmp_path, capsys):
 
 def test_backwards_or_empty_invocation_ranges_are_errors(wl_copy, tmp_path, capsys):
     for spec, needle in (("5-2", "runs backwards"), ("x", "not an invocation id"), (",", "selects no invocations"),
-                         ("-3", "not negative")):
+                         ("-3", "not negative"), ("1_0", "'1_0' is not an invocation id"),
+                         ("+1", "'+1' is not an invocation id"), ("1-+3", "not an invocation id"),
+                         ("\u0661", "not an invocation id")):  # int() read 1_0 as 10, +1 as 1, Arabic-Indic 1 as 1
         out = tmp_path / f"as{abs(hash(spec))}"
         assert main(["trace", "export-accelsim", str(wl_copy), str(out), "--invocations", spec]) == 2, spec
         _one_line_error(capsys, needle)

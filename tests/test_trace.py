@@ -246,6 +246,20 @@ def test_list_and_iter(tmp_path):
     assert all(k.header == i.header for k, i in zip(ks, infos))
 
 
+def test_a_whole_export_keeps_the_memcpy_lines_in_place(tmp_path):
+    """Accel-Sim models a MemcpyHtoD line (it fills L2 with -gpgpu_perf_sim_memcpy, on by
+    default); the export dropped them from a whole workload. A sample has no order to keep."""
+    d = _workload(tmp_path)
+    lines = (d / "kernelslist.g").read_text().split()
+    (d / "kernelslist.g").write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")  # copy after launch 0
+    export_accelsim(d, tmp_path / "all")
+    assert (tmp_path / "all" / "kernelslist.g").read_text().split() == [
+        "kernel-1.traceg", "MemcpyHtoD,0x00007f0000000000,4096", "kernel-2.traceg", "kernel-3.traceg"]
+    export_accelsim(d, tmp_path / "some", invocations=[0, 1, 2])
+    assert (tmp_path / "some" / "kernelslist.g").read_text().split() == [
+        "kernel-1.traceg", "kernel-2.traceg", "kernel-3.traceg"]
+
+
 def test_export_accelsim_subset_rewrites_grid(tmp_path):
     d = _workload(tmp_path)
     out = tmp_path / "as"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 
@@ -38,18 +39,17 @@ def _parse_invocations(text: str | None) -> list[tuple[str, str, range]] | None:
     for at, part in tokens:
         if not part:
             continue
-        try:
-            if "-" in part[1:]:
-                a, b = (int(x) for x in part.split("-", 1))
-                if b < a:
-                    raise GclError(f"{at}: range {part!r} runs backwards (write {b}-{a})")
-                ids = range(a, b + 1)
-            else:
-                ids = range(int(part), int(part) + 1)
-        except ValueError:
-            raise GclError(f"{at}: {part!r} is not an invocation id or range like 7-9") from None
-        if ids.start < 0:
+        # decimal digits only: Python's int() also takes 1_0 (as 10), +1 and non-ASCII digits
+        if re.fullmatch(r"-[0-9]+", part):
             raise GclError(f"{at}: {part!r}: invocation ids are 0-based and not negative")
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
+        if m is None:
+            raise GclError(f"{at}: {part!r} is not an invocation id or range like 7-9")
+        a = int(m[1])
+        b = a if m[2] is None else int(m[2])
+        if b < a:
+            raise GclError(f"{at}: range {part!r} runs backwards (write {b}-{a})")
+        ids = range(a, b + 1)
         out.append((at, part, ids))  # where it was written, as written, the ids
     if not out:
         raise GclError(f"{where}: selects no invocations")

@@ -365,6 +365,11 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
         write_bytes_atomic(dst_dir / name, accelsim_text(t))
         names.append(name)
         written.append(dst_dir / name)
+    if invocations is None and kernelslist_path(src_dir) is not None:
+        # a whole workload keeps its Memcpy lines where they were: Accel-Sim models those
+        # copies (into L2 with -gpgpu_perf_sim_memcpy); a sample of launches has no order to keep
+        exported = {info.path: name for info, name in zip(infos, names)}
+        names = [e if e.startswith("Memcpy") else exported[e] for _, e in _kernelslist_entries(src_dir)[1]]
     write_kernelslist(dst_dir, names)
     return written
 
