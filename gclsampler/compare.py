@@ -29,9 +29,14 @@ from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_s
 __all__ = ["EvaluationRun", "load_run", "run_summaries", "per_run_table", "across_runs", "head_to_head",
            "per_workload_table", "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
 
-_NUMERIC = ("seed", "error_cycles", "speedup", "n_simulated", "n_invocations")
+_NUMERIC = ("seed", "epsilon", "error_cycles", "speedup", "n_simulated", "n_invocations")
 _FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
 _REQUIRED = ("workload", "method", "arch", "plan_arch", *_NUMERIC, *_FLAGS)
+_ERRORS = ("error_cycles", "error_cycles_any_member", "error_cycles_rerun")
+"""The error columns compare.md shows: absolute errors in %, so never negative."""
+_INTEGRAL = ("seed", "n_invocations")
+_ROW_KEY = ("workload", "method", "arch", "seed", "epsilon", "sweep")
+"""What one results.csv row is the score of: evaluate.py writes one row per key."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,44 @@ def _flag_column(df, name: str, where: Path):
     return text.isin(["true", "1"])
 
 
+def _check_values(df, csv: Path) -> None:
+    """Refuse, at its line, a value evaluate.py never writes. Why: each was taken as if it
+    were a measurement: a seed of 1.7 became seed 1 (and was counted as that run's seed), and
+    a negative error, which no absolute error can be, showed as "<0.01" %, the best score."""
+    for c in _INTEGRAL:
+        v = df[c].to_numpy()
+        bad = v != np.floor(v)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise EvaluationError(f"{csv}:{r + 2}: {c}: expected a whole number, found {df[c].iloc[r]:g}")
+    for c in _ERRORS:
+        if c not in df.columns:
+            continue
+        v = numeric_column(df, c, csv, EvaluationError)
+        bad = v < 0
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise EvaluationError(f"{csv}:{r + 2}: {c}: negative ({v[r]:g}); an error is an absolute difference "
+                                  "in %, never below 0")
+        df[c] = v
+
+
+def _check_unique_rows(df, csv: Path) -> None:
+    """Refuse a row that repeats another's key (``_ROW_KEY``). Why: every mean over seeds and
+    workloads weights each row once, so a pasted-twice row silently counted its plan twice."""
+    again = df.duplicated(list(_ROW_KEY), keep="first").to_numpy()
+    if not again.any():
+        return
+    group = df.groupby(list(_ROW_KEY), sort=False, dropna=False).ngroup().to_numpy()
+    r = int(np.flatnonzero(again)[0])
+    first = int(np.flatnonzero(group == group[r])[0])
+    key = tuple(df[c].iloc[r] for c in _ROW_KEY)
+    w, m, a, seed, eps, sweep = key
+    what = f"workload {w!r}, method {m!r}, arch {a!r}, seed {seed:g}" + ("" if math.isnan(eps) else f", epsilon {eps:g}")
+    raise EvaluationError(f"{csv}:{r + 2}: duplicate row: {what}{' (sweep)' if sweep else ''} is already on line "
+                          f"{first + 2}; each plan is scored once")
+
+
 def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
     """A run directory holding ``results.csv``, or the CSV itself."""
     import pandas as pd
@@ -109,9 +152,10 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
     for c in _NUMERIC:
         df[c] = numeric_column(df, c, csv, EvaluationError)
         bad = ~np.isfinite(df[c].to_numpy())
-        if c in ("seed", "n_invocations") and bad.any():  # a speedup may be inf: sampled time 0
+        if c in _INTEGRAL and bad.any():  # a speedup may be inf: sampled time 0
             r = int(np.flatnonzero(bad)[0])
             raise EvaluationError(f"{csv}:{r + 2}: {c}: empty or not finite")
+    _check_values(df, csv)
     for c in _FLAGS:
         df[c] = _flag_column(df, c, csv)
     for c in ("workload", "method", "arch", "plan_arch"):
@@ -119,6 +163,7 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
         if empty.any():
             raise EvaluationError(f"{csv}:{int(np.flatnonzero(empty)[0]) + 2}: {c}: empty")
         df[c] = df[c].astype(str)
+    _check_unique_rows(df, csv)
     plan_archs = sorted(df["plan_arch"].unique())
     if len(plan_archs) != 1:
         raise EvaluationError(f"{csv}: plan_arch: plans of one run come from one arch, found {plan_archs}")
@@ -295,9 +340,11 @@ def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: l
 
 
 def _pct(x: float, sd: float | None = None) -> str:
+    """An error in % for compare.md; "<0.01" only for a true small error (0 <= x < 0.01), so
+    a negative one (malformed input) shows as the number it is, not as the best score."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    s = "<0.01" if x < 0.01 else f"{x:.2f}"
+    s = "<0.01" if 0 <= x < 0.01 else f"{x:.2f}"
     if sd is not None and math.isfinite(sd):
         s += f" ± {sd:.2f}"
     return s

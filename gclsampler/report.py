@@ -93,9 +93,11 @@ def _maybe_symlog(ax, values) -> str:
 
 
 def _fmt_err(x: float) -> str:
+    """An error in % for report.md; "<0.01" only for 0 <= x < 0.01: a negative error (a
+    malformed row) must not read as the best score."""
     if x is None or not math.isfinite(x):
         return "n/a"
-    return "<0.01" if x < 0.01 else f"{x:.2f}"
+    return "<0.01" if 0 <= x < 0.01 else f"{x:.2f}"
 
 
 def _fmt_su(x: float) -> str:

@@ -89,11 +89,15 @@ class EvaluationError(GclError):
 
 
 def harmonic_mean(x: Iterable[float]) -> float:
+    """n / Σ 1/x over the values that are not NaN. An infinite value (a speedup whose sampled
+    time is 0) counts with 1/inf = 0: dropping it, as this did, left the mean of the other
+    values and understated the harmonic speedup of report.md and compare.md alike."""
     a = np.asarray(list(x), dtype=np.float64)
-    a = a[np.isfinite(a)]
+    a = a[~np.isnan(a)]
     if a.size == 0 or np.any(a <= 0):
         return float("nan")
-    return float(a.size / np.sum(1.0 / a))
+    inv = float(np.sum(1.0 / a))
+    return math.inf if inv == 0 else float(a.size / inv)
 
 
 def _rel_error_pct(true: float, est: float) -> float:

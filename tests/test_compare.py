@@ -290,3 +290,44 @@ def test_head_to_head_section_shows_chance_only_where_every_run_has_spreads(tmp_
                           tmp_path / "ac", plots=False).read_text()
     assert "| a2 | 1 / 0 / 1 (chance 1.0 / 0.0 / 1.0); Pareto 1 / 1 |" in md
     assert "| **all runs** | 2 / 0 / 2; Pareto 2 / 2 |" in md
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda df: df.assign(error_cycles=[1.0, -50.0] + [1.0] * (len(df) - 2)),
+     "results.csv:3: error_cycles: negative (-50)"),
+    (lambda df: df.assign(error_cycles_rerun=[np.nan, -0.5] + [np.nan] * (len(df) - 2)),
+     "results.csv:3: error_cycles_rerun: negative (-0.5)"),
+    (lambda df: pd.concat([df, df.iloc[[2]]], ignore_index=True),
+     "results.csv:6: duplicate row: workload 'w2', method 'gcl', arch 'turing', seed 0 is already on line 4"),
+    (lambda df: df.assign(seed=[0.0, 1.7] + [0.0] * (len(df) - 2)),
+     "results.csv:3: seed: expected a whole number, found 1.7"),
+])
+def test_values_evaluate_never_writes_are_refused_at_their_line(tmp_path, edit, needle):
+    """A negative error read as "<0.01" (the best score), a pasted-twice row counted its plan
+    twice, and a seed of 1.7 became seed 1: each is one located error now."""
+    d = _write(tmp_path, "r", edit(_rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0})))
+    with pytest.raises(EvaluationError) as e:
+        load_run(d)
+    assert str(e.value).startswith(str(d / "results.csv")) and needle in str(e.value), str(e.value)
+
+
+def test_a_negative_error_is_never_shown_as_the_best_score():
+    from gclsampler.compare import _pct
+    from gclsampler.report import _fmt_err
+
+    assert _pct(-50.0) == "-50.00" and _fmt_err(-50.0) == "-50.00" and _fmt_err(-0.001) == "-0.00"
+    assert _pct(0.004) == "<0.01" and _fmt_err(0.0) == "<0.01"
+
+
+def test_an_infinite_speedup_counts_in_the_harmonic_mean(tmp_path):
+    """1/inf is 0: the harmonic mean of 2 and inf is 4, in compare's tables and in
+    evaluate's report (both go through score.harmonic_mean); dropping inf gave 2."""
+    from gclsampler.score import harmonic_mean
+
+    assert harmonic_mean([2.0, np.inf]) == pytest.approx(4.0) and harmonic_mean([np.inf]) == np.inf
+    assert harmonic_mean([2.0, np.nan]) == pytest.approx(2.0)
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 1.0}, speedup=2.0)
+    df.loc[(df["workload"] == "w2") & (df["arch"] == "turing"), "speedup"] = np.inf
+    run = load_run(_write(tmp_path, "r", df))
+    per = per_run_table([run], ["w1", "w2"], ["gcl"]).iloc[0]
+    assert per["speedup_hmean"] == pytest.approx(4.0)
