@@ -183,31 +183,99 @@ def find_runs(root: str | Path) -> list[Path]:
     return sorted(jobs, key=job_order)
 
 
+def _plan_arch_rows(run: EvaluationRun):
+    """A run's main (non-sweep) rows on its plan arch: the rows every table of compare.md is
+    made of (cross-arch errors aside), so what a run "has" is what it has there."""
+    df = run.results
+    return df[~df["sweep"] & (df["arch"] == df["plan_arch"])]
+
+
+def _distinct(col) -> frozenset:
+    """The values of a column, an empty cell (no ε: the method has no error bound) as "none"."""
+    return frozenset("none" if v != v else float(v) for v in col)
+
+
+def _values(x: frozenset) -> str:
+    return ", ".join(v if isinstance(v, str) else f"{v:g}" for v in sorted(x, key=str))
+
+
+def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], methods: list[str]) -> list[str]:
+    """Refuse runs that are not draws of one experiment, and say where they differ in ways a
+    reader must know. Why: compare pooled whatever shared a name: ``stem_root`` at ε 0.25 with
+    one at 0.05 (a different error bound, so a different speedup), and two workloads of one
+    name but different invocation counts (different programs), into one mean and sd. Archs or
+    seed counts that differ leave the numbers comparable but not alike: notes, not errors."""
+    first = _main_rows(runs[0], workloads, methods)
+    for r in runs[1:]:
+        mine = _main_rows(r, workloads, methods)
+        for col, key, keys in (("epsilon", "method", methods), ("n_invocations", "workload", workloads)):
+            for k in keys:
+                a, b = mine.loc[mine[key] == k, col], first.loc[first[key] == k, col]
+                if _distinct(a) != _distinct(b):
+                    odd = [i for i, v in a.items() if ("none" if v != v else float(v)) not in _distinct(b)]
+                    raise EvaluationError(
+                        f"{r.path}:{int(odd[0] if odd else a.index[0]) + 2}: {col}: {key} {k!r} has {col} "
+                        f"{_values(_distinct(a))} here and {_values(_distinct(b))} in {runs[0].path}; these runs "
+                        "are not the same experiment (compare runs made with the same suite settings)")
+    notes = []
+    archs = [sorted(set(_main_rows(r, workloads, methods)["arch"])) for r in runs]
+    if any(a != archs[0] for a in archs):
+        notes.append("Archs differ between runs: " + "; ".join(f"{r.label} {', '.join(a)}" for r, a in zip(runs, archs))
+                     + ". Each run's cross-arch error is its mean over its own other archs, and a run without one "
+                       "is left out of the cross-arch mean.")
+    seeds = []
+    for m in methods:
+        per = []
+        for r in runs:
+            d = _main_rows(r, workloads, methods)
+            d = d[(d["method"] == m) & (d["arch"] == d["plan_arch"])]
+            per.append(int(d.groupby("workload")["seed"].nunique().max()))
+        if any(n != per[0] for n in per):
+            seeds.append(f"{m} ({', '.join(f'{r.label} {n}' for r, n in zip(runs, per))})")
+    if seeds:
+        notes.append("Seeds per workload differ between runs for " + "; ".join(seeds)
+                     + ": those means are over different numbers of seeds.")
+    return notes
+
+
 def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:
-    """Workloads, methods and notes: only what every run has is compared, and what is left out is said."""
+    """Workloads, methods and notes: only what every run has on its plan arch is compared, and
+    what is left out is said (with the runs that lack it).
+
+    Why the plan arch: every table starts from a run's plan-arch rows, and a run holding a
+    method's cross-arch rows alone (its plan-arch rows deleted or never written) counted as
+    having the method, so the tables then died on the missing row with an IndexError."""
     if not runs:
         raise EvaluationError("compare: no runs given")
     archs = {r.results["plan_arch"].iloc[0] for r in runs}
     if len(archs) > 1:
         raise EvaluationError("compare: plan_arch: the runs fitted their plans on different archs "
                               f"({', '.join(f'{r.path}: {r.results.plan_arch.iloc[0]}' for r in runs)})")
-    seen = [set(zip(r.results["workload"], r.results["method"])) for r in runs]
-    workloads = list(dict.fromkeys(w for r in runs for w in r.results["workload"]))
-    methods = sorted({m for r in runs for m in r.results["method"]}, key=method_sort_key)
-    keep_w = [w for w in workloads if all(any(k[0] == w for k in s) for s in seen)]
-    keep_m = [m for m in methods if all(any(k[1] == m for k in s) for s in seen)]
+    own = [_plan_arch_rows(r) for r in runs]
+    for r, o in zip(runs, own):
+        if o.empty:
+            raise EvaluationError(f"{r.path}: arch: no rows on the plan arch {r.results['plan_arch'].iloc[0]} "
+                                  "(sweep rows aside); compare's tables are of plan-arch errors")
+    seen = [set(zip(o["workload"], o["method"])) for o in own]
+    workloads = list(dict.fromkeys(w for o in own for w in o["workload"]))
+    methods = sorted({m for o in own for m in o["method"]}, key=method_sort_key)
+    has = {"workloads": lambda s, x: any(k[0] == x for k in s), "methods": lambda s, x: any(k[1] == x for k in s)}
+    keep_w = [w for w in workloads if all(has["workloads"](s, w) for s in seen)]
+    keep_m = [m for m in methods if all(has["methods"](s, m) for s in seen)]
     notes = []
     for what, all_, kept in (("workloads", workloads, keep_w), ("methods", methods, keep_m)):
-        left = [x for x in all_ if x not in kept]
+        left = [f"{x} (no {runs[0].results['plan_arch'].iloc[0]} rows in "
+                f"{', '.join(r.label for r, s in zip(runs, seen) if not has[what](s, x))})"
+                for x in all_ if x not in kept]
         if left:
-            notes.append(f"Left out, not in every run: {what} {', '.join(left)}.")
+            notes.append(f"Left out, not in every run: {what} {'; '.join(left)}.")
     if not keep_w or not keep_m:
         raise EvaluationError("compare: the runs have no workload and method in common")
     missing = [(w, m, r.path) for w in keep_w for m in keep_m for r, s in zip(runs, seen) if (w, m) not in s]
     if missing:
         w, m, p = missing[0]
         raise EvaluationError(f"{p}: method {m!r} has no row for workload {w!r}, although both are in the run")
-    return keep_w, keep_m, notes
+    return keep_w, keep_m, notes + _same_experiment(runs, keep_w, keep_m)
 
 
 def _check_reference(reference: str, methods: list[str]) -> None:

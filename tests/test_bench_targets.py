@@ -58,3 +58,15 @@ def test_targets_on_the_second_run_and_bad_input(tmp_path, capsys):
     no_photon = _rows({k: v for k, v in _run({}).items() if k[1] != "photon"}, seed=2)
     assert targets.main([str(_write(tmp_path, "partial", no_photon))]) == 2
     assert "method 'photon' is not in every run" in capsys.readouterr().err
+
+
+def test_a_run_without_plan_arch_rows_of_a_method_is_refused_not_a_traceback(tmp_path, capsys):
+    """gcl_stem's cross-arch rows alone counted as the method being in the run, and the per-run
+    table died with an IndexError; now it is missing from that run, and the targets need it."""
+    targets = _bench_module("targets")
+    a = _write(tmp_path, "s0", _rows(_run({}), seed=0))
+    df = _rows(_run({}), seed=1)
+    b = _write(tmp_path, "s1", df[~((df["method"] == "gcl_stem") & (df["arch"] == "turing"))])
+    assert targets.main([str(a), str(b)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "method 'gcl_stem' is not in every run" in err[0]

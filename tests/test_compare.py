@@ -101,7 +101,7 @@ def test_report_files_synthetic_banner_and_left_out_workloads(tmp_path):
     md = compare_dirs([a, b], out, plots=True)
     text = md.read_text()
     assert "SYNTHETIC" in text.splitlines()[2]
-    assert "Left out, not in every run: workloads w2." in text
+    assert "Left out, not in every run: workloads w2 (no turing rows in 1)." in text
     # gcl vs pka on w1: lower in run 0, higher in run 1, at the same speedup (so Pareto too)
     assert "| **all runs** | 1 / 0 / 1; Pareto 1 / 1 |" in text
     for f in ("compare.csv", "compare_workloads.csv", "compare_head_to_head.csv", "plots/compare_speedup_vs_error.png"):
@@ -331,3 +331,49 @@ def test_an_infinite_speedup_counts_in_the_harmonic_mean(tmp_path):
     run = load_run(_write(tmp_path, "r", df))
     per = per_run_table([run], ["w1", "w2"], ["gcl"]).iloc[0]
     assert per["speedup_hmean"] == pytest.approx(4.0)
+
+
+def test_a_method_without_plan_arch_rows_is_left_out_not_a_traceback(tmp_path):
+    """A run holding pka's cross-arch rows but none on the plan arch counted as having pka, and
+    per_run_table died on the missing row (IndexError); a run with no plan-arch rows at all too."""
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.5, ("w2", "pka"): 2.5}
+    a = _write(tmp_path, "a", _rows(errs))
+    df = _rows(errs, seed=1)
+    b = _write(tmp_path, "b", df[~((df["method"] == "pka") & (df["arch"] == "turing"))])
+    text = compare_dirs([a, b], tmp_path / "o", plots=False).read_text()
+    assert "Left out, not in every run: methods pka (no turing rows in b)." in text
+    assert set(pd.read_csv(tmp_path / "o" / "compare.csv")["method"]) == {"gcl"}
+    c = _write(tmp_path, "c", df[df["arch"] != "turing"])
+    with pytest.raises(EvaluationError, match=rf"^{c / 'results.csv'}: arch: no rows on the plan arch turing"):
+        compare_dirs([a, c], tmp_path / "o2", plots=False)
+    r = _cli(a, c, "--out", tmp_path / "o3", "--no-plots")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "no rows on the plan arch turing" in lines[0], r.stderr
+    assert not (tmp_path / "o3").exists()
+
+
+def test_runs_of_different_experiments_are_refused_and_differences_noted(tmp_path):
+    """ε of a method or the invocation count of a workload that differ between runs make them
+    different experiments (refused at the line); archs or seed counts that differ are named."""
+    errs = {("w1", "gcl"): 1.0, ("w1", "stem_root"): 2.0}
+    a = _write(tmp_path, "a", _rows(errs).assign(epsilon=lambda d: np.where(d.method == "stem_root", 0.25, np.nan)))
+    b = _rows(errs, seed=1).assign(epsilon=lambda d: np.where(d.method == "stem_root", 0.05, np.nan))
+    b = _write(tmp_path, "b", b)
+    with pytest.raises(EvaluationError) as e:
+        compare_dirs([a, b], tmp_path / "o", plots=False)
+    assert str(e.value) == (f"{b / 'results.csv'}:4: epsilon: method 'stem_root' has epsilon 0.05 here and 0.25 in "
+                            f"{a / 'results.csv'}; these runs are not the same experiment (compare runs made with "
+                            "the same suite settings)")
+    c = _rows(errs, seed=1).assign(epsilon=lambda d: np.where(d.method == "stem_root", 0.25, np.nan), n_invocations=80)
+    with pytest.raises(EvaluationError, match=r"results.csv:2: n_invocations: workload 'w1' has n_invocations 80 "
+                                              r"here and 100 in "):
+        compare_dirs([a, _write(tmp_path, "c", c)], tmp_path / "o", plots=False)
+    assert not (tmp_path / "o").exists()
+    # the same experiment, but b has no ada rows and two seeds of gcl: compared, with notes
+    d = _rows(errs, seed=1).assign(epsilon=lambda d: np.where(d.method == "stem_root", 0.25, np.nan))
+    d = pd.concat([d, d[d["method"] == "gcl"].assign(seed=2, stochastic=True)], ignore_index=True)
+    d.loc[d["method"] == "gcl", "stochastic"] = True
+    d = _write(tmp_path, "d", d[d["arch"] == "turing"])
+    text = compare_dirs([a, d], tmp_path / "o", plots=False).read_text()
+    assert "Archs differ between runs: a ada, turing; d turing." in text
+    assert "Seeds per workload differ between runs for gcl (a 1, d 2)" in text
