@@ -76,6 +76,19 @@ def target_rows(per_run: list[dict]) -> list[tuple[str, list[str], int]]:
     return rows
 
 
+def data_stamp(runs, workloads: list[str], methods: list[str]) -> str:
+    """What the judged rows' ground truth is, from their results.csv (``report.plot_stamp``):
+    the line said "SYNTHETIC unless the runs say otherwise" even of runs that all say REAL."""
+    import pandas as pd
+
+    from gclsampler.compare import _main_rows
+    from gclsampler.report import plot_stamp
+
+    rows = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    return (plot_stamp(rows, labelled_in="each run's report.md")
+            or "UNLABELLED DATA (the runs' workload.json files say neither synthetic nor real)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="evaluate.py out_dirs (each with results.csv)")
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     per_run = [run_targets(s, table[table["run"] == r.label].set_index("method"), arch)
                for r, s in zip(runs, summaries)]
     judged = f"the second run of {arch}, which no method read" if args.second_run else f"the {arch} profile"
-    print(f"SYNTHETIC unless the runs say otherwise; plans on {arch}, errors on {judged}; "
+    print(f"{data_stamp(runs, workloads, methods)}; plans on {arch}, errors on {judged}; "
           f"{len(workloads)} workloads per run")
     header = ["target", *[r.label for r in runs], f"holds on, {len(runs)} runs"]
     print("| " + " | ".join(header) + " |")

@@ -190,6 +190,53 @@ def _plan_arch_rows(run: EvaluationRun):
     return df[~df["sweep"] & (df["arch"] == df["plan_arch"])]
 
 
+_KINDS = {"synthetic": "synthetic", "real": "real", "": "unlabelled"}
+"""``report.data_kinds``'s per-row kinds as the ``data`` column of compare's CSVs writes them."""
+
+
+def data_of(rows) -> str:
+    """What the ground truth of these results.csv rows is, for a ``data`` column:
+    ``synthetic``, ``real``, ``unlabelled`` (workload.json says neither), or several joined
+    by ``+``. Why: a number copied out of compare.csv must still say whether it was measured."""
+    from gclsampler.report import data_kinds
+
+    present = set(data_kinds(rows))
+    return "+".join(word for kind, word in _KINDS.items() if kind in present)
+
+
+def _data_words(data: str) -> str:
+    """``data_of``'s label as compare.md writes it: SYNTHETIC, REAL, unlabelled."""
+    return " + ".join(w.upper() if w != "unlabelled" else w for w in data.split("+"))
+
+
+def _workload_tags(rows) -> dict[str, str]:
+    """workload -> its row name in compare.md: ``w (REAL)``, ``w (SYNTHETIC)`` when the compared
+    data is not all synthetic; ``data_banner`` then says rows are marked, and they must be."""
+    if data_of(rows) == "synthetic":
+        return {}
+    return {w: f"{w} ({_data_words(data_of(d))})" for w, d in rows.groupby("workload", sort=False)}
+
+
+def _one_kind_per_workload(runs: Sequence[EvaluationRun], workloads: list[str]) -> None:
+    """Refuse a workload that is SYNTHETIC in one run and REAL in another. Why: its cells were
+    averaged into one mean and sd, a synthesizer's timing model pooled with a measurement,
+    under a banner promising each row marked; there is no honest label for that mean."""
+    from gclsampler.report import data_kinds
+
+    first: dict[str, tuple[str, EvaluationRun]] = {}
+    for r in runs:
+        df = r.results
+        for at, w, kind in zip(df.index, df["workload"], data_kinds(df)):
+            if w not in workloads or kind not in ("synthetic", "real"):
+                continue
+            seen, where = first.setdefault(w, (kind, r))
+            if seen != kind:
+                raise EvaluationError(
+                    f"{r.path}:{int(at) + 2}: data: workload {w!r} is {kind.upper()} here and {seen.upper()} in "
+                    f"{where.path}; a mean over both would pool a synthetic ground truth with a measured one: "
+                    "compare the synthetic runs and the real runs separately")
+
+
 def _distinct(col) -> frozenset:
     """The values of a column, an empty cell (no ε: the method has no error bound) as "none"."""
     return frozenset("none" if v != v else float(v) for v in col)
@@ -275,6 +322,7 @@ def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], 
     if missing:
         w, m, p = missing[0]
         raise EvaluationError(f"{p}: method {m!r} has no row for workload {w!r}, although both are in the run")
+    _one_kind_per_workload(runs, keep_w)
     return keep_w, keep_m, notes + _same_experiment(runs, keep_w, keep_m)
 
 
@@ -315,6 +363,7 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
     for r, summary in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         avg = suite_averages(summary)
         plan_arch = r.results["plan_arch"].iloc[0]
+        data = data_of(_main_rows(r, workloads, methods))
         own = summary[summary["arch"] == plan_arch]
         for m in methods:
             a = avg[(avg["method"] == m) & (avg["arch"] == plan_arch)].iloc[0]
@@ -322,7 +371,7 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
             worst = d.loc[d["error_cycles"].idxmax()] if d["error_cycles"].notna().any() else None
             cross = avg[(avg["method"] == m) & avg["cross_arch"]]
             rows.append({
-                "run": r.label, "seed": r.seed, "method": m, "arch": plan_arch,
+                "run": r.label, "seed": r.seed, "data": data, "method": m, "arch": plan_arch,
                 "error_cycles": float(a["error_cycles"]),
                 "worst_error": float(worst["error_cycles"]) if worst is not None else math.nan,
                 "worst_workload": str(worst["workload"]) if worst is not None else "",
@@ -381,6 +430,8 @@ def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], meth
     out["error_cycles_sd"] = g["error_cycles"].agg(_sd)
     out["speedup_mean"] = g["speedup_mean"].mean()
     out = out.reset_index()
+    rows = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    out.insert(2, "data", out["workload"].map({w: data_of(d) for w, d in rows.groupby("workload", sort=False)}))
     out["workload"] = pd.Categorical(out["workload"], categories=workloads, ordered=True)
     out["method"] = pd.Categorical(out["method"], categories=methods, ordered=True)
     return out.sort_values(["workload", "method"]).astype({"workload": str, "method": str}).reset_index(drop=True)
@@ -397,6 +448,7 @@ def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: l
     for r, s in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         c = head_to_head_counts(s, reference, r.results["plan_arch"].iloc[0], methods)
         c.insert(0, "reference", reference)
+        c.insert(0, "data", data_of(_main_rows(r, workloads, methods)))
         c.insert(0, "seed", r.seed)
         c.insert(0, "run", r.label)
         parts.append(c)
@@ -490,7 +542,9 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     across = across_runs(per_run)
     per_w = per_workload_table(runs, workloads, methods, summaries=summ)
     h2h = head_to_head(runs, workloads, methods, reference, summaries=summ)
-    rows_all = pd.concat([r.results for r in runs], ignore_index=True)  # what the data is: every run's rows
+    # what the data is: every compared row of every run (a left-out workload's kind is not the report's)
+    rows_all = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    tags = _workload_tags(rows_all)
     plan_arch = runs[0].results["plan_arch"].iloc[0]
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "compare.csv", per_run.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
@@ -511,8 +565,9 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                   f"(`error_cycles_rerun`, `profiles/{plan_arch}_rerun.csv`), which no method read, not on the "
                   "profile it was fitted on (its report.md's second-run table). Cross-arch errors, speedups and "
                   "spreads are unchanged.", ""]
-    lines += _md_table(["run", "path", "synthesis seed"],
-                       [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed)] for r in runs]).split("\n")
+    lines += _md_table(["run", "path", "synthesis seed", "data"],
+                       [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed),
+                         _data_words(data_of(_main_rows(r, workloads, methods)))] for r in runs]).split("\n")
     lines.append("")
     lines += notes + ([""] if notes else [])
     lines += ["## Methods over runs", "",
@@ -552,12 +607,12 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     rows = []
     for w in workloads:
         d = per_w[per_w["workload"] == w].set_index("method")
-        rows.append([w] + [f"{_pct(d.loc[m, 'error_cycles'], d.loc[m, 'error_cycles_sd'])} "
+        rows.append([tags.get(w, w)] + [f"{_pct(d.loc[m, 'error_cycles'], d.loc[m, 'error_cycles_sd'])} "
                            f"({_pct(d.loc[m, 'error_cycles_max'])}) / {_su(d.loc[m, 'speedup_mean'])}" for m in methods])
     lines += _md_table(["workload"] + methods, rows).split("\n")
     if plots:
         (out / "plots").mkdir(exist_ok=True)
-        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", plot_stamp(rows_all))
+        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", plot_stamp(rows_all, labelled_in="compare.md"))
         lines += ["", "## Plot", "", "![error vs speedup over runs](plots/compare_speedup_vs_error.png)"]
     lines += ["", "Files: `compare.csv` (per run x method), `compare_workloads.csv` (per workload x method), "
               "`compare_head_to_head.csv`."]

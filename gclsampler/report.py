@@ -477,7 +477,7 @@ def data_kinds(results):
     including results.csv files written before the ``data`` column, is labelled neither.
     """
     synth = results["synthetic"].astype(bool)
-    data = results["data"].fillna("").astype(str) if "data" in results.columns else synth.map(lambda _: "")
+    data = results["data"].astype(object).fillna("").astype(str) if "data" in results.columns else synth.map(lambda _: "")
     return data.where(~synth, "synthetic").where(synth | (data == "real"), "")
 
 
@@ -520,15 +520,16 @@ def data_banner(results) -> list[str]:
     return [line for text in lines for line in (text, ">")][:-1] + [""] if lines else []
 
 
-def plot_stamp(results) -> str | None:
+def plot_stamp(results, labelled_in: str = "report.md") -> str | None:
     """What every plot of these rows is stamped with (a figure copied out of the report must
-    still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), or both."""
+    still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), or both, then with the
+    document that labels each row (``labelled_in``: compare's plot is next to compare.md)."""
     per_row = data_kinds(results)
     kinds = set(per_row)
     gpus = [g for g in _gpus_of(results, per_row) if "workload.json" not in g]
     real = "REAL DATA" + (f" ({gpus[0]})" if len(gpus) == 1 else "")
     if kinds >= {"synthetic", "real"}:
-        return "SYNTHETIC + REAL DATA (rows labelled in report.md)"
+        return f"SYNTHETIC + REAL DATA (rows labelled in {labelled_in})"
     if "synthetic" in kinds:
         return "SYNTHETIC DATA"
     return real if "real" in kinds else None

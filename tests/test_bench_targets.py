@@ -70,3 +70,16 @@ def test_a_run_without_plan_arch_rows_of_a_method_is_refused_not_a_traceback(tmp
     assert targets.main([str(a), str(b)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "method 'gcl_stem' is not in every run" in err[0]
+
+
+def test_targets_say_what_the_runs_data_is(tmp_path, capsys):
+    """All-REAL runs were printed as "SYNTHETIC unless the runs say otherwise"."""
+    targets = _bench_module("targets")
+    real = [_write(tmp_path, f"r{s}", _rows(_run({}), seed=s).assign(synthetic=False, data="real", gpu="NVIDIA H200"))
+            for s in (0, 1)]
+    assert targets.main([str(p) for p in real]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("REAL DATA (NVIDIA H200); plans on turing") and "SYNTHETIC" not in first
+    synth = [_write(tmp_path, f"s{s}", _rows(_run({}), seed=s)) for s in (0, 1)]
+    assert targets.main([str(p) for p in synth]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("SYNTHETIC DATA; plans on turing")

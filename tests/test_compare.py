@@ -377,3 +377,63 @@ def test_runs_of_different_experiments_are_refused_and_differences_noted(tmp_pat
     text = compare_dirs([a, d], tmp_path / "o", plots=False).read_text()
     assert "Archs differ between runs: a ada, turing; d turing." in text
     assert "Seeds per workload differ between runs for gcl (a 1, d 2)" in text
+
+
+def _real(df: pd.DataFrame, workloads=None) -> pd.DataFrame:
+    """The rows of ``workloads`` (all when None) as measured on an H200, the rest synthetic."""
+    df = df.copy()
+    real = df["workload"].isin(workloads) if workloads is not None else pd.Series(True, index=df.index)
+    df["data"] = np.where(real, "real", "synthetic")
+    df["synthetic"] = ~real
+    df["gpu"] = np.where(real, "NVIDIA H200", "")
+    return df
+
+
+def test_one_workload_synthetic_in_one_run_and_real_in_another_is_refused(tmp_path):
+    """Its cells were averaged into one mean under a banner saying every row is marked; no row was."""
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}
+    a = _write(tmp_path, "synth", _rows(errs))
+    b = _write(tmp_path, "real", _real(_rows(errs, seed=1)))
+    with pytest.raises(EvaluationError) as e:
+        compare_dirs([a, b], tmp_path / "o", plots=False)
+    assert str(e.value) == (f"{b / 'results.csv'}:2: data: workload 'w1' is REAL here and SYNTHETIC in "
+                            f"{a / 'results.csv'}; a mean over both would pool a synthetic ground truth with a "
+                            "measured one: compare the synthetic runs and the real runs separately")
+    r = _cli(a, b, "--out", tmp_path / "o2", "--no-plots")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "data: workload 'w1' is REAL here" in lines[0], r.stderr
+    assert not (tmp_path / "o2").exists()
+
+
+def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
+    """compare.md's MIXED DATA banner says rows are marked (SYNTHETIC) / (REAL): they are, the
+    runs table has a data column, and every CSV carries one, so numbers copied out stay labelled."""
+    import gclsampler.compare as compare
+
+    stamps = []
+    monkeypatch.setattr(compare, "_plot", lambda across, per_run, path, stamp: stamps.append(stamp))
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.0, ("w2", "pka"): 3.0}
+    a = _write(tmp_path, "a", _real(_rows(errs), ["w2"]))
+    b = _write(tmp_path, "b", _real(_rows(errs, seed=1), ["w2"]))
+    text = write_comparison([load_run(a), load_run(b)], tmp_path / "o").read_text()
+    assert "MIXED DATA" in text
+    assert f"| a | `{a / 'results.csv'}` | 0 | SYNTHETIC + REAL |" in text
+    assert "| w1 (SYNTHETIC) | " in text and "| w2 (REAL) | " in text
+    assert stamps == ["SYNTHETIC + REAL DATA (rows labelled in compare.md)"]
+    out = tmp_path / "o"
+    assert set(pd.read_csv(out / "compare.csv")["data"]) == {"synthetic+real"}
+    assert set(pd.read_csv(out / "compare_head_to_head.csv")["data"]) == {"synthetic+real"}
+    w = pd.read_csv(out / "compare_workloads.csv").drop_duplicates("workload").set_index("workload")["data"]
+    assert w.to_dict() == {"w1": "synthetic", "w2": "real"}
+    # all real: each run labelled REAL, no SYNTHETIC anywhere
+    c = _write(tmp_path, "c", _real(_rows(errs)))
+    d = _write(tmp_path, "d", _real(_rows(errs, seed=1)))
+    text = write_comparison([load_run(c), load_run(d)], tmp_path / "o2", plots=False).read_text()
+    assert f"| d | `{d / 'results.csv'}` | 1 | REAL |" in text and "SYNTHETIC" not in text
+    assert set(pd.read_csv(tmp_path / "o2" / "compare.csv")["data"]) == {"real"}
+    # results.csv without a data column and not synthetic: unlabelled, said so
+    e = _write(tmp_path, "e", _rows(errs, synthetic=False).drop(columns=["data", "gpu"]))
+    f = _write(tmp_path, "f", _rows(errs, seed=1, synthetic=False).drop(columns=["data", "gpu"]))
+    text = write_comparison([load_run(e), load_run(f)], tmp_path / "o3", plots=False).read_text()
+    assert f"| e | `{e / 'results.csv'}` | 0 | unlabelled |" in text
+    assert set(pd.read_csv(tmp_path / "o3" / "compare_workloads.csv")["data"]) == {"unlabelled"}
