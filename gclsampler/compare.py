@@ -35,6 +35,7 @@ _REQUIRED = ("workload", "method", "arch", "plan_arch", *_NUMERIC, *_FLAGS)
 _ERRORS = ("error_cycles", "error_cycles_any_member", "error_cycles_rerun")
 """The error columns compare.md shows: absolute errors in %, so never negative."""
 _INTEGRAL = ("seed", "n_invocations")
+_TITLE = "gclsampler: evaluation runs compared"
 _ROW_KEY = ("workload", "method", "arch", "seed", "epsilon", "sweep")
 """What one results.csv row is the score of: evaluate.py writes one row per key."""
 
@@ -553,7 +554,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     write_text_atomic(out / "compare_head_to_head.csv",
                       h2h.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
 
-    lines = [f"# {title or 'gclsampler: evaluation runs compared'}", ""]
+    lines = [f"# {title or _TITLE}", ""]
     lines += data_banner(rows_all)
     lines += [f"{len(runs)} runs of `evaluate.py`, plans fitted on **{plan_arch}**; {len(workloads)} workloads "
               f"({', '.join(workloads)}). Each run's numbers are those of its own report.md; ± is one sample "
@@ -655,20 +656,106 @@ except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]
 
 
+_CSV_COLUMNS = {"compare.csv": {"run", "seed", "method", "error_cycles", "worst_error", "worst_workload"},
+                "compare_workloads.csv": {"workload", "method", "error_cycles", "error_cycles_max", "error_cycles_sd"},
+                "compare_head_to_head.csv": {"run", "seed", "reference", "method", "lower", "tie", "higher"}}
+"""Columns by which a CSV is known as compare's own (earlier versions' headers included)."""
+PLOT = Path("plots") / "compare_speedup_vs_error.png"
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.readline(65536).decode("utf-8", "replace").lstrip("\ufeff").strip()
+    except OSError:
+        return None
+
+
+def _written_by_compare(path: Path, out: Path) -> bool:
+    """Whether the file at ``path`` is one ``write_comparison`` wrote into ``out`` (an empty
+    file holds nothing to lose). The plot has no header to read: it is compare's when the
+    compare.md beside it is, since the two are written together."""
+    if path.is_dir():
+        return False
+    if path.stat().st_size == 0:
+        return True
+    if path.name == "compare.md":
+        return _first_line(path) == f"# {_TITLE}"
+    if path.name in _CSV_COLUMNS:
+        line = _first_line(path)
+        return line is not None and _CSV_COLUMNS[path.name] <= {c.strip().strip('"') for c in line.split(",")}
+    md = out / "compare.md"
+    return md.is_file() and _written_by_compare(md, out)
+
+
+def check_comparison_files(out: str | Path, plots: bool = True) -> None:
+    """Raise ``OutputError`` when ``out`` holds a compare.md, compare*.csv or plot of that name
+    that compare did not write. Why: the multirun callback writes into the sweep directory,
+    which also holds whatever the user put there, and replaced a user's compare.md unasked."""
+    from gclsampler._safe_out import OutputError
+
+    out = Path(out)
+    for rel in [*("compare.md", *_CSV_COLUMNS), *([PLOT] if plots else [])]:
+        path = out / rel
+        if (path.exists() or path.is_symlink()) and not _written_by_compare(path, out):
+            raise OutputError(f"{path}: exists and was not written by gclsampler compare; not replaced (move it, "
+                              f"or write the comparison elsewhere: gclsampler compare {out} --out DIR)")
+
+
+_CLOCK_SLACK_S = 2.0
+"""How much older than the multirun's start a job's results.csv may look and still be its:
+file times are whole seconds (or 2 s) on some file systems."""
+
+
 class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback (conf/evaluate.yaml): after ``python evaluate.py -m seed=0,1,2 ...``,
-    compare the jobs that wrote a results.csv in the sweep directory. A failure here is
-    reported in one line, not raised: the jobs' own results are already written and stay valid."""
+    compare the jobs of this multirun that wrote a results.csv, into the sweep directory.
+
+    Which jobs: those whose end this callback saw (``on_job_end``, in this process under
+    Hydra's basic launcher), else those whose results.csv was written since the multirun
+    began. Why: a sweep directory reused by several multiruns (a fixed ``hydra.sweep.dir``)
+    also holds earlier jobs, and comparing every job dir found there compared a 1-job
+    multirun against a stale job. Fewer than 2 jobs of this multirun: no comparison.
+
+    A failure here, a file of compare's names that compare did not write included, is
+    reported in one line, not raised: the jobs' own results are written and stay valid."""
+
+    def __init__(self) -> None:
+        self._started: float | None = None
+        self._ended: list[Path] = []
+
+    def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
+        import time
+
+        self._started = time.time()
+        self._ended = []
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:  # noqa: D401
+        from omegaconf import OmegaConf
+
+        out = OmegaConf.select(config, "hydra.runtime.output_dir", default=None)
+        if out is not None and getattr(getattr(job_return, "status", None), "name", "") == "COMPLETED":
+            self._ended.append(Path(str(out)))
+
+    def _jobs(self, root: Path) -> list[Path]:
+        if self._ended:
+            return [d for d in dict.fromkeys(self._ended) if (d / "results.csv").is_file()]
+        jobs = find_runs(root) if root.is_dir() else []
+        if self._started is None:  # not started by Hydra: every job there
+            return jobs
+        return [d for d in jobs if (d / "results.csv").stat().st_mtime >= self._started - _CLOCK_SLACK_S]
 
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
         import sys
 
         root = Path(config.hydra.sweep.dir)
-        jobs = find_runs(root) if root.is_dir() else []
+        jobs = self._jobs(root)
         if len(jobs) < 2:
             return
+        plots = bool(config.get("plots", True))
         try:
-            md = compare_dirs(jobs, root, plots=bool(config.get("plots", True)))
+            check_comparison_files(root, plots)
+            md = compare_dirs(jobs, root, plots=plots)
         except (GclError, OSError) as exc:  # the runs succeeded; say why the summary did not (a bug still raises)
             print(f"evaluate: {root}: compare.md not written: {exc}", file=sys.stderr)
             return

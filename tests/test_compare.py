@@ -229,6 +229,10 @@ def test_evaluate_multirun_writes_compare_md(tmp_path):
     assert "2 runs of `evaluate.py`" in text and "## `pka` head to head" in text  # no gcl: the first method
     per = pd.read_csv(sweep / "compare.csv")
     assert sorted(set(per["seed"])) == [0, 1] and set(per["method"]) == {"pka", "sieve", "random"}
+    # a 1-job multirun into the same sweep dir: job 1 is the earlier multirun's, so nothing is compared
+    again = subprocess.run([*r.args[:3], "seed=5", *r.args[4:]], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert again.returncode == 0 and "compared" not in again.stdout, again.stderr[-2000:]
+    assert sorted(set(pd.read_csv(sweep / "compare.csv")["seed"])) == [0, 1]
 
 
 def test_a_suite_sweep_shares_one_sweep_dir():
@@ -437,3 +441,81 @@ def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
     text = write_comparison([load_run(e), load_run(f)], tmp_path / "o3", plots=False).read_text()
     assert f"| e | `{e / 'results.csv'}` | 0 | unlabelled |" in text
     assert set(pd.read_csv(tmp_path / "o3" / "compare_workloads.csv")["data"]) == {"unlabelled"}
+
+
+def _sweep_cfg(root: Path):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"hydra": {"sweep": {"dir": str(root)}}, "plots": False})
+
+
+def test_callback_compares_only_this_multiruns_jobs(tmp_path, capsys):
+    """A sweep dir reused by an earlier multirun: its jobs are not this one's. A 1-job multirun
+    was compared against a stale job; now it writes no comparison, and 2 new jobs are compared alone."""
+    from gclsampler.compare import CompareCallback
+
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}
+    for name in ("0_quick", "1_quick"):  # an earlier multirun's jobs
+        stale = _write(tmp_path, name, _rows(errs, seed=7))
+        os.utime(stale / "results.csv", (1_000_000_000, 1_000_000_000))
+    cb = CompareCallback()
+    cb.on_multirun_start(_sweep_cfg(tmp_path))
+    (tmp_path / "0_quick" / "results.csv").unlink()
+    _rows(errs, seed=0).to_csv(tmp_path / "0_quick" / "results.csv", index=False)  # this multirun's one job
+    cb.on_multirun_end(_sweep_cfg(tmp_path))
+    assert not (tmp_path / "compare.md").exists() and capsys.readouterr().out == ""
+    _write(tmp_path, "2_quick", _rows(errs, seed=1))
+    cb.on_multirun_end(_sweep_cfg(tmp_path))
+    assert "compared 2 runs" in capsys.readouterr().out
+    assert sorted(set(pd.read_csv(tmp_path / "compare.csv")["seed"])) == [0, 1]  # not the stale seed 7
+
+
+def test_callback_takes_the_jobs_hydra_reported_ended(tmp_path, capsys):
+    """Under Hydra's basic launcher on_job_end runs here: exactly the jobs that completed are compared."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from gclsampler.compare import CompareCallback
+
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}
+    cb = CompareCallback()
+    cb.on_multirun_start(_sweep_cfg(tmp_path))
+    jobs = [_write(tmp_path, str(i), _rows(errs, seed=i)) for i in range(3)]  # all fresh; job 1 failed
+    for j, status in zip(jobs, ("COMPLETED", "FAILED", "COMPLETED")):
+        cb.on_job_end(OmegaConf.create({"hydra": {"runtime": {"output_dir": str(j)}}}),
+                      SimpleNamespace(status=SimpleNamespace(name=status)))
+    cb.on_multirun_end(_sweep_cfg(tmp_path))
+    assert "compared 2 runs" in capsys.readouterr().out
+    assert sorted(set(pd.read_csv(tmp_path / "compare.csv")["seed"])) == [0, 2]
+
+
+def test_callback_never_overwrites_files_compare_did_not_write(tmp_path, capsys):
+    """The sweep dir is the user's too: their compare.md or compare.csv stays, with one line on why
+    no comparison was written; compare's own earlier files are rewritten."""
+    from gclsampler.compare import CompareCallback
+
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}
+    for i in range(2):
+        _write(tmp_path, str(i), _rows(errs, seed=i))
+    for name, text in (("compare.md", "# my notes on the sweep\n"), ("compare.csv", "a,b\n1,2\n"),
+                       ("compare_head_to_head.csv", "x\n")):
+        (tmp_path / name).write_text(text)
+        CompareCallback().on_multirun_end(_sweep_cfg(tmp_path))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{tmp_path / name}: exists and was not written by gclsampler compare" in err[0]
+        assert (tmp_path / name).read_text() == text
+        assert not (tmp_path / "compare_workloads.csv").exists()
+        (tmp_path / name).unlink()
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "compare_speedup_vs_error.png").write_bytes(b"my figure")
+    cfg = _sweep_cfg(tmp_path)
+    cfg.plots = True
+    CompareCallback().on_multirun_end(cfg)
+    assert "compare_speedup_vs_error.png: exists and was not written" in capsys.readouterr().err
+    assert (tmp_path / "plots" / "compare_speedup_vs_error.png").read_bytes() == b"my figure"
+    (tmp_path / "plots" / "compare_speedup_vs_error.png").unlink()
+    for _ in range(2):  # its own files, plot included, are written again
+        CompareCallback().on_multirun_end(cfg)
+        assert "compared 2 runs" in capsys.readouterr().out
+    assert (tmp_path / "plots" / "compare_speedup_vs_error.png").stat().st_size > 1000
