@@ -19,6 +19,7 @@ Usage::
 
     python evaluate.py suite=full seed=S data_dir=DATA_S out_dir=RUN_S     # for S = 0 .. 6
     python bench/targets.py RUN_0 ... RUN_6 [--second-run]
+    python bench/targets.py multirun/evaluate/<time>        # a sweep directory: its jobs' runs
 """
 
 from __future__ import annotations
@@ -91,16 +92,18 @@ def data_stamp(runs, workloads: list[str], methods: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+", type=Path, help="evaluate.py out_dirs (each with results.csv)")
+    ap.add_argument("runs", nargs="+", type=Path,
+                    help="evaluate.py out_dirs (each with results.csv), their results.csv files, or a directory of "
+                         "them (a multirun sweep directory), as `gclsampler compare` reads them")
     ap.add_argument("--second-run", action="store_true",
                     help="judge plan-arch errors on the second run no method read (error_cycles_rerun)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from gclsampler.compare import common_to_all, load_runs, per_run_table, run_summaries
+    from gclsampler.compare import common_to_all, expand_runs, load_runs, per_run_table, run_summaries
     from gclsampler.errors import GclError
 
     try:
-        runs = load_runs(args.runs, reference="gcl", second_run=args.second_run)
+        runs = load_runs(expand_runs(args.runs), reference="gcl", second_run=args.second_run)
     except GclError as e:
         print(f"targets: {e}", file=sys.stderr)
         return 2

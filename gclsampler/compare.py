@@ -27,7 +27,8 @@ from gclsampler.plan import numeric_column
 from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
 
 __all__ = ["EvaluationRun", "load_run", "run_summaries", "per_run_table", "across_runs", "head_to_head",
-           "per_workload_table", "write_comparison", "load_runs", "compare_dirs", "find_runs", "CompareCallback"]
+           "per_workload_table", "write_comparison", "load_runs", "compare_dirs", "find_runs", "expand_runs",
+           "data_of", "check_comparison_files", "CompareCallback"]
 
 _NUMERIC = ("seed", "epsilon", "error_cycles", "speedup", "n_simulated", "n_invocations")
 _FLAGS = ("cross_arch", "sweep", "stochastic", "synthetic")
@@ -182,6 +183,23 @@ def find_runs(root: str | Path) -> list[Path]:
     root = Path(root)
     jobs = [p for p in root.iterdir() if p.is_dir() and (p / "results.csv").exists()]
     return sorted(jobs, key=job_order)
+
+
+def expand_runs(paths: Iterable[str | Path]) -> list[Path]:
+    """The runs the user named: a path holding results.csv (or the CSV itself) is one run, a
+    directory without one stands for the runs inside it (a multirun sweep directory,
+    ``find_runs``). Why here: ``gclsampler compare`` and ``bench/targets.py`` read the same runs."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir() and not (p / "results.csv").exists():
+            inside = find_runs(p)
+            if not inside:
+                raise EvaluationError(f"{p}: no results.csv in it or in its subdirectories; give evaluate.py "
+                                      "output directories")
+            out += inside
+        else:
+            out.append(p)
+    return out
 
 
 def _plan_arch_rows(run: EvaluationRun):
@@ -592,8 +610,12 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines += _md_table(["method", "error (%)", "range over runs", "worst workload, mean", "worst cell",
                         "cross-arch (%)", "any-member (%)"] + (["second run (%)"] if second else [])
                        + ["speedup (arith.)", "speedup (harm.)"], rows).split("\n")
+    # under --second-run the plan-arch errors are the second run's, which report.md shows per workload only
+    source = (f"the {plan_arch} error and worst workload on each run's second run (the second column of its "
+              "report.md's second-run table), cross-arch errors and speedups as its report.md has them"
+              if scored_again else "as each run's report.md has them")
     lines += ["", "## Per run", "", f"{plan_arch} cycle error % (worst workload) / cross-arch error % / "
-              "arithmetic speedup, as each run's report.md has them.", ""]
+              f"arithmetic speedup, {source}.", ""]
     rows = []
     for m in methods:
         d = per_run[per_run["method"] == m].set_index("run")

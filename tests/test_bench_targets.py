@@ -83,3 +83,17 @@ def test_targets_say_what_the_runs_data_is(tmp_path, capsys):
     synth = [_write(tmp_path, f"s{s}", _rows(_run({}), seed=s)) for s in (0, 1)]
     assert targets.main([str(p) for p in synth]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("SYNTHETIC DATA; plans on turing")
+
+
+def test_targets_read_a_sweep_directory_as_compare_does(tmp_path, capsys):
+    """The docs say targets.py reads the same runs as `gclsampler compare`; it refused a sweep dir."""
+    targets = _bench_module("targets")
+    sweep = tmp_path / "sweep"
+    for s in (0, 1):
+        _write(sweep, f"{s}_full", _rows(_run({}), seed=s))
+    assert targets.main([str(sweep)]) == 0
+    out = capsys.readouterr().out
+    assert "| target | 0_full | 1_full | holds on, 2 runs |" in out
+    (tmp_path / "empty").mkdir()
+    assert targets.main([str(tmp_path / "empty")]) == 2
+    assert "no results.csv in it or in its subdirectories" in capsys.readouterr().err

@@ -174,6 +174,9 @@ def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert "**Scored on the second run**" in md and "second run (%)" not in md  # it is the error column
+    # the per-run rows are not report.md's suite averages then: say where they come from
+    assert "speedup, as each run's report.md has them." not in md.split("## Per run")[1].split("\n\n")[1]
+    assert "on each run's second run (the second column of its report.md's second-run table)" in md
     gcl = next(ln for ln in md.splitlines() if ln.startswith("| gcl |"))
     assert gcl.startswith("| gcl | 4.50 ± 0.71 |")
     h2h = pd.read_csv(tmp_path / "cmp" / "compare_head_to_head.csv")

@@ -35,19 +35,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from gclsampler._safe_out import replace_dir
-    from gclsampler.compare import find_runs, load_runs, write_comparison
-    from gclsampler.score import EvaluationError
+    from gclsampler.compare import expand_runs, load_runs, write_comparison
 
-    paths: list[Path] = []
-    for p in args.runs:
-        if p.is_dir() and not (p / "results.csv").exists():
-            inside = find_runs(p)
-            if not inside:
-                raise EvaluationError(f"{p}: no results.csv in it or in its subdirectories; give evaluate.py "
-                                      "output directories")
-            paths += inside
-        else:
-            paths.append(p)
+    paths = expand_runs(args.runs)
     runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
     with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
