@@ -160,10 +160,16 @@ def resolve_device(name: str) -> torch.device:
 
 
 def split_graphs(n_graphs: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Shuffle graph ids under ``seed``; the last ``round(val_fraction*n)`` are validation."""
+    """Shuffle graph ids under ``seed``; the last ``round(val_fraction*n)`` are validation.
+
+    Fewer than 2 validation graphs means none: InfoNCE needs a negative, so one graph gives
+    no validation loss (training then keeps the epoch of lowest training loss), and holding
+    it out only took it from training. A 5-graph workload (cfd) trained on 4 that way.
+    """
     perm = torch.randperm(n_graphs, generator=torch.Generator().manual_seed(seed)).tolist()
     n_val = int(round(val_fraction * n_graphs)) if n_graphs >= 3 else 0
     n_val = min(n_val, n_graphs - 2) if n_graphs >= 4 else n_val
+    n_val = n_val if n_val >= 2 else 0
     return sorted(perm[: n_graphs - n_val]), sorted(perm[n_graphs - n_val:])
 
 

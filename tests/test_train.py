@@ -7,6 +7,8 @@ import csv
 import numpy as np
 import pytest
 import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from _random_graphs import VOCAB, random_graphs
 from gclsampler.augment import AugmentConfig
@@ -40,6 +42,20 @@ def test_split_is_a_seeded_80_20_partition():
     assert sorted(tr + va) == list(range(50)) and len(va) == 10
     assert split_graphs(50, 0.2, seed=3) == (tr, va)
     assert split_graphs(50, 0.2, seed=4) != (tr, va)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.integers(0, 400), st.floats(0.0, 0.95), st.integers(0, 2**31))
+@example(5, 0.2, 0).via("cfd: 5 unique graphs, the default val_fraction")
+@example(3, 0.2, 7)
+def test_a_validation_split_is_empty_or_scorable_and_keeps_every_graph(n, frac, seed):
+    """One validation graph has no negative, so no InfoNCE loss: it was held out of training
+    for nothing (cfd's 5 graphs trained on 4)."""
+    tr, va = split_graphs(n, frac, seed)
+    assert sorted(tr + va) == list(range(n)) and (len(va) == 0 or len(va) >= 2)
+    assert len(tr) >= min(n, 2)
+    if n == 5 and frac == 0.2:
+        assert tr == [0, 1, 2, 3, 4]
 
 
 def test_batches_respect_caps_and_never_leave_a_singleton():
