@@ -321,7 +321,11 @@ class GclStemSampler(GclSampler):
         if self.strata == "auto":  # codes numbered by first invocation, as stem_root numbers its groups
             by_name = _group_codes(names, names.size)[0]
             candidates["kernel_name_gcl"] = _group_codes(by_name * res.k + res.labels, names.size)[0]
-            candidates["kernel_name"] = by_name
+            if self.scope != "group":
+                # scope group bounds each stratum's total; only strata inside the GCL clusters
+                # bound every cluster's total too (Theorem 3.1), whichever is cheapest. Kernel
+                # names would silently bound something else than the user asked for
+                candidates["kernel_name"] = by_name
         best = None
         costs: dict[str, float] = {}
         for label, groups in candidates.items():  # dict order breaks ties: gcl first
@@ -367,8 +371,9 @@ class GclStemSampler(GclSampler):
 def _group_error_bounds(stem, k: int) -> np.ndarray:
     """Predicted relative error of each group's total (stratified over its ROOT leaves).
 
-    Leaf i contributes variance N_i^2 sigma_i^2 / m_i = (e_i N_i mu_i / z)^2, with
-    e_i its own bound, so a group's bound is sqrt(sum (e_i N_i mu_i)^2) / sum N_i mu_i.
+    Leaf i contributes the variance of its estimated total, finite-population corrected
+    (N_i^2 S_i^2 (1/m_i - 1/N_i)), which is (e_i N_i mu_i / z)^2 with e_i its own bound; so a
+    group's bound is sqrt(sum (e_i N_i mu_i)^2) / sum N_i mu_i.
     """
     from gclsampler.stem import time_scale
 

@@ -271,6 +271,28 @@ def test_launch_features_from_profile_columns_and_scaling():
     assert S.clustering_input(emb, f, 0.0) is emb
 
 
+def test_gcl_stem_auto_under_scope_group_bounds_every_gcl_cluster():
+    """With scope group the plan bounds each stratum's total. auto picked the kernel names when
+    they were cheapest, so a user asking for a bound per GCL cluster got one per name instead."""
+    rng = np.random.default_rng(3)
+    n = 120
+    g = np.repeat([0, 1], n // 2)  # two behaviours, each launched under both names
+    emb = np.array([[0.0] * 6, [9.0] * 6])[g] + rng.normal(size=(n, 6)) * 0.1
+    times = np.where(g == 0, 100.0, 130.0) * rng.gamma(40.0, 1 / 40.0, n)
+    prof = pd.DataFrame({"invocation": np.arange(n), "kernel_name": np.where(np.arange(n) % 2, "a", "b"),
+                         "time_ns": times, "cycles": times})
+    w = Workload("grp", prof, synthetic=True, embeddings=emb.astype(np.float32))
+    cl = dict(k_max=4, n_init=1, refine_n_init=1, split_tolerance=0.0)
+    glob = GclStemSampler(cluster=cl, epsilon=0.05, min_samples=1).fit(w)
+    assert "kernel_name" in glob.config["strata_expected_time"]
+    plan = GclStemSampler(cluster=cl, epsilon=0.05, scope="group").fit(w)
+    assert set(plan.config["strata_expected_time"]) == {"gcl", "kernel_name_gcl"}
+    assert plan.config["strata_chosen"] in ("gcl", "kernel_name_gcl")
+    # every chosen stratum lies inside one GCL cluster, so each cluster's total is bounded
+    strata = np.array([s.cluster for s in plan.samples])
+    assert all(len(set(g[[s.invocation for s in plan.samples if s.cluster == c]])) == 1 for c in set(strata))
+
+
 def _expected_time(plan: SamplingPlan, w: Workload) -> float:
     return float(plan.config["strata_expected_time"][plan.config["strata_chosen"]])
 
