@@ -206,16 +206,26 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
         raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
                             f"got {cfg.get('workers')!r}")
-    # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite them
+    # every value is checked before the run directory is claimed or anything is synthesized
     _label_own_workload(cfg)  # a broken workload.json is refused before the run directory is claimed
-    out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
-    atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
+    from gclsampler.graph import GraphConfig
+
+    _as_dataclass(GraphConfig, cfg.graph).validate()
     device = resolve_device(train_cfg.device)  # fail before synthesis/graph building
     if bool(cfg.get("post_embedding", True)):
         _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
+    # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite
+    # them, and never put a run inside the workload it reads
+    from gclsampler._safe_out import check_not_input
+
+    check_not_input(out_dir, [workload_dir(cfg)], directory=False)  # a run is written into, not replaced
+    out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
+    resuming = bool(train_cfg.resume) and (out_dir / "last.pt").exists()
+    if not resuming:  # a resumed run's config.yaml is written once its checkpoint has accepted the settings
+        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
@@ -241,10 +251,14 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         log.warning("train.precision=bf16 on a %s without native bfloat16: emulated, slower than fp32 "
                     "(train.precision=auto picks fp32 here)", device.type.upper())
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
-    result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir,
+    data = {f"graph.{k}": v for k, v in OmegaConf.to_container(cfg.graph, resolve=True).items()}
+    data["workload.name"] = str(cfg.workload.name)
+    result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir, data_settings=data,
                  log_fn=lambda r: log.info("epoch %d train %.4f val %s (%.1fs)", r["epoch"], r["train_loss"],
                                            "n/a" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}",
                                            r["seconds"]))
+    if resuming:
+        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     timings["train_s"] = round(result.seconds, 3)
 
     t = time.perf_counter()

@@ -21,6 +21,7 @@ seeded torch generators).
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -256,12 +257,16 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig,
-        out_dir: Optional[Path] = None, log_fn: Optional[Callable[[dict], None]] = None) -> TrainResult:
+        out_dir: Optional[Path] = None, log_fn: Optional[Callable[[dict], None]] = None,
+        data_settings: Optional[dict] = None) -> TrainResult:
     """Train a :class:`GCLModel` on ``graphs`` (one per unique kernel graph).
 
     Writes ``model.pt`` (best weights + configs), ``last.pt`` (full state for resume)
     and ``train_log.csv`` into ``out_dir`` when given. With ``cfg.resume`` and an
-    existing ``last.pt`` there, training continues after its epoch.
+    existing ``last.pt`` there, training continues after its epoch; a run that had
+    stopped early stays stopped. ``data_settings`` (``{"graph.max_warps": ..,
+    "workload.name": ..}``) are what made the graphs: a resume refuses them changed, as it
+    refuses changed training settings, and the graphs' sizes are checked too.
     """
     cfg.validate()
     aug_cfg.validate()
@@ -298,7 +303,8 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     start_epoch, best, bad_epochs = 0, float("inf"), 0
     log: list[dict] = []
     last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
-    run_settings = _resume_settings(model_cfg, aug_cfg, cfg)
+    run_settings = {**_resume_settings(model_cfg, aug_cfg, cfg),
+                    **json.loads(json.dumps(data_settings or {}, default=str)), "data.graphs": _graphs_digest(graphs)}
     if cfg.resume and last_path is not None and last_path.exists():
         state = _load_resume_state(last_path, device)
         _check_resume_settings(last_path, state.get("settings"), run_settings)
@@ -316,6 +322,8 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         torch.set_rng_state(state["torch_rng"])
         start_epoch, best, bad_epochs, log = state["epoch"] + 1, state["best"], state["bad_epochs"], state["log"]
         result.best_epoch = state.get("best_epoch", -1)
+        if cfg.patience > 0 and bad_epochs >= cfg.patience:
+            start_epoch = cfg.epochs  # it stopped early: rerunning a finished run trains no further
 
     batches_per_epoch = len(make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None))
     bar = _progress((cfg.epochs - start_epoch) * batches_per_epoch, "train", cfg.progress)
@@ -360,13 +368,35 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         if cfg.patience > 0 and bad_epochs >= cfg.patience:
             break
     bar.close()
-    if out_dir is not None and (Path(out_dir) / "model.pt").exists():
-        best_state = torch.load(Path(out_dir) / "model.pt", map_location=device, weights_only=False)
-        model.load_state_dict(best_state["model"])
+    best_path = Path(out_dir) / "model.pt" if out_dir is not None else None
+    if best_path is not None and best_path.exists():
+        try:
+            best_state = torch.load(best_path, map_location=device, weights_only=False)
+            model.load_state_dict(best_state["model"])
+        except Exception as exc:  # truncated, not a checkpoint, another model's weights
+            raise TrainConfigError(f"{best_path}: cannot read the best checkpoint ({type(exc).__name__}); delete it "
+                                   "and last.pt, or set train.resume=false") from None
     result.log = log
-    result.best_val_loss = min((r["val_loss"] for r in log), default=float("nan"))
-    result.seconds = time.perf_counter() - t0
+    # the kept model's loss (NaN where the training loss chose it), not the lowest ever seen
+    result.best_val_loss = next((float(r["val_loss"]) for r in log if r["epoch"] == result.best_epoch), float("nan"))
+    # a resumed run's time includes the epochs before the resume, as its log does
+    result.seconds = time.perf_counter() - t0 + sum(float(r["seconds"]) for r in log[:start_epoch])
     return result
+
+
+def _graphs_digest(graphs: Sequence[Data]) -> str:
+    """Every tensor of every graph, hashed: what tells one workload's graphs from another's
+    with as many unique graphs, for a resume (the split alone only checks their number).
+    Tens of MB for a suite workload: milliseconds beside an epoch."""
+    h = hashlib.blake2b(digest_size=8)
+    for g in graphs:
+        for key in sorted(g.keys()):
+            v = g[key]
+            if isinstance(v, torch.Tensor):
+                h.update(key.encode())
+                h.update(str(tuple(v.shape)).encode())
+                h.update(v.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())  # any dtype
+    return h.hexdigest()
 
 
 _NOT_RESULT_KEYS = {"resume", "progress", "threads", "device", "embed_batch_size"}
@@ -404,7 +434,9 @@ def _check_resume_settings(path: Path, saved: dict | None, now: dict) -> None:
     """
     if saved is None:
         return  # written before settings were recorded: load_state_dict is the only check
-    changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+    # graph and workload settings were recorded later: a checkpoint without them is not refused for that
+    changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k)
+                     and not (k.startswith(("graph.", "workload.", "data.")) and k not in saved))
     if changed:
         shown = ", ".join(f"{k} ({saved.get(k)!r} -> {now.get(k)!r})" for k in changed[:6])
         more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
@@ -517,8 +549,11 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
         ov_path = job / ".hydra" / "overrides.yaml"
         overrides = yaml.safe_load(ov_path.read_text()) if ov_path.exists() else []
         df = pd.read_csv(logf)
+        kept = df[df["best"] == 1] if "best" in df.columns else df.iloc[:0]
         row = {"job": job.name, "overrides": " ".join(overrides or []),
-               "best_val_loss": float(df["val_loss"].min()) if len(df) else float("nan"),
+               # the kept model's (the last epoch marked best), as run.json says; else the lowest
+               "best_val_loss": float(kept["val_loss"].iloc[-1]) if len(kept) else
+               float(df["val_loss"].min()) if len(df) else float("nan"),
                "final_val_loss": float(df["val_loss"].iloc[-1]) if len(df) else float("nan"),
                "final_train_loss": float(df["train_loss"].iloc[-1]) if len(df) else float("nan"),
                "epochs": int(len(df)), "train_seconds": float(df["seconds"].sum()) if len(df) else 0.0}

@@ -75,6 +75,47 @@ def tiny_run(tmp_path_factory):
     return cfg, root, summary
 
 
+def test_a_refused_resume_keeps_the_runs_config_yaml(tiny_run, tmp_path):
+    """config.yaml was written before the checkpoint refused the changed settings, so it no
+    longer described last.pt and model.pt."""
+    import shutil
+
+    from gclsampler.pipeline import run
+    from gclsampler.train import TrainConfigError
+
+    cfg, root, _ = tiny_run
+    shutil.copytree(root / "run", tmp_path / "run")
+    before = (tmp_path / "run" / "config.yaml").read_text()
+    changed = compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "train.lr=0.001"])
+    with pytest.raises(TrainConfigError, match=r"cannot resume with changed settings: train\.lr"):
+        run(changed, out_dir=tmp_path / "run")
+    assert (tmp_path / "run" / "config.yaml").read_text() == before
+
+
+@pytest.mark.parametrize("override, key", [("train.epochs=-1", "train.epochs"), ("graph.max_warps=-1", "graph.max_warps"),
+                                           ("cluster.k_min=0", "cluster.k_min")])
+def test_a_bad_value_writes_nothing(tiny_run, tmp_path, override, key):
+    """Values failing the project's own checks left .gclsampler-output and config.yaml behind,
+    and a bad graph.* value was found only after synthesis."""
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import run
+
+    cfg = compose_cfg(TINY + [f"paths.workloads_dir={tmp_path / 'workloads'}", override])
+    with pytest.raises(GclError, match=re.escape(key)):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "workloads").exists()
+
+
+def test_a_run_directory_inside_the_workload_is_refused(tiny_workload, tmp_path):
+    from gclsampler._safe_out import OutputError
+    from gclsampler.pipeline import run
+
+    cfg = compose_cfg(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}"])
+    with pytest.raises(OutputError, match="output lies inside the input"):
+        run(cfg, out_dir=tiny_workload / "myrun")
+    assert not (tiny_workload / "myrun").exists()
+
+
 def test_tiny_pipeline_end_to_end(tiny_run):
     from gclsampler.data import GraphDataset
     from gclsampler.profile import read_profile

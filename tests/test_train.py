@@ -161,6 +161,56 @@ def test_early_stopping(tmp_path):
     assert len(r.log) == 3 and r.best_epoch == 0
 
 
+def test_a_run_that_stopped_early_stays_stopped_when_rerun(tmp_path):
+    """Each rerun of a finished run trained past its early stop and changed model.pt and plan."""
+    graphs = tiny(8, seed=2)
+    cfg = tcfg(epochs=10, patience=2, min_delta=1e9)
+    first = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), cfg, tmp_path)
+    model = (tmp_path / "model.pt").read_bytes()
+    again = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), cfg, tmp_path)
+    assert len(again.log) == len(first.log) == 3 and again.best_epoch == first.best_epoch == 0
+    assert (tmp_path / "model.pt").read_bytes() == model
+    assert again.seconds >= sum(r["seconds"] for r in first.log)  # the whole run's training time
+
+
+def test_best_val_loss_is_the_kept_epochs(tmp_path):
+    """run.json said min(val_loss), an epoch that did not count as best under min_delta."""
+    r = fit(tiny(8, seed=2), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=4, patience=0, min_delta=1e9), tmp_path)
+    assert r.best_epoch == 0 and r.best_val_loss == r.log[0]["val_loss"]
+
+
+def test_resume_refuses_other_graphs_and_graph_settings(tmp_path):
+    """Only model/augment/train settings were compared: a resume went on training weights of
+    line-grain graphs on sector-grain ones, or on another workload with as many unique graphs."""
+    from gclsampler.train import TrainConfigError
+
+    graphs = tiny(8, seed=2)
+
+    def interrupt(row):
+        if row["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    data = {"graph.mem_granularity": "line", "workload.name": "phi2"}
+    with pytest.raises(KeyboardInterrupt):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, log_fn=interrupt, data_settings=data)
+    with pytest.raises(TrainConfigError, match=r"graph\.mem_granularity \('line' -> 'sector'\)"):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path,
+            data_settings={**data, "graph.mem_granularity": "sector"})
+    with pytest.raises(TrainConfigError, match=r"data\.graphs"):
+        fit(tiny(8, seed=5), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, data_settings=data)
+    assert len(fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, data_settings=data).log) == 3
+
+
+def test_an_unreadable_best_checkpoint_is_one_error(tmp_path):
+    from gclsampler.train import TrainConfigError
+
+    graphs = tiny(8, seed=2)
+    fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
+    (tmp_path / "model.pt").write_bytes((tmp_path / "model.pt").read_bytes()[:1000])
+    with pytest.raises(TrainConfigError, match=r"model\.pt: cannot read the best checkpoint"):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
+
+
 def test_single_unique_graph_skips_training(tmp_path):
     g = tiny(1)
     r = fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path)
