@@ -95,10 +95,16 @@ class TrainConfig:
             raise bad("epochs", f"must be >= 0, got {self.epochs}")
         if self.batch_size < 2:
             raise bad("batch_size", f"InfoNCE needs >= 2 kernels per batch, got {self.batch_size}")
-        if self.lr <= 0:
-            raise bad("lr", f"must be > 0, got {self.lr}")
-        if self.tau <= 0:
-            raise bad("tau", f"must be > 0, got {self.tau}")
+        # NaN passes every `<=` test and inf overflows the optimizer or the early-stopping test
+        # (a NaN or infinite min_delta never counts an epoch as improved, so no model.pt is
+        # written): every float needs finiteness and its sign checked, not only a comparison.
+        for key, low, strict in (("lr", 0.0, True), ("tau", 0.0, True), ("weight_decay", 0.0, False),
+                                 ("min_delta", 0.0, False)):
+            v = getattr(self, key)
+            if not (math.isfinite(v) and (v > low if strict else v >= low)):
+                raise bad(key, f"must be a finite number {'>' if strict else '>='} {low:g}, got {v}")
+        if self.max_nodes_per_batch < 0:
+            raise bad("max_nodes_per_batch", f"must be >= 0 (0 = no cap), got {self.max_nodes_per_batch}")
         if not 0.0 <= self.val_fraction < 1.0:
             raise bad("val_fraction", f"must be in [0, 1), got {self.val_fraction}")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -113,6 +119,9 @@ class TrainConfig:
             raise bad("embed_batch_size", f"must be >= 1, got {self.embed_batch_size}")
         if self.max_train_graphs < 0:
             raise bad("max_train_graphs", f"must be >= 0 (0 = all), got {self.max_train_graphs}")
+        from gclsampler.plan import check_seed
+
+        check_seed(self.seed, "train.seed")  # the root seed's range: fit() adds small offsets, torch refuses >= 2**64
         return self
 
 

@@ -228,6 +228,36 @@ def test_bad_train_config(bad):
         TrainConfig(**bad).validate()
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("lr", float("nan"), "train.lr: must be a finite number > 0, got nan"),
+    ("lr", float("inf"), "train.lr: must be a finite number > 0, got inf"),
+    ("lr", -1e-3, "train.lr: must be a finite number > 0, got -0.001"),
+    ("tau", float("nan"), "train.tau: must be a finite number > 0, got nan"),
+    ("tau", float("inf"), "train.tau: must be a finite number > 0, got inf"),
+    ("weight_decay", -1.0, "train.weight_decay: must be a finite number >= 0, got -1.0"),
+    ("weight_decay", float("nan"), "train.weight_decay: must be a finite number >= 0, got nan"),
+    ("min_delta", float("nan"), "train.min_delta: must be a finite number >= 0, got nan"),
+    ("min_delta", float("inf"), "train.min_delta: must be a finite number >= 0, got inf"),
+    ("min_delta", -0.1, "train.min_delta: must be a finite number >= 0, got -0.1"),
+    ("max_nodes_per_batch", -5, "train.max_nodes_per_batch: must be >= 0 (0 = no cap), got -5"),
+    ("val_fraction", float("nan"), "train.val_fraction: must be in [0, 1), got nan"),
+    ("seed", -1, r"train.seed: must be an integer in [0, 2**32), found -1"),
+    ("seed", 2**64, r"train.seed: must be an integer in [0, 2**32), found 18446744073709551616"),
+])
+def test_train_config_out_of_range_names_the_key(key, value, message):
+    """NaN passed every comparison (nan <= 0 is false), inf and a negative weight decay reached
+    AdamW as tracebacks, a NaN/inf min_delta never saved a model.pt, a negative node cap was taken."""
+    from gclsampler.errors import GclError
+
+    with pytest.raises(GclError) as err:
+        TrainConfig(**{key: value}).validate()
+    assert str(err.value) == message
+
+
+def test_train_config_edge_values_are_accepted():
+    TrainConfig(max_nodes_per_batch=0, weight_decay=0.0, min_delta=0.0, seed=2**32 - 1).validate()
+
+
 def test_load_model_rejects_other_files(tmp_path):
     p = tmp_path / "x.pt"
     torch.save({"foo": 1}, p)
