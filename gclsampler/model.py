@@ -84,6 +84,37 @@ class ModelConfig:
     vocab_variable: Optional[int] = None
 
     def validate(self) -> "ModelConfig":
+        """Refuse, naming the key, any value the encoder cannot use or would use wrongly.
+
+        Why each size has a floor: a zero width divides by zero in the initialisers or leaves a
+        projection of width 0, whose InfoNCE loss is a constant, so the plan would come from an
+        untrained encoder. Why ``num_relations`` and ``n_stats`` must equal what the graph stage
+        writes: fewer relations make ``typed_adjacency`` index ``dst * R + type`` into another
+        node's slots, and the variable statistics are copied whole into ``n_stats`` columns.
+        """
+        def bad(key: str, msg: str) -> ModelConfigError:
+            return ModelConfigError(f"model.{key}: {msg}")
+
+        from gclsampler.graph import EDGE_TYPE_NAMES
+        from gclsampler.graph import NUM_EDGE_TYPES as graph_edge_types
+
+        for key in ("in_dim", "hidden_dim", "out_dim", "proj_hidden", "proj_dim", "var_token_dim", "pseudo_token_dim"):
+            if getattr(self, key) < 1:
+                raise bad(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.inst_token_dim < 2 or self.inst_token_dim % 2:
+            raise bad("inst_token_dim", f"must be an even number >= 2 (the PC encoding is sine/cosine pairs), "
+                                        f"got {self.inst_token_dim}")
+        if self.n_stats != _N_GRAPH_STATS:
+            raise bad("n_stats", f"must be {_N_GRAPH_STATS}, the value statistics each graph node carries, "
+                                 f"got {self.n_stats}")
+        if self.num_relations != graph_edge_types:
+            raise bad("num_relations", f"must be {graph_edge_types}, the graphs' edge types "
+                                       f"({', '.join(EDGE_TYPE_NAMES)}): fewer mix one node's messages into "
+                                       f"another's, more add weights no edge trains; got {self.num_relations}")
+        for key in ("vocab_instruction", "vocab_pseudo", "vocab_variable"):
+            v = getattr(self, key)
+            if v is not None and v < 1:
+                raise bad(key, f"must be >= 1 or null (null = the graph stage's vocabulary), got {v}")
         if self.conv not in ("fast", "pyg"):
             raise ModelConfigError(f"model.conv: expected 'fast' or 'pyg', got {self.conv!r}")
         if self.basis_mixing not in ("auto", "always", "never"):
@@ -98,8 +129,10 @@ class ModelConfig:
             raise ModelConfigError("model.var_token_dim: variable token + stats exceed model.in_dim")
         if max(self.inst_token_dim, self.pseudo_token_dim) > self.in_dim:
             raise ModelConfigError("model.inst_token_dim/pseudo_token_dim: larger than model.in_dim")
-        if not (self.kfeat_scale >= 0 and math.isfinite(self.kfeat_scale)):
-            raise ModelConfigError(f"model.kfeat_scale: must be a finite number >= 0, got {self.kfeat_scale}")
+        for key in ("stats_scale", "kfeat_scale"):  # NaN passes no comparison: it would reach every embedding
+            v = getattr(self, key)
+            if not (math.isfinite(v) and v >= 0):
+                raise bad(key, f"must be a finite number >= 0, got {v}")
         return self
 
     @property
@@ -142,6 +175,7 @@ def pc_encoding(pc: Tensor, dim: int) -> Tensor:
 
 
 _N_INST_STATS = 3  # gclsampler.graph INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM
+_N_GRAPH_STATS = 8  # columns of gclsampler.graph's ``stats`` (all of them value statistics on variable nodes)
 
 
 class FeatureEncoder(nn.Module):

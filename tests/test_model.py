@@ -156,6 +156,43 @@ def test_bad_model_config(bad):
         RGCNEncoder(ModelConfig(**VOCAB_KW, **bad))
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("hidden_dim", 0, "model.hidden_dim: must be >= 1, got 0"),
+    ("out_dim", 0, "model.out_dim: must be >= 1, got 0"),
+    ("in_dim", 0, "model.in_dim: must be >= 1, got 0"),
+    ("proj_hidden", 0, "model.proj_hidden: must be >= 1, got 0"),
+    ("proj_dim", 0, "model.proj_dim: must be >= 1, got 0"),
+    ("var_token_dim", 0, "model.var_token_dim: must be >= 1, got 0"),
+    ("pseudo_token_dim", -1, "model.pseudo_token_dim: must be >= 1, got -1"),
+    ("inst_token_dim", 63, "model.inst_token_dim: must be an even number >= 2 (the PC encoding is sine/cosine "
+                           "pairs), got 63"),
+    ("n_stats", 0, "model.n_stats: must be 8, the value statistics each graph node carries, got 0"),
+    ("n_stats", 4, "model.n_stats: must be 8, the value statistics each graph node carries, got 4"),
+    ("num_relations", 2, "model.num_relations: must be 4, the graphs' edge types (control, read, write, address): "
+                         "fewer mix one node's messages into another's, more add weights no edge trains; got 2"),
+    ("num_relations", 5, "model.num_relations: must be 4, the graphs' edge types (control, read, write, address): "
+                         "fewer mix one node's messages into another's, more add weights no edge trains; got 5"),
+    ("vocab_pseudo", 0, "model.vocab_pseudo: must be >= 1 or null (null = the graph stage's vocabulary), got 0"),
+    ("stats_scale", float("nan"), "model.stats_scale: must be a finite number >= 0, got nan"),
+    ("stats_scale", float("inf"), "model.stats_scale: must be a finite number >= 0, got inf"),
+    ("stats_scale", -1.0, "model.stats_scale: must be a finite number >= 0, got -1.0"),
+    ("kfeat_scale", float("nan"), "model.kfeat_scale: must be a finite number >= 0, got nan"),
+])
+def test_model_config_out_of_range_names_the_key(key, value, message):
+    """Each of these built a model that divided by zero, failed on a shape deep in the first
+    forward pass, trained on a constant loss (proj_dim 0), or, with num_relations 2, silently
+    aggregated edge types 2-3 into other nodes' relation slots."""
+    with pytest.raises(ModelConfigError) as err:
+        ModelConfig(**{**VOCAB_KW, key: value}).validate()
+    assert str(err.value) == message
+
+
+def test_model_config_relations_follow_the_graph_stage():
+    from gclsampler.graph import NUM_EDGE_TYPES
+
+    assert ModelConfig().validate().num_relations == NUM_EDGE_TYPES
+
+
 def test_readout_mean_of_warp_means_skips_empty_warps():
     h = torch.tensor([[1.0], [3.0], [10.0], [5.0], [7.0]])
     batch = torch.tensor([0, 0, 0, 1, 1])
