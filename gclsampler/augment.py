@@ -18,6 +18,7 @@ from an explicit ``torch.Generator`` so views are reproducible under a seed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import List
 
@@ -58,8 +59,9 @@ class AugmentConfig:
             v = getattr(self, key)
             if not 0.0 <= v < 1.0:
                 raise AugmentConfigError(f"augment.{key}: rate must be in [0, 1), got {v}")
-        if self.feature_noise < 0:
-            raise AugmentConfigError(f"augment.feature_noise: sigma must be >= 0, got {self.feature_noise}")
+        # NaN fails no `< 0` test, and a NaN or infinite sigma turns every noised view's features into NaN/inf
+        if not (math.isfinite(self.feature_noise) and self.feature_noise >= 0):
+            raise AugmentConfigError(f"augment.feature_noise: sigma must be a finite number >= 0, got {self.feature_noise}")
         if not 0 <= self.min_strategies <= self.max_strategies:
             raise AugmentConfigError(
                 f"augment.min_strategies/max_strategies: need 0 <= min <= max, got {self.min_strategies}, {self.max_strategies}")

@@ -100,5 +100,20 @@ def test_bad_config(bad, key):
         AugmentConfig(**bad).validate()
 
 
+@pytest.mark.parametrize("key, value, message", [
+    ("feature_noise", float("nan"), "augment.feature_noise: sigma must be a finite number >= 0, got nan"),
+    ("feature_noise", float("inf"), "augment.feature_noise: sigma must be a finite number >= 0, got inf"),
+    ("feature_noise", -0.5, "augment.feature_noise: sigma must be a finite number >= 0, got -0.5"),
+    ("node_drop", float("nan"), "augment.node_drop: rate must be in [0, 1), got nan"),
+    ("edge_drop", float("inf"), "augment.edge_drop: rate must be in [0, 1), got inf"),
+    ("min_strategies", -1, "augment.min_strategies/max_strategies: need 0 <= min <= max, got -1, 2"),
+])
+def test_augment_config_out_of_range_names_the_key(key, value, message):
+    """A NaN sigma passed `< 0` and made every noised view's features NaN."""
+    with pytest.raises(AugmentConfigError) as err:
+        AugmentConfig(**{key: value}).validate()
+    assert str(err.value) == message
+
+
 def test_strategy_names():
     assert STRATEGIES == ("node_drop", "edge_drop", "feature_noise")
