@@ -33,6 +33,7 @@ instruction.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -259,14 +260,23 @@ class GraphConfig:
     """Memory units one access connects to (the lowest addresses); the full footprint is
     still encoded in the MEMREF token."""
 
-    def validate(self) -> None:
-        def bad(key: str, msg: str) -> GraphConfigError:
-            return GraphConfigError(located("graph config", None, f"graph.{key}", msg))
+    def validate(self, key: "Callable[[str], str] | None" = None) -> None:
+        """Raise one ``GraphConfigError`` naming the first key out of range.
 
-        for key in ("max_warps", "max_insts_per_warp"):
-            v = getattr(self, key)
+        Why ``key``: the same ranges are checked as config keys (``graph.max_warps``, through
+        train.py) and as command-line options (``--max-warps``, ``gclsampler graph``), and the
+        error must name what the user typed. ``key`` maps a field name to that; without it the
+        error names ``graph.<field>``.
+        """
+        def bad(name: str, msg: str) -> GraphConfigError:
+            if key is None:
+                return GraphConfigError(located("graph config", None, f"graph.{name}", msg))
+            return GraphConfigError(f"{key(name)}: {msg}")
+
+        for cap in ("max_warps", "max_insts_per_warp"):
+            v = getattr(self, cap)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise bad(key, f"must be an integer >= 0 (0 = no cap), got {v!r}")
+                raise bad(cap, f"must be an integer >= 0 (0 = no cap), got {v!r}")
         if not isinstance(self.max_units_per_access, int) or self.max_units_per_access < 1:
             raise bad("max_units_per_access", f"must be an integer >= 1, got {self.max_units_per_access!r}")
         if self.inst_selection not in ("prefix", "windows"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from gclsampler.cli import main
 
@@ -35,5 +36,18 @@ def test_graph_info_errors_are_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--invocation" in err and len(err.strip().splitlines()) == 1
     assert main(["graph", "info", str(tmp_path / "missing")]) == 2
-    assert main(["graph", "info", str(wl), "--max-warps", "-3"]) == 2
-    assert "graph.max_warps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", ["info", "build"])
+@pytest.mark.parametrize("option, value, message", [
+    ("--max-warps", "-1", "--max-warps: must be an integer >= 0 (0 = no cap), got -1"),
+    ("--max-insts", "-2", "--max-insts: must be an integer >= 0 (0 = no cap), got -2"),
+])
+def test_graph_cli_range_errors_name_the_option(tmp_path, capsys, cmd, option, value, message):
+    """The command line has no graph.max_warps key: the error named it (and 'graph config'),
+    so the user had to guess which option it meant."""
+    wl = _workload(tmp_path / "wl", [1])
+    assert main(["graph", cmd, str(wl), option, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(message) and "graph." not in err[0]
+    assert not (wl / ".graph-cache").exists()

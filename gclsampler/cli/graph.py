@@ -13,14 +13,24 @@ class GraphCliError(GclError):
     """A path or invocation given on the ``graph`` command line does not exist."""
 
 
+OPTIONS = {"max_warps": "--max-warps", "max_insts_per_warp": "--max-insts", "mem_granularity": "--granularity"}
+"""The ``GraphConfig`` field each option sets, so a value out of range is reported by the
+option the user typed (``--max-warps``), not by the config key train.py would name."""
+
+
+def _option(field: str) -> str:
+    return OPTIONS.get(field, f"graph.{field}")  # fields without an option keep their default
+
+
 def _add_cfg_args(p: argparse.ArgumentParser) -> None:
     from gclsampler.graph import GraphConfig
 
     d = GraphConfig()
-    p.add_argument("--max-warps", type=int, default=d.max_warps, help=f"warps per graph, 0 = all (default {d.max_warps})")
-    p.add_argument("--max-insts", type=int, default=d.max_insts_per_warp,
+    p.add_argument(OPTIONS["max_warps"], type=int, default=d.max_warps,
+                   help=f"warps per graph, 0 = all (default {d.max_warps})")
+    p.add_argument(OPTIONS["max_insts_per_warp"], type=int, default=d.max_insts_per_warp,
                    help=f"instructions per warp, 0 = all (default {d.max_insts_per_warp})")
-    p.add_argument("--granularity", default=d.mem_granularity, choices=["line", "sector", "address"],
+    p.add_argument(OPTIONS["mem_granularity"], default=d.mem_granularity, choices=["line", "sector", "address"],
                    help=f"memory variable unit (default {d.mem_granularity})")
     p.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
 
@@ -32,7 +42,7 @@ def _cfg(args):
         raise GraphCliError(f"--workers {args.workers}: must be at least 1")
 
     cfg = GraphConfig(max_warps=args.max_warps, max_insts_per_warp=args.max_insts, mem_granularity=args.granularity)
-    cfg.validate()
+    cfg.validate(key=_option)
     return cfg
 
 
