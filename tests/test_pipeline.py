@@ -304,6 +304,24 @@ def test_train_config_errors_name_the_workload_keys(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("override, message", [
+    pytest.param("workload.arch=volta", r"workload\.arch: unknown arch 'volta'; known: ada, ampere, turing",
+                 marks=pytest.mark.xfail(strict=True, reason="needs the workload.arch check in "
+                                                             "pipeline.ensure_workload (pipeline.py is edited elsewhere)")),
+    ("workload.synth.archs=[ampere,volta]", r"workload\.synth\.archs: unknown arch 'volta'; known: ada, ampere, turing"),
+])
+def test_an_unknown_arch_names_the_key_that_set_it(tmp_path, override, message):
+    """workload.arch=volta was reported as workload.synth.archs: the pipeline appends
+    workload.arch to the synth archs, so the synthesizer's check named a key the user never set."""
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import ensure_workload
+
+    cfg = compose_cfg(["debug=default", "workload=phi2", override, f"paths.workloads_dir={tmp_path}"])
+    with pytest.raises(GclError, match=f"^{message}"):
+        ensure_workload(cfg)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_train_root_seed_out_of_range_names_seed():
     from gclsampler.errors import GclError
     from gclsampler.pipeline import _check_plan_stage
