@@ -143,14 +143,10 @@ def ensure_workload(cfg: DictConfig) -> Path:
         if not (wdir / "kernelslist.g").exists():
             raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
         return wdir
+    req = _check_synth_request(cfg)  # a bad knob or arch fails before the lock file exists
     if (wdir / "kernelslist.g").exists() and _stale_synthetic(wdir, cfg) is None:
         return wdir
     from gclsampler._safe_out import synth_lock
-    from gclsampler.synth.generate import check_request
-
-    req = _synth_request(cfg)
-    with _synth_keys_under_workload():  # a bad knob fails before the lock file exists
-        check_request(str(cfg.workload.name), req["params"], req["arch"], req["seed"])
 
     with synth_lock(wdir, on_wait=log.info):
         # checked again under the lock: another job of a multirun may have just written it
@@ -217,6 +213,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     device = resolve_device(train_cfg.device)  # fail before synthesis/graph building
     if bool(cfg.get("post_embedding", True)):
         _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
+    _check_synth_request(cfg)
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite
     # them, and never put a run inside the workload it reads
     from gclsampler._safe_out import check_not_input
@@ -274,9 +271,12 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     timings["post_s"] = round(time.perf_counter() - t, 3)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
 
+    from gclsampler.workload import declared_data_kind
+
     summary = {
         "workload": str(cfg.workload.name), "workload_dir": str(wdir),
         "synthetic": bool(getattr(workload, "synthetic", cfg.workload.get("synthetic", True))),
+        "data": declared_data_kind(wdir),  # synthetic / real / "" (unlabelled), as report.md labels it
         "invocations": int(len(inv_to_graph)), "unique_graphs": len(graphs),
         "mean_nodes": float(np.mean(n_nodes)) if n_nodes else 0.0,
         "train_graphs": len(result.train_ids), "val_graphs": len(result.val_ids),
@@ -288,6 +288,27 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     atomic_write_text(out_dir / "run.json", json.dumps(summary, indent=2, default=str) + "\n")
     log.info("done in %.1fs: %s", timings["total_s"], out_dir)
     return summary
+
+
+def _check_synth_request(cfg: DictConfig) -> Optional[dict]:
+    """The synthesis request of a workload without ``workload.dir``, checked without any work
+    (None for the user's own directory). Why before anything: ``workload.arch`` joins
+    ``workload.synth.archs``, and the synthesizer's refusal of an unknown arch named that key,
+    not the one the user set; a bad knob was found only after the run directory was claimed."""
+    if cfg.workload.get("dir"):
+        return None
+    from gclsampler.synth.generate import check_request, synthesizes
+
+    arch = str(cfg.workload.get("arch", "ampere"))
+    if not synthesizes(arch):
+        from gclsampler.synth.arch import ARCHS
+
+        raise PipelineError(f"workload.arch: unknown arch {arch!r}; known: {', '.join(sorted(ARCHS))}, "
+                            "each also as <arch>_rerun (a second run of it)")
+    req = _synth_request(cfg)
+    with _synth_keys_under_workload():
+        check_request(str(cfg.workload.name), req["params"], req["arch"], req["seed"])
+    return req
 
 
 def _check_plan_stage(cfg: DictConfig) -> None:

@@ -137,6 +137,7 @@ def test_tiny_pipeline_end_to_end(tiny_run):
     assert len(np.unique(emb, axis=0)) == ds.n_unique
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["synthetic"] is True and meta["invocations"] == n
+    assert meta["data"] == "synthetic"  # report.md's label: a plain bool could not tell unlabelled from real
     from gclsampler.train import resolve_precision
 
     assert meta["precision"] == resolve_precision("auto", torch.device("cpu"))  # what `auto` trained in here
@@ -305,9 +306,7 @@ def test_train_config_errors_name_the_workload_keys(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    pytest.param("workload.arch=volta", r"workload\.arch: unknown arch 'volta'; known: ada, ampere, turing",
-                 marks=pytest.mark.xfail(strict=True, reason="needs the workload.arch check in "
-                                                             "pipeline.ensure_workload (pipeline.py is edited elsewhere)")),
+    ("workload.arch=volta", r"workload\.arch: unknown arch 'volta'; known: ada, ampere, turing"),
     ("workload.synth.archs=[ampere,volta]", r"workload\.synth\.archs: unknown arch 'volta'; known: ada, ampere, turing"),
 ])
 def test_an_unknown_arch_names_the_key_that_set_it(tmp_path, override, message):
@@ -316,10 +315,14 @@ def test_an_unknown_arch_names_the_key_that_set_it(tmp_path, override, message):
     from gclsampler.errors import GclError
     from gclsampler.pipeline import ensure_workload
 
-    cfg = compose_cfg(["debug=default", "workload=phi2", override, f"paths.workloads_dir={tmp_path}"])
+    from gclsampler.pipeline import run
+
+    cfg = compose_cfg(["debug=default", "workload=phi2", override, f"paths.workloads_dir={tmp_path / 'wl'}"])
     with pytest.raises(GclError, match=f"^{message}"):
         ensure_workload(cfg)
-    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(GclError, match=f"^{message}"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert list(tmp_path.iterdir()) == []  # no run directory, no workload
 
 
 def test_train_root_seed_out_of_range_names_seed():
