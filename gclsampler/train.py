@@ -404,7 +404,8 @@ def _graphs_digest(graphs: Sequence[Data]) -> str:
             if isinstance(v, torch.Tensor):
                 h.update(key.encode())
                 h.update(str(tuple(v.shape)).encode())
-                h.update(v.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())  # any dtype
+                if v.numel():  # an empty tensor has no bytes (and cannot be viewed as any); its shape is hashed
+                    h.update(v.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
