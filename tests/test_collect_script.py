@@ -28,9 +28,15 @@ NEEDED = ("bash", "timeout", "tar", "xz", "awk", "split")
 
 # The stand-in: which sinks deliver records is FAKE_SINKS (comma list of channel,
 # buffer); FAKE_SMOKE_FAIL=1 makes a timed vecadd under the tool fail, as a tool that
-# cannot load would. Every call appends one JSON line to FAKE_LOG. Traces are in the
-# tool's raw format, two launches per program; a record's immediate says which sink
-# carried it (1 channel, 2 buffer). Gated times are a third of the ungated ones.
+# cannot load would. The tool counts as loaded only when the LD_PRELOAD file exists (ld.so
+# ignores a missing one and the program runs alone, exit 0), and not at all with
+# FAKE_TOOL_INERT=1 (a file ld.so cannot preload: the same). FAKE_NO_TRACE_SO=TEXT: a traced
+# run whose LD_PRELOAD contains TEXT fails and writes nothing. FAKE_SLEEP_TRACE=S: every
+# traced run sleeps S seconds first. FAKE_DROP=1: a traced run reports records of its
+# launch 2 dropped, as the tool does on stderr. Every call appends one JSON line to
+# FAKE_LOG. Traces are in the tool's raw format, two launches per program; a record's
+# immediate says which sink carried it (1 channel, 2 buffer). Gated times are a third of
+# the ungated ones.
 STAND_IN_BODY = r'''
 import json, os, sys
 from pathlib import Path
@@ -41,8 +47,9 @@ name = Path(sys.argv[0]).stem
 if name == "llm_infer":
     name = "llm"
 env = os.environ
-tool = "gcl_tracer" in env.get("LD_PRELOAD", "")
-call = {"program": name, "args": sys.argv[1:], "tool": tool,
+preload = env.get("LD_PRELOAD", "")
+tool = bool(preload) and os.path.isfile(preload) and env.get("FAKE_TOOL_INERT") != "1"
+call = {"program": name, "args": sys.argv[1:], "tool": tool, "preload": preload,
         **{k: env[k] for k in ("GCL_TIME_ONLY", "GCL_COUNT_ONLY", "GCL_BUFFER_MB", "GCL_TRACE_SM", "GCL_TIME_GATE_US",
                              "CUDA_MODULE_LOADING", "GCL_UNIFORM") if k in env}}
 with open(env["FAKE_LOG"], "a") as f:
@@ -59,6 +66,11 @@ if env.get("GCL_TIME_ONLY") == "1":
 elif env.get("GCL_COUNT_ONLY") == "1":
     (out / "counts.csv").write_text("invocation,kernel_name,warp_insts\n1,k,100\n2,k,250\n")
 else:
+    if env.get("FAKE_SLEEP_TRACE"):
+        import time
+        time.sleep(float(env["FAKE_SLEEP_TRACE"]))
+    if env.get("FAKE_NO_TRACE_SO") and env["FAKE_NO_TRACE_SO"] in preload:
+        sys.exit(1)
     sink = "buffer" if "GCL_BUFFER_MB" in env else "channel"
     delivers = sink in env.get("FAKE_SINKS", "").split(",")
     # FAKE_UNIFORM_BREAKS=1: values-on tracing with uniform registers delivers nothing
@@ -74,6 +86,9 @@ else:
             print(f"gcl_tracer: launch {i} traced: setup 0.010 s, launch+kernel 0.020 s (GPU 0.004 ms), "
                   f"flush 0.001 s, drain 0.002 s, {2 if delivers else 0} records", file=sys.stderr)
     (out / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    if env.get("FAKE_DROP") == "1":
+        print("gcl_tracer: kernel 2: 5 records did not fit GCL_BUFFER_MB=16384 and are missing from its trace; "
+              "rerun with a larger GCL_BUFFER_MB", file=sys.stderr)
 '''
 STAND_IN = STAND_IN_BODY.replace("HEADER_V5_TEXT", repr(HEADER_V5), 1)
 
@@ -98,7 +113,19 @@ def stage(tmp_path_factory):
     shims = root / "path"
     shims.mkdir()
     (shims / "python3").symlink_to(sys.executable)
+    (shims / "nvidia-smi").write_text(NVIDIA_SMI)
+    (shims / "nvidia-smi").chmod(0o755)
+    # the carried build of the tool: a file, so that ld.so (the stand-in) loads it
+    (root / "tool").mkdir()
+    (root / "tool" / "gcl_tracer.so").write_text("stand-in")
     return root, repo, bindir, shims
+
+
+# stand-in nvidia-smi: the GPU the traces came from is an H100 (the committed profiles: H200)
+NVIDIA_SMI = """#!/bin/sh
+echo 'name, driver_version, clocks.current.sm [MHz], clocks.max.sm [MHz], clocks.current.memory [MHz]'
+echo 'NVIDIA H100 80GB HBM3, 580.159.04, 345 MHz, 1980 MHz, 2619 MHz'
+"""
 
 
 def collect(stage, tag: str, path_first: Path | None = None, **env: str
@@ -109,9 +136,10 @@ def collect(stage, tag: str, path_first: Path | None = None, **env: str
     out, work, log = root / f"out-{tag}", root / f"work-{tag}", root / f"calls-{tag}.jsonl"
     full = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GCL_BUFFER_MB", "SKIP_DONE")}
     full.update(PATH=f"{shims}:{full.get('PATH', '')}", OUT=str(out), GCL_WORK=str(work), FAKE_LOG=str(log),
-                GCL_REAL_BIN=str(bindir), GCL_TRACER_SO=str(root / "absent" / "gcl_tracer.so"),
+                GCL_REAL_BIN=str(bindir), GCL_TRACER_SO=str(root / "tool" / "gcl_tracer.so"),
                 NVBIT_PATH=str(root / "absent"), BUDGET_S="300", RESERVE_S="5", SKIP_DONE="1")
     full.update(env)
+    full = {k: v for k, v in full.items() if v is not None}  # None: leave that variable out
     r = subprocess.run(["bash", "real/collect.sh"], cwd=repo, env=full, capture_output=True, text=True, timeout=300)
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return calls, out, work, r
