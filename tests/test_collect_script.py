@@ -230,7 +230,7 @@ def test_every_step_leaves_a_wall_time_and_the_small_files_are_packed(stage):
 
 def test_a_tool_that_fails_its_smoke_test_is_not_run_again(stage):
     calls, out, work, r = collect(stage, "smoke", FAKE_SINKS="channel", FAKE_SMOKE_FAIL="1")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stdout
     under_tool = [c for c in calls if c["tool"]]
     assert len(under_tool) == 1 and under_tool[0]["program"] == "vecadd", under_tool
     assert {c["program"] for c in calls if not c["tool"]} == set(PROGRAMS), "the plain runs still happen"
@@ -240,11 +240,129 @@ def test_a_tool_that_fails_its_smoke_test_is_not_run_again(stage):
 
 def test_no_time_left_skips_steps_but_still_packs(stage):
     calls, out, work, r = collect(stage, "late", FAKE_SINKS="channel", BUDGET_S="8", RESERVE_S="5")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 5, r.stdout
+    assert "no time for the smoke test" in (out / "collect.log").read_text()
     walls = (work / "walls.csv").read_text().splitlines()[1:]
     assert walls and all(line.endswith(",skipped,") for line in walls), walls
     assert calls == []
     assert (out / "meta.tar.xz").exists()
+
+
+def test_without_a_tool_the_pass_stops_before_the_gpu_and_says_why_in_out(stage):
+    """No NVBit core/ here, so the build fails, and no carried .so: LD_PRELOAD of a missing
+    file is ignored by ld.so (exit 0), so every step would have run without the tool."""
+    root = stage[0]
+    calls, out, work, r = collect(stage, "notool", FAKE_SINKS="channel",
+                                  GCL_TRACER_SO=str(root / "absent" / "gcl_tracer.so"))
+    assert r.returncode == 3, r.stdout
+    assert calls == [], "nothing runs on the GPU, with or without the tool"
+    log = (out / "collect.log").read_text()
+    assert "NVBit release's core/" in log and str(root / "absent") in log and "docs/real.md" in log
+    assert "exit 3" in log
+    assert "NVIDIA H100 80GB HBM3" in (out / "env.txt").read_text(), "env.txt comes back too"
+
+
+def test_a_tool_that_writes_nothing_fails_the_smoke_test(stage):
+    """A .so that ld.so cannot preload leaves vecadd to run alone and exit 0: the smoke test
+    must see the tool's profile rows, not the exit status."""
+    calls, out, work, r = collect(stage, "inert", FAKE_SINKS="channel", FAKE_TOOL_INERT="1")
+    assert r.returncode == 4, r.stdout
+    preloaded = [c for c in calls if c["preload"]]
+    assert len(preloaded) == 1 and preloaded[0]["program"] == "vecadd", preloaded
+    assert "profile.csv has no rows" in (out / "collect.log").read_text()
+
+
+def test_the_cheap_steps_run_before_any_full_trace(stage):
+    calls, out, work, r = collect(stage, "order", FAKE_SINKS="channel")
+    assert r.returncode == 0, r.stdout
+    steps = [line.split(",")[0] for line in (out / "walls.csv").read_text().splitlines()[1:]]
+    first_trace = min(steps.index(f"{p}.trace") for p in (*PROGRAMS, "llm"))
+    cheap = ["llm.time", "llm.count", "bfs.ncu_time", *(f"{p}.{k}" for p in PROGRAMS for k in ("time", "time_gated"))]
+    assert all(steps.index(c) < first_trace for c in cheap), steps
+    assert max(i for i, s in enumerate(steps) if s.startswith("probe.")) < first_trace, "the probes pick the sink first"
+
+
+def test_the_vecadd_trace_is_retried_only_with_another_build_of_the_tool(stage):
+    root, repo = stage[0], stage[1]
+    carried = str(root / "tool" / "gcl_tracer.so")
+    # the same .so that failed: no retry
+    calls, out, work, r = collect(stage, "noretry", FAKE_SINKS="channel", FAKE_NO_TRACE_SO="gcl_tracer")
+    steps = [line.split(",")[0] for line in (out / "walls.csv").read_text().splitlines()[1:]]
+    assert "vecadd.trace" in steps and "vecadd.trace2" not in steps, steps
+    assert "no other build of the tool to retry with" in (out / "collect.log").read_text()
+    # a build made on the device that fails: retried with the carried one, which the later traces use
+    tools = root / "make-bin"
+    tools.mkdir(exist_ok=True)
+    (tools / "make").write_text('#!/bin/sh\n[ "$2" = tracer ] || exit 2\n'
+                                'mkdir -p tracer/build-device && echo so >tracer/build-device/gcl_tracer.so\n')
+    (tools / "make").chmod(0o755)
+    try:
+        calls, out, work, r = collect(stage, "retry", path_first=tools, FAKE_SINKS="channel",
+                                      FAKE_NO_TRACE_SO="build-device")
+    finally:
+        shutil.rmtree(repo / "tracer", ignore_errors=True)
+    assert r.returncode == 0, r.stdout
+    walls = {line.split(",")[0]: line.split(",")[1] for line in (out / "walls.csv").read_text().splitlines()[1:]}
+    assert walls["vecadd.trace"] != "0" and walls["vecadd.trace2"] == "0"
+    traced = [c for c in traced_runs(calls) if c["args"] != ["4096"]]
+    assert traced[0]["preload"].endswith("build-device/gcl_tracer.so") and traced[1]["preload"] == carried
+    assert all(c["preload"] == carried for c in traced[1:]), traced
+
+
+def test_a_pass_killed_midway_leaves_its_log_walls_and_env_in_out(stage):
+    import signal
+    import time
+
+    root, repo, bindir, shims = stage
+    out, work, log = root / "out-killed", root / "work-killed", root / "calls-killed.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GCL_BUFFER_MB")}
+    env.update(PATH=f"{shims}:{env.get('PATH', '')}", OUT=str(out), GCL_WORK=str(work), FAKE_LOG=str(log),
+               GCL_REAL_BIN=str(bindir), GCL_TRACER_SO=str(root / "tool" / "gcl_tracer.so"),
+               NVBIT_PATH=str(root / "absent"), BUDGET_S="300", RESERVE_S="5", SKIP_DONE="1",
+               FAKE_SINKS="channel", FAKE_SLEEP_TRACE="60")
+    proc = subprocess.Popen(["bash", "real/collect.sh"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # until the first traced run (a probe) is under way
+            calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+            if traced_runs(calls):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("no traced run started")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (out / "meta.tar.xz").exists()
+    text = (out / "collect.log").read_text()
+    assert "vecadd.smoke rc=0" in text and "llm.count rc=0" in text
+    walls = (out / "walls.csv").read_text().splitlines()
+    assert walls[0] == "step,rc,wall_s" and any(x.startswith("llm.time,0,") for x in walls)
+    assert "NVIDIA H100" in (out / "env.txt").read_text()
+
+
+def test_packing_errors_reach_out_and_the_exit_status(stage):
+    root = stage[0]
+    tools = root / "xz-bin"
+    tools.mkdir(exist_ok=True)
+    (tools / "xz").write_text("#!/bin/sh\ncat >/dev/null; echo 'xz: stand-in: cannot allocate memory' >&2; exit 1\n")
+    (tools / "xz").chmod(0o755)
+    calls, out, work, r = collect(stage, "packerr", path_first=tools, FAKE_SINKS="channel")
+    assert r.returncode == 6, r.stdout
+    err = (out / "pack.err").read_text()
+    assert "xz: stand-in: cannot allocate memory" in err and "meta.tar.xz" in err
+
+
+def test_a_relative_out_is_packed_where_it_was_meant(stage):
+    repo = stage[1]
+    try:
+        calls, out, work, r = collect(stage, "relative", FAKE_SINKS="channel", OUT="rel-out")
+        assert r.returncode == 0, r.stdout
+        assert (repo / "rel-out" / "meta.tar.xz").is_file()
+        assert "nw/trace/kernel-1.trace" in packed_traces(repo / "rel-out")
+    finally:
+        shutil.rmtree(repo / "rel-out", ignore_errors=True)
 
 
 # ---- real/readout.py on what the stand-in pass packed ---------------------------------
