@@ -13,8 +13,11 @@ facts as one markdown page (also printed), so nothing is read off by hand.
 
 ``--group`` turns each workload whose every launch came back traced into a workload directory
 under STAGE (grouped traces, and the committed ``profile.csv`` and ``workload.json`` of
-``real/<name>``), runs ``gclsampler validate``'s checks on it and reports them. It does not touch
-``real/<name>/``: committing traces there stays a deliberate step.
+``real/<name>``, with ``traces_gpu`` and ``traces_driver`` from the pass's env.txt, and a
+warning when that GPU is not the profile's ``gpu``), runs ``gclsampler validate``'s checks on it
+and reports them. A launch the tool said it dropped records of (``GCL_BUFFER_MB`` too small,
+``GCL_MAX_INSTS_PER_WARP``) makes its workload incomplete. It does not touch ``real/<name>/``:
+committing traces there stays a deliberate step.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ PROBES = {  # directory under probe/: what collect.sh ran there
     "e": "as c, GCL_UNIFORM=0 (only when c and d got none)",
     "f": "as d, GCL_UNIFORM=0 (only when c and d got none)",
 }
+# the tool's stderr when a launch's trace is missing records (tracer/gcl_tracer.cu)
+DROPPED = re.compile(r"gcl_tracer: kernel (\d+): (\d+) records (did not fit GCL_BUFFER_MB=\d+|over GCL_MAX_INSTS_PER_WARP)")
 VERBOSE = re.compile(r"gcl_tracer: launch (\d+) (\w+)([^:]*): setup ([\d.]+) s, launch\+kernel ([\d.]+) s "
                      r"\(GPU ([\d.]+) ms\), flush ([\d.]+) s, drain ([\d.]+) s, (\d+)")
 
@@ -62,6 +67,9 @@ def unpack(out: Path, stage: Path) -> list[str]:
     """Extract meta.tar.xz and the trace stream into ``stage``; returns notes on what was cut."""
     meta = out / "meta.tar.xz"
     if not meta.is_file():
+        if (out / "collect.log").is_file():  # collect.sh keeps its log in OUT as it goes
+            raise ReadoutError(f"{meta}: not found: the pass did not pack (killed, or stopped early); "
+                               f"{out / 'collect.log'} says how far it got")
         raise ReadoutError(f"{meta}: not found (is {out} the OUT of a collect.sh pass?)")
     notes: list[str] = []
     with tarfile.open(meta) as tf:
@@ -133,12 +141,14 @@ class Traced:
     records: int
     expected: int | None  # launches the workload has (real/<name>/workload.json)
     problem: str = ""  # first trace the reader refused, with its message
+    dropped: tuple[str, ...] = ()  # launches the tool said it left records out of, and why
 
     def verdict(self) -> str:
         """"yes" when every launch of the workload came back as a trace the reader accepts and the
         traces hold records, else why not. A trace with a header alone is a launch none of whose
         CTAs ran on SM 0 (a small grid can miss it), so some of those are counted, not refused;
-        all of them means the records did not get off the GPU."""
+        all of them means the records did not get off the GPU. A launch whose records the tool
+        said it did not all write (its stderr) is never complete."""
         why = []
         if self.expected is None:
             why.append("no workload.json to count its launches")
@@ -150,10 +160,27 @@ class Traced:
             why.append("no trace has a record")
         if self.problem:
             why.append(self.problem)
+        if self.dropped:
+            shown = ", ".join(self.dropped[:3]) + (f" and {len(self.dropped) - 3} more" if len(self.dropped) > 3 else "")
+            why.append(f"records missing from {len(self.dropped)} launches ({shown})")
         if why:
             return "no: " + "; ".join(why)
         empty = self.unpacked - self.with_records
         return f"yes ({empty} launches ran no CTA on SM 0)" if empty else "yes"
+
+
+def dropped_records(stage: Path, name: str) -> tuple[str, ...]:
+    """The launches of a workload's traced step whose records the tool said it did not write
+    (a full GCL_BUFFER_MB buffer, or GCL_MAX_INSTS_PER_WARP), from that step's stderr: the
+    retry's (vecadd.trace2) where there was one, since it wrote the traces that came back."""
+    err = next((e for e in (stage / f"{name}.trace2.err", stage / f"{name}.trace.err") if e.is_file()), None)
+    if err is None:
+        return ()
+    found: dict[int, list[str]] = {}
+    for m in DROPPED.finditer(err.read_text(errors="replace")):
+        why = "not written: over GCL_MAX_INSTS_PER_WARP" if m.group(3).startswith("over") else m.group(3)
+        found.setdefault(int(m.group(1)), []).append(f"{m.group(2)} records {why}")
+    return tuple(f"kernel-{k}.trace: {'; '.join(v)}" for k, v in sorted(found.items()))
 
 
 def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
@@ -180,7 +207,8 @@ def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
             except TraceFormatError as e:
                 problem = str(e).splitlines()[0]
         counts.append(records_in(p))
-    return Traced(len(files), len(present), sum(c > 0 for c in counts), sum(counts), expected, problem)
+    return Traced(len(files), len(present), sum(c > 0 for c in counts), sum(counts), expected, problem,
+                  dropped_records(stage, name))
 
 
 def verbose_phases(err: Path) -> dict[str, float] | None:
@@ -224,9 +252,22 @@ def median_ratio(a: list[float], b: list[float]) -> str:
     return f"{statistics.median(x / y for x, y in zip(a, b) if y > 0):.2f}x"
 
 
-def group_workload(stage: Path, name: str, real: Path) -> tuple[Path, list[str]]:
+def traced_gpu(stage: Path) -> tuple[str, str] | None:
+    """(name, driver) of the GPU the pass ran on, from env.txt's nvidia-smi --query-gpu line."""
+    env = stage / "env.txt"
+    if not env.is_file():
+        return None
+    text = env.read_text(errors="replace").splitlines()
+    rows = [text[i + 1] for i, ln in enumerate(text[:-1]) if ln.startswith("name, driver_version")]
+    cells = [c.strip() for c in rows[0].split(",")] if rows else []
+    return (cells[0], cells[1]) if len(cells) >= 2 and cells[0] else None
+
+
+def group_workload(stage: Path, name: str, real: Path) -> tuple[Path, list[str], list[str]]:
     """STAGE/workloads/<real name>: the traces grouped, beside the committed profile and
-    workload.json (``traces`` set true); returns it and its validation problems, errors first."""
+    workload.json (``traces`` set true, ``traces_gpu``/``traces_driver`` from env.txt); returns
+    it, its validation problems (errors first) and warnings of this script's own (a profile
+    measured on another GPU than the traces came from)."""
     from gclsampler.trace import group_raw_dir
     from gclsampler.validate import check_workload, errors_and_warnings
 
@@ -236,18 +277,28 @@ def group_workload(stage: Path, name: str, real: Path) -> tuple[Path, list[str]]
     shutil.copy(src / "profile.csv", out / "profile.csv")
     meta = json.loads((src / "workload.json").read_text())
     meta.update(traces=True, traces_note=f"grouped by real/readout.py from the pass unpacked in {stage}")
+    notes = []
+    gpu = traced_gpu(stage)
+    if gpu is None:
+        meta.update(traces_gpu=None, traces_driver=None)
+        notes.append("warning: env.txt does not say which GPU the traces came from (traces_gpu is null)")
+    else:
+        meta.update(traces_gpu=gpu[0], traces_driver=gpu[1])
+        prof_gpu = meta.get("gpu")
+        if not isinstance(prof_gpu, str) or prof_gpu.strip().lower() != gpu[0].lower():
+            notes.append(f"warning: traced on {gpu[0]} (driver {gpu[1]}), but profile.csv was measured on "
+                         f"{prof_gpu} (driver {meta.get('driver')}): the traces and the ground truth are not "
+                         "from the same GPU")
     (out / "workload.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     errors, warnings = errors_and_warnings(check_workload(out))
-    return out, [str(p) for p in errors + warnings]
+    return out, [str(p) for p in errors + warnings], notes
 
 
 def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL, group: bool = False) -> str:
     lines = [f"# collect.sh pass: {stage}", ""]
-    env = stage / "env.txt"
-    if env.is_file():  # the line after nvidia-smi --query-gpu's header
-        text = env.read_text(errors="replace").splitlines()
-        gpu = [text[i + 1] for i, ln in enumerate(text[:-1]) if ln.startswith("name, driver_version")]
-        lines += [f"GPU (nvidia-smi): `{gpu[0].strip()}`" if gpu else "GPU: env.txt has no nvidia-smi line", ""]
+    if (stage / "env.txt").is_file():  # the line after nvidia-smi --query-gpu's header
+        gpu = traced_gpu(stage)
+        lines += [f"GPU (nvidia-smi): `{gpu[0]}`, driver `{gpu[1]}`" if gpu else "GPU: env.txt has no nvidia-smi line", ""]
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
 
     walls = stage / "walls.csv"
@@ -301,11 +352,13 @@ def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL
     if group:
         lines += ["## Grouped workloads", ""]
         for name in complete:
-            out, problems = group_workload(stage, name, real)
+            out, problems, notes = group_workload(stage, name, real)
+            for n in notes:
+                print(f"readout: {out}: {n}", file=sys.stderr)
             lines.append(f"- `{out}`: " + ("valid; `python train.py workload.dir="
                                           f"{out} workload.name={out.name}`" if not problems else
                                           f"{len(problems)} problem(s) from the validate checks:"))
-            lines += [f"  - {p}" for p in problems[:5]]
+            lines += [f"  - {p}" for p in problems[:5]] + [f"  - {n}" for n in notes]
         if not complete:
             lines.append("- none: no workload came back with every launch traced")
         lines.append("")

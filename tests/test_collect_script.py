@@ -508,6 +508,52 @@ def test_readout_reports_a_grouped_workload_its_profile_disagrees_with(buffer_pa
     assert "  - error: " in text and "grid" in text.split("problem(s) from the validate checks", 1)[1]
 
 
+def test_a_grouped_workload_says_which_gpu_its_traces_came_from(buffer_pass, tmp_path):
+    """The stand-in nvidia-smi is an H100; the committed profile says H200."""
+    out, real = buffer_pass
+    other = tmp_path / "real"
+    shutil.copytree(real, other)
+    meta = json.loads((other / "nw" / "workload.json").read_text())
+    (other / "nw" / "workload.json").write_text(json.dumps({**meta, "gpu": "NVIDIA H200", "driver": "580.159.04"}))
+    r = run_readout(out, tmp_path / "stage", other, "--group")
+    assert r.returncode == 0, r.stderr
+    wl = tmp_path / "stage" / "workloads" / "nw"
+    got = json.loads((wl / "workload.json").read_text())
+    assert got["traces_gpu"] == "NVIDIA H100 80GB HBM3" and got["traces_driver"] == "580.159.04"
+    assert got["gpu"] == "NVIDIA H200", "the profile's GPU stays what it was"
+    warning = "warning: traced on NVIDIA H100 80GB HBM3 (driver 580.159.04), but profile.csv was measured on NVIDIA H200"
+    assert warning in r.stderr and warning in (tmp_path / "stage" / "readout.md").read_text()
+    from gclsampler.validate import check_workload
+
+    assert check_workload(wl) == []
+    # the same GPU: no warning
+    (other / "nw" / "workload.json").write_text(json.dumps({**meta, "gpu": "NVIDIA H100 80GB HBM3"}))
+    r = run_readout(out, tmp_path / "stage2", other, "--group")
+    assert "warning: traced on" not in r.stderr and "warning: traced on" not in r.stdout
+
+
+def test_launches_the_tool_dropped_records_of_are_not_complete(stage, buffer_pass, tmp_path):
+    real = buffer_pass[1]
+    calls, out, work, r = collect(stage, "dropped", FAKE_SINKS="channel", FAKE_DROP="1")
+    assert r.returncode == 0, r.stdout
+    r = run_readout(out, tmp_path / "stage", real, "--group")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "stage" / "readout.md").read_text()
+    assert table_row(text, "nw", "Traced workloads")[-1] == (
+        "no: records missing from 1 launches (kernel-2.trace: 5 records did not fit GCL_BUFFER_MB=16384)")
+    assert not (tmp_path / "stage" / "workloads").exists()
+    T = load_readout().Traced
+    assert T(2, 2, 2, 4, 2, dropped=("kernel-1.trace: 3 records not written: over GCL_MAX_INSTS_PER_WARP",)
+             ).verdict().startswith("no: records missing from 1 launches (kernel-1.trace: 3 records not written")
+
+
+def test_readout_points_at_the_log_of_a_pass_that_did_not_pack(tmp_path):
+    (tmp_path / "collect.log").write_text("[3s] vecadd.smoke rc=0\n")
+    r = run_readout(tmp_path, tmp_path / "stage", tmp_path)
+    assert r.returncode == 2
+    assert "the pass did not pack" in r.stderr and str(tmp_path / "collect.log") in r.stderr
+
+
 def load_readout():
     import importlib.util
 
