@@ -365,6 +365,28 @@ def test_a_relative_out_is_packed_where_it_was_meant(stage):
         shutil.rmtree(repo / "rel-out", ignore_errors=True)
 
 
+def test_what_skip_done_leaves_out_is_what_the_header_and_docs_say(stage):
+    calls, out, work, r = collect(stage, "skipdone", FAKE_SINKS="channel")
+    steps = [line.split(",")[0] for line in (out / "walls.csv").read_text().splitlines()[1:]]
+    assert "bfs.ncu_time" in steps
+    assert not [s for s in steps if s.endswith((".ncu", ".check")) or s in ("llm.plain", "llm.torch")], steps
+    header = (REPO / "real" / "collect.sh").read_text().split("\nset -u", 1)[0]
+    docs = (REPO / "docs" / "real.md").read_text()
+    for text in (header, docs):
+        said = " ".join(text[text.index("SKIP_DONE=1"):].split()[:60])
+        assert "bfs.ncu_time" in said and "still runs" in said and "llm.torch" in said, said
+    assert "needs tracer/build/gcl_tracer.so and real/src/build" not in header
+    assert "xz -d" in docs and "Before a GPU session" in docs and "BUDGET_S + 120" in docs
+
+
+def test_an_nvbit_release_and_a_carried_zstd_are_never_committed():
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    r = subprocess.run(["git", "check-ignore", ".nvbit/core/libnvbit.a", ".nvbit/core/nvbit.h", ".zstd/zstd"],
+                       cwd=REPO, capture_output=True, text=True)
+    assert r.stdout.split() == [".nvbit/core/libnvbit.a", ".nvbit/core/nvbit.h", ".zstd/zstd"], r
+
+
 # ---- real/readout.py on what the stand-in pass packed ---------------------------------
 
 NCU = """#!/bin/bash
