@@ -59,7 +59,9 @@ if ! mkdir -p "$OUT" || ! OUT=$(cd "$OUT" && pwd -P); then
   echo "collect.sh: cannot make OUT=$OUT" >&2; exit 2
 fi
 rm -rf "$W"; mkdir -p "$W"
-rm -f "$OUT/collect.log" "$OUT/walls.csv" "$OUT/env.txt" "$OUT/pack.err"
+# a pass killed before packing must not leave an earlier pass's archives looking like its own
+rm -f "$OUT/collect.log" "$OUT/walls.csv" "$OUT/env.txt" "$OUT/pack.err" "$OUT/meta.tar.xz" \
+  "$OUT/torch_trace.json.xz" "$OUT"/traces.tar.part*
 export NOBANNER=1 PYTHONUNBUFFERED=1
 
 now() { date +%s.%N; }

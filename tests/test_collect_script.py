@@ -320,6 +320,9 @@ def test_a_pass_killed_midway_leaves_its_log_walls_and_env_in_out(stage):
                GCL_REAL_BIN=str(bindir), GCL_TRACER_SO=str(root / "tool" / "gcl_tracer.so"),
                NVBIT_PATH=str(root / "absent"), BUDGET_S="300", RESERVE_S="5", SKIP_DONE="1",
                FAKE_SINKS="channel", FAKE_SLEEP_TRACE="60")
+    out.mkdir()
+    (out / "meta.tar.xz").write_bytes(b"an earlier pass's")  # must not pass for this one's
+    (out / "traces.tar.part0").write_bytes(b"an earlier pass's")
     proc = subprocess.Popen(["bash", "real/collect.sh"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -334,7 +337,7 @@ def test_a_pass_killed_midway_leaves_its_log_walls_and_env_in_out(stage):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert not (out / "meta.tar.xz").exists()
+    assert not (out / "meta.tar.xz").exists() and not (out / "traces.tar.part0").exists()
     text = (out / "collect.log").read_text()
     assert "vecadd.smoke rc=0" in text and "llm.count rc=0" in text
     walls = (out / "walls.csv").read_text().splitlines()
