@@ -488,18 +488,34 @@ EARLIER_OUTPUTS = ("results.csv", "report.md", "unavailable.csv", "plans", "plot
 """What a run writes into ``out_dir`` and a rerun replaces; ``train/`` stays (``embeddings=cached``)."""
 
 
-def _remove_earlier_outputs(out: Path) -> None:
-    """A rerun into a run directory (the docs' ``cp -r RUN NEW`` rescoring) used to leave the
-    earlier run's plans and plots of methods it no longer runs beside the new report, which
-    names none of them, and an ``unavailable.csv`` it no longer has."""
-    import shutil
+def _remove_earlier_outputs(out: Path, written: set[Path]) -> None:
+    """Once this run's results and report are written, delete what an earlier run into the
+    same directory wrote and this one did not: files under ``EARLIER_OUTPUTS`` that are not in
+    ``written`` (plans, silhouette curves, ``unavailable.csv``) or, in ``plots/``, not shown by
+    the new report.md.
 
+    Why: a rerun (the docs' ``cp -r RUN NEW`` rescoring) left the earlier run's plans and plots
+    of methods it no longer runs beside the new report, which names none of them, and an
+    ``unavailable.csv`` it no longer has. Why at the end: a rerun that fails keeps the earlier
+    results rather than leaving neither.
+    """
+    report = (out / "report.md").read_text(encoding="utf-8") if (out / "report.md").is_file() else ""
+    keep = {p.resolve() for p in written} | {(out / n).resolve() for n in ("results.csv", "report.md")}
     for name in EARLIER_OUTPUTS:
-        p = out / name
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        elif p.exists() or p.is_symlink():
-            p.unlink()
+        top = out / name
+        files = [top] if not top.is_dir() or top.is_symlink() else sorted(top.rglob("*"), reverse=True)
+        for f in files:
+            if f.is_dir() and not f.is_symlink():
+                if not any(f.iterdir()):
+                    f.rmdir()
+                continue
+            if not (f.exists() or f.is_symlink()):
+                continue
+            shown = name == "plots" and f"plots/{f.relative_to(top).as_posix()}" in report
+            if f.resolve() not in keep and not shown:
+                f.unlink()
+        if top.is_dir() and not top.is_symlink() and not any(top.iterdir()):
+            top.rmdir()
 
 
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
@@ -520,7 +536,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
     # evaluate.py claims it before Hydra's task starts; an API caller's directory is checked here
     out = claim_dir(out_dir, "evaluate", ignore=(".hydra", "evaluate.log"))
-    _remove_earlier_outputs(out)
+    written: set[Path] = set()  # what this run writes under EARLIER_OUTPUTS (the rest is an earlier run's)
     suite = cfg.suite
     data_dir = suite_data_dir(cfg, launch_dir)
     needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
@@ -601,7 +617,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         if cfg.save_plans:
             for r in runs:
                 tag = r.method + (f"_eps{r.epsilon:g}" if r.sweep else "") + (f"_s{r.seed}" if r.stochastic else "")
-                r.plan.save(out / "plans" / name / f"{tag}.json")
+                written.add(r.plan.save(out / "plans" / name / f"{tag}.json"))
         if name == hist_wl:
             for m in suite.hist_methods:
                 r = next((r for r in runs if r.method == m and not r.sweep and r.labels is not None), None)
@@ -631,6 +647,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 curve = pd.DataFrame({"k": sorted(learned), "score": [learned[k] for k in sorted(learned)]})
                 silhouettes[name] = curve
                 write_text_atomic(out / "silhouette" / f"{name}.csv", curve.to_csv(index=False, lineterminator="\n"))
+                written.add(out / "silhouette" / f"{name}.csv")
     results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if results.empty:
         if skipped:
@@ -640,6 +657,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     from gclsampler.report import strata_table, write_report
 
     if unavailable:  # beside results.csv: the cells the table shows as n/a, and why
+        written.add(out / "unavailable.csv")
         write_text_atomic(out / "unavailable.csv", pd.DataFrame(unavailable, columns=["workload", "method", "reason"])
                           .to_csv(index=False, lineterminator="\n"))
     notes = [f"Skipped workload {s}" for s in skipped] + notes
@@ -659,4 +677,5 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
                  config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
                  sections=cluster_sections, unavailable=unavailable)
+    _remove_earlier_outputs(out, written)
     return results

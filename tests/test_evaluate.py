@@ -254,11 +254,28 @@ def test_a_rerun_into_a_run_directory_replaces_its_outputs(tmp_path):
     (out / "train").mkdir()
     (out / "train" / "kept.npy").write_bytes(b"embeddings")  # what embeddings=cached reuses
     (out / "unavailable.csv").write_text("workload,method,reason\nwa,gcl,old\n")
+    (out / "plots").mkdir(exist_ok=True)
+    (out / "plots" / "clusters_wa_sieve.png").write_bytes(b"an earlier run's plot")
     cfg, _ = _compose([*common, "suite.methods=[pka]", "suite.hist_methods=[pka]"])
     ev.run_suite(cfg, out)
     assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["pka.json"]
+    assert not (out / "plots").exists()  # plots=false: the new report shows none
     assert not (out / "unavailable.csv").exists() and (out / "train" / "kept.npy").read_bytes() == b"embeddings"
     assert set(pd.read_csv(out / "results.csv")["method"]) == {"pka"}
+    cfg, _ = _compose([*common, "suite.methods=[sieve]", "suite.hist_methods=[sieve]"])
+    import gclsampler.report as report
+
+    def broken(*a, **k):
+        raise RuntimeError("report failed")
+
+    real_write = report.write_report
+    report.write_report = broken
+    try:
+        with pytest.raises(RuntimeError):
+            ev.run_suite(cfg, out)
+    finally:
+        report.write_report = real_write
+    assert (out / "plans" / "wa" / "pka.json").exists()  # a failed rerun keeps the earlier plans
     mine = tmp_path / "mine"  # an API caller's directory is checked as evaluate.py's out_dir is
     (mine / "plots").mkdir(parents=True)
     with pytest.raises(GclError, match="not written by `python evaluate.py`"):
