@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -39,11 +40,17 @@ from gclsampler._atomic import current_umask, write_text_atomic
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
+"""File written into every output directory: ``{"command": "<name>"}``, and for a directory
+built whole (``commit_dir``) ``"wrote"``: the entries the command wrote, traces as one pattern."""
 
 DERIVED = frozenset({".graph-cache"})
 """Entries other commands add to an output directory that are derived from what is in it
 (``gclsampler.data``'s default graph cache of the traces): they go when it is replaced."""
-"""File written into every output directory: ``{"command": "<name>"}``."""
+
+TRACES = "kernel-<id>.traceg*"
+"""How ``wrote`` lists a directory's kernel traces: a workload of 10^5 launches would
+otherwise put 10^5 names into a marker read by every later output check."""
+_TRACE_NAME = re.compile(r"kernel-[0-9]+\.traceg(\.[a-z]+)?")
 
 
 class OutputError(GclError):
@@ -171,7 +178,8 @@ def _added_since(out: Path, entries: list[Path]) -> list[Path]:
     if not isinstance(wrote, list):
         return []
     keep = set(map(str, wrote)) | {MARKER} | DERIVED
-    return [p for p in entries if p.name not in keep]
+    traces = TRACES in keep
+    return [p for p in entries if p.name not in keep and not (traces and _TRACE_NAME.fullmatch(p.name))]
 
 
 def check_out_file(out: str | os.PathLike, kind: str,
@@ -234,7 +242,9 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
     Re-checks ``out`` just before the swap: another process may have created it meanwhile.
     """
     tmp, out = Path(tmp), Path(out)
-    wrote = sorted(p.name for p in tmp.iterdir() if p.name != MARKER)
+    names = [p.name for p in tmp.iterdir() if p.name != MARKER]
+    traced = [n for n in names if _TRACE_NAME.fullmatch(n)]
+    wrote = sorted(set(names) - set(traced)) + ([TRACES] if traced else [])
     write_text_atomic(tmp / MARKER, json.dumps({"command": command, "wrote": wrote}) + "\n")
     check_out_dir(out, command)
     if out.exists():

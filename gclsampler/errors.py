@@ -21,3 +21,18 @@ def located(path: object, line: int | None, field: str | None, message: str) -> 
     if field:
         return f"{where}: {field}: {message}"
     return f"{where}: {message}"
+
+
+def check_seed(value: object, key: str, error: type[GclError] = GclError) -> int:
+    """``value`` as a seed, or ``error`` naming ``key``.
+
+    Why one range for every stage: numpy's ``default_rng`` refuses negative seeds with a
+    traceback, scikit-learn refuses seeds >= 2**32, torch refuses >= 2**64, and the clustering
+    folds seeds to 32 bits, so -1 and 2**32 - 1 gave the same plan. [0, 2**32) means the same
+    thing everywhere. Here, in the lowest module, so training and the plan stage share it.
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < 2**32:
+        raise error(f"{key}: must be an integer in [0, 2**32), found {value!r}")
+    return int(value)

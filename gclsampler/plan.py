@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
-from gclsampler.errors import GclError
+from gclsampler.errors import GclError, check_seed  # noqa: F401  (check_seed: plan.check_seed callers)
 
 PLAN_FORMAT = "gclsampler-plan/1"
 
@@ -294,18 +294,6 @@ def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
 
 def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:
     return _field(d, key, parent, where, lambda v: isinstance(v, str), "a string")
-
-
-def check_seed(value: Any, key: str) -> int:
-    """``value`` as a seed, or a GclError naming ``key``.
-
-    Why one range for every method: numpy's ``default_rng`` refuses negative seeds with a
-    traceback, scikit-learn refuses seeds >= 2**32, and the clustering folds seeds to 32
-    bits, so -1 and 2**32 - 1 gave the same plan. [0, 2**32) means the same thing everywhere.
-    """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
-        raise GclError(f"{key}: must be an integer in [0, 2**32), found {value!r}")
-    return int(value)
 
 
 def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) -> np.ndarray:

@@ -694,8 +694,9 @@ def _scale_decimal(x: np.ndarray, scale: float) -> np.ndarray:
     Each value's 15 significant digits are taken as a whole number ``M`` (exactly, when
     the value has no more digits than that: it equals ``M * 10**p`` read back), trailing
     zeros dropped, and the result is ``M * 10**(p + k)``: one correctly rounded operation
-    on exact operands while ``10**|p + k|`` is exact, else (rare) Python's correctly
-    rounded decimal conversion. Values with more than 15 digits get the plain product.
+    on exact operands while ``10**|p + k|`` is exact, else Python's correctly rounded
+    decimal conversion (a value beyond ~1e±22 of the shift). Values with more than 15
+    digits get the plain product.
     """
     x = np.asarray(x, dtype=np.float64)
     k = int(round(math.log10(scale)))
@@ -729,8 +730,10 @@ def _scale_decimal(x: np.ndarray, scale: float) -> np.ndarray:
         fast = exact & (np.abs(q) <= 22)
         out = np.where(fast, np.copysign(_times_pow10(m, q, fast), x), out)
     # 15 digits that 10**|p + k| cannot shift exactly, or a value read through a power of ten
-    # no double holds (below ~1e-8, above ~1e37): Python's decimal conversion, value by value
-    slow = np.flatnonzero(ok & ~fast)
+    # no double holds (below ~1e-8, above ~1e37): Python's decimal conversion, value by value.
+    # A value known to carry more than 15 digits (|p| <= 22, not exact) keeps the plain product
+    # without that loop: measured values written with 16-17 digits are common, not rare
+    slow = np.flatnonzero(ok & ~fast & (exact | (np.abs(p) > 22)))
     for i in slow.tolist():
         v = float(x[i])
         digits = f"{v:.15g}"

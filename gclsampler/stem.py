@@ -68,6 +68,7 @@ Python.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -540,7 +541,7 @@ def check_params(epsilon: Any, z: Any, min_samples: Any, min_group: Any, scope: 
     """
     check_bound(epsilon, z, key(""), StemError)
     for name, v in (("min_samples", min_samples), ("min_group", min_group)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 1:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or int(v) != v or v < 1:
             raise StemError(f"{key(name)}: must be an integer >= 1, found {v!r}")
     if scope not in SCOPES:
         raise StemError(f"{key('scope')}: must be 'global' or 'group', found {scope!r}")

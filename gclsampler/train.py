@@ -119,9 +119,9 @@ class TrainConfig:
             raise bad("embed_batch_size", f"must be >= 1, got {self.embed_batch_size}")
         if self.max_train_graphs < 0:
             raise bad("max_train_graphs", f"must be >= 0 (0 = all), got {self.max_train_graphs}")
-        from gclsampler.plan import check_seed
+        from gclsampler.errors import check_seed
 
-        check_seed(self.seed, "train.seed")  # the root seed's range: fit() adds small offsets, torch refuses >= 2**64
+        check_seed(self.seed, "train.seed", TrainConfigError)  # the root seed's range: fit() adds small offsets
         return self
 
 
@@ -178,7 +178,7 @@ def split_graphs(n_graphs: int, val_fraction: float, seed: int) -> tuple[list[in
     """
     perm = torch.randperm(n_graphs, generator=torch.Generator().manual_seed(seed)).tolist()
     n_val = int(round(val_fraction * n_graphs)) if n_graphs >= 3 else 0
-    n_val = min(n_val, n_graphs - 2) if n_graphs >= 4 else n_val
+    n_val = min(n_val, n_graphs - 2)  # at least 2 graphs to contrast in training
     n_val = n_val if n_val >= 2 else 0
     return sorted(perm[: n_graphs - n_val]), sorted(perm[n_graphs - n_val:])
 
@@ -318,7 +318,9 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         state = _load_resume_state(last_path, device)
         _check_resume_settings(last_path, state.get("settings"), run_settings)
         if state.get("train_ids") != train_ids:
-            raise TrainConfigError(f"{last_path}: checkpoint was trained on a different split; delete it or set train.resume=false")
+            raise TrainConfigError(f"{last_path}: checkpoint was trained on a different split (other graphs, or "
+                                   "a checkpoint from before 2026-11-27 with 3-7 unique graphs, whose one validation "
+                                   "graph now trains); delete it or set train.resume=false")
         try:
             model.load_state_dict(state["model"])
             opt.load_state_dict(state["optimizer"])

@@ -521,3 +521,14 @@ def test_draw_gives_every_member_the_same_chance(n, m):
         hits[inv] += 1
     p = m / n
     assert np.all(np.abs(hits / reps - p) < 5 * np.sqrt(p * (1 - p) / reps))
+
+
+def test_check_params_takes_numpy_integers_and_refuses_non_integers():
+    """Review: the single check refused np.int64(30) for min_samples, which API callers pass."""
+    from gclsampler.stem import StemError, check_params
+
+    check_params(0.05, 1.96, np.int64(30), np.int32(2), "global")
+    check_params(0.05, 1.96, 2.0, 1, "group")
+    for bad in (0, 1.5, float("nan"), float("inf"), True, "3"):
+        with pytest.raises(StemError, match=r"^stem\.min_samples: must be an integer >= 1"):
+            check_params(0.05, 1.96, bad, 1, "global")

@@ -48,6 +48,7 @@ def test_split_is_a_seeded_80_20_partition():
 @given(st.integers(0, 400), st.floats(0.0, 0.95), st.integers(0, 2**31))
 @example(5, 0.2, 0).via("cfd: 5 unique graphs, the default val_fraction")
 @example(3, 0.2, 7)
+@example(3, 0.5, 0).via("review: 3 graphs at val_fraction 0.5 kept 1 to train")
 def test_a_validation_split_is_empty_or_scorable_and_keeps_every_graph(n, frac, seed):
     """One validation graph has no negative, so no InfoNCE loss: it was held out of training
     for nothing (cfd's 5 graphs trained on 4)."""
