@@ -82,10 +82,10 @@ def data_stamp(runs, workloads: list[str], methods: list[str]) -> str:
     the line said "SYNTHETIC unless the runs say otherwise" even of runs that all say REAL."""
     import pandas as pd
 
-    from gclsampler.compare import _main_rows
+    from gclsampler.compare import main_rows
     from gclsampler.report import plot_stamp
 
-    rows = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    rows = pd.concat([main_rows(r, workloads, methods) for r in runs], ignore_index=True)
     return (plot_stamp(rows, labelled_in="each run's report.md")
             or "UNLABELLED DATA (the runs' workload.json files say neither synthetic nor real)")
 

@@ -271,9 +271,9 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     different error bound, so a different speedup) into one mean and sd. Invocation counts,
     archs or seed counts that differ leave the numbers comparable but not alike: notes, not
     errors (a synthesis seed draws bfs's graph, so its launch count is 20-26 across seeds)."""
-    first = _main_rows(runs[0], workloads, methods)
+    first = main_rows(runs[0], workloads, methods)
     for r in runs[1:]:
-        mine = _main_rows(r, workloads, methods)
+        mine = main_rows(r, workloads, methods)
         for col, key, keys in (("epsilon", "method", methods),):
             for k in keys:
                 a, b = mine.loc[mine[key] == k, col], first.loc[first[key] == k, col]
@@ -284,13 +284,13 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
                         f"{_values(_distinct(a))} here and {_values(_distinct(b))} in {runs[0].path}; these runs "
                         "are not the same experiment (compare runs made with the same suite settings)")
     notes = []
-    counts = {w: [_distinct(_main_rows(r, [w], methods)["n_invocations"]) for r in runs] for w in workloads}
+    counts = {w: [_distinct(main_rows(r, [w], methods)["n_invocations"]) for r in runs] for w in workloads}
     varied = [w for w, c in counts.items() if any(x != c[0] for x in c)]
     if varied:
         notes.append("Invocation counts differ between runs for " + "; ".join(
             f"{w} ({', '.join(f'{r.label} {_values(c)}' for r, c in zip(runs, counts[w]))})" for w in varied)
             + ": a synthesis seed can draw a different program (bfs's graph), so those cells pool different launch counts.")
-    archs = [sorted(set(_main_rows(r, workloads, methods)["arch"])) for r in runs]
+    archs = [sorted(set(main_rows(r, workloads, methods)["arch"])) for r in runs]
     if any(a != archs[0] for a in archs):
         notes.append("Archs differ between runs: " + "; ".join(f"{r.label} {', '.join(a)}" for r, a in zip(runs, archs))
                      + ". Each run's cross-arch error is its mean over its own other archs, and a run without one "
@@ -299,7 +299,7 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     for m in methods:
         per = []
         for r in runs:
-            d = _main_rows(r, workloads, methods)
+            d = main_rows(r, workloads, methods)
             d = d[(d["method"] == m) & (d["arch"] == d["plan_arch"])]
             per.append(int(d.groupby("workload")["seed"].nunique().max()))
         if any(n != per[0] for n in per):
@@ -357,7 +357,9 @@ def _check_reference(reference: str, methods: list[str]) -> None:
                               f"(methods: {', '.join(methods)})")
 
 
-def _main_rows(run: EvaluationRun, workloads: list[str], methods: list[str]):
+def main_rows(run: EvaluationRun, workloads: list[str], methods: list[str]):
+    """A run's non-sweep rows of these workloads and methods: what every table of compare (and
+    ``bench/targets.py``) is computed from."""
     df = run.results
     return df[df["workload"].isin(workloads) & df["method"].isin(methods) & ~df["sweep"]]
 
@@ -367,7 +369,7 @@ def run_summaries(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
 
     The three tables below all start from these; ``write_comparison`` computes them once
     and hands them to each table (``summaries=``) instead of letting each recompute them."""
-    return [summarize(_main_rows(r, workloads, methods), sweep=False) for r in runs]
+    return [summarize(main_rows(r, workloads, methods), sweep=False) for r in runs]
 
 
 def _summaries_of(runs, workloads, methods, given) -> list[Any]:
@@ -388,7 +390,7 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
     for r, summary in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         avg = suite_averages(summary)
         plan_arch = r.results["plan_arch"].iloc[0]
-        data = data_of(_main_rows(r, workloads, methods))
+        data = data_of(main_rows(r, workloads, methods))
         own = summary[summary["arch"] == plan_arch]
         for m in methods:
             a = avg[(avg["method"] == m) & (avg["arch"] == plan_arch)].iloc[0]
@@ -455,7 +457,7 @@ def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], meth
     out["error_cycles_sd"] = g["error_cycles"].agg(_sd)
     out["speedup_mean"] = g["speedup_mean"].mean()
     out = out.reset_index()
-    rows = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    rows = pd.concat([main_rows(r, workloads, methods) for r in runs], ignore_index=True)
     out.insert(2, "data", out["workload"].map({w: data_of(d) for w, d in rows.groupby("workload", sort=False)}))
     out["workload"] = pd.Categorical(out["workload"], categories=workloads, ordered=True)
     out["method"] = pd.Categorical(out["method"], categories=methods, ordered=True)
@@ -473,7 +475,7 @@ def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: l
     for r, s in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         c = head_to_head_counts(s, reference, r.results["plan_arch"].iloc[0], methods)
         c.insert(0, "reference", reference)
-        c.insert(0, "data", data_of(_main_rows(r, workloads, methods)))
+        c.insert(0, "data", data_of(main_rows(r, workloads, methods)))
         c.insert(0, "seed", r.seed)
         c.insert(0, "run", r.label)
         parts.append(c)
@@ -568,7 +570,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     per_w = per_workload_table(runs, workloads, methods, summaries=summ)
     h2h = head_to_head(runs, workloads, methods, reference, summaries=summ)
     # what the data is: every compared row of every run (a left-out workload's kind is not the report's)
-    rows_all = pd.concat([_main_rows(r, workloads, methods) for r in runs], ignore_index=True)
+    rows_all = pd.concat([main_rows(r, workloads, methods) for r in runs], ignore_index=True)
     tags = _workload_tags(rows_all)
     plan_arch = runs[0].results["plan_arch"].iloc[0]
     out.mkdir(parents=True, exist_ok=True)
@@ -592,7 +594,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                   "spreads are unchanged.", ""]
     lines += _md_table(["run", "path", "synthesis seed", "data"],
                        [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed),
-                         _data_words(data_of(_main_rows(r, workloads, methods)))] for r in runs]).split("\n")
+                         _data_words(data_of(main_rows(r, workloads, methods)))] for r in runs]).split("\n")
     lines.append("")
     lines += notes + ([""] if notes else [])
     lines += ["## Methods over runs", "",

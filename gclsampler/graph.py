@@ -45,6 +45,7 @@ from gclsampler.trace.types import NO_REG, KernelTrace
 __all__ = [
     "NUM_NODE_TYPES",
     "NUM_EDGE_TYPES",
+    "N_STATS",
     "NODE_INSTRUCTION",
     "NODE_PSEUDO",
     "NODE_VARIABLE",
@@ -69,6 +70,9 @@ __all__ = [
 
 NUM_NODE_TYPES = 3
 NUM_EDGE_TYPES = 4
+N_STATS = 8
+"""Value statistics per node (mean, std, median, min, max, p25, p75, skewness): the model's
+``n_stats`` must match."""
 NODE_INSTRUCTION, NODE_PSEUDO, NODE_VARIABLE = 0, 1, 2
 EDGE_CONTROL, EDGE_READ, EDGE_WRITE, EDGE_ADDRESS = 0, 1, 2, 3
 NODE_TYPE_NAMES = ("instruction", "pseudo", "variable")
@@ -414,7 +418,7 @@ def _ragged_stats(values: np.ndarray, owner: np.ndarray, n_groups: int) -> np.nd
     linear-interpolated reads of the sorted rows (same rule as ``numpy.percentile``).
     Empty groups get zeros; std is the population std, skewness is 0 when std is 0.
     """
-    out = np.zeros((n_groups, 8), dtype=np.float64)
+    out = np.zeros((n_groups, N_STATS), dtype=np.float64)
     if n_groups == 0 or len(values) == 0:
         return out.astype(np.float32)
     counts = np.bincount(owner, minlength=n_groups)
@@ -676,7 +680,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     var_warp_reg = np.concatenate([iw[w_inst], iw[e_inst[live_ev]]])
 
     # live-in register statistics from the first read's per-lane source values
-    reg_stats = np.zeros((n_wver + n_live, 8), dtype=np.float32)
+    reg_stats = np.zeros((n_wver + n_live, N_STATS), dtype=np.float32)
     lanes = None
     vals_ok = None
     if trace.values is not None and trace.value_ptr is not None and n:
@@ -736,7 +740,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     e_typ += [np.full(n_mr, EDGE_READ, dtype=np.int64), np.full(n_mw, EDGE_WRITE, dtype=np.int64)]
     var_tok_mem = _VAR_MEM_BASE + np.concatenate([mev_sp[mw_e], mev_sp[mlive_ev]])
     var_warp_mem = np.concatenate([iw[mev_inst[mw_e]], iw[mev_inst[mlive_ev]]])
-    mem_stats = np.zeros((n_mw + n_mlive, 8), dtype=np.float32)
+    mem_stats = np.zeros((n_mw + n_mlive, N_STATS), dtype=np.float32)
     if n_mlive:
         # the lanes of that first reading access whose address falls in the unit
         a_first = np.cumsum(n_addr) - n_addr  # first local address of each instruction
@@ -762,7 +766,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     # the load returned, read by every dynamic instance of that load.
     const_ld = np.flatnonzero((space == _SP["CONST"]) & ~is_mem & (nd > 0))
     n_const = 0
-    const_stats = np.zeros((0, 8), dtype=np.float32)
+    const_stats = np.zeros((0, N_STATS), dtype=np.float32)
     const_warp = np.zeros(0, dtype=np.int64)
     if len(const_ld):
         ckey = iw[const_ld] * (1 << 40) + pc_all[idx[const_ld]]
@@ -775,7 +779,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         e_typ.append(np.full(len(const_ld), EDGE_READ, dtype=np.int64))
         ci = const_ld[cfirst]
         const_warp = iw[ci]
-        const_stats = np.zeros((n_const, 8), dtype=np.float32)
+        const_stats = np.zeros((n_const, N_STATS), dtype=np.float32)
         if vals_ok is not None:
             ok = vals_ok[ci]
             v_idx, v_own = _ragged_index(np.asarray(trace.value_ptr, dtype=np.int64)[idx[ci[ok]]], lanes[ci[ok]])
@@ -784,7 +788,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
 
     # ---- instruction statistics: repetition count of the PC in its warp (what a folded loop
     # carries), the warp's full length, and the immediate (loop bounds, strides, offsets)
-    inst_stats = np.zeros((n, 8), dtype=np.float32)
+    inst_stats = np.zeros((n, N_STATS), dtype=np.float32)
     if n:
         inst_stats[:, INST_STAT_COUNT] = np.log1p(_pc_counts(trace, kept_warps, idx, iw))
         wlen = np.diff(np.asarray(trace.warp_ptr, dtype=np.int64))[kept_warps]
@@ -802,7 +806,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     token = np.concatenate([tok, p_tok, var_tok_reg, var_tok_mem, var_tok_const]).astype(np.int64)
     pcs = np.zeros(n_nodes, dtype=np.float32)
     pcs[:n] = pc
-    stats = np.zeros((n_nodes, 8), dtype=np.float32)
+    stats = np.zeros((n_nodes, N_STATS), dtype=np.float32)
     stats[:n] = inst_stats
     stats[node_base:mem_base] = reg_stats
     stats[mem_base:mem_base + n_mw + n_mlive] = mem_stats

@@ -95,7 +95,7 @@ class ModelConfig:
         def bad(key: str, msg: str) -> ModelConfigError:
             return ModelConfigError(f"model.{key}: {msg}")
 
-        from gclsampler.graph import EDGE_TYPE_NAMES
+        from gclsampler.graph import EDGE_TYPE_NAMES, N_STATS
         from gclsampler.graph import NUM_EDGE_TYPES as graph_edge_types
 
         for key in ("in_dim", "hidden_dim", "out_dim", "proj_hidden", "proj_dim", "var_token_dim", "pseudo_token_dim"):
@@ -104,8 +104,8 @@ class ModelConfig:
         if self.inst_token_dim < 2 or self.inst_token_dim % 2:
             raise bad("inst_token_dim", f"must be an even number >= 2 (the PC encoding is sine/cosine pairs), "
                                         f"got {self.inst_token_dim}")
-        if self.n_stats != _N_GRAPH_STATS:
-            raise bad("n_stats", f"must be {_N_GRAPH_STATS}, the value statistics each graph node carries, "
+        if self.n_stats != N_STATS:
+            raise bad("n_stats", f"must be {N_STATS}, the value statistics each graph node carries, "
                                  f"got {self.n_stats}")
         if self.num_relations != graph_edge_types:
             raise bad("num_relations", f"must be {graph_edge_types}, the graphs' edge types "
@@ -175,7 +175,6 @@ def pc_encoding(pc: Tensor, dim: int) -> Tensor:
 
 
 _N_INST_STATS = 3  # gclsampler.graph INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM
-_N_GRAPH_STATS = 8  # columns of gclsampler.graph's ``stats`` (all of them value statistics on variable nodes)
 
 
 class FeatureEncoder(nn.Module):

@@ -352,13 +352,13 @@ def readout(stage: Path, notes: list[str], check: bool = True, real: Path = REAL
     if group:
         lines += ["## Grouped workloads", ""]
         for name in complete:
-            out, problems, notes = group_workload(stage, name, real)
-            for n in notes:
+            out, problems, warned = group_workload(stage, name, real)
+            for n in warned:
                 print(f"readout: {out}: {n}", file=sys.stderr)
             lines.append(f"- `{out}`: " + ("valid; `python train.py workload.dir="
                                           f"{out} workload.name={out.name}`" if not problems else
                                           f"{len(problems)} problem(s) from the validate checks:"))
-            lines += [f"  - {p}" for p in problems[:5]] + [f"  - {n}" for n in notes]
+            lines += [f"  - {p}" for p in problems[:5]] + [f"  - {n}" for n in warned]
         if not complete:
             lines.append("- none: no workload came back with every launch traced")
         lines.append("")
