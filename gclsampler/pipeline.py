@@ -123,10 +123,9 @@ def _label_own_workload(cfg: DictConfig) -> None:
     run's config.yaml never calls traced data synthetic."""
     if not cfg.workload.get("dir"):
         return
-    from gclsampler.workload import read_meta
+    from gclsampler.workload import declared_data_kind
 
-    meta_path = workload_dir(cfg) / "workload.json"
-    cfg.workload.synthetic = bool(read_meta(meta_path).get("synthetic")) if meta_path.is_file() else False
+    cfg.workload.synthetic = declared_data_kind(workload_dir(cfg)) == "synthetic"
 
 
 def ensure_workload(cfg: DictConfig) -> Path:

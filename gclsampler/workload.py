@@ -87,8 +87,7 @@ class Workload:
         from gclsampler.profile import read_profile
 
         root = Path(root)
-        meta_path = root / "workload.json"
-        meta = read_meta(meta_path) if meta_path.exists() else {}
+        meta = declared_meta(root)
         profile = read_profile(root / "profile.csv")
         return cls(
             name=str(meta.get("workload", root.name)),
@@ -118,15 +117,20 @@ def declared_data_kind(root: str | Path) -> str:
     Why: the evaluation must know a workload is real before it would synthesize into its
     directory, which may not hold a loadable workload yet. No workload.json: ``""``.
     """
-    meta_path = Path(root) / "workload.json"
-    return data_kind_of(read_meta(meta_path)) if meta_path.is_file() else ""
+    return data_kind_of(declared_meta(root))
 
 
 def declared_arch(root: str | Path) -> str | None:
     """The arch a directory's workload.json says its profile.csv was made on (``arch``), or None."""
-    meta_path = Path(root) / "workload.json"
-    arch = read_meta(meta_path).get("arch") if meta_path.is_file() else None
+    arch = declared_meta(root).get("arch")
     return str(arch) if arch else None
+
+
+def declared_meta(root: str | Path) -> dict:
+    """A directory's workload.json through ``read_meta``, ``{}`` when it has none: the one way
+    every stage and command reads a workload's name, label and arch."""
+    meta_path = Path(root) / "workload.json"
+    return read_meta(meta_path) if meta_path.is_file() else {}
 
 
 def read_meta(path: Path) -> dict:

@@ -99,13 +99,6 @@ def _slurm_params(values: list[str]) -> dict[str, str]:
     return params
 
 
-def _synthetic_workload(wdir: Path) -> bool:
-    from gclsampler.workload import read_meta
-
-    meta_path = wdir / "workload.json"
-    return bool(read_meta(meta_path).get("synthetic")) if meta_path.is_file() else False
-
-
 def _g(v) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
@@ -164,7 +157,9 @@ def _simulate(args: argparse.Namespace) -> int:
         wanted = sorted(infos)
     if plan is None:
         _check_own_profile(wdir / "profiles" / f"accelsim-{sim.config}.csv")
-    synthetic = _synthetic_workload(wdir) or bool(plan is not None and plan.synthetic)
+    from gclsampler.workload import declared_data_kind
+
+    synthetic = declared_data_kind(wdir) == "synthetic" or bool(plan is not None and plan.synthetic)
     fresh = not Path(args.out).exists()
     out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
     for old in ("simulated.csv", "estimate.json"):  # an earlier run's: this one writes them only if it succeeds

@@ -34,10 +34,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _workload_meta(profile: Path) -> tuple[str, bool]:
     """The workload's name and SYNTHETIC label from the workload.json beside the profile, if any."""
-    from gclsampler.workload import read_meta
+    from gclsampler.workload import declared_meta
 
-    meta_path = profile.parent / "workload.json"
-    meta = read_meta(meta_path) if meta_path.is_file() else {}
+    meta = declared_meta(profile.parent)
     return str(meta.get("workload") or profile.parent.resolve().name), bool(meta.get("synthetic"))
 
 
