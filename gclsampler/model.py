@@ -31,9 +31,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gclsampler.errors import GclError
-
-NUM_EDGE_TYPES = 4
-INSTRUCTION, PSEUDO, VARIABLE = 0, 1, 2
+from gclsampler.graph import EDGE_TYPE_NAMES, N_STATS, NUM_EDGE_TYPES
+from gclsampler.graph import NODE_INSTRUCTION as INSTRUCTION
+from gclsampler.graph import NODE_PSEUDO as PSEUDO
+from gclsampler.graph import NODE_VARIABLE as VARIABLE
 
 
 class ModelConfigError(GclError):
@@ -65,7 +66,7 @@ class ModelConfig:
     inst_token_dim: int = 64
     var_token_dim: int = 32
     pseudo_token_dim: int = 16
-    n_stats: int = 8
+    n_stats: int = N_STATS
     stats_scale: float = 0.0625
     conv: str = "fast"
     basis_mixing: str = "never"
@@ -95,9 +96,6 @@ class ModelConfig:
         def bad(key: str, msg: str) -> ModelConfigError:
             return ModelConfigError(f"model.{key}: {msg}")
 
-        from gclsampler.graph import EDGE_TYPE_NAMES, N_STATS
-        from gclsampler.graph import NUM_EDGE_TYPES as graph_edge_types
-
         for key in ("in_dim", "hidden_dim", "out_dim", "proj_hidden", "proj_dim", "var_token_dim", "pseudo_token_dim"):
             if getattr(self, key) < 1:
                 raise bad(key, f"must be >= 1, got {getattr(self, key)}")
@@ -107,8 +105,8 @@ class ModelConfig:
         if self.n_stats != N_STATS:
             raise bad("n_stats", f"must be {N_STATS}, the value statistics each graph node carries, "
                                  f"got {self.n_stats}")
-        if self.num_relations != graph_edge_types:
-            raise bad("num_relations", f"must be {graph_edge_types}, the graphs' edge types "
+        if self.num_relations != NUM_EDGE_TYPES:
+            raise bad("num_relations", f"must be {NUM_EDGE_TYPES}, the graphs' edge types "
                                        f"({', '.join(EDGE_TYPE_NAMES)}): fewer mix one node's messages into "
                                        f"another's, more add weights no edge trains; got {self.num_relations}")
         for key in ("vocab_instruction", "vocab_pseudo", "vocab_variable"):
@@ -193,7 +191,7 @@ class FeatureEncoder(nn.Module):
     """
 
     def __init__(self, vocab: dict[str, int], in_dim: int = 64, inst_dim: int = 64, var_dim: int = 32,
-                 pseudo_dim: int = 16, n_stats: int = 8, stats_scale: float = 1.0 / 16, inst_stats: bool = False):
+                 pseudo_dim: int = 16, n_stats: int = N_STATS, stats_scale: float = 1.0 / 16, inst_stats: bool = False):
         super().__init__()
         # instruction statistics (repetition count, warp length, immediate) enter linearly
         self.inst_lin = nn.Linear(_N_INST_STATS, inst_dim, bias=False) if inst_stats else None
