@@ -271,26 +271,25 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     different error bound, so a different speedup) into one mean and sd. Invocation counts,
     archs or seed counts that differ leave the numbers comparable but not alike: notes, not
     errors (a synthesis seed draws bfs's graph, so its launch count is 20-26 across seeds)."""
-    first = main_rows(runs[0], workloads, methods)
-    for r in runs[1:]:
-        mine = main_rows(r, workloads, methods)
-        for col, key, keys in (("epsilon", "method", methods),):
-            for k in keys:
-                a, b = mine.loc[mine[key] == k, col], first.loc[first[key] == k, col]
-                if _distinct(a) != _distinct(b):
-                    odd = [i for i, v in a.items() if ("none" if v != v else float(v)) not in _distinct(b)]
-                    raise EvaluationError(
-                        f"{r.path}:{int(odd[0] if odd else a.index[0]) + 2}: {col}: {key} {k!r} has {col} "
-                        f"{_values(_distinct(a))} here and {_values(_distinct(b))} in {runs[0].path}; these runs "
-                        "are not the same experiment (compare runs made with the same suite settings)")
+    rows = [main_rows(r, workloads, methods) for r in runs]
+    first = rows[0]
+    for r, mine in zip(runs[1:], rows[1:]):
+        for k in methods:
+            a, b = mine.loc[mine["method"] == k, "epsilon"], first.loc[first["method"] == k, "epsilon"]
+            if _distinct(a) != _distinct(b):
+                odd = [i for i, v in a.items() if ("none" if v != v else float(v)) not in _distinct(b)]
+                raise EvaluationError(
+                    f"{r.path}:{int(odd[0] if odd else a.index[0]) + 2}: epsilon: method {k!r} has epsilon "
+                    f"{_values(_distinct(a))} here and {_values(_distinct(b))} in {runs[0].path}; these runs "
+                    "are not the same experiment (compare runs made with the same suite settings)")
     notes = []
-    counts = {w: [_distinct(main_rows(r, [w], methods)["n_invocations"]) for r in runs] for w in workloads}
+    counts = {w: [_distinct(d.loc[d["workload"] == w, "n_invocations"]) for d in rows] for w in workloads}
     varied = [w for w, c in counts.items() if any(x != c[0] for x in c)]
     if varied:
         notes.append("Invocation counts differ between runs for " + "; ".join(
             f"{w} ({', '.join(f'{r.label} {_values(c)}' for r, c in zip(runs, counts[w]))})" for w in varied)
             + ": a synthesis seed can draw a different program (bfs's graph), so those cells pool different launch counts.")
-    archs = [sorted(set(main_rows(r, workloads, methods)["arch"])) for r in runs]
+    archs = [sorted(set(d["arch"])) for d in rows]
     if any(a != archs[0] for a in archs):
         notes.append("Archs differ between runs: " + "; ".join(f"{r.label} {', '.join(a)}" for r, a in zip(runs, archs))
                      + ". Each run's cross-arch error is its mean over its own other archs, and a run without one "
@@ -298,8 +297,7 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     seeds = []
     for m in methods:
         per = []
-        for r in runs:
-            d = main_rows(r, workloads, methods)
+        for d in rows:
             d = d[(d["method"] == m) & (d["arch"] == d["plan_arch"])]
             per.append(int(d.groupby("workload")["seed"].nunique().max()))
         if any(n != per[0] for n in per):
