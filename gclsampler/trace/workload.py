@@ -162,17 +162,19 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     return names
 
 
-def _headers_with_unique_ids(paths: Iterable[Path]) -> Iterator[tuple[Path, KernelHeader]]:
+def _headers_with_unique_ids(paths: Iterable[Path]) -> list[tuple[Path, KernelHeader]]:
     """Each trace's header, refusing a ``-kernel id`` seen before: one invocation twice is
     counted twice, or exported over itself."""
     first: dict[int, str] = {}
+    out = []
     for p in paths:
         header, _ = read_header(p)
         if header.kernel_id in first:
             raise TraceFormatError(p, None, "-kernel id",
                                    f"{header.kernel_id} is also the id of {first[header.kernel_id]}")
         first[header.kernel_id] = p.name
-        yield p, header
+        out.append((p, header))
+    return out
 
 
 def list_invocations(root: str | os.PathLike) -> list[InvocationInfo]:
@@ -399,8 +401,7 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     # before anything is written: two entries with one output name would overwrite each other
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
     # and two traces of one invocation: every command would refuse the grouped workload
-    for _ in _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy")):
-        pass
+    _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy"))
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, written = [], []
     for _, e in _progress(entries, len(entries), "group"):
