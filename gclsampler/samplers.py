@@ -373,13 +373,17 @@ def _group_error_bounds(stem, k: int) -> np.ndarray:
 
     Leaf i contributes the variance of its estimated total, finite-population corrected
     (N_i^2 S_i^2 (1/m_i - 1/N_i)), which is (e_i N_i mu_i / z)^2 with e_i its own bound; so a
-    group's bound is sqrt(sum (e_i N_i mu_i)^2) / sum N_i mu_i.
+    group's bound is sqrt(sum (e_i N_i mu_i)^2) / sum N_i mu_i. Each group's totals are
+    divided by a power of two of its own (exact, and the bound is a ratio), so the squares
+    stay finite for huge times and do not vanish for a group far below the others.
     """
-    from gclsampler.stem import time_scale
+    from gclsampler.stem import time_scales
 
     g = stem.leaf_group.astype(np.int64)
     total = stem.leaf_sizes * stem.leaf_mean
-    total = total / time_scale(total)  # exact; keeps the squares below finite for huge times
+    top = np.zeros(k)
+    np.maximum.at(top, g, total)
+    total = total / time_scales(top)[g]
     spread = (stem.leaf_error_bound * total) ** 2
     num = np.sqrt(np.bincount(g, weights=spread, minlength=k))
     den = np.bincount(g, weights=total, minlength=k)

@@ -54,9 +54,13 @@ Differences from the public reference scripts, each covered by a test:
 * integer draws, at least ``min_samples`` (default 1) per leaf and at most its size,
   drawn without replacement with the finite-population correction in the bound;
 * everything is seeded (``random_state``) and byte-reproducible;
-* times may be non-integer (the reference casts to ``int``), and of any magnitude: times
-  beyond 2^±64 are divided by a power of two first (``time_scale``), exactly, so the squares
-  in the allocation neither overflow nor underflow;
+* times may be non-integer (the reference casts to ``int``), and of any magnitude, groups
+  and leaves 10^300 apart included: every leaf is measured in a power of two of its own
+  (``time_scales``, 1 unless its largest time is beyond 2^±64), so the squares in its
+  spread neither overflow nor underflow, and the leaves of one allocation unit meet in the
+  unit's own power of two, an exact conversion (``_in_units``). With scope group every
+  group is its own unit, so a group's allocation over its leaves does not depend on how
+  far the other groups' times are from its own;
 * the 2-means on one dimension is exact (sorted times, prefix sums) and cannot
   return a single label silently: a cluster with one distinct time, or one whose
   only splits would leave a side smaller than ``min_group``, is not split.
@@ -91,6 +95,7 @@ __all__ = [
     "stem_root",
     "split_1d_2means",
     "time_scale",
+    "time_scales",
     "Z_RANGE",
     "check_bound",
 ]
@@ -229,6 +234,10 @@ def stem_allocate(sizes, mu, sigma, units=None, *, epsilon: float = 0.05, z: flo
     / mu_i), lo_i, N_i); lam = 0 where every leaf at its lower bound already meets the
     bound). lam is found by bisection on log(lam) (the constraint is monotone in lam),
     from the feasible side, and rounding up keeps it feasible.
+
+    The answer depends only on ratios of times within a unit, but B_i and the budget are
+    squares: give each unit's mu and sigma in a unit where they are neither huge nor tiny
+    (``stem_root`` passes each unit's in the power of two of its largest time).
     """
     n = np.asarray(sizes, dtype=np.int64)
     a = np.asarray(mu, dtype=np.float64)
@@ -338,10 +347,13 @@ class _Leaves:
     ``S``/``E`` bound the leaf in the (group, time)-sorted times; ``unit`` is the
     allocation unit (0 for scope global, the group for scope group); ``n``, ``mu``,
     ``sd`` its statistics; ``has`` whether a 2-means cut exists, ``cut`` its left size
-    and ``cn``/``cmu``/``csd`` (L, 2) the halves' statistics.
+    and ``cn``/``cmu``/``csd`` (L, 2) the halves' statistics. ``mu``, ``sd``, ``cmu``
+    and ``csd`` are in units of the leaf's own ``scale`` (``time_scales`` of its largest
+    time), so a leaf far below the others keeps its spread instead of squaring to 0;
+    ``_in_units`` brings them to a common unit, exactly, where leaves are compared.
     """
 
-    fields = ("S", "E", "unit", "n", "mu", "sd", "has", "cut", "cn", "cmu", "csd")
+    fields = ("S", "E", "unit", "scale", "n", "mu", "sd", "has", "cut", "cn", "cmu", "csd")
 
     def __init__(self, **arrays):
         for k in self.fields:
@@ -367,13 +379,17 @@ def _new_leaves(xs, S, E, unit, min_group) -> _Leaves:
             out.append(_split_level(xs, S[lo:hi], E[lo:hi], unit[lo:hi], min_group))
     if not out:
         z = np.zeros(0)
-        return _Leaves(S=S, E=E, unit=unit, n=S.copy(), mu=z, sd=z, has=np.zeros(0, bool),
+        return _Leaves(S=S, E=E, unit=unit, scale=z, n=S.copy(), mu=z, sd=z, has=np.zeros(0, bool),
                        cut=S.copy(), cn=np.zeros((0, 2), np.int64), cmu=np.zeros((0, 2)), csd=np.zeros((0, 2)))
     return _Leaves.concat(out)
 
 
 def _split_level(xs, S, E, unit, min_group) -> _Leaves:
-    """Statistics and best 2-means cut of each segment xs[S:E] (one pass of arrays)."""
+    """Statistics and best 2-means cut of each segment xs[S:E] (one pass of arrays).
+
+    Each segment is measured in units of its own ``scale`` (its largest time is its last),
+    1 for times in any ordinary unit, so the squares below neither overflow nor underflow.
+    """
     mg = max(int(min_group), 1)
     lens = E - S
     nseg = S.size
@@ -381,6 +397,9 @@ def _split_level(xs, S, E, unit, min_group) -> _Leaves:
     seg = np.repeat(np.arange(nseg, dtype=idx_t), lens)
     base = np.cumsum(lens) - lens  # offset of each segment inside this chunk
     x = xs[_ranges(S, lens)]
+    scale = time_scales(xs[E - 1])
+    if (scale != 1.0).any():
+        x /= scale[seg]  # exact: a power of two
     j = np.arange(x.size, dtype=idx_t)
     j -= base[seg].astype(idx_t)  # index inside the segment
     mu = np.bincount(seg, weights=x, minlength=nseg) / lens
@@ -425,14 +444,36 @@ def _split_level(xs, S, E, unit, min_group) -> _Leaves:
     x -= cmu[child]
     x *= x
     csd = np.sqrt(np.bincount(child, weights=x, minlength=2 * nseg) / safe)
-    return _Leaves(S=S, E=E, unit=unit, n=lens.astype(np.int64), mu=mu, sd=sd, has=has, cut=cut,
+    return _Leaves(S=S, E=E, unit=unit, scale=scale, n=lens.astype(np.int64), mu=mu, sd=sd, has=has, cut=cut,
                    cn=nc.reshape(nseg, 2).astype(np.int64), cmu=cmu.reshape(nseg, 2), csd=csd.reshape(nseg, 2))
 
 
-def _plan_cost(lv: _Leaves, U: int, epsilon, z, min_samples) -> tuple[float, np.ndarray]:
-    """Sampled time sum m_i mu_i of the integer allocation over these leaves, and lam."""
-    m, lam = stem_allocate(lv.n, lv.mu, lv.sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
-    return float(np.dot(m, lv.mu)), lam
+def _in_units(lv: _Leaves, unit_scale: np.ndarray, cols: tuple[str, ...] = ("mu", "sd")) -> list[np.ndarray]:
+    """The leaves' ``cols`` in units of their allocation unit's scale (``unit_scale[unit]``).
+
+    Why: Problem 1 mixes the leaves of a unit (a_i, b_i and the unit's total in c), so they
+    must share one unit. Each leaf's scale / unit scale is a power of two <= 1, so the
+    conversion is exact unless it leaves the normal range: sd^2 can only for a spread below
+    2^-511 of the unit's largest time, and distinct float64 times that close together lie
+    below ~2^-440 of it. Such a leaf's share of the unit's total and variance is then
+    beneath the rounding of the sums it joins, and exact arithmetic also leaves it at its
+    lower bound (lam r_i < 1 for epsilon above 1e-18 and up to 10^12 invocations); its own
+    statistics stay in its own scale.
+    """
+    us = unit_scale[lv.unit]
+    f = np.minimum(lv.scale, us) / us  # an all-zero leaf has scale 1 and nothing to scale
+    return [getattr(lv, c) * (f if getattr(lv, c).ndim == 1 else f[:, None]) for c in cols]
+
+
+def _plan_cost(lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples) -> tuple[float, np.ndarray]:
+    """Sampled time sum m_i mu_i of the integer allocation over these leaves, and lam.
+
+    lam per unit is in that unit's scale (as ``_in_units``); the sampled time is summed in
+    the largest unit's, the time of the whole plan that ROOT lowers.
+    """
+    mu, sd = _in_units(lv, unit_scale)
+    m, lam = stem_allocate(lv.n, mu, sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
+    return float(np.dot(m, mu * (unit_scale / unit_scale.max())[lv.unit])), lam
 
 
 def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
@@ -443,6 +484,7 @@ def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
     mid = p.S + p.cut
     k = idx.size
     halves = _Leaves(S=np.concatenate([p.S, mid]), E=np.concatenate([mid, p.E]), unit=np.concatenate([p.unit, p.unit]),
+                     scale=np.concatenate([p.scale, p.scale]),  # in the parent's unit until re-measured
                      n=np.concatenate([p.cn[:, 0], p.cn[:, 1]]), mu=np.concatenate([p.cmu[:, 0], p.cmu[:, 1]]),
                      sd=np.concatenate([p.csd[:, 0], p.csd[:, 1]]), has=np.zeros(2 * k, bool),
                      cut=np.zeros(2 * k, np.int64), cn=np.zeros((2 * k, 2), np.int64), cmu=np.zeros((2 * k, 2)),
@@ -450,17 +492,20 @@ def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
     return lv.take(np.flatnonzero(keep)), halves
 
 
-def _root(xs, lv: _Leaves, U: int, epsilon, z, min_samples, min_group) -> _Leaves:
+def _root(xs, lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples, min_group) -> _Leaves:
     """ROOT by the price of variance, one level per pass (module docstring).
 
     Each pass: allocate over the current leaves (multiplier lam per unit); every leaf
     with a cut whose halves lower the Lagrangian cost is a candidate; apply the
     candidates if the re-allocated integer plan is cheaper, else the better half of
     them (by gain), and so on down to one. New leaves get their cuts in one array pass
-    over their members. Stops when no candidate makes the plan cheaper.
+    over their members. Stops when no candidate makes the plan cheaper. A leaf is priced
+    in its unit's scale (``unit_scale``), where its lam lives; gains are ranked in the
+    largest unit's, like the plan's sampled time.
     """
     bar = _progress(int(lv.n.sum()))
-    cost, lam = _plan_cost(lv, U, epsilon, z, min_samples)
+    common = unit_scale / unit_scale.max()
+    cost, lam = _plan_cost(lv, unit_scale, epsilon, z, min_samples)
     while True:
         if bar is not None:
             bar.set_postfix_str(f"{lv.S.size} leaves", refresh=False)
@@ -475,24 +520,25 @@ def _root(xs, lv: _Leaves, U: int, epsilon, z, min_samples, min_group) -> _Leave
             nf = n.astype(np.float64)
             return _leaf_cost(lam_c, nf, mu, _corrected_b(n, sd), np.minimum(max(int(min_samples), 1), nf))
 
-        parent = cost_of(c.n, c.mu, c.sd)
-        halves = cost_of(c.cn[:, 0], c.cmu[:, 0], c.csd[:, 0]) + cost_of(c.cn[:, 1], c.cmu[:, 1], c.csd[:, 1])
+        mu, sd, cmu, csd = _in_units(c, unit_scale, ("mu", "sd", "cmu", "csd"))
+        parent = cost_of(c.n, mu, sd)
+        halves = cost_of(c.cn[:, 0], cmu[:, 0], csd[:, 0]) + cost_of(c.cn[:, 1], cmu[:, 1], csd[:, 1])
         gain = parent - halves
         ok = gain > 1e-12 * np.maximum(parent, 1e-300)
         if not ok.any():
             break
-        order = cand[ok][np.argsort(-gain[ok], kind="stable")]
+        order = cand[ok][np.argsort(-(gain * common[c.unit])[ok], kind="stable")]
         committed = False
         k = order.size
         while k >= 1:
             idx = np.sort(order[:k])
             rest, new = _apply_splits(lv, idx)
             trial = _Leaves.concat([rest, new])
-            new_cost, new_lam = _plan_cost(trial, U, epsilon, z, min_samples)
+            new_cost, new_lam = _plan_cost(trial, unit_scale, epsilon, z, min_samples)
             if new_cost < cost * (1.0 - 1e-12):
                 fresh = _new_leaves(xs, new.S, new.E, new.unit, min_group)
                 lv = _Leaves.concat([rest, fresh])
-                cost, lam = _plan_cost(lv, U, epsilon, z, min_samples)
+                cost, lam = _plan_cost(lv, unit_scale, epsilon, z, min_samples)
                 committed = True
                 break
             k //= 2
@@ -554,12 +600,24 @@ def time_scale(t: np.ndarray) -> float:
     around 1e150 overflow them and times around 1e-160 underflow (a varying leaf looks
     constant). Sample sizes depend only on ratios of times, and dividing by a power of two
     is exact, so scaling changes nothing else; times in any ordinary unit are left as they
-    are and give the same bytes as before.
+    are and give the same bytes as before. One scale serves one set of times that are
+    compared with each other; ``time_scales`` gives one per group.
     """
-    top = float(t.max()) if t.size else 0.0
-    if top == 0.0 or 2.0**-64 <= top <= 2.0**64:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(top)[1] - 1)  # 2^(e-1) <= top: finite even for top near DBL_MAX
+    return float(time_scales(np.float64(t.max() if t.size else 0.0)))
+
+
+def time_scales(top: np.ndarray) -> np.ndarray:
+    """``time_scale`` of each largest time in ``top`` (one per group or leaf), elementwise.
+
+    Why one per group: with a single scale from the overall largest time, a group whose
+    times lie 10^160 below another's squares to 0 and is sized as if constant. Each group
+    (or ROOT leaf) measured in its own power of two keeps its statistics; where groups
+    meet (one allocation unit, one total) their values are brought to a common scale by
+    a power of two, which is exact unless the group is too small to count there at all.
+    """
+    top = np.asarray(top, dtype=np.float64)
+    far = (top != 0.0) & ((top < 2.0**-64) | (top > 2.0**64))
+    return np.where(far, np.ldexp(1.0, np.frexp(top)[1] - 1), 1.0)  # 2^(e-1) <= top: finite near DBL_MAX
 
 
 def _times(times) -> np.ndarray:
@@ -614,9 +672,6 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     """
     check_params(epsilon, z, min_samples, min_group, scope)
     t = _times(times)
-    scale = time_scale(t)
-    if scale != 1.0:
-        t = t / scale  # exact; leaf means and spreads are scaled back below
     n = t.size
     codes, labels = _group_codes(groups, n)
     G = labels.size
@@ -634,9 +689,15 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     unit = gid.astype(np.int64) if scope == "group" else np.zeros(gid.size, dtype=np.int64)
     U = G if scope == "group" else 1
     lv = _new_leaves(xs, gstart[gid], gend[gid], unit, min_group if root else n + 1)
+    # each leaf is measured in its own power of two (lv.scale); a unit's leaves are allocated
+    # in the scale of the unit's largest time (unit_scale), which splitting never changes
+    unit_top = np.zeros(U)
+    np.maximum.at(unit_top, lv.unit, xs[lv.E - 1])
+    unit_scale = time_scales(unit_top)
     if root:
-        lv = _root(xs, lv, U, epsilon, z, min_samples, min_group)
-    m, _ = stem_allocate(lv.n, lv.mu, lv.sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
+        lv = _root(xs, lv, unit_scale, epsilon, z, min_samples, min_group)
+    mu_u, sd_u = _in_units(lv, unit_scale)
+    m, _ = stem_allocate(lv.n, mu_u, sd_u, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
 
     # leaf ids in order of each leaf's first invocation
     pos = np.argsort(lv.S, kind="stable")
@@ -654,11 +715,13 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     lv, m = lv.take(by_id), m[by_id]
     group_code = codes[order[lv.S]]
 
+    # a leaf's own bound in its own scale; the workload's in the largest leaf's (each
+    # leaf's share converted by a power of two, as _in_units)
     nf = lv.n.astype(np.float64)
-    B = _corrected_b(lv.n, lv.sd)
-    var = B * (1.0 / m - 1.0 / nf)
-    total = float(np.dot(nf, lv.mu))
-    error_bound = float(z * math.sqrt(max(var.sum(), 0.0)) / total) if total > 0 else 0.0
+    var = _corrected_b(lv.n, lv.sd) * (1.0 / m - 1.0 / nf)
+    f = np.minimum(lv.scale, unit_scale.max()) / unit_scale.max()
+    total = float(np.dot(nf, lv.mu * f))
+    error_bound = float(z * math.sqrt(max((var * f * f).sum(), 0.0)) / total) if total > 0 else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         leaf_err = np.where((lv.mu > 0) & (var > 0), z * np.sqrt(np.maximum(var, 0.0)) / (nf * np.where(lv.mu > 0, lv.mu, 1.0)), 0.0)
     res = StemResult(
@@ -669,8 +732,8 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
         leaf_sizes=lv.n.astype(np.int64),
         sample_sizes=m.astype(np.int64),
         error_bound=error_bound,
-        leaf_mean=lv.mu * scale,
-        leaf_std=lv.sd * scale,
+        leaf_mean=lv.mu * lv.scale,
+        leaf_std=lv.sd * lv.scale,
         leaf_error_bound=leaf_err,
         leaf_census=m >= lv.n,
         scope=scope,

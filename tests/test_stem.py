@@ -413,6 +413,102 @@ def test_times_near_the_float_limit_give_the_plan_of_ordinary_times(top):
     np.testing.assert_array_equal(a.invocations, b.invocations)
 
 
+def _group_leaves(res, name):
+    """The leaves of group ``name`` in ``res``: sizes, draws, std and own bounds, by first member."""
+    ids = sorted(np.flatnonzero(res.leaf_group == name), key=lambda k: int(np.flatnonzero(res.leaf == k)[0]))
+    return (res.leaf_sizes[ids], res.sample_sizes[ids], res.leaf_std[ids], res.leaf_error_bound[ids])
+
+
+@pytest.mark.parametrize("factor", [1e-160, 1e-200])
+@pytest.mark.parametrize("root", [False, True])
+def test_group_10_160_below_another_is_sized_as_alone(root, factor):
+    """Scope group: a group whose times lie 1e160 below another's keeps its spread.
+
+    With one scale for all times its squares underflowed, so its leaves looked constant
+    (one draw each, spread and own bound 0). Each leaf is now measured in its own power
+    of two, and each group is allocated in its own: the plan of the small group is the
+    one it gets alone, at an ordinary scale.
+    """
+    rng = np.random.default_rng(0)
+    small = rng.gamma(2.0, 1.0, 2000)
+    t = np.concatenate([rng.gamma(2.0, 50.0, 2000), small * factor])
+    g = np.repeat(["big", "small"], 2000)
+    alone = stem_root(small, np.repeat(["small"], 2000), root=root, scope="group")
+    both = stem_root(t, g, root=root, scope="group")
+    n0, m0, sd0, e0 = _group_leaves(alone, "small")
+    n1, m1, sd1, e1 = _group_leaves(both, "small")
+    np.testing.assert_array_equal(n1, n0)
+    np.testing.assert_array_equal(m1, m0)
+    np.testing.assert_allclose(sd1 / factor, sd0, rtol=1e-12)
+    np.testing.assert_allclose(e1, e0, rtol=1e-12)
+    assert (e1 > 0).all()
+
+
+@given(st.lists(st.integers(-1000, 1000), min_size=2, max_size=3), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.01, 0.05, 0.2]))
+@settings(max_examples=30, deadline=None)
+def test_group_scope_allocation_does_not_depend_on_other_groups_magnitudes(exps, seed, eps):
+    """Scope group, plain STEM: each group is its own unit, so its draws, spread and bound are
+    those it gets alone, whatever power of two (2^-1000 .. 2^1000) the other groups sit at.
+
+    Each group's times have their largest in [1, 2) before scaling by 2^k, so the group alone
+    is at an ordinary scale and the scaled one differs from it only by an exact power of two.
+    """
+    rng = np.random.default_rng(seed)
+    parts, alone = [], []
+    for k in exps:
+        n = int(rng.integers(2, 400))
+        x = np.where(rng.random(n) < 0.3, rng.uniform(0.25, 0.5, n), rng.uniform(0.9, 1.0, n))
+        x = np.round(x * 2.0**20) / 2.0**20  # some equal times
+        x = x / x.max() * 1.5  # >= 1/4, so x 2^-1000 is still a normal float
+        parts.append(np.ldexp(x, k))
+        alone.append(stem_root(x, None, epsilon=eps, root=False, scope="group"))
+    t = np.concatenate(parts)
+    g = np.repeat(np.arange(len(exps)), [p.size for p in parts])
+    res = stem_root(t, g, epsilon=eps, root=False, scope="group")
+    for i, (k, a) in enumerate(zip(exps, alone)):
+        j = np.flatnonzero(res.leaf_group == i)
+        np.testing.assert_array_equal(res.sample_sizes[j], a.sample_sizes)
+        np.testing.assert_array_equal(res.leaf_std[j], np.ldexp(a.leaf_std, k))
+        np.testing.assert_array_equal(res.leaf_error_bound[j], a.leaf_error_bound)
+    assert res.error_bound <= eps * (1 + 1e-9)
+
+
+def test_leaf_far_below_the_rest_of_its_unit_keeps_its_spread(rng):
+    """Scope global, and ROOT leaves inside one group: a leaf 1e160 (or 1e300) below the unit's
+    largest time is negligible to the unit's allocation, but its reported spread and own bound
+    are its own (they were 0 when every leaf shared one scale)."""
+    def std(x):  # the population std of x, computed at an ordinary scale
+        s = np.ldexp(1.0, -np.frexp(x.max())[1])
+        return (x * s).std() / s
+
+    t = np.concatenate([rng.gamma(2.0, 50.0, 2000), rng.gamma(2.0, 1.0, 2000) * 2.0**-600])
+    g = np.repeat(["big", "small"], 2000)
+    one = np.concatenate([rng.normal(100, 10, 500) * 1e150, rng.gamma(2.0, 1.0, 500) * 1e-150])
+    for times, groups in ((t, g), (one, None)):
+        res = stem_root(times, groups, scope="global")
+        ref = np.array([std(times[res.leaf == k]) for k in range(res.n_leaves)])
+        np.testing.assert_allclose(res.leaf_std, ref, rtol=1e-12)
+        tiny = res.leaf_mean < 1e-100
+        assert tiny.any() and (res.leaf_std[tiny] > 0).all() and (res.leaf_error_bound[tiny] > 0).all()
+        assert (res.sample_sizes[tiny] == 1).all()  # at its lower bound: nothing of the total
+        assert 0 < res.error_bound <= 0.05
+
+
+def test_gcl_cluster_bounds_of_a_group_far_below_the_others():
+    """gcl_stem's per-cluster bound is a ratio: a cluster 1e170 below another gets its own."""
+    from gclsampler.samplers import _group_error_bounds
+
+    rng = np.random.default_rng(2)
+    small = rng.gamma(2.0, 1.0, 1500)
+    t = np.concatenate([rng.gamma(2.0, 50.0, 1500), small * 1e-170])
+    g = np.repeat([0, 1], 1500)
+    both = _group_error_bounds(stem_root(t, g, scope="group"), 2)
+    alone = _group_error_bounds(stem_root(small, np.ones(1500, dtype=np.int64), scope="group"), 2)
+    assert both[1] > 0
+    assert both[1] == pytest.approx(alone[1], rel=1e-12)
+
+
 def test_error_bound_at_most_epsilon_and_matches_definition(rng):
     t = np.concatenate([_two_peaks(rng, 3000), rng.gamma(2.0, 30.0, 2000)])
     g = np.repeat([0, 1], [3000, 2000])
