@@ -459,21 +459,29 @@ def allegro_partition(times: np.ndarray, keys: np.ndarray, epsilon: float, z: fl
     Groups by ``keys``; a group is split with 1-D 2-means on execution time while its
     m_min exceeds ``m_th`` (and it still has two distinct times). m_min is returned
     uncapped; callers cap it at the leaf size.
+
+    Each partition is measured in a power of two of its own (``time_scale`` of its
+    largest time) before its m_min and its 2-means. Why: with one scale for all times, a
+    group far below another (~1e-200) squares to 0 in the 2-means sums and is peeled off
+    one invocation at a time. Dividing by a power of two is exact, so every split and
+    m_min is the one that partition gets alone, and times in any ordinary unit (scale 1)
+    give the same bytes as before.
     """
     times = np.asarray(times, dtype=np.float64)
-    times = times / time_scale(times)  # exact; the 2-means sums of squares stay finite
     groups = _relabel(np.asarray(keys))
     leaves: list[np.ndarray] = []
     m_mins: list[int] = []
     stack = [(np.flatnonzero(groups == g), 0) for g in range(int(groups.max()) + 1)][::-1]
     while stack:
         idx, depth = stack.pop()
-        m = allegro_m_min(times[idx], epsilon, z, floor)
-        if m <= m_th or depth >= max_depth or np.ptp(times[idx]) == 0:
+        t = times[idx]
+        t = t / time_scale(t)  # exact; squares are taken relative to this partition's largest time
+        m = allegro_m_min(t, epsilon, z, floor)
+        if m <= m_th or depth >= max_depth or np.ptp(t) == 0:
             leaves.append(idx)
             m_mins.append(m)
             continue
-        side = _best_2means_1d(times[idx])
+        side = _best_2means_1d(t)
         stack.append((idx[side], depth + 1))
         stack.append((idx[~side], depth + 1))
     labels = np.empty(times.size, dtype=np.int64)

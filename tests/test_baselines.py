@@ -251,6 +251,54 @@ def test_allegro_recursion_stops_when_m_min_under_threshold():
     assert len(m2) == 1
 
 
+def _leaves_in_order(labels: np.ndarray, m_min: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf labels renumbered by first appearance, and their m_min in that order: a group's
+    partition compares equal whatever leaf ids the other groups took."""
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inv], m_min[np.unique(labels)][np.argsort(first)]
+
+
+def _assert_same_leaves(got: tuple[np.ndarray, np.ndarray], alone: tuple[np.ndarray, np.ndarray]) -> None:
+    assert np.array_equal(got[0], alone[0]) and np.array_equal(got[1], alone[1])
+
+
+def _two_peaks(rng: np.random.Generator, n: int = 80) -> np.ndarray:
+    return np.concatenate([rng.normal(100, 0.5, n), rng.normal(1000, 5, n)])
+
+
+@pytest.mark.parametrize("below", [1e-200, 1e-160, 1e200])
+def test_allegro_group_far_from_another_gets_its_alone_leaves(below):
+    # one global time_scale made this two-peak group's 2-means squares underflow at 1e-200:
+    # it was peeled one invocation at a time (65 leaves) instead of its alone 2
+    rng = np.random.default_rng(1)
+    low = _two_peaks(rng)
+    other = rng.normal(1000, 5, 40)
+    alone = _leaves_in_order(*allegro_partition(low, np.zeros(low.size, dtype=int), epsilon=0.05))
+    t = np.concatenate([other, low * below])
+    keys = np.r_[np.zeros(other.size, dtype=int), np.ones(low.size, dtype=int)]
+    labels, m_min = allegro_partition(t, keys, epsilon=0.05)
+    got = _leaves_in_order(labels[other.size:], m_min)
+    assert len(alone[1]) == 2
+    _assert_same_leaves(got, alone)
+
+
+@given(e=st.integers(-1000, 1000), seed=st.integers(0, 2**16), eps=st.sampled_from([0.03, 0.05, 0.1, 0.25]))
+@settings(max_examples=60, deadline=None)
+def test_allegro_group_at_any_power_of_two_is_partitioned_as_alone(e, seed, eps):
+    # a group at 2^e (e in -1000..1000) beside one at 1: its leaves and m_min bit for bit as alone
+    rng = np.random.default_rng(seed)
+    g = rng.choice(rng.uniform(10, 1e5, 3), 120) * (1 + 0.05 * rng.standard_normal(120))
+    other = rng.uniform(10, 1e5, 50)
+    alone = _leaves_in_order(*allegro_partition(g, np.zeros(g.size, dtype=int), epsilon=eps))
+    t = np.concatenate([g * 2.0**e, other])
+    keys = np.r_[np.zeros(g.size, dtype=int), np.ones(other.size, dtype=int)]
+    labels, m_min = allegro_partition(t, keys, epsilon=eps)
+    _assert_same_leaves(_leaves_in_order(labels[:g.size], m_min), alone)
+    other_alone = _leaves_in_order(*allegro_partition(other, np.zeros(other.size, dtype=int), epsilon=eps))
+    _assert_same_leaves(_leaves_in_order(labels[g.size:], m_min), other_alone)
+
+
 def test_allegro_keys_separate_grid_and_block():
     df = make_profile(60, 0)
     df["kernel_name"] = "k"
