@@ -26,7 +26,10 @@ Why the code is shaped the way it is:
   sweep's.
 * k-means is implemented here (k-means++ seeding + Lloyd, vectorised numpy) so
   that every seed is derived from ``(random_state, K, start)`` and the result is
-  byte-identical run to run, independent of which other K were swept.
+  byte-identical run to run, independent of which other K were swept; BLAS runs on
+  one thread here, so the core count does not move a rounding either.
+* The paper sets no upper K, so the sweep has none of its own; it runs in blocks of
+  ``k_step`` K and stops at the first block whose last K is not the best so far.
 """
 
 from __future__ import annotations
@@ -78,13 +81,19 @@ class ClusterConfig:
     """Hydra structured config of the ``cluster`` group (``conf/cluster/default.yaml``).
 
     Defaults are the project's ``gcl``: GCL-Sampler 3.4's silhouette-chosen K, then the
-    work split (``split_tolerance``) and the member nearest its cluster's mean work as
-    representative (``work_mean``); ``gcl_paper`` overrides those two (and ``launch_weight``)
-    with the paper's settings. The sampling/restart knobs follow DESIGN.md's measurements.
+    work split (``split_tolerance``), the time-share cut (``time_split_share``) and the member
+    nearest its cluster's mean work as representative (``work_mean``); ``gcl_paper`` sets
+    every deviation back to the paper's setting (``samplers.GclPaperSampler``). The
+    sampling/restart knobs follow DESIGN.md's measurements.
     """
 
     k_min: int = 2
-    k_max: int = 50  # the sweep stops at min(k_max, n - 1, distinct embeddings)
+    # The sweep covers K = k_min..k_step first and goes on k_step K at a time while the best
+    # K is the last one swept, up to min(invocations - 1, distinct embeddings, k_max); 0 = no cap
+    # of its own (the paper sets none). Why blocks: a sweep to n costs hours on large
+    # workloads, and a silhouette curve that still rises at a block's end asks for more K.
+    k_max: int = 0
+    k_step: int = 50
     tolerance: float = 0.01  # K within this (absolute) silhouette of the best count as "comparable"
     n_init: int = 3  # k-means starts per K in the sweep
     refine_top: int = 3  # best-scoring K re-scored with more starts
@@ -132,8 +141,10 @@ class ClusterConfig:
                 raise bad(f.name, f"must be {expected}, got {v!r}")
         if self.k_min < 2:
             raise bad("k_min", f"must be >= 2 (silhouette needs two clusters), got {self.k_min}")
-        if self.k_max < self.k_min:
-            raise bad("k_max", f"must be >= k_min={self.k_min}, got {self.k_max}")
+        if self.k_max != 0 and self.k_max < self.k_min:
+            raise bad("k_max", f"must be 0 (no cap) or >= k_min={self.k_min}, got {self.k_max}")
+        if self.k_step < 1:
+            raise bad("k_step", f"must be >= 1, got {self.k_step}")
         if not (self.tolerance >= 0 and math.isfinite(self.tolerance)):
             raise bad("tolerance", f"must be a finite number >= 0, got {self.tolerance}")
         for key in ("n_init", "refine_n_init", "max_iter"):
@@ -412,14 +423,20 @@ def _one_cluster(n: int, cfg: ClusterConfig, random_state: int, work: np.ndarray
                          False, 0, asdict(cfg))
 
 
-def _near_identical(uniq: np.ndarray, counts: np.ndarray, tol: float, min_points: int) -> np.ndarray | None:
-    """Group labels of the distinct embeddings when they form fewer than ``min_points``
-    groups of near-identical points (distance <= tol x the RMS norm of the embeddings), else
-    None.
+_GROUP_MAX = 2048  # up to this many distinct embeddings, near-identical groups are found pairwise
+
+
+def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> np.ndarray:
+    """Labels of the distinct embeddings' near-identical groups: points within ``tol`` x the
+    embeddings' RMS norm of each other.
 
     Why: a trained network maps two graphs that differ in an irrelevant bit to embeddings a
-    rounding error apart; those must still count as "all identical" (k = 1). The scale is the
-    embeddings' norm, not their spread: a spread of rounding errors is itself tiny.
+    rounding error apart; those must still count as one point (k = 1 when all are). The
+    scale is the embeddings' norm, not their spread: a spread of rounding errors is itself
+    tiny. Groups are the connected components of the within-tolerance pairs, and a component
+    wider than twice the tolerance (a chain of steps each below it) is not one point: its
+    members stay apart. Above ``_GROUP_MAX`` distinct points only the all-identical case is
+    detected (every point its own group otherwise); the silhouette sweep decides there.
     """
     m = uniq.shape[0]
     w = counts.astype(np.float64)
@@ -427,17 +444,30 @@ def _near_identical(uniq: np.ndarray, counts: np.ndarray, tol: float, min_points
     mean = (uniq * w[:, None]).sum(axis=0) / w.sum()
     if float(np.sqrt(((uniq - mean) ** 2).sum(axis=1)).max()) * 2 <= scale:
         return np.zeros(m, dtype=np.int64)  # every pair is within the tolerance
-    if m >= 64:  # many distinct points: the silhouette sweep decides
-        return None
-    adj = _pairwise(uniq) <= scale
-    labels = np.arange(m)
-    for _ in range(m):  # connected components by label propagation (m < 64)
-        new = np.where(adj, labels[None, :], m).min(axis=1)
-        if np.array_equal(new, labels):
-            break
-        labels = new
-    labels = _compact(labels)
-    return labels if int(labels.max()) + 1 < min_points else None
+    if m > _GROUP_MAX or scale == 0:
+        return np.arange(m, dtype=np.int64)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    dist = _pairwise(uniq)
+    _, comp = connected_components(csr_matrix(dist <= scale), directed=False)
+    same = comp[:, None] == comp[None, :]
+    width = np.zeros(int(comp.max()) + 1)
+    np.maximum.at(width, comp, np.where(same, dist, 0.0).max(axis=1))
+    chained = width[comp] > 2 * scale
+    groups = np.where(chained, comp.max() + 1 + np.arange(m), comp)
+    return _compact(groups)
+
+
+def _each_group(groups: np.ndarray, inverse: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_state: int,
+                work: np.ndarray | None, curve: dict[int, float], sampled: bool = False,
+                n_scored: int = 0) -> ClusterResult:
+    """Every near-identical group its own cluster: what is left when the silhouette cannot
+    rank partitions (too few groups) or finds no structure (no K scores above 0)."""
+    labels = _compact(groups[inverse])
+    n_groups = int(labels.max()) + 1
+    reps = representatives(labels, x_all, cfg.representative, random_state, work)
+    return ClusterResult(labels, n_groups, curve, reps, np.bincount(labels), sampled, n_scored, asdict(cfg), n_groups)
 
 
 def _subsample(inverse: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -457,7 +487,9 @@ def _progress(ks: range):
 
 
 def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] | None = None, random_state: int = 0) -> ClusterResult:
-    """Silhouette-chosen k-means of (N, D) embeddings; one cluster when N < 3 or all coincide.
+    """Silhouette-chosen k-means of (N, D) embeddings; one cluster when N < 2 or all coincide,
+    one per distinct point when they are too few to rank (``silhouette_min_points``) or no K
+    scores above 0.
 
     Three point sets, all weighted distinct embeddings: *all* (every invocation),
     *score* (all, or ``sample_size`` sampled invocations: silhouette is computed
@@ -472,6 +504,39 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     bad = ~np.isfinite(x_all).all(axis=1)
     if bad.any():
         raise EmbeddingError(f"embeddings: row {int(np.flatnonzero(bad)[0])} (invocation) is not finite")
+    with one_blas_thread():
+        return _cluster(emb, _in_float32_range(x_all), cfg, random_state)
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread.
+
+    Why: how a threaded BLAS splits a float32 product changes the rounding of its sums, so
+    the silhouette scores, and in a near tie the chosen K, would depend on the machine's
+    core count or ``OMP_NUM_THREADS``; a plan must be the same bytes for the same inputs
+    and seed. The products here are small (at most a few thousand points).
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _in_float32_range(x: np.ndarray) -> np.ndarray:
+    """``x`` times a power of two that puts its largest magnitude in [0.5, 1), when that
+    magnitude is beyond 2^+-32.
+
+    Why: k-means and the silhouette square distances in float32, which overflows from
+    about 1e19 and loses everything below about 1e-19. A power of two is exact and every
+    decision here is scale-free, so such embeddings cluster as their scaled copy does, and
+    embeddings in the ordinary range are left as they are.
+    """
+    top = float(np.abs(x).max()) if x.size else 0.0
+    if top == 0.0 or 2.0 ** -32 <= top <= 2.0 ** 32:
+        return x
+    return np.ldexp(x, -math.frexp(top)[1])
+
+
+def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_state: int) -> ClusterResult:
     n = x_all.shape[0]
     work = representative_work(emb, cfg)
     if cfg.normalize and n:
@@ -483,15 +548,12 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     # distinct embeddings with multiplicities: exact, and much smaller for repeated kernels
     uniq, inverse, counts = np.unique(x_all, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    groups = _near_identical(uniq, counts, cfg.identical_tol, cfg.silhouette_min_points)
-    if groups is not None:
-        n_groups = int(groups.max()) + 1
-        if n_groups == 1:
-            return _one_cluster(n, cfg, random_state, work)
-        # too few distinct points for silhouette: each one is its own cluster
-        labels = _compact(groups[inverse])
-        reps = representatives(labels, x_all, cfg.representative, random_state, work)
-        return ClusterResult(labels, n_groups, {}, reps, np.bincount(labels), False, 0, asdict(cfg), n_groups)
+    groups = _identical_groups(uniq, counts, cfg.identical_tol)
+    n_groups = int(groups.max()) + 1
+    if n_groups == 1:
+        return _one_cluster(n, cfg, random_state, work)
+    if n_groups < cfg.silhouette_min_points:  # too few distinct points for silhouette to rank
+        return _each_group(groups, inverse, x_all, cfg, random_state, work, {})
     every = _Points.of(uniq, counts)
 
     sampled = n > cfg.sample_size
@@ -511,23 +573,30 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
         fit = _Points.of(score_set.x, score_set.w, gram=score_set.x.shape[0] <= _GRAM_MAX)
     tol = _kmeans_tol(fit.x.astype(np.float64), fit.w)
 
-    hi = min(cfg.k_max, n - 1, fit.x.shape[0], n_scored - 1)
+    hi = min(n - 1, fit.x.shape[0], n_scored - 1)
+    if cfg.k_max:
+        hi = min(hi, cfg.k_max)
     lo = min(cfg.k_min, hi)
-    ks = range(lo, hi + 1) if hi >= 2 else range(0)
 
     def score_of(centers: np.ndarray) -> float | None:
         return weighted_silhouette(dist, _compact(score_set.assign(centers)), score_set.w)
 
-    # sweep: n_init starts per K, the lowest-inertia one is scored
+    # sweep: n_init starts per K, the lowest-inertia one is scored; blocks of k_step K, the
+    # next one only while the best K so far is the last K swept
     curve: dict[int, float] = {}
     centers_of: dict[int, np.ndarray] = {}
     inertia_of: dict[int, float] = {}
-    for k in _progress(ks):
-        runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
-        centers, inertia_of[k] = min(runs, key=lambda r: r[1])
-        score = score_of(centers)
-        if score is not None:
-            curve[k], centers_of[k] = score, centers
+    start, end = lo, min(hi, max(lo, cfg.k_step))
+    while hi >= 2 and start <= end:
+        for k in _progress(range(start, end + 1)):
+            runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
+            centers, inertia_of[k] = min(runs, key=lambda r: r[1])
+            score = score_of(centers)
+            if score is not None:
+                curve[k], centers_of[k] = score, centers
+        if not curve or max(curve, key=lambda k: (curve[k], -k)) != max(curve):
+            break
+        start, end = end + 1, min(hi, end + cfg.k_step)
     if not curve:  # no K could be scored (e.g. every K leaves a singleton-only labelling)
         return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
 
@@ -589,6 +658,13 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
             refine(chosen)
     if not curve or chosen is None:
         return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
+    if max(curve.values()) <= 0:
+        # No K separates the embeddings better than chance: the distinct kernels are about as
+        # far from each other as from anything, and the rule "smallest K among the comparable"
+        # would merge kernels that share nothing (4 equally spaced kernels launched once each
+        # all score 0, so K = 2 won). Nothing is alike, so nothing is merged.
+        return _each_group(groups, inverse, x_all, cfg, random_state, work, dict(sorted(curve.items())),
+                           sampled, n_scored)
     return _work_split(_compact(refined[chosen][inverse]), emb, x_all, cfg, random_state,
                        dict(sorted(curve.items())), sampled, n_scored, int(chosen))
 

@@ -193,6 +193,96 @@ def test_work_mean_needs_the_work_column_and_keeps_the_medoid_among_equals(rng):
     b = cluster_embeddings(x, dict(SMALL, representative="medoid"), random_state=3)
     assert a.representatives.tolist() == b.representatives.tolist()
 
+@pytest.mark.parametrize("m", [4, 5, 9])
+@pytest.mark.parametrize("repr_", ["first", "work_mean"])
+def test_different_kernels_launched_once_are_never_merged(m, repr_):
+    """m kernels, one launch each, as far from one another as can be: every K scores 0 (each
+    cluster is either a singleton or equally far inside as out), so "the smallest comparable
+    K" would merge kernels that share nothing; nothing is alike, so each is its own cluster."""
+    x = np.concatenate([np.eye(m) * 5, np.zeros((m, 6))], axis=1)  # equal work tail for work_mean
+    r = cluster_embeddings(x, dict(SMALL, representative=repr_))
+    assert r.k == m and sorted(r.sizes.tolist()) == [1] * m
+    assert max(r.silhouette.values()) <= 0  # the sweep ran and found nothing alike
+
+
+def test_structure_still_merges_kernels_that_are_alike(rng):
+    """The no-structure rule must not fire where silhouette finds pairs: two close pairs and
+    two far points, one launch each, still give each pair one cluster."""
+    x = np.array([[0.0, 0], [0.1, 0], [10, 0], [10, 0.1], [0, 10], [10, 10]])
+    r = cluster_embeddings(x, SMALL)
+    assert r.labels[0] == r.labels[1] and r.labels[2] == r.labels[3]
+    assert r.k < 6 and max(r.silhouette.values()) > 0
+
+
+def test_k_goes_beyond_one_block_when_the_curve_still_rises(rng):
+    """60 distinct kernels, 3 launches each: the best K is 60, past the first block of 50
+    (the paper sets no cap; issue 12: k may go up to n)."""
+    c = rng.normal(size=(60, 12)) * 20
+    x = np.repeat(c, 3, axis=0)[rng.permutation(180)]
+    r = cluster_embeddings(x, dict(SMALL, k_max=0, k_step=50))
+    assert r.k == 60 and max(r.silhouette) == 60
+    capped = cluster_embeddings(x, dict(SMALL, k_max=50, k_step=50))
+    assert capped.k == 50  # a cap, when asked for, holds
+
+
+def test_blocks_do_not_change_a_pick_inside_the_first_block(rng):
+    """A curve that peaks inside the first block stops the sweep there: the same labels as a
+    sweep of every K, and no K past the block was fitted."""
+    x = blobs(rng, [5], 20)
+    blocks = cluster_embeddings(x, dict(SMALL, k_max=0, k_step=10))
+    whole = cluster_embeddings(x, dict(SMALL, k_max=0, k_step=1000))
+    assert np.array_equal(blocks.labels, whole.labels) and blocks.k == 5
+    assert max(blocks.silhouette) == 10 and max(whole.silhouette) > 10
+
+
+def test_a_chain_of_small_steps_is_not_one_point():
+    """Points each within the identical tolerance of the next, but spanning 20 tolerances,
+    are different kernels (a smoothly growing launch), not one kernel's rounding noise."""
+    step = 5e-3  # tolerance: 1e-4 x RMS norm (about 100) = 1e-2
+    x = np.column_stack([np.full(20, 100.0), np.arange(20) * step])
+    r = cluster_embeddings(x, SMALL)
+    assert r.k > 1
+    # rounding noise around three points still counts as three points
+    rng = np.random.default_rng(0)
+    noisy = np.repeat(np.array([[100.0, 0], [100, 1], [100, 2]]), 30, axis=0) + rng.normal(size=(90, 2)) * 1e-4
+    r = cluster_embeddings(noisy, SMALL)
+    assert r.k == 3 and r.silhouette == {}
+
+
+@pytest.mark.parametrize("scale", [2.0 ** 70, 1e25, 1e-25])
+def test_extreme_magnitudes_cluster_as_their_scaled_copy(rng, scale):
+    """float32 distances overflow near 1e19 and vanish near 1e-19; embeddings that large or
+    small are clustered as the same points scaled into range (exactly, by a power of two)."""
+    x = blobs(rng, [5], 20)
+    ref = cluster_embeddings(x, SMALL)
+    big = cluster_embeddings(x * scale, SMALL)
+    assert np.array_equal(big.labels, ref.labels) and big.k == ref.k == 5
+
+
+def test_plan_does_not_depend_on_blas_threads(tmp_path):
+    """How a threaded BLAS splits a float32 product changes the rounding of its sums; the
+    scores (and so, in a near tie, K) must be the same bytes on 1 and 2 threads."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import hashlib, numpy as np\n"
+        "from gclsampler.cluster import cluster_embeddings\n"
+        "rng = np.random.default_rng(3)\n"
+        "c = rng.normal(size=(40, 64)) * 3\n"
+        "x = (c[rng.integers(40, size=3000)] + rng.normal(size=(3000, 64)) * 0.8).astype(np.float32)\n"
+        "r = cluster_embeddings(x, dict(split_tolerance=0.0, representative='first', k_max=42), random_state=3)\n"
+        "print(hashlib.sha256(repr(sorted(r.silhouette.items())).encode() + r.labels.tobytes()).hexdigest())\n")
+    out = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+        out.append(subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                                  check=True).stdout)
+    assert out[0] == out[1]
+
 
 def test_labels_numbered_by_first_appearance(rng):
     r = cluster_embeddings(blobs(rng, [5], 20), SMALL)
@@ -216,7 +306,7 @@ def test_sampled_sweep_labels_every_invocation(rng):
     assert np.array_equal(r.labels, exact.labels)
 
 
-@pytest.mark.parametrize("key,value", [("k_min", 1), ("k_max", 1), ("tolerance", -0.1), ("n_init", 0),
+@pytest.mark.parametrize("key,value", [("k_min", 1), ("k_max", 1), ("k_step", 0), ("tolerance", -0.1), ("n_init", 0),
                                        ("representative", "centroid"), ("sample_size", 2)])
 def test_bad_config_names_the_key(key, value):
     with pytest.raises(ClusterConfigError, match=rf"cluster\.{key}"):
