@@ -408,8 +408,9 @@ class GclPaperSampler(GclSampler):
     """GCL-Sampler exactly as the paper states it (section 3.4): silhouette-chosen k-means on
     the RGCN embeddings alone, the first invocation of each cluster simulated.
 
-    Whatever ``cluster`` says, ``launch_weight`` is 0 (no launch shape appended) and the
-    representative is the first member. The embeddings should come from a model trained
+    Whatever ``cluster`` says, ``launch_weight`` is 0 (no launch shape appended), ``normalize``
+    is false (the paper clusters the embeddings as they are) and the representative is the
+    first member. The embeddings should come from a model trained
     with ``model=paper`` (no instruction statistics, no size vector in the readout):
     ``workload.paper_embeddings`` when set (the evaluation suite trains both), else
     ``workload.embeddings``. This row shows what the paper's method does on a workload and
@@ -418,8 +419,8 @@ class GclPaperSampler(GclSampler):
 
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
-    cluster_overrides = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0,
-                         "time_split_tolerance": 0.0, "time_split_share": 0.0}
+    cluster_overrides = {"launch_weight": 0.0, "representative": "first", "normalize": False,
+                         "split_tolerance": 0.0, "time_split_tolerance": 0.0, "time_split_share": 0.0}
 
 
 register_sampler(GclSampler)

@@ -131,6 +131,26 @@ def test_missing_embeddings_is_a_clear_error():
         GclSampler().fit(w)
 
 
+def test_gcl_paper_never_normalizes():
+    """cluster.normalize=true (cosine geometry) is not the paper's clustering: four groups at
+    [1,0], [10,0], [0,1], [0,10] are two directions, so normalising merges them to k=2, and
+    gcl_paper must give the plain paper labels (k=4) whatever the user's config says."""
+    from gclsampler.cluster import cluster_embeddings
+
+    rng = np.random.default_rng(0)
+    emb = np.repeat([[1.0, 0.0], [10.0, 0.0], [0.0, 1.0], [0.0, 10.0]], 5, axis=0) + rng.normal(size=(20, 2)) * 1e-3
+    paper = {"launch_weight": 0.0, "representative": "first", "split_tolerance": 0.0, "time_split_tolerance": 0.0,
+             "time_split_share": 0.0}
+    assert cluster_embeddings(emb, {**paper, "normalize": True}).k == 2
+    plain = cluster_embeddings(emb, {**paper, "normalize": False})
+    assert plain.k == 4
+    prof = pd.DataFrame({"invocation": np.arange(20), "kernel_name": ["k"] * 20, "time_ns": np.full(20, 1000.0)})
+    s = make_sampler("gcl_paper", cluster={"normalize": True})
+    plan = s.fit(Workload("four", prof, paper_embeddings=emb.astype(np.float32)))
+    assert np.array_equal(s.labels_, plain.labels) and s.k_ == 4
+    assert plan.config["cluster"]["normalize"] is False
+
+
 def test_gcl_stem_missing_time_column():
     with pytest.raises(SamplerError, match="time_column"):
         GclStemSampler(cluster=SMALL, time_column="gpu_time").fit(toy_workload())
