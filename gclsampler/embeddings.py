@@ -91,3 +91,63 @@ def load_embeddings(path: str | os.PathLike, n_invocations: int | None = None,
         raise EmbeddingsError(located(path, None, None, "not a numpy .npy array"))
     arr = check_embeddings(arr, path, n_invocations, profile)  # shape and rows before reading the data
     return np.array(arr, dtype=np.float32, copy=True)
+
+
+ENCODER_DEVIATIONS = ("inst_stats", "kernel_features")
+"""The ``model.*`` switches of the project's encoder deviations (docs/graph.md), on by default;
+``model=paper`` turns both off. Only an encoder with both off is the paper's (GCL-Sampler
+3.3.1-3.3.2), the one ``gcl_paper`` clusters."""
+
+
+def project_deviations(model) -> list[str]:
+    """``["model.inst_stats=true", ...]``: the deviations switched on in ``model`` (a config node,
+    a mapping or a ``ModelConfig``); a missing key counts as ``ModelConfig``'s default. Empty for
+    the paper's encoder."""
+    from gclsampler.model import ModelConfig
+
+    get = model.get if hasattr(model, "get") else (lambda k, d: getattr(model, k, d))
+    return [f"model.{k}=true" for k in ENCODER_DEVIATIONS if bool(get(k, getattr(ModelConfig, k)))]
+
+
+def _run_model(config_yaml: Path):
+    """The ``model`` mapping of a ``train.py`` run's ``config.yaml``, or None when there is no
+    such file or it is not a run's config (unreadable, not YAML, no ``model`` mapping)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(config_yaml.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, dict) else None
+
+
+def not_paper_encoder(path: str | os.PathLike, n_columns: int) -> str | None:
+    """Why the embeddings in ``path`` (``n_columns`` wide) are not the paper encoder's, or None.
+
+    Why these two sources: ``train.py`` writes the resolved config beside ``embeddings.npy``,
+    so the run's own ``config.yaml`` says which encoder it trained, when it describes a model
+    of this file's width. A file without one (copied out, ``<workload>/paper_embeddings.npy``)
+    has only its width: the project's default encoder writes ``out_dim`` + the 8-column size
+    vector (264), the paper's ``out_dim`` (256); any other width is not refused.
+    """
+    from gclsampler.model import ModelConfig
+
+    config_yaml = Path(path).parent / "config.yaml"
+    model = _run_model(config_yaml)
+    if model is not None:
+        try:
+            width = ModelConfig(out_dim=int(model.get("out_dim", ModelConfig.out_dim)),
+                                kernel_features=bool(model.get("kernel_features", ModelConfig.kernel_features))
+                                ).embedding_dim
+        except (TypeError, ValueError):
+            width = None
+        if width == n_columns:
+            on = project_deviations(model)
+            return f"trained by the project's encoder ({config_yaml}: {', '.join(on)})" if on else None
+    project = ModelConfig().embedding_dim
+    if n_columns == project:
+        return (f"{n_columns} columns, the width of the project's encoder ({ModelConfig.out_dim} + the "
+                f"{project - ModelConfig.out_dim}-column size vector), and no config.yaml of a model=paper run "
+                f"beside it")
+    return None

@@ -372,9 +372,14 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
             own = Path(workload.root) / ("paper_embeddings.npy" if paper else "embeddings.npy")
             for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
-                    from gclsampler.embeddings import load_embeddings
+                    from gclsampler.embeddings import load_embeddings, not_paper_encoder
 
-                    return load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
+                    emb = load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
+                    why = not_paper_encoder(cand, emb.shape[1]) if paper else None
+                    if why:  # gcl_paper would cluster the project's embeddings under the paper's name
+                        raise EvaluationError(f"{cand}: {why}; gcl_paper clusters the paper's encoder's "
+                                              "embeddings (embeddings=cached)")
+                    return emb
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
@@ -394,6 +399,13 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
         if paper:
             overrides.append("model=paper")
         tcfg = _compose_train_config(overrides, cfg.train_config_dir)
+        if paper:
+            from gclsampler.embeddings import project_deviations
+
+            on = project_deviations(tcfg.model)
+            if on:  # a model.* value in train_overrides outranks the model=paper group
+                raise EvaluationError(f"suite.train_overrides: {' '.join(on)} turns the project's encoder "
+                                      "back on in gcl_paper's training (model=paper)")
         pipeline.run(tcfg, out_dir=run_dir)
         emb = np.load(run_dir / "embeddings.npy")
         if emb.shape[0] != workload.n_invocations:

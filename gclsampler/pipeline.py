@@ -265,6 +265,10 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
 
     if workload is not None:
         workload.embeddings = emb
+        from gclsampler.embeddings import project_deviations
+
+        if not project_deviations(model_cfg):  # the paper's encoder: what gcl_paper clusters
+            workload.paper_embeddings = emb
     t = time.perf_counter()
     post = run_post_embedding(cfg, workload, emb, out_dir) if post_enabled else {}
     timings["post_s"] = round(time.perf_counter() - t, 3)
@@ -331,7 +335,27 @@ def _check_plan_stage(cfg: DictConfig) -> None:
     except TypeError as exc:
         raise PipelineError(f"sampler.params: {exc}") from None
     check_sampler_params(sampler, "sampler.params")
+    _check_encoder(cfg, sampler)
     _check_work_column(cfg, sampler)
+
+
+def _check_encoder(cfg: DictConfig, sampler) -> None:
+    """Refuse a sampler of the paper's encoder's embeddings (``gcl_paper``) with the project's encoder.
+
+    Why: ``gcl_paper`` is the paper's method only on the paper's encoder (GCL-Sampler 3.3.1-3.3.2:
+    no instruction statistics, no size vector); trained with the default model, the plan under
+    its name clustered the project's embeddings. Refused rather than switched silently, so the
+    run's config.yaml and the command line say the same thing (docs/plans.md).
+    """
+    if getattr(sampler, "embedding_attr", "embeddings") != "paper_embeddings" or cfg.get("model") is None:
+        return
+    from gclsampler.embeddings import project_deviations
+
+    on = project_deviations(cfg.model)
+    if on:
+        raise PipelineError(f"{' '.join(on)}: the project's encoder, but sampler={sampler.name} clusters the "
+                            f"paper's encoder's embeddings; add model=paper "
+                            f"(or {' '.join(k.replace('=true', '=false') for k in on)})")
 
 
 def _check_work_column(cfg: DictConfig, sampler) -> None:

@@ -57,10 +57,18 @@ class SamplerConfig:
 
 
 def _embeddings_of(workload, method: str, attr: str = "embeddings") -> np.ndarray:
+    """``workload.<attr>``, checked against the invocation count; never another attribute.
+
+    Why no fallback from ``paper_embeddings`` to ``embeddings``: the latter are the project's
+    encoder's (instruction statistics, size vector), and ``gcl_paper`` clustering them would be
+    a plan of neither the paper's method nor the project's, under the paper's name.
+    """
     emb = getattr(workload, attr, None)
-    if emb is None and attr != "embeddings":
-        emb = getattr(workload, "embeddings", None)
     where = getattr(workload, "name", "workload")
+    if emb is None and attr == "paper_embeddings":
+        raise SamplerError(f"{where}: paper_embeddings: none loaded; {method} clusters the embeddings of the "
+                           "paper's encoder (python train.py model=paper), not the project's: pass "
+                           "Workload(..., paper_embeddings=...)")
     if emb is None:
         raise SamplerError(f"{where}: embeddings: none loaded; {method} clusters RGCN embeddings "
                            "(train first, or pass Workload(..., embeddings=...))")
@@ -207,6 +215,7 @@ class GclSampler(Sampler):
         cfg = self.effective_cluster_config()
         self.cluster_config_ = cfg
         emb = _embeddings_of(workload, self.name, self.embedding_attr)
+        self.embedding_dims_ = int(np.shape(emb)[1])
         launch = launch_features(workload) if cfg.launch_weight > 0 else None
         x = clustering_input(emb, launch, cfg.launch_weight)
         on_x = _work_column_on_input(cfg, np.shape(emb)[1], np.shape(x)[1])
@@ -408,19 +417,27 @@ class GclPaperSampler(GclSampler):
     """GCL-Sampler exactly as the paper states it (section 3.4): silhouette-chosen k-means on
     the RGCN embeddings alone, the first invocation of each cluster simulated.
 
-    Whatever ``cluster`` says, ``launch_weight`` is 0 (no launch shape appended), ``normalize``
-    is false (the paper clusters the embeddings as they are) and the representative is the
-    first member. The embeddings should come from a model trained
-    with ``model=paper`` (no instruction statistics, no size vector in the readout):
-    ``workload.paper_embeddings`` when set (the evaluation suite trains both), else
-    ``workload.embeddings``. This row shows what the paper's method does on a workload and
-    what the project's deviations (``gcl``) buy over it.
+    Whatever ``cluster`` says, every deviation of the project's is off: no launch shape
+    appended (``launch_weight`` 0), no L2 normalisation, no work split, no time cuts, and the
+    representative is the first member. It clusters ``workload.paper_embeddings`` only, those
+    of a model trained with ``model=paper`` (no instruction statistics, no size vector in the
+    readout); ``train.py``, ``gclsampler sample`` and ``evaluate.py`` refuse or never load the
+    project's encoder's embeddings for it. This row shows what the paper's method does on a
+    workload and what the project's deviations (``gcl``) buy over it.
     """
 
     name = "gcl_paper"
     embedding_attr = "paper_embeddings"
     cluster_overrides = {"launch_weight": 0.0, "representative": "first", "normalize": False,
                          "split_tolerance": 0.0, "time_split_tolerance": 0.0, "time_split_share": 0.0}
+
+    def _config(self) -> dict[str, Any]:
+        """``GclSampler``'s record plus ``embedding_dims``, the columns clustered. Why: a reader of
+        plan.json can tell the encoder from it (``model=paper``: ``model.out_dim``, 256 by default;
+        the project's encoder appends the 8-column size vector), and it is the same number
+        whichever entry point loaded the file, so ``gclsampler sample`` still gives the
+        pipeline's plan.json byte for byte."""
+        return {**super()._config(), "embedding_dims": self.embedding_dims_}
 
 
 register_sampler(GclSampler)

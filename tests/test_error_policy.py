@@ -190,6 +190,9 @@ def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
     ("train.epoch=3", "config: train.epoch: Key 'epoch' not in 'TrainConfig'"),
     ("train.lr=abc", "config: train.lr: Value 'abc' of type 'str' could not be converted to Float"),
     ("graph=nope", "config: In 'config': Could not find 'graph/nope' (available: default)"),  # no search path
+    # the paper's method on the project's encoder: refused before any work, saying what to add
+    ("sampler=gcl_paper", "model.inst_stats=true model.kernel_features=true: the project's encoder, but "
+                          "sampler=gcl_paper clusters the paper's encoder's embeddings; add model=paper"),
 ])
 def test_train_py_config_errors_are_one_line_exit_2(tmp_path, override, needle):
     r = _run([str(ROOT / "train.py"), "debug=default", override, f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)

@@ -356,6 +356,32 @@ def test_training_config_for_embeddings_targets_the_workload_dir(tmp_path):
     assert cfg.post_embedding is False and cfg.train.epochs == 1
 
 
+@pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
+def test_gcl_paper_embeddings_are_never_the_projects_encoders(tmp_path):
+    """gcl_paper's embeddings come from a model=paper run: a cached paper_embeddings.npy of the
+    project's encoder's width, or a suite.train_overrides value turning a deviation back on
+    (a model.* value outranks the model=paper group), is refused before it is clustered."""
+    from types import SimpleNamespace
+
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, default_embed_fn
+
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "wl" / "profile.csv").write_text("")
+    wl = SimpleNamespace(name="toy", root=tmp_path / "wl", n_invocations=3, arch="turing", data_kind="")
+    np.save(tmp_path / "wl" / "paper_embeddings.npy", np.ones((3, 264), np.float32))
+    embed = default_embed_fn(EvaluateConfig(embeddings="cached"), tmp_path / "out")
+    with pytest.raises(EvaluationError, match=r"paper_embeddings.npy: 264 columns, the width of the project's "
+                                              r"encoder .*; gcl_paper clusters the paper's encoder's embeddings"):
+        embed(wl, "paper")
+    np.save(tmp_path / "wl" / "paper_embeddings.npy", np.ones((3, 256), np.float32))
+    assert embed(wl, "paper").shape == (3, 256)
+    cfg = EvaluateConfig(suite=SuiteConfig(train_overrides=["model.kernel_features=true"]))
+    with pytest.raises(EvaluationError, match=r"^suite.train_overrides: model.kernel_features=true turns the "
+                                              r"project's encoder back on in gcl_paper's training"):
+        default_embed_fn(cfg, tmp_path / "out")(wl, "paper")
+    assert not (tmp_path / "out").exists()
+
+
 def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration():
     from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
     from gclsampler.score import any_member_error

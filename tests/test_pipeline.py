@@ -335,6 +335,43 @@ def test_train_root_seed_out_of_range_names_seed():
         _check_plan_stage(cfg)
 
 
+@pytest.mark.parametrize("overrides, keys", [
+    ([], "model.inst_stats=true model.kernel_features=true"),
+    (["model=pyg"], "model.inst_stats=true model.kernel_features=true"),
+    (["model=paper", "model.kernel_features=true"], "model.kernel_features=true"),
+    (["model=paper", "model.inst_stats=true"], "model.inst_stats=true"),
+])
+def test_gcl_paper_with_the_projects_encoder_is_refused_before_training(overrides, keys):
+    """sampler=gcl_paper with the default model clustered the project's embeddings (264 columns,
+    instruction statistics) under the paper's name; now refused by key before any work, saying
+    what to add. model=paper is accepted (test below)."""
+    from gclsampler.pipeline import PipelineError, _check_plan_stage
+
+    fix = " ".join(k.replace("=true", "=false") for k in keys.split())
+    with pytest.raises(PipelineError, match=re.escape(f"{keys}: the project's encoder, but sampler=gcl_paper "
+                                                      f"clusters the paper's encoder's embeddings; add model=paper "
+                                                      f"(or {fix})")):
+        _check_plan_stage(compose_cfg(["debug=default", "sampler=gcl_paper", *overrides]))
+
+
+def test_gcl_paper_pipeline_plan_is_the_sample_clis_byte_for_byte(tiny_workload, tmp_path, capsys):
+    """model=paper sampler=gcl_paper end to end: the pipeline hands its embeddings to gcl_paper as
+    the paper's, and `gclsampler sample gcl_paper --embeddings <run>/embeddings.npy` (config.yaml
+    beside it says model=paper) writes the same plan.json."""
+    from gclsampler.cli import main
+    from gclsampler.pipeline import run
+
+    cfg = compose_cfg(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", "model=paper",
+                       "sampler=gcl_paper", "train.epochs=1", "train.threads=1"])
+    run(cfg, out_dir=tmp_path / "run")
+    made = json.loads((tmp_path / "run" / "plan.json").read_text())
+    assert made["method"] == "gcl_paper" and made["config"]["embedding_dims"] == 256
+    out = tmp_path / "cli.json"
+    assert main(["sample", "gcl_paper", str(tiny_workload), "--embeddings", str(tmp_path / "run" / "embeddings.npy"),
+                 "--out", str(out)]) == 0
+    assert out.read_bytes() == (tmp_path / "run" / "plan.json").read_bytes()
+
+
 def test_paper_encoder_with_the_work_reading_gcl_is_refused_before_training():
     """model=paper has no size vector: the default gcl (work split, work_mean) would read a
     learned dimension as work, so the plan stage refuses it by key; gcl_paper and a gcl with

@@ -53,6 +53,46 @@ def test_gcl_reads_embeddings_and_checks_their_rows(wl, tmp_path, capsys):
     assert f"{n - 1} rows but" in capsys.readouterr().err and not (tmp_path / "g2.json").exists()
 
 
+def _n_invocations(wl):
+    return len([ln for ln in (wl / "kernelslist.g").read_text().splitlines() if ln.startswith("kernel-")])
+
+
+@pytest.mark.parametrize("columns, model, refused", [
+    (264, None, "264 columns, the width of the project's encoder (256 + the 8-column size vector), and no "
+                "config.yaml of a model=paper run beside it"),
+    (264, {"inst_stats": True, "kernel_features": True, "out_dim": 256},
+     "trained by the project's encoder ({dir}/config.yaml: model.inst_stats=true, model.kernel_features=true)"),
+    (256, {"inst_stats": True, "kernel_features": False, "out_dim": 256},
+     "trained by the project's encoder ({dir}/config.yaml: model.inst_stats=true)"),
+    (264, {"inst_stats": False, "kernel_features": False, "out_dim": 264}, None),  # its run says model=paper
+    (256, None, None),  # the paper encoder's width (<workload>/paper_embeddings.npy has no config.yaml)
+    (256, {"inst_stats": False, "kernel_features": False, "out_dim": 256}, None),
+])
+def test_gcl_paper_refuses_the_projects_embeddings(wl, tmp_path, capsys, columns, model, refused):
+    """gcl_paper clustered any --embeddings, the project's encoder's (264 columns: the size
+    vector) included; the run's config.yaml beside the file, else its width, tells them apart."""
+    import yaml
+
+    run = tmp_path / "run"
+    run.mkdir()
+    emb = run / "embeddings.npy"
+    np.save(emb, np.random.default_rng(0).standard_normal((_n_invocations(wl), columns)).astype(np.float32))
+    if model is not None:
+        (run / "config.yaml").write_text(yaml.safe_dump({"model": model, "seed": 0}))
+    out = tmp_path / "p.json"
+    code = main(["sample", "gcl_paper", str(wl), "--embeddings", str(emb), "--out", str(out)])
+    err = capsys.readouterr().err
+    if refused is None:
+        assert code == 0 and _plan(out)["config"]["embedding_dims"] == columns
+        return
+    assert code == 2 and not out.exists() and err.count("\n") == 1
+    assert err.startswith(f"gclsampler: error: --embeddings: {emb}: {refused.format(dir=run)}; gcl_paper clusters "
+                          "the paper's encoder's embeddings: give the embeddings.npy of a `python train.py "
+                          "model=paper` run (or use gcl)"), err
+    # gcl clusters them as they are
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+
+
 @pytest.mark.parametrize("argv,message", [
     (["nosuch"], "unknown method 'nosuch'; available:"),
     (["photon", "--set", "thresh=0.9"], "--set thresh: photon has no parameter 'thresh'; it takes: threshold, match_launch"),

@@ -129,6 +129,10 @@ def test_missing_embeddings_is_a_clear_error():
     w.embeddings = w.embeddings[:-1]
     with pytest.raises(SamplerError, match="shape"):
         GclSampler().fit(w)
+    # gcl_paper never falls back to the project's embeddings (it clustered them under its name)
+    with pytest.raises(SamplerError, match=r"^toy: paper_embeddings: none loaded; gcl_paper clusters the "
+                                           r"embeddings of the paper's encoder"):
+        make_sampler("gcl_paper").fit(toy_workload())
 
 
 def test_gcl_paper_never_normalizes():

@@ -137,6 +137,7 @@ def _workload(emb, names):
 
 def test_a_two_invocation_workload_of_two_kernels_simulates_both():
     wl = _workload([[0.0, 1.0], [3.0, 1.0]], ["k_a", "k_b"])
+    wl.paper_embeddings = np.array([[0.0, 1.0], [3.0, 1.0]], dtype=np.float32)
     for name in ("gcl", "gcl_paper"):
         plan = make_sampler(name).fit(wl)
         assert sorted(s.invocation for s in plan.samples) == [0, 1]

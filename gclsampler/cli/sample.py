@@ -16,7 +16,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "Fit one sampling method on a workload directory and write its plan.json "
         "(gclsampler-plan/1). Methods: pka, sieve, allegro, random, stem_root read profile.csv; "
         "photon reads the traces; gcl, gcl_paper and gcl_stem need the embeddings a training run "
-        "wrote (--embeddings; gcl_paper those of model=paper). Method parameters are the keyword arguments of its class, "
+        "wrote (--embeddings; gcl_paper those of a model=paper run: the project encoder's are refused). "
+        "Method parameters are the keyword arguments of its class, "
         "e.g. --set threshold=0.9 for photon or --set epsilon=0.1 for stem_root "
         "(epsilon of stem_root, gcl_stem and allegro: a number in (0, 1); z in [0.01, 40])."
     )
@@ -103,6 +104,21 @@ def _check_params(sampler, method: str) -> None:
     check_sampler_params(sampler, f"--set ({method})")
 
 
+def _require_paper_encoder(path: Path, n_columns: int, method: str) -> None:
+    """Refuse, for ``gcl_paper``, embeddings that the project's encoder wrote.
+
+    Why: the method is the paper's only with the paper's encoder; clustering the project's
+    embeddings (instruction statistics, size vector) under its name was silent before.
+    """
+    from gclsampler.embeddings import not_paper_encoder
+    from gclsampler.errors import GclError
+
+    why = not_paper_encoder(path, n_columns)
+    if why:
+        raise GclError(f"--embeddings: {path}: {why}; {method} clusters the paper's encoder's embeddings: "
+                       "give the embeddings.npy of a `python train.py model=paper` run (or use gcl)")
+
+
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -148,7 +164,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.embeddings is not None:
         from gclsampler.embeddings import load_embeddings
 
-        wl.embeddings = load_embeddings(args.embeddings, wl.n_invocations, args.workload / "profile.csv")
+        emb = load_embeddings(args.embeddings, wl.n_invocations, args.workload / "profile.csv")
+        attr = getattr(sampler, "embedding_attr", "embeddings")
+        if attr == "paper_embeddings":
+            _require_paper_encoder(args.embeddings, emb.shape[1], args.method)
+        setattr(wl, attr, emb)
     plan = sampler.fit(wl)
     plan.save(args.out)
     t = wl.profile["time_ns"].to_numpy(dtype=np.float64) if "time_ns" in wl.profile else None
