@@ -143,27 +143,66 @@ def test_a_two_invocation_workload_of_two_kernels_simulates_both():
         assert sorted(s.invocation for s in plan.samples) == [0, 1]
 
 
+# The paper's clustering (GCL-Sampler 3.4): silhouette K on the embeddings alone, first member.
+PAPER_CLUSTER = {"launch_weight": 0.0, "normalize": False, "split_tolerance": 0.0, "time_split_tolerance": 0.0,
+                 "time_split_share": 0.0, "representative": "first"}
+# A user config with every deviation knob on, each of which changes the plan on _deviant_workload
+DEVIATIONS = {"launch_weight": 2.0, "normalize": True, "split_tolerance": 0.05, "time_split_tolerance": 0.5,
+              "time_split_share": 0.01, "representative": "work_mean"}
+
+
+def _deviant_workload():
+    """Four groups of five launches at [10,0], [100,0], [0,10], [0,100] (k=4; L2-normalised: k=2),
+    each group's members spread in the work column (-6) by 0.1 (work split, work_mean), in
+    time by 2x per member (time cuts) and in grid size (launch block); the project's
+    embeddings (``embeddings``) are another matrix, two groups of ten."""
+    rng = np.random.default_rng(0)
+    n = 20
+    paper = np.zeros((n, 8))
+    paper[:, :2] = np.repeat([[10.0, 0.0], [100.0, 0.0], [0.0, 10.0], [0.0, 100.0]], 5, axis=0)
+    paper[:, :2] += rng.normal(size=(n, 2)) * 1e-3
+    paper[:, 2] = np.tile(np.arange(5) * 0.1, 4)  # column -6
+    prof = pd.DataFrame({"invocation": range(n), "kernel_name": ["k"] * n,
+                         "time_ns": np.tile(1000.0 * 2.0 ** np.arange(5), 4),
+                         "grid": [f"({1 if i % 2 else 256},1,1)" for i in range(n)], "block": ["(128,1,1)"] * n})
+    project = _sized(np.repeat([[0.0, 0.0], [5.0, 5.0]], 10, axis=0))
+    return Workload(name="deviant", profile=prof, embeddings=project.astype(np.float32),
+                    paper_embeddings=paper.astype(np.float32))
+
+
 def test_gcl_paper_uses_none_of_the_deviations():
-    wl = _workload(np.r_[np.zeros((6, 2)), np.ones((6, 2))] + np.arange(12)[:, None] * 1e-3,
-                   ["k"] * 12)
-    wl.paper_embeddings = np.r_[np.zeros((6, 2)), np.ones((6, 2))].astype(np.float32) + 0.5
-    project = {"launch_weight": 2.0, "representative": "medoid", "time_split_tolerance": 0.5,
-               "time_split_share": 0.01}
-    s = GclPaperSampler(cluster=project).fit(wl)
-    cfg = s.config["cluster"]
-    assert cfg["launch_weight"] == 0.0 and cfg["representative"] == "first"
-    # times span 12x here, uncut by either time rule
-    assert cfg["split_tolerance"] == 0.0 and cfg["time_split_tolerance"] == 0.0 and cfg["time_split_share"] == 0.0
-    # it clusters the paper encoder's embeddings, and simulates the first member of each cluster
-    assert sorted(x.invocation for x in s.samples) == [0, 6]
+    """gcl_paper's labels and representatives are the paper's clustering of the paper
+    embeddings, computed directly, whatever deviation the user's cluster config turns on; and
+    it never falls back to the project's embeddings."""
+    from gclsampler.samplers import SamplerError
+
+    wl = _deviant_workload()
+    ref = cluster_embeddings(wl.paper_embeddings, PAPER_CLUSTER, random_state=0)
+    assert ref.k == 4 and ref.representatives.tolist() == [0, 5, 10, 15]  # the first member of each group
+    # the data is sensitive: each knob alone changes the project's sampler's clusters or members
+    plain = Workload(name="deviant", profile=wl.profile, embeddings=wl.paper_embeddings)
+    for key, value in DEVIATIONS.items():
+        g = GclSampler(cluster={**PAPER_CLUSTER, key: value})
+        g.fit(plain)
+        assert (not np.array_equal(g.labels_, ref.labels)
+                or not np.array_equal(g.representatives_, ref.representatives)), key
+    for user in (DEVIATIONS, {**DEVIATIONS, "launch_weight": 0.0}, {"normalize": True}):
+        s = GclPaperSampler(cluster=user)
+        plan = s.fit(wl)
+        assert np.array_equal(s.labels_, ref.labels) and np.array_equal(s.representatives_, ref.representatives)
+        assert sorted(x.invocation for x in plan.samples) == [0, 5, 10, 15]
+        assert {k: plan.config["cluster"][k] for k in PAPER_CLUSTER} == PAPER_CLUSTER
+        assert plan.config["embedding_dims"] == 8
+    # the project's embeddings are never clustered under the paper's name
+    wl.paper_embeddings = None
+    with pytest.raises(SamplerError, match=r"^deviant: paper_embeddings: none loaded; gcl_paper clusters "
+                                           r"the embeddings of the paper's encoder"):
+        GclPaperSampler().fit(wl)
     # model=paper turns both encoder deviations off; the default model has the size vector in z
     conf = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "model" / "paper.yaml")
     assert conf.inst_stats is False and conf.kernel_features is False
     assert ModelConfig().embedding_dim == ModelConfig().out_dim + 8
     assert ModelConfig(kernel_features=False).embedding_dim == ModelConfig().out_dim
-    # the project's sampler with the same config does use them
-    g = GclSampler(cluster=project).fit(wl)
-    assert g.config["cluster"]["representative"] == "medoid"
 
 
 def test_work_split_also_cuts_when_no_k_gets_a_silhouette_score(monkeypatch):
