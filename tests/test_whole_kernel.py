@@ -70,12 +70,20 @@ def test_loop_trips_reach_the_graph_and_the_readout():
 
 
 def test_grid_reaches_the_readout():
-    t1, t2 = _gemm_trace(K=128, grid_n=2), _gemm_trace(K=128, grid_n=4)
+    """Two launches whose SM-0 traces run the same instructions (8 SMs: SM 0 runs CTA 0 of
+    either grid) and differ in the grid: the grid's CTA count reaches z through the size vector.
+    Why 8 SMs: on one SM, SM 0 runs every CTA, so the traces (and embeddings) differ anyway and a
+    readout that dropped the size vector would pass."""
+    t1, t2 = _gemm_trace(K=128, grid_n=2, n_sm=8), _gemm_trace(K=128, grid_n=4, n_sm=8)
     f1, f2 = kernel_features(t1), kernel_features(t2)
-    assert f2[5] - f1[5] == pytest.approx(np.log2(5 / 3), abs=1e-5)  # grid CTAs, log2(1 + x)
-    assert f2[4] > f1[4]  # CTAs on SM 0 (one SM here: all of them)
-    z = _embed(_model(), [build_graph(t1, SMALL_GRAPH), build_graph(t2, SMALL_GRAPH)])
-    assert not np.allclose(z[0], z[1])
+    assert np.flatnonzero(f1 != f2).tolist() == [5]  # the size vectors differ in grid CTAs only
+    assert f2[5] - f1[5] == pytest.approx(np.log2(5 / 3), abs=1e-5)  # log2(1 + x)
+    g1, g2 = build_graph(t1, SMALL_GRAPH), build_graph(t2, SMALL_GRAPH)
+    assert torch.equal(g1.token, g2.token) and torch.equal(g1.edge_index, g2.edge_index)  # same instructions
+    z = _embed(_model(), [g1, g2])
+    size = z[:, -len(f1):]  # the readout's tail: kfeat_scale (1) x the size vector
+    np.testing.assert_allclose(size, np.stack([f1, f2]), rtol=1e-6)
+    assert np.flatnonzero(size[0] != size[1]).tolist() == [5]
 
 
 def test_constant_bank_words_become_valued_variables():
