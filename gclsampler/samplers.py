@@ -1,8 +1,13 @@
 """The GCL samplers and the registry of every sampling method.
 
-* ``GclSampler`` ("gcl"): GCL-Sampler 3.4 as published: silhouette k-means on the
-  RGCN embeddings, the first invocation of each cluster simulated with the
-  cluster's size as weight. One simulated invocation per cluster, no error bound.
+* ``GclSampler`` ("gcl"): the project's best GCL configuration: GCL-Sampler 3.4's
+  silhouette k-means on the RGCN embeddings (which end in the size vector), with the
+  documented deviations (work split, share cut; docs/plans.md) and the member nearest its
+  cluster's mean SM-0 work simulated (``work_mean``), weighted by the cluster's size.
+  One simulated invocation per cluster, no error bound.
+* ``GclPaperSampler`` ("gcl_paper"): GCL-Sampler 3.4 as published, on the paper encoder's
+  embeddings (``model=paper``): silhouette k-means on them alone, the first invocation of
+  each cluster simulated, none of the deviations whatever the ``cluster`` group says.
 * ``GclStemSampler`` ("gcl_stem"): the design's post-stage. The GCL clusters group
   invocations by *behaviour* (what the code does); inside each cluster STEM (and
   ROOT on the execution times, optionally) sizes a random sample from the
