@@ -361,9 +361,11 @@ def test_gcl_paper_pipeline_plan_is_the_sample_clis_byte_for_byte(tiny_workload,
     from gclsampler.cli import main
     from gclsampler.pipeline import run
 
+    # the graph cache goes beside the run: tiny_workload is shared, and other tests assert it has none
     cfg = compose_cfg(["debug=default", "workload.name=phi2", f"workload.dir={tiny_workload}", "model=paper",
-                       "sampler=gcl_paper", "train.epochs=1", "train.threads=1"])
+                       "sampler=gcl_paper", "train.epochs=1", "train.threads=1", f"paths.cache_dir={tmp_path / 'cache'}"])
     run(cfg, out_dir=tmp_path / "run")
+    assert not (tiny_workload / ".graph-cache").exists()
     made = json.loads((tmp_path / "run" / "plan.json").read_text())
     assert made["method"] == "gcl_paper" and made["config"]["embedding_dims"] == 256
     out = tmp_path / "cli.json"
