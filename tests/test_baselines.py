@@ -167,6 +167,71 @@ def test_kde_split_separates_modes_and_keeps_unimodal():
     assert len(np.unique(kde_split(rng.normal(1e6, 1e4, 200)))) == 1
 
 
+def _grid_minima_split(x: np.ndarray, h: float, g: np.ndarray) -> np.ndarray:
+    """Reference: sub-strata from the strict minima of the exact density on grid ``g``."""
+    v, c = np.unique(x, return_counts=True)
+    dens = np.concatenate([(c[None, :] * np.exp(-0.5 * ((part[:, None] - v[None, :]) / h) ** 2)).sum(axis=1)
+                           for part in np.array_split(g, max(1, g.size // 20000))])
+    sign = np.sign(np.diff(dens))
+    nz = np.flatnonzero(sign != 0)
+    cuts = [0.5 * (g[a + 1] + g[b]) for a, b in zip(nz[:-1], nz[1:]) if sign[a] < 0 and sign[b] > 0]
+    return np.unique(np.searchsorted(cuts, x, side="right"), return_inverse=True)[1].reshape(-1)
+
+
+def test_kde_split_finds_modes_a_coarse_grid_steps_over():
+    # Silverman h = 26 over a range of 7e6: a 512-point grid (spacing 1.4e4) stepped over the
+    # modes 1000 and 1100 and made them one stratum ([100, 3, 3])
+    x = np.r_[np.full(50, 1000.0), np.full(50, 1100.0), np.full(3, 5e6), np.full(3, 7e6)]
+    assert np.bincount(kde_split(x)).tolist() == [50, 50, 3, 3]
+    assert kde_split(x).tolist() == [0] * 50 + [1] * 50 + [2] * 3 + [3] * 3
+
+
+def test_kde_split_modes_of_very_different_sizes():
+    # 2000 launches on five counts 1000..1004 (h = 0.29: 3.4 h apart, every count a mode, as
+    # h = 1 splits every distinct value), one at 5e5, seven at 1e6 and 50 on two counts at 3e7:
+    # a range of 1e8 h. The old grid gave [2008, 50]: the lone and the small modes were lost.
+    x = np.r_[1000 + np.arange(2000) % 5, [5e5], np.full(7, 1e6), 3e7 + np.arange(50) % 2].astype(float)
+    sub = kde_split(x)
+    assert np.bincount(sub).tolist() == [400] * 5 + [1, 7, 25, 25]
+    assert np.all(np.diff(sub[np.argsort(x, kind="stable")]) >= 0)  # ascending in x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kde_split_matches_a_fine_grid_of_the_exact_density(seed):
+    # modes of very different widths and sizes over 11 to 1e5 bandwidths (the 512-point grid
+    # is coarser than h/4 on all but one): a grid of h/16 over the exact density is the reference
+    rng = np.random.default_rng(seed)
+    parts = [np.round(rng.normal(c, sd, n)) for c, sd, n in
+             zip(rng.uniform(0, 1e5, 4), rng.choice([3.0, 30.0, 300.0], 4), rng.choice([1, 5, 40, 400], 4))]
+    x = np.concatenate(parts)
+    h = silverman_bandwidth(x)
+    g = np.arange(x.min(), x.max() + h / 16, h / 16)
+    got, ref = kde_split(x), _grid_minima_split(x, h, g)
+    assert got.max() == ref.max()
+    assert np.mean(got == ref) >= 0.99  # a cut is placed to within a grid step of h/4
+
+
+def test_kde_split_keeps_the_original_grid_where_it_resolves_h_over_4():
+    # range + 6h <= 511 h/4: the 512 points over [min - 3h, max + 3h], as before
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        x = np.concatenate([rng.normal(c, 1.0, 30) for c in rng.uniform(0, 40, 3)])
+        h = silverman_bandwidth(x)
+        assert np.ptp(x) + 6 * h <= 511 * h / 4
+        g = np.linspace(x.min() - 3 * h, x.max() + 3 * h, 512)
+        assert np.array_equal(kde_split(x), _grid_minima_split(x, h, g))
+
+
+def test_kde_split_cost_grows_with_the_input_not_its_range():
+    # 200k counts 10 apart with h = 1 (a range of 2e6 h): every count its own stratum; a
+    # 2e6 h-wide grid at h/4 spacing would be 8e6 points
+    x = np.arange(200_000, dtype=float) * 10
+    assert np.array_equal(kde_split(x, 1.0), np.arange(x.size))
+    # counts 7.9 h apart share one grid of spacing h/4: still each its own mode
+    y = np.arange(20_000, dtype=float) * 7.9
+    assert np.array_equal(kde_split(y, 1.0), np.arange(y.size))
+
+
 def test_silverman_bandwidth_matches_rule():
     x = np.array([1.0, 2, 3, 4, 10])
     sd = x.std(ddof=1)
