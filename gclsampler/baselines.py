@@ -11,6 +11,9 @@ The methods are re-implemented from their papers, not from released code:
   talk and the GCL-Sampler paper): strata by exact kernel name, tiers by the CoV of
   instruction counts, tier 3 split at the minima of a kernel density estimate,
   representative = first invocation with the dominant CTA count.
+
+  Both take ``representative="work_mean"`` (opt-in, not their papers' rule): gcl's member
+  nearest the cluster's mean work, here its instruction count from the profile.
 * ``RandomSampler`` uniform random sampling (the STEM+ROOT paper's "Random" row).
 * ``AllegroSampler`` Allegro (Chung et al., Algorithm 1): name+grid+block groups,
   CLT sample size m_min, recursive 1-D 2-means while m_min > m_Th, random draws.
@@ -97,12 +100,34 @@ def _check_count(value, key: str, method: str) -> None:
         raise BaselineError(f"{method}: {key}: must be an integer >= 1, found {value!r}")
 
 
+def _check_choice(value, choices: tuple[str, ...], key: str, method: str) -> None:
+    if not (isinstance(value, str) and value in choices):
+        raise BaselineError(f"{method}: {key}: expected one of {', '.join(choices)}, found {value!r}")
+
+
 def _first_per_label(labels: np.ndarray, n_labels: int) -> np.ndarray:
     """First (lowest-index) member of each label 0..n_labels-1."""
     first = np.full(n_labels, -1, dtype=np.int64)
     present, idx = np.unique(labels, return_index=True)
     first[present] = idx
     return first
+
+
+def _work_mean_reps(labels: np.ndarray, inst: np.ndarray, x: np.ndarray | None, column: str,
+                    method: str) -> np.ndarray:
+    """Per cluster, the member whose instruction count (``column``) is nearest the members'
+    mean count: gcl's ``work_mean`` rule (``gclsampler.cluster.representatives``), so ties go
+    as ``nearest_mean_work`` resolves them, to the medoid of ``x`` (the method's own feature
+    space) when it is one of the nearest, else to the middle launch of them."""
+    from gclsampler.cluster import representatives
+
+    if np.any(inst < 0):
+        i = int(np.flatnonzero(inst < 0)[0])
+        raise BaselineError(f"{method}: representative: work_mean needs instruction counts >= 0; "
+                            f"{column} is {inst[i]!r} at invocation {i}")
+    with np.errstate(divide="ignore"):  # a count of 0 is work 2**-inf = 0
+        log2_work = np.log2(inst)
+    return representatives(labels, x, "work_mean", 0, log2_work)
 
 
 def _relabel(keys: np.ndarray) -> np.ndarray:
@@ -145,19 +170,34 @@ class PkaSampler(Sampler):
     defines it. If no k reaches the target, the k with the smallest projected error is
     used and ``config["target_met"]`` is false.
 
+    ``representative``: ``"first"`` (default, the paper's first-chronological member) or
+    ``"work_mean"`` (opt-in, gcl's rule: the member whose ``pka_instructions`` is nearest the
+    group's mean, ties to the medoid of the PCA projection when it is one of the nearest,
+    else the middle launch of them). The rule picks the members of every k tried, so the
+    projection that chooses k is the plan's own. Why offer it: in the synthetic timing model a
+    kernel's first launch runs cold, so a first-chronological member confounds the method's
+    grouping with its representative when pka is compared with gcl (docs/evaluation.md).
+    ``config["representative"]`` is written only for ``work_mean``: a default plan has the
+    bytes it had before the option existed.
+
     Learned: ``k_``, ``labels_``, ``errors_`` (k -> projected error), ``n_components_``.
     """
 
     name = "pka"
     stochastic = False
+    REPRESENTATIVES = ("first", "work_mean")
+    INST_COLUMN = "pka_instructions"
+    """The PKA metric ``representative="work_mean"`` reads as the member's work."""
 
     def __init__(self, target_error: float = 0.05, k_min: int = 1, k_max: int = 20,
-                 pca_variance: float = 0.95, n_init: int = 10, random_state: int = 0):
+                 pca_variance: float = 0.95, n_init: int = 10, representative: str = "first",
+                 random_state: int = 0):
         self.target_error = target_error
         self.k_min = k_min
         self.k_max = k_max
         self.pca_variance = pca_variance
         self.n_init = n_init
+        self.representative = representative
         self.random_state = random_state
 
     def missing_inputs(self, workload) -> str | None:
@@ -168,6 +208,7 @@ class PkaSampler(Sampler):
         from sklearn.cluster import KMeans
         from sklearn.decomposition import PCA
 
+        _check_choice(self.representative, self.REPRESENTATIVES, "representative", "pka")
         _check_positive(self.target_error, "target_error", "pka")
         for key in ("k_min", "k_max", "n_init"):
             _check_count(getattr(self, key), key, "pka")
@@ -189,6 +230,13 @@ class PkaSampler(Sampler):
         else:
             proj = z
         self.n_components_ = int(proj.shape[1])
+        inst = x[:, PKA_METRICS.index(self.INST_COLUMN)]
+
+        def pick(labels: np.ndarray, kk: int) -> np.ndarray:
+            if self.representative == "work_mean":
+                return _work_mean_reps(labels, inst, proj, self.INST_COLUMN, "pka")
+            return _first_per_label(labels, kk)
+
         n_distinct = int(np.unique(np.round(proj, 12), axis=0).shape[0])
         total = float(cycles.sum())
         self.errors_: dict[int, float] = {}
@@ -204,7 +252,7 @@ class PkaSampler(Sampler):
                 with _sklearn_params("pka"):
                     labels = _relabel(km.fit_predict(proj))
             kk = int(labels.max()) + 1
-            reps = _first_per_label(labels, kk)
+            reps = pick(labels, kk)
             projected = float(np.dot(np.bincount(labels, minlength=kk), cycles[reps]))
             err = abs(projected - total) / total if total > 0 else 0.0
             self.errors_[k] = err
@@ -217,8 +265,11 @@ class PkaSampler(Sampler):
             chosen = min(self.errors_, key=lambda k: (self.errors_[k], k))
         self.k_ = chosen
         self.labels_ = all_labels[chosen]
-        reps = _first_per_label(self.labels_, int(self.labels_.max()) + 1)
-        config = {**self.get_params(), "k": int(chosen), "target_met": target_met,
+        reps = pick(self.labels_, int(self.labels_.max()) + 1)
+        params = self.get_params()
+        if params["representative"] == "first":  # the paper's rule: a default plan keeps its bytes
+            del params["representative"]
+        config = {**params, "k": int(chosen), "target_met": target_met,
                   "n_components": self.n_components_,
                   "projected_error": {str(k): float(e) for k, e in self.errors_.items()}}
         self.plan_ = plan_from_labels(workload.name, self.name, self.labels_, reps,
@@ -379,15 +430,19 @@ class SieveSampler(Sampler):
     slides do not give the value, 0.1 is our assumption (configurable). ``bandwidth``
     is ``"silverman"`` (default, robust rule above), ``"scott"`` (1.06 sd n^-1/5) or a
     number in instruction units. ``representative``: ``"dominant_cta"`` (first invocation
-    whose CTA count is the stratum's most frequent one; ties to the larger count),
-    ``"max_cta"`` (first with the largest CTA count, as the GCL paper words it) or
-    ``"first"``. ``inst_column`` defaults to ``inst_executed`` (warp-level SASS count).
+    whose CTA count is the stratum's most frequent one; ties to the larger count, our
+    reading), ``"max_cta"`` (first with the largest CTA count, as the GCL paper words it),
+    ``"first"`` or, opt-in, ``"work_mean"`` (gcl's rule: the member whose ``inst_column``
+    count is nearest the stratum's mean count, ties to the middle launch of them; not
+    Sieve's rule, it takes the confound of cold first launches out of a comparison with gcl,
+    docs/evaluation.md). ``inst_column`` defaults to ``inst_executed`` (warp-level SASS count).
 
     Learned: ``labels_``, ``tiers_`` (tier per name group), ``group_of_``.
     """
 
     name = "sieve"
     stochastic = False
+    REPRESENTATIVES = ("dominant_cta", "max_cta", "first", "work_mean")
 
     def __init__(self, cov_threshold: float = 0.1, bandwidth: str | float = "silverman",
                  representative: str = "dominant_cta", kde: bool = True,
@@ -413,9 +468,7 @@ class SieveSampler(Sampler):
         return profile_gaps(workload.profile, [self.inst_column], "Sieve's instruction counts, from Nsight Compute")
 
     def fit(self, workload) -> SamplingPlan:
-        if self.representative not in ("dominant_cta", "max_cta", "first"):
-            raise BaselineError(
-                f"sieve: representative: expected dominant_cta, max_cta or first, found {self.representative!r}")
+        _check_choice(self.representative, self.REPRESENTATIVES, "representative", "sieve")
         _check_positive(self.cov_threshold, "cov_threshold", "sieve")
         if not isinstance(self.bandwidth, str):
             _check_positive(self.bandwidth, "bandwidth", "sieve")
@@ -431,10 +484,13 @@ class SieveSampler(Sampler):
         keys = group.astype(np.int64) * (int(sub.max()) + 1) + sub
         labels = _relabel(keys)
         k = int(labels.max()) + 1
-        reps = np.empty(k, dtype=np.int64)
-        for c in range(k):
-            idx = np.flatnonzero(labels == c)
-            reps[c] = self._pick(idx, ctas[idx])
+        if self.representative == "work_mean":
+            reps = _work_mean_reps(labels, inst, inst[:, None], self.inst_column, "sieve")
+        else:
+            reps = np.empty(k, dtype=np.int64)
+            for c in range(k):
+                idx = np.flatnonzero(labels == c)
+                reps[c] = self._pick(idx, ctas[idx])
         self.labels_, self.tiers_, self.group_of_ = labels, tiers, group
         config = {**self.get_params(), "n_strata": k,
                   "tier_counts": {str(t): int((tiers == t).sum()) for t in (1, 2, 3)}}

@@ -398,7 +398,8 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     a ``check_params()`` method is asked directly; the STEM parameters
     (``epsilon, z, min_samples, min_group, scope``) and a ``cluster`` mapping are checked
     with the stem and cluster stages' own validators; positive-number parameters of the
-    baselines are checked by name.
+    baselines are checked by name, and a ``representative`` against the sampler class's
+    ``REPRESENTATIVES`` where it declares them (pka, sieve).
     """
     import math
 
@@ -430,6 +431,11 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
 
         if params["strata"] not in STRATA:
             raise GclError(f"{where}: strata: must be one of {', '.join(STRATA)}, found {params['strata']!r}")
+    choices = getattr(type(sampler), "REPRESENTATIVES", None)  # pka, sieve: their representative rules
+    if choices is not None and "representative" in params:
+        v = params["representative"]
+        if not (isinstance(v, str) and v in choices):
+            raise GclError(f"{where}: representative: must be one of {', '.join(choices)}, found {v!r}")
     if "cluster" in params and params["cluster"] is not None:
         from gclsampler.cluster import ClusterConfig
 

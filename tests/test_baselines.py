@@ -141,6 +141,55 @@ def test_pka_fallback_when_target_unreachable():
     assert s.errors_[s.k_] == min(s.errors_.values())
 
 
+def test_pka_work_mean_takes_the_member_nearest_the_mean_instruction_count():
+    # one cluster (k = 1 is under a loose target): mean pka_instructions 4 is invocation 4's
+    feature = np.array([1.0, 2, 3, 10, 4])
+    cycles = feature * 100
+    first = PkaSampler(target_error=10.0).fit(wl(_pka_profile(cycles, feature)))
+    mean = PkaSampler(target_error=10.0, representative="work_mean").fit(wl(_pka_profile(cycles, feature)))
+    assert first.invocations.tolist() == [0] and mean.invocations.tolist() == [4]
+    assert mean.config["representative"] == "work_mean" and "representative" not in first.config
+    # ties (invocations 1 and 2 at the mean 3): gcl's nearest_mean_work, the later of the two
+    tied = PkaSampler(target_error=10.0, representative="work_mean").fit(
+        wl(_pka_profile(np.ones(4), np.array([1.0, 3, 3, 5]))))
+    assert tied.invocations.tolist() == [2]
+
+
+def test_pka_work_mean_rule_is_the_one_that_chooses_k():
+    # cold first launches: each group's first cycles are 3x; k = 2 is the most k can be
+    feature = np.repeat([1.0, 100.0], 10)
+    cycles = np.tile(np.r_[30.0, np.full(9, 10.0)], 2)
+    s_first, s_mean = PkaSampler(k_max=2), PkaSampler(k_max=2, representative="work_mean")
+    s_first.fit(wl(_pka_profile(cycles, feature)))
+    plan = s_mean.fit(wl(_pka_profile(cycles, feature)))
+    assert s_first.errors_[2] == pytest.approx(1.5)  # 20 x 30 against 240
+    assert s_mean.errors_[2] == pytest.approx(40 / 240)  # the middle launch of each tied group: 10
+    assert sorted(plan.invocations.tolist()) == [5, 15]
+
+
+def test_default_pka_and_sieve_plans_are_the_paper_rule_with_the_old_config():
+    # representative="first" (pka) and "dominant_cta" (sieve) are the defaults, and a default pka
+    # plan's config has no representative key: the bytes plans had before the option existed
+    from gclsampler.baselines import _first_per_label
+    from gclsampler.plan import plan_from_labels
+
+    df = make_profile(150, 1)
+    s = PkaSampler()
+    plan = s.fit(wl(df))
+    assert list(plan.config) == ["target_error", "k_min", "k_max", "pca_variance", "n_init", "random_state",
+                                 "k", "target_met", "n_components", "projected_error"]
+    expected = plan_from_labels("toy", "pka", s.labels_, _first_per_label(s.labels_, s.k_),
+                                df["kernel_name"].to_numpy(), plan.config, True)
+    assert plan.to_json() == expected.to_json()
+    assert SieveSampler().fit(wl(df)).to_json() == SieveSampler(representative="dominant_cta").fit(wl(df)).to_json()
+
+
+@pytest.mark.parametrize("cls", [PkaSampler, SieveSampler])
+def test_representative_rule_is_checked(cls):
+    with pytest.raises(BaselineError, match=r"representative: expected one of .*work_mean, found 'mean'"):
+        cls(representative="mean").fit(wl(make_profile(30)))
+
+
 def test_pka_missing_metric_names_column():
     df = make_profile(30).drop(columns=["pka_thread_local_loads"])
     with pytest.raises(BaselineError, match="pka_thread_local_loads"):
@@ -254,6 +303,10 @@ def test_sieve_plan_on_crafted_strata():
     # dominant CTA count of the 1000-mode is 16 -> first such invocation is 6, not 5
     assert sorted(plan.invocations.tolist()) == [0, 6, 11]
     assert sorted(SieveSampler(representative="first").fit(wl(df)).invocations.tolist()) == [0, 5, 11]
+    # work_mean: the member nearest the stratum's mean count (1001, 9001: launches 6 and 9, 12
+    # and 15, tied: the later; name a is constant: its middle launch 2)
+    mean = SieveSampler(representative="work_mean").fit(wl(df))
+    assert sorted(mean.invocations.tolist()) == [2, 9, 15] and mean.config["representative"] == "work_mean"
     # without KDE tier 3 stays one stratum
     assert len(SieveSampler(kde=False).fit(wl(df)).clusters) == 2
 

@@ -107,6 +107,17 @@ def test_bad_requests_are_one_line_errors(wl, tmp_path, capsys, argv, message):
     assert message in err and err.count("\n") == 1 and not out.exists()
 
 
+@pytest.mark.parametrize("method", ["pka", "sieve"])
+def test_representative_work_mean_is_a_set_option(wl, tmp_path, capsys, method):
+    out = tmp_path / f"{method}.json"
+    assert main(["sample", method, str(wl), "--out", str(out), "--set", "representative=work_mean"]) == 0
+    assert _plan(out)["config"]["representative"] == "work_mean"
+    bad = tmp_path / "bad.json"
+    assert main(["sample", method, str(wl), "--out", str(bad), "--set", "representative=mean"]) == 2
+    err = capsys.readouterr().err
+    assert f"--set ({method}): representative: must be one of" in err and "'mean'" in err and not bad.exists()
+
+
 def test_missing_profile_and_list(tmp_path, capsys):
     assert main(["sample", "pka", str(tmp_path), "--out", str(tmp_path / "p.json")]) == 2
     assert "profile.csv: no such file" in capsys.readouterr().err

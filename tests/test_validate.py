@@ -288,6 +288,8 @@ def test_default_parameters_of_every_method_pass_the_early_check():
     ("allegro", {"epsilon": 1.5}, "epsilon: must be a number in (0, 1), found 1.5"),
     ("allegro", {"z": 100}, "z: must be a number in [0.01, 40]"),
     ("gcl_stem", {"cluster_random_state": -1}, "cluster_random_state: must be an integer in [0, 2**32)"),
+    ("pka", {"representative": "mean"}, "representative: must be one of first, work_mean, found 'mean'"),
+    ("sieve", {"representative": 1}, "representative: must be one of dominant_cta, max_cta, first, work_mean"),
 ])
 def test_bad_method_parameters_fail_early(method, params, needle):
     from gclsampler.errors import GclError
