@@ -7,12 +7,17 @@
    fixed labelling (5 sample seeds) and its time ratio, then the whole sweep with
    ``sample_size`` below and above N (time ratio and both chosen K).
 3. Stability: the K the sampled sweep picks over several seeds.
+
+``--run RUN`` instead times the cluster stage (defaults) on the trained embeddings of an
+``evaluate.py`` run (``RUN/train/<workload>/embeddings.npy``, the project encoder's), one call
+per workload, and prints their total: what the stage costs on real embedding geometry.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -41,7 +46,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=2000, help="sample_size for the sampled-vs-exact comparison")
     ap.add_argument("--k-max", type=int, default=50)
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
+    ap.add_argument("--run", type=Path, help="time the cluster stage on this evaluate.py run's trained embeddings instead")
     args = ap.parse_args()
+    if args.run is not None:
+        time_trained(args.run)
+        return
     print("SYNTHETIC embeddings (Gaussian blobs); timings on this machine, not hardware measurements")
 
     x = blobs(args.n, 256, 24, 0)
@@ -76,6 +85,21 @@ def main() -> None:
               for s in range(1, 1 + args.seeds)]
     print(f"n={args.exact_n} sampled({args.sample}) sweep over seeds 1..{args.seeds}: chosen K {chosen}; "
           f"share equal to the exact sweep's K={exact.k}: {sum(k == exact.k for k in chosen) / len(chosen):.2f}")
+
+
+def time_trained(run: Path) -> None:
+    files = sorted(f for f in run.glob("train/*/embeddings.npy") if not f.parent.name.endswith("-paper"))
+    if not files:
+        raise SystemExit(f"{run}: no train/<workload>/embeddings.npy (an evaluate.py out_dir?)")
+    total = 0.0
+    for f in files:
+        x = np.load(f)
+        t = time.perf_counter()
+        r = cluster_embeddings(x, None, random_state=0)
+        dt = time.perf_counter() - t
+        total += dt
+        print(f"{f.parent.name}: {x.shape[0]} invocations, K={r.k} in {dt:.2f} s")
+    print(f"cluster stage on {len(files)} workloads' trained embeddings: {total:.2f} s")
 
 
 if __name__ == "__main__":
