@@ -493,3 +493,15 @@ def test_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_path, monkey
     cfg = compose_cfg(["debug=default", "workload=3mm", f"paths.workloads_dir={tmp_path}"])
     got = run_in_threads(lambda: ensure_workload(cfg))
     assert calls == ["3mm"] and got == [tmp_path / "3mm"] * 3
+
+
+def test_the_paper_experiment_runs_the_papers_method():
+    """experiment=phi2_paper is named for the paper: it must train the paper's encoder and plan
+    with gcl_paper (it once trained the project's encoder under that name), and pass the plan
+    stage's checks before any work."""
+    from gclsampler.pipeline import _check_plan_stage
+
+    cfg = compose_cfg(["experiment=phi2_paper"])
+    assert not cfg.model.inst_stats and not cfg.model.kernel_features
+    assert cfg.sampler.name == "gcl_paper" and cfg.workload.name == "phi2"
+    _check_plan_stage(cfg)
