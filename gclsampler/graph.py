@@ -10,15 +10,18 @@ Nodes (``node_type``):
   (``LDG.E.128`` -> ``LDG``), ``pc`` = PC / max PC of the kernel's trace.
 - 1 pseudo: one ``MEMREF`` per memory instruction, the address calculation that happens
   inside the instruction; ``token`` encodes load/store/atomic, memory space and footprint.
-- 2 variable: a *version* of a register (per warp) or of a memory unit (per warp, per
-  128-byte line by default). Every write creates a new version, reads attach to the latest
-  one (SSA-like). A version nobody in the warp wrote (live-in) carries statistics of the
+- 2 variable: a *version* of a register (per run) or of a memory unit (per run, per
+  128-byte line by default); a run is a stretch of kept instructions of one warp that are
+  consecutive in its trace (the whole kept warp, or one window). Every write creates a new
+  version, reads attach to the latest one of the run (SSA-like). A version nobody in the run
+  wrote (live-in) carries statistics of the
   values the trace recorded; versions produced inside the graph carry zeros and are
   "computed" by message passing.
 
 Edges (``edge_type``), always from the source of information to its consumer:
 
-- 0 control flow: instruction -> next executed instruction of the same warp (a path).
+- 0 control flow: instruction -> next executed instruction of the same warp (a path per run;
+  none joins two windows).
 - 1 read: variable version -> instruction reading it as a data operand (registers, and the
   memory unit a load/atomic reads).
 - 2 write: instruction -> the variable version it produces (destination registers, the
@@ -178,7 +181,7 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: register/memory versions and control edges stay inside a run
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
 N_KERNEL_FEATURES = 8
@@ -575,9 +578,17 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     pc_max = float(pc_all.max()) if len(pc_all) else 0.0
     pc = (pc_all[idx].astype(np.float64) / pc_max) if pc_max > 0 else np.zeros(n)
 
-    # ---- control flow: consecutive instructions of the same warp
-    same = iw[1:] == iw[:-1]
-    cf = np.flatnonzero(same)
+    # ---- runs: maximal stretches of kept instructions of one warp that follow each other in
+    # the trace (a whole warp without a cap or with a prefix; one per window, or windows that
+    # abut, with inst_selection: windows). Data flow and control flow stay inside a run: the
+    # instructions dropped between two runs may rewrite any register or memory unit, so a read
+    # at a run's start is a live-in carrying its traced values, never a stale earlier version.
+    brk = np.ones(n, dtype=bool)
+    brk[1:] = (iw[1:] != iw[:-1]) | (idx[1:] != idx[:-1] + 1)
+    ir = np.cumsum(brk) - 1  # run id per kept instruction, warp-major (== iw with one run per warp)
+
+    # ---- control flow: consecutively executed instructions (consecutive within a run)
+    cf = np.flatnonzero(~brk[1:])
     e_src = [cf]
     e_dst = [cf + 1]
     e_typ = [np.full(len(cf), EDGE_CONTROL, dtype=np.int64)]
@@ -653,7 +664,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     r_kind = kind[r_inst]
     r_is_addr = (r_kind == _MEM_LD) | ((r_kind >= _MEM_ST) & (r_col == 0))
     n_r, n_wver = len(r_idx), len(w_idx)
-    ev_key = iw[e_inst] * _REG_KEY_SPAN + e_reg
+    ev_key = ir[e_inst] * _REG_KEY_SPAN + e_reg  # one variable per (run, register)
     order = _stable_argsort(ev_key)  # events are already in (instruction, read-first) order
     k_sorted = ev_key[order]
     new_group = np.ones(len(order), dtype=bool)
@@ -715,7 +726,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     mev_inst = m_inst[ev_pair]
     mev_unit = m_unit[ev_pair]
     mev_sp = space[mev_inst]
-    mev_wsp = iw[mev_inst] * len(_SPACES) + mev_sp
+    mev_wsp = ir[mev_inst] * len(_SPACES) + mev_sp  # one variable per (run, space, unit)
     morder = np.lexsort((mev_unit, mev_wsp))  # stable: instruction order kept per variable
     mnew = np.ones(len(morder), dtype=bool)
     if len(morder):

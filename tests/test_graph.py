@@ -236,30 +236,6 @@ def test_empty_warps_are_skipped_and_empty_traces_give_empty_graphs():
     assert e.num_nodes == 0 and e.n_warps.tolist() == [0] and e.edge_index.shape == (2, 0)
 
 
-def _reference_memory_reads(t, cfg):
-    """Naive loop: (reading instruction, writing instruction or -1) per memory unit read."""
-    shift = {"line": 7, "sector": 5, "address": 0}[cfg.mem_granularity]
-    out = []
-    for w in range(t.n_warps):
-        last = {}
-        for k in range(int(t.warp_ptr[w]), int(t.warp_ptr[w + 1])):
-            a = t.addrs[t.addr_ptr[k]:t.addr_ptr[k + 1]]
-            if t.mem_width[k] == 0 and len(a) == 0:
-                continue
-            base = t.opcode_table[t.opcode[k]].split(".")[0]
-            space = {"STS": "S", "LDS": "S"}.get(base, "G")
-            units = sorted({int(x) >> shift for x in a})[:cfg.max_units_per_access]
-            reads = base in ("LDG", "ATOMG", "LDS")
-            writes = base in ("STG", "STS", "ATOMG")
-            for u in units:
-                if reads:
-                    out.append((k, last.get((space, u), -1)))
-            for u in units:
-                if writes:
-                    last[(space, u)] = k
-    return sorted(out)
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), gran=st.sampled_from(["line", "sector", "address"]),
        cap=st.integers(1, 4))
@@ -274,4 +250,129 @@ def test_memory_versions_match_naive_reference(seed, gran, cap):
     writer[wr[1]] = wr[0]
     rd = ei[:, (et == R) & mem_var[ei[0]]]
     got = sorted(zip(rd[1].tolist(), writer[rd[0]].tolist()))
-    assert got == _reference_memory_reads(t, cfg)
+    from gclsampler.graph import _select_instructions
+
+    idx, iw, _ = _select_instructions(t, cfg)
+    assert got == _reference_kept(t, idx, iw, cfg, runs=True)[1]
+
+
+# --------------------------------------------------------------------------------------
+# Windows: data flow and control flow stay inside a run of consecutively traced instructions
+# --------------------------------------------------------------------------------------
+
+
+def _audit_trace():
+    """One warp of 16: R1 written at 2, rewritten at 8, read at 12; a global line stored at 1,
+    re-stored at 9, loaded at 13. Two windows of 4 keep 0-3 and 12-15."""
+    nop = lambda: Inst("NOP", mask=0x3)  # noqa: E731
+    w = [nop() for _ in range(16)]
+    w[1] = Inst("STG.E", (), ("R3", "R4"), mem_width=4, mask=0x3, addrs=(0x1000, 0x1004))
+    w[2] = Inst("MOV", ("R1",), ("R5",), mask=0x3, values=[[1, 2], [1, 2]])
+    w[8] = Inst("MOV", ("R1",), ("R6",), mask=0x3, values=[[70, 80], [70, 80]])
+    w[9] = Inst("STG.E", (), ("R3", "R1"), mem_width=4, mask=0x3, addrs=(0x1000, 0x1004))
+    w[12] = Inst("IADD3", ("R2",), ("R1", "RZ"), mask=0x3, values=[[71, 81], [70, 80], [0, 0]])
+    w[13] = Inst("LDG.E", ("R7",), ("R3",), mem_width=4, mask=0x3, addrs=(0x1000, 0x1004),
+                 values=[[11, 12], [0x1000, 0x1004]])
+    return make_trace([w])
+
+
+def test_windows_read_at_a_run_start_is_a_live_in_and_no_control_edge_spans_a_gap():
+    g = build_graph(_audit_trace(), GraphConfig(max_warps=0, max_insts_per_warp=8, windows=2))
+    nt, ei, et = g.node_type, g.edge_index, g.edge_type
+    assert int((nt == NODE_INSTRUCTION).sum()) == 8  # trace entries 0-3, 12-15 -> nodes 0-7
+    cf = ei[:, et == C]
+    assert sorted(zip(cf[0].tolist(), cf[1].tolist())) == [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 7)]
+    has_in = torch.zeros(g.num_nodes, dtype=torch.bool)
+    has_in[ei[1]] = True
+    reg_var = (nt == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    mem_var = (nt == NODE_VARIABLE) & (g.token == VARIABLE_VOCAB.index("MEM.GLOBAL"))
+    # the IADD3 (node 4) reads R1: a live-in with the values traced at that read, not the
+    # version written at trace entry 2 (entry 8 rewrote it in the gap)
+    r1 = ei[0, (et == R) & (ei[1] == 4) & reg_var[ei[0]]]
+    assert len(r1) == 1 and not bool(has_in[r1[0]])
+    np.testing.assert_allclose(g.stats[r1[0]].numpy(), _stats8(_slog([70, 80])), atol=1e-3)
+    # the LDG (node 5) reads the line stored at entries 1 and 9: a live-in with the loaded values
+    ld = ei[0, (et == R) & (ei[1] == 5) & mem_var[ei[0]]]
+    assert len(ld) == 1 and not bool(has_in[ld[0]])
+    np.testing.assert_allclose(g.stats[ld[0]].numpy(), _stats8(_slog([11, 12])), atol=1e-3)
+    # the whole warp (one run): both reads link to the latest write, control is one path
+    full = build_graph(_audit_trace(), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    fe = full.edge_index
+    assert int((full.edge_type == C).sum()) == 15
+    writer = {int(d): int(s) for s, d in fe[:, full.edge_type == W].t().tolist()}
+    for reader, want in ((12, 8), (13, 9)):
+        src = fe[0, (full.edge_type == R) & (fe[1] == reader) & (full.node_type[fe[0]] == NODE_VARIABLE)]
+        assert want in [writer.get(int(s), -1) for s in src.tolist()]
+
+
+def _reference_kept(t, idx, iw, cfg, runs: bool):
+    """Naive loop over the kept instructions: (reader node, writer node or -1) for register
+    reads and for memory-unit reads. With ``runs`` the versions reset wherever two kept
+    instructions are not consecutive trace entries of one warp."""
+    const = {reg_code(x) for x in ("RZ", "URZ", "PT", "UPT")}
+    shift = {"line": 7, "sector": 5, "address": 0}[cfg.mem_granularity]
+    reg_out, mem_out = [], []
+    last, mlast = {}, {}
+    for i, k in enumerate(idx.tolist()):
+        if i == 0 or iw[i] != iw[i - 1] or (runs and k != idx[i - 1] + 1):
+            last, mlast = {}, {}
+        for r in t.src[k]:
+            if r != NO_REG and int(r) not in const:
+                reg_out.append((i, last.get(int(r), -1)))
+        for r in t.dst[k]:
+            if r != NO_REG and int(r) not in const:
+                last[int(r)] = i
+        a = t.addrs[t.addr_ptr[k]:t.addr_ptr[k + 1]]
+        if t.mem_width[k] == 0 and len(a) == 0:
+            continue
+        base = t.opcode_table[t.opcode[k]].split(".")[0]
+        space = {"STS": "S", "LDS": "S"}.get(base, "G")
+        units = sorted({int(x) >> shift for x in a})[:cfg.max_units_per_access]
+        for u in units:
+            if base in ("LDG", "ATOMG", "LDS"):
+                mem_out.append((i, mlast.get((space, u), -1)))
+        for u in units:
+            if base in ("STG", "STS", "ATOMG"):
+                mlast[(space, u)] = i
+    return sorted(reg_out), sorted(mem_out)
+
+
+def _graph_reads(g):
+    nt, ei, et = g.node_type, g.edge_index, g.edge_type
+    writer = torch.full((g.num_nodes,), -1, dtype=torch.long)
+    wr = ei[:, et == W]
+    writer[wr[1]] = wr[0]
+    reg_var = (nt == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    mem_var = (nt == NODE_VARIABLE) & (g.token >= VARIABLE_VOCAB.index("MEM.GLOBAL"))
+    pseudo_inst = torch.full((g.num_nodes,), -1, dtype=torch.long)
+    pa = ei[:, (et == A) & (nt[ei[0]] == NODE_PSEUDO)]
+    pseudo_inst[pa[0]] = pa[1]
+    rd = ei[:, ((et == R) | (et == A)) & reg_var[ei[0]]]
+    reader = torch.where(nt[rd[1]] == NODE_PSEUDO, pseudo_inst[rd[1]], rd[1])
+    md = ei[:, (et == R) & mem_var[ei[0]]]
+    return (sorted(zip(reader.tolist(), writer[rd[0]].tolist())),
+            sorted(zip(md[1].tolist(), writer[md[0]].tolist())))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), cap=st.integers(1, 30), windows=st.integers(1, 5),
+       sel=st.sampled_from(["windows", "prefix"]))
+def test_windows_keep_data_and_control_flow_inside_runs(seed, cap, windows, sel):
+    from gclsampler.graph import _select_instructions
+
+    t = random_trace(np.random.default_rng(seed), n_warps=2, max_len=60)
+    cfg = GraphConfig(max_warps=0, max_insts_per_warp=cap, windows=windows, inst_selection=sel)
+    g = build_graph(t, cfg)
+    idx, iw, _ = _select_instructions(t, cfg)
+    # every read links to a write earlier in its run, or is a live-in; with a prefix (one run
+    # per warp) that is the per-warp rule of before
+    assert _graph_reads(g) == _reference_kept(t, idx, iw, cfg, runs=True)
+    if sel == "prefix" or windows == 1:
+        assert _graph_reads(g) == _reference_kept(t, idx, iw, cfg, runs=False)
+    # control edges join exactly the kept instructions that are consecutive trace entries of a warp
+    cf = g.edge_index[:, g.edge_type == C]
+    want = [(i, i + 1) for i in range(len(idx) - 1) if iw[i] == iw[i + 1] and idx[i + 1] == idx[i] + 1]
+    assert sorted(zip(cf[0].tolist(), cf[1].tolist())) == want
+    # variables carry statistics only where nothing writes them (live-ins)
+    var_in = torch.bincount(g.edge_index[1][g.node_type[g.edge_index[1]] == NODE_VARIABLE], minlength=g.num_nodes)
+    assert (g.stats[var_in > 0] == 0).all()
