@@ -6,14 +6,18 @@ strategies from the pool at random; two views per kernel form the positive pair.
 
 Where the noise goes: on the 64-d *encoded* node features (after the token
 embeddings, PC encoding and stats), as the paper adds it "to node features". The
-augmentation only writes a per-graph ``noise_std`` field; the encoder adds
-``N(0, noise_std^2)`` to the features of that graph's nodes
-(``gclsampler.model.RGCNEncoder.node_features``). Doing it inside the model keeps
+augmentation draws the noise itself, ``N(0, sigma^2)`` rows of ``feature_dim`` values
+for the kept nodes of the graphs that drew ``feature_noise`` (fields ``noise`` and
+``noise_node``), and the encoder adds them to those nodes' encoded features
+(``gclsampler.model.RGCNEncoder.node_features``). Adding it inside the model keeps
 augmentation independent of the embedding tables and lets the noise see learned
-features rather than raw token ids.
+features rather than raw token ids; drawing it here keeps it on the seeded generator.
 
 Everything is vectorised over a whole batch (no per-graph Python loop) and drawn
-from an explicit ``torch.Generator`` so views are reproducible under a seed.
+from the explicit ``torch.Generator`` passed in -- strategy choice, node and edge drops
+*and* the feature noise -- so a view is a function of the batch, the config and the
+generator state alone: same seed, bit-identical view (on any device the view is moved
+to, since a CPU generator draws on the CPU), and torch's global RNG is not touched.
 """
 
 from __future__ import annotations
@@ -82,11 +86,14 @@ def choose_strategies(num_graphs: int, cfg: AugmentConfig, gen: torch.Generator)
     return out
 
 
-def augment_batch(batch: Data, cfg: AugmentConfig, gen: torch.Generator) -> Data:
+def augment_batch(batch: Data, cfg: AugmentConfig, gen: torch.Generator, feature_dim: int = 64) -> Data:
     """One random view of every graph in ``batch`` (a PyG ``Batch`` of trace graphs).
 
     Returns a ``Data`` with the graph fields the encoder reads (``node_type, token,
-    pc, stats, edge_index, edge_type, warp, n_warps, batch``) plus ``noise_std`` (G,).
+    pc, stats, edge_index, edge_type, warp, n_warps, batch``) plus ``noise_std`` (G,),
+    each graph's sigma (0 without ``feature_noise``), and the noise itself: ``noise_node``
+    (M,) the view's nodes in noised graphs and ``noise`` (M, ``feature_dim``) their
+    ``N(0, sigma^2)`` draws from ``gen`` (``feature_dim`` = the encoder's ``model.in_dim``).
     ``n_warps`` is kept so warp ids stay valid; the readout skips warps that lost
     all their nodes. The input batch is not modified.
     """
@@ -120,9 +127,14 @@ def augment_batch(batch: Data, cfg: AugmentConfig, gen: torch.Generator) -> Data
         return t if idx is None else t.index_select(0, idx)
 
     noise_std = flags[:, 2].to(torch.float32) * float(cfg.feature_noise)
+    # drawn after the drops (drop patterns under a seed are as before), only for noised nodes
+    view_batch = take(node_batch)
+    sigma = noise_std[view_batch]
+    noise_node = (sigma > 0).nonzero(as_tuple=True)[0]
+    noise = torch.randn(int(noise_node.numel()), int(feature_dim), generator=gen) * sigma[noise_node].unsqueeze(1)
     return Data(
         node_type=take(batch.node_type), token=take(batch.token), pc=take(batch.pc), stats=take(batch.stats),
-        warp=take(batch.warp), batch=take(node_batch), n_warps=batch.n_warps.view(-1),
+        warp=take(batch.warp), batch=view_batch, n_warps=batch.n_warps.view(-1),
         kfeat=getattr(batch, "kfeat", None),
-        edge_index=edge_index, edge_type=edge_type, noise_std=noise_std, num_nodes=int(take(batch.node_type).numel()),
+        edge_index=edge_index, edge_type=edge_type, noise_std=noise_std, noise=noise, noise_node=noise_node, num_nodes=int(take(batch.node_type).numel()),
     )

@@ -509,7 +509,8 @@ class RGCNEncoder(nn.Module):
 
     Shapes:
         - **input:** a graph batch (``node_type, token, pc, stats, edge_index,
-          edge_type, warp, n_warps, batch``), optional per-graph ``noise_std`` (G,)
+          edge_type, warp, n_warps, batch``), optional feature noise ``noise_node`` (M,) and
+          ``noise`` (M, in_dim) from ``gclsampler.augment.augment_batch``
         - **output:** kernel embeddings :math:`(G, 256 + 8)` (:math:`(G, 256)` without ``kernel_features``)
     """
 
@@ -540,12 +541,12 @@ class RGCNEncoder(nn.Module):
 
     def node_features(self, data) -> Tensor:
         x = self.features(data.node_type, data.token, data.pc, data.stats)
-        noise = getattr(data, "noise_std", None)
-        if noise is not None:
+        noise = getattr(data, "noise", None)
+        if noise is not None and noise.numel():
             # feature-noise augmentation (paper 3.3.1) on the encoded 64-d features; applied
-            # whenever a view carries it (validation views too), never by embed() on raw graphs
-            batch = _batch_vector(data)
-            x = x + torch.randn_like(x) * noise.to(x.dtype)[batch].unsqueeze(1)
+            # whenever a view carries it (validation views too), never by embed() on raw graphs.
+            # The augmentation drew it from its seeded generator: no RNG is used here.
+            x = x.index_add(0, data.noise_node, noise.to(x.dtype))
         return x
 
     def forward(self, data) -> Tensor:

@@ -8,7 +8,8 @@
 * Step: two augmented views of each kernel of a batch (``gclsampler.augment``), one
   encoder pass over both views stacked, symmetric InfoNCE on the projections.
 * AdamW (lr 7e-4) with cosine annealing per epoch, validation loss every epoch on fixed
-  views (same generator seed every epoch, so epochs are comparable), best checkpoint by
+  views (same generator seed every epoch, drops and feature noise alike, so the same weights
+  give the same loss and epochs are comparable), best checkpoint by
   validation loss (training loss when there are fewer than 2 validation graphs), resume
   from ``last.pt``, optional early stopping.
 * Embedding: each unique graph is embedded once (eval mode, no augmentation) and row i of
@@ -208,10 +209,14 @@ def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_
     return [b for b in batches if len(b) >= 2]
 
 
-def _two_views(graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator, device: torch.device) -> Data:
-    """Both views in one batch (view 1 graphs first) so the encoder runs once per step."""
+def _two_views(graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator, device: torch.device,
+               feature_dim: int = 64) -> Data:
+    """Both views in one batch (view 1 graphs first) so the encoder runs once per step.
+
+    Drawn on the CPU from ``gen`` (feature noise included), then moved to ``device``: the
+    same generator state gives the same views on a CPU and a GPU."""
     batch = Batch.from_data_list(list(graphs) + list(graphs))
-    return augment_batch(batch, aug, gen).to(device)
+    return augment_batch(batch, aug, gen, feature_dim).to(device)
 
 
 def projections(model: GCLModel, batch: Data, precision: str = "fp32") -> torch.Tensor:
@@ -229,7 +234,7 @@ def projections(model: GCLModel, batch: Data, precision: str = "fp32") -> torch.
 
 def _loss(model: GCLModel, graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator,
           tau: float, device: torch.device, precision: str = "fp32") -> torch.Tensor:
-    views = _two_views(graphs, aug, gen, device)
+    views = _two_views(graphs, aug, gen, device, model.cfg.in_dim)
     p = projections(model, views, precision)
     b = len(graphs)
     return symmetric_info_nce(p[:b], p[b:], tau)
@@ -328,9 +333,12 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
         except (RuntimeError, ValueError, KeyError) as exc:  # checkpoints from before settings were recorded
             raise TrainConfigError(f"{last_path}: does not fit this model/optimizer ({str(exc).splitlines()[0]}); "
                                    "set train.resume=false to start over") from None
-        shuffle_gen.set_state(state["shuffle_gen"])
-        aug_gen.set_state(state["aug_gen"])
-        torch.set_rng_state(state["torch_rng"])
+        # map_location=device put the RNG states on a GPU too: set_state takes CPU byte tensors
+        shuffle_gen.set_state(state["shuffle_gen"].cpu())
+        aug_gen.set_state(state["aug_gen"].cpu())  # every view's drops and feature noise
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if device.type == "cuda" and state.get("cuda_rng") is not None:  # dropout masks on a GPU
+            torch.cuda.set_rng_state(state["cuda_rng"].cpu(), device)
         start_epoch, best, bad_epochs, log = state["epoch"] + 1, state["best"], state["bad_epochs"], state["log"]
         result.best_epoch = state.get("best_epoch", -1)
         if cfg.patience > 0 and bad_epochs >= cfg.patience:
@@ -373,7 +381,9 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
             write_log(log, Path(out_dir) / "train_log.csv")
             _atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                           "shuffle_gen": shuffle_gen.get_state(), "aug_gen": aug_gen.get_state(),
-                          "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
+                          "torch_rng": torch.get_rng_state(),
+                          "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                          "epoch": epoch, "best": best,
                           "best_epoch": result.best_epoch, "bad_epochs": bad_epochs, "log": log,
                           "train_ids": train_ids, "settings": run_settings}, last_path)
         if cfg.patience > 0 and bad_epochs >= cfg.patience:

@@ -78,8 +78,32 @@ def test_feature_noise_sets_per_graph_sigma_and_encoder_uses_it():
     noisy = m.encoder.node_features(v)
     d = noisy - clean
     assert 0.008 < float(d.std()) < 0.012
-    v.noise_std = torch.zeros(4)
+    torch.testing.assert_close(d, v.noise)  # every node of every graph got its drawn row, no other noise
+    assert torch.equal(v.noise_node, torch.arange(b.num_nodes))
+    assert torch.equal(m.encoder.node_features(v), noisy)  # no RNG in the encoder: same view, same features
+    v.noise, v.noise_node = torch.zeros(0, 64), torch.zeros(0, dtype=torch.long)
     torch.testing.assert_close(m.encoder.node_features(v), clean)
+
+
+def test_feature_noise_comes_from_the_generator_not_the_global_rng():
+    """The noise was torch.randn_like inside the encoder, from torch's global RNG: views drawn
+    with the same generator seed differed in their features (validation loss jittered)."""
+    b = big_batch(8)
+    cfg = AugmentConfig(pool=["node_drop", "feature_noise"], min_strategies=2, max_strategies=2)
+    torch.manual_seed(0)
+    a1 = augment_batch(b, cfg, torch.Generator().manual_seed(5), feature_dim=64)
+    torch.manual_seed(1)  # another global RNG state changes nothing
+    a2 = augment_batch(b, cfg, torch.Generator().manual_seed(5), feature_dim=64)
+    a3 = augment_batch(b, cfg, torch.Generator().manual_seed(6), feature_dim=64)
+    assert a1.noise.shape == (a1.num_nodes, 64) and float(a1.noise.abs().sum()) > 0
+    assert torch.equal(a1.noise, a2.noise) and torch.equal(a1.noise_node, a2.noise_node)
+    assert not torch.equal(a1.noise[:10], a3.noise[:10])
+    # only the nodes of noised graphs carry noise
+    only = augment_batch(b, AugmentConfig(pool=["edge_drop", "feature_noise"], min_strategies=1, max_strategies=1),
+                         torch.Generator().manual_seed(3))
+    noised_graphs = (only.noise_std > 0).nonzero(as_tuple=True)[0]
+    assert 0 < noised_graphs.numel() < 8
+    assert torch.equal(only.noise_node, torch.isin(only.batch, noised_graphs).nonzero(as_tuple=True)[0])
 
 
 def test_deterministic_under_generator_seed():
@@ -88,6 +112,7 @@ def test_deterministic_under_generator_seed():
     a2 = augment_batch(b, AugmentConfig(), torch.Generator().manual_seed(7))
     a3 = augment_batch(b, AugmentConfig(), torch.Generator().manual_seed(8))
     assert torch.equal(a1.edge_index, a2.edge_index) and torch.equal(a1.noise_std, a2.noise_std)
+    assert torch.equal(a1.noise, a2.noise) and torch.equal(a1.noise_node, a2.noise_node)
     assert not (torch.equal(a1.batch, a3.batch) and torch.equal(a1.edge_index, a3.edge_index))
 
 

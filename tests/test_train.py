@@ -112,6 +112,43 @@ def test_bf16_training_validates_in_fp32(tmp_path):
     assert again == pytest.approx(r.log[-1]["val_loss"], rel=1e-4, abs=1e-6)  # log rounds to 6 places
 
 
+def test_validation_loss_is_bit_identical_on_fixed_views():
+    """Validation views were fixed only in their drops: the feature noise came from torch's
+    global RNG, so evaluate_loss on one model and graphs gave 2.2390, 2.2339, 2.2406, ... and
+    the best checkpoint / early stopping could flip near a plateau."""
+    from gclsampler.model import GCLModel
+    from gclsampler.train import evaluate_loss
+
+    graphs = random_graphs(12, seed=4, n_warps=2, insts_per_warp=8)
+    sizes = [g.num_nodes for g in graphs]
+    torch.manual_seed(0)
+    model = GCLModel(ModelConfig(**MCFG))
+    aug = AugmentConfig(pool=["feature_noise"], feature_noise=0.5)  # every view noised, visibly
+    cfg, cpu, ids = tcfg(batch_size=6), torch.device("cpu"), list(range(12))
+    first = evaluate_loss(model, graphs, ids, aug, cfg, sizes, cpu)
+    torch.rand(5)  # the global RNG moves on between epochs (dropout, shuffles)
+    again = evaluate_loss(model, graphs, ids, aug, cfg, sizes, cpu)
+    assert first == again
+    assert evaluate_loss(model, graphs, ids, aug, tcfg(batch_size=6, seed=1), sizes, cpu) != first
+
+
+def test_training_views_follow_the_seed_not_the_global_rng():
+    """Same seed, same run whatever the global RNG did before fit; another seed, other views."""
+    graphs = tiny(8, seed=2)
+    aug = AugmentConfig(pool=["feature_noise"], feature_noise=0.5)
+    mcfg = ModelConfig(**MCFG, dropout=0.0)  # no dropout: the views are the only randomness of a step
+    from gclsampler.train import _two_views
+
+    a = _two_views(graphs, aug, torch.Generator().manual_seed(12), torch.device("cpu"))
+    torch.manual_seed(123)
+    b = _two_views(graphs, aug, torch.Generator().manual_seed(12), torch.device("cpu"))
+    c = _two_views(graphs, aug, torch.Generator().manual_seed(13), torch.device("cpu"))
+    assert torch.equal(a.noise, b.noise) and not torch.equal(a.noise, c.noise)
+    r1 = fit(graphs, mcfg, aug, tcfg(epochs=2), None)
+    r2 = fit(graphs, mcfg, aug, tcfg(epochs=2), None)
+    assert [(r["train_loss"], r["val_loss"]) for r in r1.log] == [(r["train_loss"], r["val_loss"]) for r in r2.log]
+
+
 def _cpu_caps(monkeypatch, **flags):
     caps = dict(torch.cpu.get_capabilities())
     caps.update({"avx512_bf16": False, "amx_bf16": False, **flags})
