@@ -50,14 +50,11 @@ def run_params(run_dir: Path, workload: str, method: str, defaults: dict) -> dic
 
 def load_fitted(wdir: Path, arch: str):
     """The workload with the profile of ``arch`` as its own, as ``evaluate.run_suite`` fits it."""
+    from gclsampler.evaluate import fit_on_arch
     from gclsampler.workload import Workload
 
     workload = Workload.load(wdir)
-    if workload.arch is None:
-        workload.arch = arch
-    elif workload.arch != arch:
-        workload.profile = workload.ground_truth(arch)
-        workload.arch = arch
+    fit_on_arch(workload, arch)
     return workload
 
 

@@ -243,6 +243,17 @@ def _declared_real(wdir: Path) -> bool:
     return declared_data_kind(wdir) == "real"
 
 
+def fit_on_arch(workload, arch: str) -> None:
+    """Make ``arch``'s profile the workload's own, the one its plans are fitted on: a workload
+    with no arch of its own takes ``arch``'s name; one traced on another arch (e.g. by
+    train.py) gets ``profiles/<arch>.csv`` as its profile."""
+    if workload.arch is None:
+        workload.arch = arch
+    elif workload.arch != arch:
+        workload.profile = workload.ground_truth(arch)
+        workload.arch = arch
+
+
 def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
     """Check a real workload before any work starts; True when ``wdir`` holds one.
 
@@ -590,20 +601,15 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
             require_valid_workload(wdir)
         workload = Workload.load(wdir)
         real = workload.data_kind == "real"
-        if workload.arch is None:
-            workload.arch = suite.trace_arch
-        elif real and workload.arch != suite.trace_arch and not (
-                wdir / "profiles" / f"{suite.trace_arch}.csv").exists():
+        alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
+        if real and workload.arch not in (None, suite.trace_arch) and not alt.exists():
             # measured on one GPU: its plans are fitted on that measured profile (rows say plan_arch)
             notes.append(f"Plans for REAL workload {name} are fitted on its measured {workload.arch} profile "
                          f"(there is no {suite.trace_arch} profile, suite.trace_arch).")
-        elif workload.arch != suite.trace_arch:
-            # a workload traced on another arch (e.g. by train.py): fit on the trace_arch profile
-            alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
-            if not alt.exists():
+        else:
+            if workload.arch not in (None, suite.trace_arch) and not alt.exists():
                 raise EvaluationError(f"{alt}: suite.trace_arch: workload {name!r} has no {suite.trace_arch!r} profile")
-            workload.profile = workload.ground_truth(suite.trace_arch)
-            workload.arch = suite.trace_arch
+            fit_on_arch(workload, suite.trace_arch)
         # a REAL workload can be a profile alone (its tracing did not finish): the trace-graph
         # methods are then listed as not run; anywhere else a missing trace stays an error
         if needs_emb and not (real and _no_traces(workload) is not None):
