@@ -426,9 +426,10 @@ def _one_cluster(n: int, cfg: ClusterConfig, random_state: int, work: np.ndarray
 _GROUP_MAX = 2048  # up to this many distinct embeddings, near-identical groups are found pairwise
 
 
-def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> np.ndarray:
+def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray | None]:
     """Labels of the distinct embeddings' near-identical groups: points within ``tol`` x the
-    embeddings' RMS norm of each other.
+    embeddings' RMS norm of each other; and the pairwise distances when they were computed
+    (``_pairwise(uniq)``, which the sweep reuses when it scores every distinct point).
 
     Why: a trained network maps two graphs that differ in an irrelevant bit to embeddings a
     rounding error apart; those must still count as one point (k = 1 when all are). The
@@ -443,9 +444,9 @@ def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> np.nd
     scale = tol * math.sqrt(float((np.einsum("ij,ij->i", uniq, uniq) * w).sum() / w.sum()))
     mean = (uniq * w[:, None]).sum(axis=0) / w.sum()
     if float(np.sqrt(((uniq - mean) ** 2).sum(axis=1)).max()) * 2 <= scale:
-        return np.zeros(m, dtype=np.int64)  # every pair is within the tolerance
+        return np.zeros(m, dtype=np.int64), None  # every pair is within the tolerance
     if m > _GROUP_MAX or scale == 0:
-        return np.arange(m, dtype=np.int64)
+        return np.arange(m, dtype=np.int64), None
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -456,7 +457,7 @@ def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> np.nd
     np.maximum.at(width, comp, np.where(same, dist, 0.0).max(axis=1))
     chained = width[comp] > 2 * scale
     groups = np.where(chained, comp.max() + 1 + np.arange(m), comp)
-    return _compact(groups)
+    return _compact(groups), dist
 
 
 def _each_group(groups: np.ndarray, inverse: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_state: int,
@@ -548,7 +549,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     # distinct embeddings with multiplicities: exact, and much smaller for repeated kernels
     uniq, inverse, counts = np.unique(x_all, axis=0, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    groups = _identical_groups(uniq, counts, cfg.identical_tol)
+    groups, dist_all = _identical_groups(uniq, counts, cfg.identical_tol)
     n_groups = int(groups.max()) + 1
     if n_groups == 1:
         return _one_cluster(n, cfg, random_state, work)
@@ -564,7 +565,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
         s_ids, s_w = np.arange(uniq.shape[0]), counts.astype(np.float64)
         n_scored = n
     score_set = _Points.of(uniq[s_ids], s_w)
-    dist = _pairwise(uniq[s_ids])
+    dist = dist_all if dist_all is not None and not sampled else _pairwise(uniq[s_ids])
     if n_scored > cfg.fit_size:
         f_local, f_w = _subsample(np.repeat(np.arange(s_ids.size), s_w.astype(np.int64)), cfg.fit_size,
                                   _seed(random_state, 0xF1, 0x7))
