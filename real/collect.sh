@@ -21,7 +21,8 @@
 #
 # Environment: NVBIT_PATH (the release's core/; default .nvbit/core in the repository),
 # OUT (where the results go; made absolute), BUDGET_S (seconds for the whole pass),
-# LLM_LAYERS, NW_N, LUD_N, BFS_N; SKIP_DONE=1 leaves out the runs an earlier pass committed:
+# LLM_LAYERS, NW_N, LUD_N, BFS_N; SKIP_CHEAP=1 leaves out section 1 (plain, timing and count
+# runs: for a second pass after one that packed them); SKIP_DONE=1 leaves out the runs an earlier pass committed:
 # llm.plain, llm.torch (torch.profiler), every program's full Nsight Compute pass (*.ncu) and
 # the CPU-reference checks (*.check). bfs.ncu_time (Nsight Compute, one metric) still runs.
 #
@@ -166,7 +167,10 @@ fi
 
 # 1. the cheap, essential steps: uninstrumented runs, timing profiles (ungated and gated),
 # the LLM's timing and count, bfs's Nsight Compute kernel times; no full trace yet
-for p in "${PROGS[@]}"; do
+# SKIP_CHEAP=1 leaves this section out: a second pass of the same session, whose first pass
+# packed them, spends its minutes on the probes and the traces instead.
+[ "${SKIP_CHEAP:-0}" = 1 ] && log "SKIP_CHEAP=1: the plain, timing and count runs are left out" && PROGS=()
+for p in ${PROGS[@]+"${PROGS[@]}"}; do
   name=${p%%:*}; arg=${p#*:}
   mkdir -p "$W/$name"
   step "$name.plain" 60 "$BIN/$name" $arg
@@ -181,7 +185,7 @@ if [ "${SKIP_DONE:-0}" != 1 ]; then
   step llm.plain 90 "${LLM[@]}" --meta "$W/llm/model.json"
   step llm.torch 90 "${LLM[@]}" --profile "$W/llm/torch_trace.json"
 fi
-if [ "$TRACER_OK" = 1 ]; then
+if [ "$TRACER_OK" = 1 ] && [ "${SKIP_CHEAP:-0}" != 1 ]; then
   tstep llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
   # SM-0 warp instructions of every launch, cheaply (one atomic per warp instruction, no records):
   # how many records a complete trace holds, and so whether it can fit what comes back
@@ -189,7 +193,7 @@ if [ "$TRACER_OK" = 1 ]; then
   [ -f "$W/llm/count/counts.csv" ] && log "llm: $(awk -F, 'NR>1{n++; s+=$NF} END{printf "%d launches, %d warp instructions on SM 0", n, s}' "$W/llm/count/counts.csv")"
 fi
 # the kernel times the gated and ungated tool times of bfs are compared with, on this GPU
-step bfs.ncu_time 40 ncu --csv --page raw --clock-control none --metrics gpu__time_duration.sum \
+[ "${SKIP_CHEAP:-0}" = 1 ] || step bfs.ncu_time 40 ncu --csv --page raw --clock-control none --metrics gpu__time_duration.sum \
   --log-file "$W/bfs/ncu_time.csv" "$BIN/bfs" "$BFS_N"
 
 PROBES_EMPTY=0
@@ -199,6 +203,7 @@ PROBES_EMPTY=0
 # (setup, kernel, channel flush, drain). On the first H200 runs a traced launch took ~11 s
 # and wrote no records; these tell which part is at fault.
 if [ "$TRACER_OK" = 1 ]; then
+  mkdir -p "$W/probe"
   step probe.count.allsm 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=-1 \
     GCL_TRACE_DIR="$W/probe/count_all" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   step probe.count.sm0 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 \
@@ -212,6 +217,10 @@ if [ "$TRACER_OK" = 1 ]; then
   # the same through the device buffer: no channel, no host thread while the kernel runs
   step probe.buffer.sm0 15 env GCL_VERBOSE=1 GCL_BUFFER_MB=1024 GCL_TRACE_SM=0 GCL_COMPRESS=none \
     GCL_TRACE_DIR="$W/probe/d" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
+  # the injected record is 1248 bytes of local memory: the same probe on the driver's own
+  # per-thread stack limit (the tool asks for GCL_STACK_BYTES=8192 by default)
+  step probe.values.sm0.stack0 15 env GCL_VERBOSE=1 GCL_STACK_BYTES=0 GCL_TRACE_SM=0 GCL_COMPRESS=none \
+    GCL_TRACE_DIR="$W/probe/g" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   ch=$(records_in "$W/probe/c"); bu=$(records_in "$W/probe/d")
   log "probe records on SM 0: channel ${ch:-0}, device buffer ${bu:-0}"
   if [ "${ch:-0}" -eq 0 ] && [ "${bu:-0}" -gt 0 ]; then
@@ -233,7 +242,7 @@ if [ "$TRACER_OK" = 1 ]; then
     fi
   fi
   du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log" >>"$OUT/collect.log"
-  [ "$(cat "$W"/probe/[cdef]/kernel-*.trace 2>/dev/null | grep -cv '^[-#]\|^$')" -gt 0 ] || PROBES_EMPTY=1
+  [ "$(cat "$W"/probe/[cdefg]/kernel-*.trace 2>/dev/null | grep -cv '^[-#]\|^$')" -gt 0 ] || PROBES_EMPTY=1
 fi
 
 # 3. the full SM-0 traces, with what is left

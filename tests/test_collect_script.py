@@ -212,6 +212,17 @@ def test_when_no_probe_delivers_only_vecadd_is_traced_in_full(stage):
     assert (out / "meta.tar.xz").exists()
 
 
+def test_skip_cheap_goes_straight_to_the_probes_and_traces(stage):
+    calls, out, work, r = collect(stage, "skipcheap", FAKE_SINKS="channel", SKIP_CHEAP="1")
+    assert r.returncode == 0, r.stdout
+    steps = [line.split(",")[0] for line in (out / "walls.csv").read_text().splitlines()[1:]]
+    assert not any(s.endswith((".plain", ".time", ".time_gated")) or s in ("llm.count", "bfs.ncu_time") for s in steps), steps
+    assert "probe.values.sm0" in steps and {f"{p}.trace" for p in (*PROGRAMS, "llm")} <= set(steps)
+    timed = [c["program"] for c in calls if "GCL_TIME_ONLY" in c]
+    assert timed == ["vecadd"], "only the smoke test times anything"
+    assert not any(c["program"] == "llm" and "GCL_COUNT_ONLY" in c for c in calls)
+
+
 def test_the_uniform_probes_run_only_when_both_sinks_failed(stage):
     calls, out, work, r = collect(stage, "uniform-ok", FAKE_SINKS="channel")
     assert not any("GCL_UNIFORM" in c for c in calls)

@@ -22,7 +22,11 @@
  *   GCL_UNIFORM              1: with values on, record uniform-register operands (URn) too  (1)
  *   GCL_TIME_GATE_US         >0, with GCL_TIME_ONLY: hold each launch's start event until the
  *                            launch is queued (gcl_gate.h), giving up after this many us (0 = off)
+ *   GCL_STACK_BYTES          per-thread stack the traced runs ask for: the injected record is
+ *                            1248 bytes of local memory, past the driver's 1 KiB default (8192;
+ *                            0 = leave the driver's limit)
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +86,7 @@ struct Options {
   int count_only = 0; /* GCL_COUNT_ONLY=1: count instructions, record nothing (no channel) */
   uint64_t buffer_mb = 0; /* GCL_BUFFER_MB: device buffer instead of the channel */
   uint64_t time_gate_us = 0; /* GCL_TIME_GATE_US: gate's timeout; 0 = start events ungated */
+  uint64_t stack_bytes = 8192; /* GCL_STACK_BYTES: cudaLimitStackSize for traced runs; 0 = driver's */
 };
 static Options opt;
 static std::regex filter_re;
@@ -211,6 +216,28 @@ __global__ void gcl_flush_channel(ChannelDev *ch) {
   ch->flush();
 }
 
+/* GCL_TRACE_DIR with its parents, as `mkdir -p`: a missing parent used to leave every
+ * output file unopened and the application to crash at its first write (rc 139). */
+static void make_dirs(const std::string &dir) {
+  for (size_t i = 1; i <= dir.size(); i++)
+    if (i == dir.size() || dir[i] == '/') mkdir(dir.substr(0, i).c_str(), 0755);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "gcl_tracer: GCL_TRACE_DIR=%s cannot be made (%s)\n", dir.c_str(), strerror(errno));
+    exit(2);
+  }
+}
+
+/* an output file of the tool's own, or one line naming it and exit status 2 */
+static FILE *open_output(const std::string &path) {
+  FILE *f = fopen(path.c_str(), "w");
+  if (!f) {
+    fprintf(stderr, "gcl_tracer: cannot write %s (%s)\n", path.c_str(), strerror(errno));
+    exit(2);
+  }
+  return f;
+}
+
 /* ---- NVBit callbacks ----------------------------------------------------------- */
 void nvbit_at_init() {
   setenv("CUDA_MANAGED_FORCE_DEVICE_ALLOC", "1", 1);
@@ -232,6 +259,7 @@ void nvbit_at_init() {
   opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
   opt.buffer_mb = env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB");
   opt.time_gate_us = env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
+  opt.stack_bytes = env_count("GCL_STACK_BYTES", "0 (the driver's limit) or a per-thread stack size in bytes");
   if (opt.time_gate_us && !opt.time_only)
     fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
@@ -246,7 +274,7 @@ void nvbit_at_init() {
     fprintf(stderr, "gcl_tracer: GCL_COMPRESS must be none, zstd, xz or gz, not %s\n", opt.compress.c_str());
     exit(2);
   }
-  mkdir(opt.dir.c_str(), 0755);
+  make_dirs(opt.dir);
 }
 
 /* Only plain host work here: NVBit >= 1.7 calls this while the context is being
@@ -255,13 +283,13 @@ void nvbit_at_init() {
  * MemcpyHtoD lines reach kernelslist before any launch. */
 void nvbit_at_ctx_init(CUcontext ctx) {
   std::string p = opt.dir + (opt.time_only ? "/profile.csv" : "/instrumented_times.csv");
-  profile_csv = fopen(p.c_str(), "w");
+  profile_csv = open_output(p);
   /* Times of instrumented launches are inflated by the tracing itself, so they go
    * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
   fprintf(profile_csv, "invocation,kernel_name,grid,block,time_ns,cycles,nregs,shmem\n");
-  kernelslist = fopen((opt.dir + "/kernelslist").c_str(), "w");
+  kernelslist = open_output(opt.dir + "/kernelslist");
   if (opt.count_only) {
-    counts_csv = fopen((opt.dir + "/counts.csv").c_str(), "w");
+    counts_csv = open_output(opt.dir + "/counts.csv");
     fprintf(counts_csv, "invocation,kernel_name,grid,block,trace_sm,warp_insts\n");
   }
 }
@@ -290,6 +318,21 @@ static void tool_setup() {
     gate_host->timed_out = 0;
   }
   if (opt.time_only) return;
+  if (opt.stack_bytes && !opt.count_only) {
+    size_t have = 0;
+    cudaDeviceGetLimit(&have, cudaLimitStackSize);
+    if (have < opt.stack_bytes) {
+      const cudaError_t e = cudaDeviceSetLimit(cudaLimitStackSize, opt.stack_bytes);
+      if (e != cudaSuccess)
+        fprintf(stderr, "gcl_tracer: cudaDeviceSetLimit(stack, %llu) failed: %s\n",
+                (unsigned long long)opt.stack_bytes, cudaGetErrorString(e));
+    }
+    if (opt.verbose) {
+      cudaDeviceGetLimit(&have, cudaLimitStackSize);
+      fprintf(stderr, "gcl_tracer: per-thread stack %zu bytes (GCL_STACK_BYTES=%llu)\n", have,
+              (unsigned long long)opt.stack_bytes);
+    }
+  }
   if (opt.count_only) {
     gcl_cuda_check(cudaMallocManaged(&gcl_warp_insts, sizeof(*gcl_warp_insts)), "cudaMallocManaged(counter)");
     *gcl_warp_insts = 0;
@@ -508,7 +551,13 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     traced = !opt.time_only && wanted(invocation_id, mangled.c_str(), demangled);
     t_entry = now_s();
     if (traced) {
+      /* GCL_VERBOSE: a line before each phase that can stall, so a launch that never
+       * finishes still says where it stopped */
+      if (opt.verbose) fprintf(stderr, "gcl_tracer: launch %llu: instrumenting %s\n", (unsigned long long)invocation_id,
+                               mangled.c_str());
       instrument(ctx, L.f);
+      if (opt.verbose) fprintf(stderr, "gcl_tracer: launch %llu: instrumented in %.3f s, launching\n",
+                               (unsigned long long)invocation_id, now_s() - t_entry);
       uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
       /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0.
        * The stream argument exists only after 1.7.1 (nvbit_compat.h picks the form). */
@@ -537,6 +586,10 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       pthread_mutex_lock(&launch_mu);
       cur = Launch();
       cur.out = open_trace(opt.dir + "/" + file, &cur.piped);
+      if (!cur.out) {
+        fprintf(stderr, "gcl_tracer: cannot write %s/%s (%s)\n", opt.dir.c_str(), file.c_str(), strerror(errno));
+        exit(2);
+      }
       std::string text;
       gcl::format_raw_header(h, text);
       fwrite(text.data(), 1, text.size(), cur.out);
@@ -565,7 +618,27 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     if (!gate_opened && !gate_timeouts++) gate_first_timeout = invocation_id - 1;
   } else {
     cuEventRecord(ev_stop, L.stream);
-    cuEventSynchronize(ev_stop);
+    if (opt.verbose && traced) {
+      /* poll, so that a kernel that never ends says so (and how many records left it) */
+      double next_note = now_s() + 5;
+      CUresult q;
+      while ((q = cuEventQuery(ev_stop)) == CUDA_ERROR_NOT_READY) {
+        sched_yield();
+        if (now_s() > next_note) {
+          next_note += 5;
+          fprintf(stderr, "gcl_tracer: launch %llu: kernel still running after %.0f s, %llu records so far\n",
+                  (unsigned long long)invocation_id, now_s() - t_queued, (unsigned long long)cur.records);
+        }
+      }
+      if (q != CUDA_SUCCESS) {
+        const char *msg = nullptr;
+        cuGetErrorString(q, &msg);
+        fprintf(stderr, "gcl_tracer: launch %llu: the kernel failed: %s\n", (unsigned long long)invocation_id,
+                msg ? msg : "unknown error");
+      }
+    } else {
+      cuEventSynchronize(ev_stop);
+    }
   }
   float ms = 0.f;
   cuEventElapsedTime(&ms, ev_start, ev_stop);
@@ -587,10 +660,22 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       t_flushed = now_s();
       drain_device_buffer();
     } else {
+      if (opt.verbose) fprintf(stderr, "gcl_tracer: launch %llu: kernel done after %.3f s (GPU %.3f ms), %llu records so far; flushing\n",
+                               (unsigned long long)invocation_id, t_ran - t_queued, (double)ms, (unsigned long long)cur.records);
       gcl_flush_channel<<<1, 1>>>(channel_dev);
-      cudaDeviceSynchronize();
+      const cudaError_t fe = cudaDeviceSynchronize();
       t_flushed = now_s();
-      while (!kernel_done) sched_yield();
+      if (fe != cudaSuccess) fprintf(stderr, "gcl_tracer: launch %llu: channel flush failed: %s\n",
+                                     (unsigned long long)invocation_id, cudaGetErrorString(fe));
+      double next_note = t_flushed + 5;
+      while (!kernel_done) {
+        sched_yield();
+        if (opt.verbose && now_s() > next_note) {
+          next_note += 5;
+          fprintf(stderr, "gcl_tracer: launch %llu: waiting %.0f s for the channel's end marker, %llu records so far\n",
+                  (unsigned long long)invocation_id, now_s() - t_flushed, (unsigned long long)cur.records);
+        }
+      }
     }
     t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
