@@ -52,6 +52,44 @@ struct Record {
   uint32_t values[kMaxOps][kWarpSize];
 };
 
+#if defined(__CUDACC__)
+#define GCL_HD __host__ __device__ __forceinline__
+#else
+#define GCL_HD inline
+#endif
+
+/* The static fields of one instruction, packed into few 32-bit words for gcl_before.
+ *
+ * Why: NVBit hands an injected call its arguments in a small fixed space, and a call with
+ * too many faults every instrumented launch with an illegal address (NVlabs/NVBit#160;
+ * seen on an H200 with NVBit 1.7.7.3: 19 scalars and three 64-bit values failed, the
+ * 3-argument counting call ran). Packed, gcl_before takes 15 words before its register
+ * values, fewer than Accel-Sim's tracer (22), with every 64-bit argument on an even word.
+ *
+ * info: opcode_id (16 bits) | mem_width (8) | ndst (2) | nsrc (3) | expects_after (1) |
+ * with_values (1) | to_buffer (1). Register pairs: two 16-bit signed numbers (-1 = none). */
+constexpr uint32_t kMaxOpcodeIds = 1u << 16;
+constexpr int32_t kMaxPackedWidth = 255;
+
+GCL_HD uint32_t pack_info(uint32_t opcode_id, int32_t mem_width, int32_t ndst, int32_t nsrc, int32_t expects_after,
+                          int32_t with_values, int32_t to_buffer) {
+  return (opcode_id & 0xffffu) | ((uint32_t)mem_width & 0xffu) << 16 | ((uint32_t)ndst & 3u) << 24 |
+         ((uint32_t)nsrc & 7u) << 26 | (expects_after ? 1u : 0u) << 29 | (with_values ? 1u : 0u) << 30 |
+         (to_buffer ? 1u : 0u) << 31;
+}
+GCL_HD uint32_t info_opcode(uint32_t w) { return w & 0xffffu; }
+GCL_HD int32_t info_mem_width(uint32_t w) { return (int32_t)((w >> 16) & 0xffu); }
+GCL_HD int32_t info_ndst(uint32_t w) { return (int32_t)((w >> 24) & 3u); }
+GCL_HD int32_t info_nsrc(uint32_t w) { return (int32_t)((w >> 26) & 7u); }
+GCL_HD int32_t info_expects_after(uint32_t w) { return (int32_t)((w >> 29) & 1u); }
+GCL_HD int32_t info_with_values(uint32_t w) { return (int32_t)((w >> 30) & 1u); }
+GCL_HD int32_t info_to_buffer(uint32_t w) { return (int32_t)((w >> 31) & 1u); }
+
+GCL_HD uint32_t pack_regs(int32_t lo, int32_t hi) {
+  return (uint32_t)(uint16_t)(int16_t)lo | (uint32_t)(uint16_t)(int16_t)hi << 16;
+}
+GCL_HD int32_t unpack_reg(uint32_t w, int half) { return (int32_t)(int16_t)(uint16_t)(w >> (16 * half)); }
+
 /* GCL_BUFFER_MB: the other way records leave the GPU. The injected code claims a slot with
  * one atomic and copies the record into device memory; the host copies the launch's records
  * back after it ends. Nothing on the host polls while the kernel runs (no channel, no

@@ -108,8 +108,8 @@ static int64_t env_int(const char *name, int64_t dflt) {
 }
 
 /* a size or a timeout, 0 = off: a negative value is one line naming the variable, exit 2 */
-static uint64_t env_count(const char *name, const char *meaning) {
-  const int64_t v = env_int(name, 0);
+static uint64_t env_count(const char *name, const char *meaning, int64_t dflt = 0) {
+  const int64_t v = env_int(name, dflt);
   if (v < 0) {
     fprintf(stderr, "gcl_tracer: %s=%lld must be %s\n", name, (long long)v, meaning);
     exit(2);
@@ -259,7 +259,8 @@ void nvbit_at_init() {
   opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
   opt.buffer_mb = env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB");
   opt.time_gate_us = env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
-  opt.stack_bytes = env_count("GCL_STACK_BYTES", "0 (the driver's limit) or a per-thread stack size in bytes");
+  opt.stack_bytes = env_count("GCL_STACK_BYTES", "0 (the driver's limit) or a per-thread stack size in bytes",
+                              (int64_t)opt.stack_bytes);
   if (opt.time_gate_us && !opt.time_only)
     fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
@@ -403,25 +404,27 @@ static void instrument(CUcontext ctx, CUfunction kernel) {
       const bool after = ndst > 0 && opt.values && !control_flow(in->getOpcodeShort());
       const int mem_width = mref >= 0 ? in->getSize() : 0;
 
+      if (opcode_ids[op] >= gcl::kMaxOpcodeIds || mem_width > gcl::kMaxPackedWidth) {
+        fprintf(stderr, "gcl_tracer: %s (opcode %u, %d bytes per lane) does not fit gcl_before's packed arguments\n",
+                op.c_str(), opcode_ids[op], mem_width);
+        exit(1);
+      }
+      /* the order and packing gcl_before's signature declares (gcl_record.h says why) */
       nvbit_insert_call(in, "gcl_before", IPOINT_BEFORE);
       nvbit_add_call_arg_guard_pred_val(in);
       nvbit_add_call_arg_launch_val32(in, 0); /* GCL_TRACE_SM, set per launch */
-      nvbit_add_call_arg_const_val32(in, opcode_ids[op]);
-      nvbit_add_call_arg_const_val32(in, in->getOffset());
-      nvbit_add_call_arg_const_val32(in, line);
       if (mref >= 0) nvbit_add_call_arg_mref_addr64(in, ops.nmref - 1); /* LDGSTS: the global address */
       else nvbit_add_call_arg_const_val64(in, 0);
-      nvbit_add_call_arg_const_val32(in, mem_width);
-      nvbit_add_call_arg_const_val32(in, ndst);
-      nvbit_add_call_arg_const_val32(in, dst[0]);
-      nvbit_add_call_arg_const_val32(in, dst[1]);
-      nvbit_add_call_arg_const_val32(in, nsrc);
-      for (int s = 0; s < gcl::kMaxSrc; s++) nvbit_add_call_arg_const_val32(in, src[s]);
       nvbit_add_call_arg_const_val64(in, imm);
-      nvbit_add_call_arg_const_val32(in, after ? 1 : 0);
-      nvbit_add_call_arg_const_val32(in, opt.values);
-      nvbit_add_call_arg_const_val32(in, dev_buffer ? 1 : 0);
       nvbit_add_call_arg_const_val64(in, sink);
+      nvbit_add_call_arg_const_val32(in, in->getOffset());
+      nvbit_add_call_arg_const_val32(
+          in, gcl::pack_info(opcode_ids[op], mem_width, ndst, nsrc, after ? 1 : 0, opt.values, dev_buffer ? 1 : 0));
+      nvbit_add_call_arg_const_val32(in, line);
+      nvbit_add_call_arg_const_val32(in, gcl::pack_regs(dst[0], dst[1]));
+      nvbit_add_call_arg_const_val32(in, gcl::pack_regs(src[0], src[1]));
+      nvbit_add_call_arg_const_val32(in, gcl::pack_regs(src[2], src[3]));
+      nvbit_add_call_arg_const_val32(in, gcl::pack_regs(src[4], -1));
       if (opt.values)
         for (int s = 0; s < nsrc; s++) add_reg_val(in, src[s]);
 
@@ -617,6 +620,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     gate_opened = gcl::gate_end(d, gate_host);
     if (!gate_opened && !gate_timeouts++) gate_first_timeout = invocation_id - 1;
   } else {
+    CUresult ran = CUDA_SUCCESS;
     cuEventRecord(ev_stop, L.stream);
     if (opt.verbose && traced) {
       /* poll, so that a kernel that never ends says so (and how many records left it) */
@@ -630,14 +634,18 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
                   (unsigned long long)invocation_id, now_s() - t_queued, (unsigned long long)cur.records);
         }
       }
-      if (q != CUDA_SUCCESS) {
-        const char *msg = nullptr;
-        cuGetErrorString(q, &msg);
-        fprintf(stderr, "gcl_tracer: launch %llu: the kernel failed: %s\n", (unsigned long long)invocation_id,
-                msg ? msg : "unknown error");
-      }
+      ran = q;
     } else {
-      cuEventSynchronize(ev_stop);
+      ran = cuEventSynchronize(ev_stop);
+    }
+    /* A fault kills the context: the channel's end marker would never come, and the
+     * application's next call fails anyway. Say which launch, and stop. */
+    if (ran != CUDA_SUCCESS && traced) {
+      const char *msg = nullptr;
+      cuGetErrorString(ran, &msg);
+      fprintf(stderr, "gcl_tracer: launch %llu (%s) failed under instrumentation: %s\n",
+              (unsigned long long)invocation_id, mangled.c_str(), msg ? msg : "unknown error");
+      exit(1);
     }
   }
   float ms = 0.f;

@@ -86,29 +86,29 @@ __device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, boo
  * pchannel is the ChannelDev, or the gcl::DeviceBuffer when to_buffer.
  */
 extern "C" __device__ __noinline__ void gcl_before(
-    int pred, uint32_t launch_sm, uint32_t opcode_id, uint32_t pc, int32_t line_num,
-    uint64_t addr, int32_t mem_width, int32_t ndst, int32_t dst0, int32_t dst1,
-    int32_t nsrc, int32_t src0, int32_t src1, int32_t src2, int32_t src3, int32_t src4,
-    uint64_t imm, int32_t expects_after, int32_t with_values, int32_t to_buffer, uint64_t pchannel, ...) {
+    int pred, uint32_t launch_sm, uint64_t addr, uint64_t imm, uint64_t pchannel, uint32_t pc, uint32_t info,
+    int32_t line_num, uint32_t dst01, uint32_t src01, uint32_t src23, uint32_t src4, ...) {
   gcl::Record r;
   uint32_t active, leader;
-  if (!gcl_fill_common(r, pred, launch_sm, pc, opcode_id, &active, &leader)) return;
+  if (!gcl_fill_common(r, pred, launch_sm, pc, gcl::info_opcode(info), &active, &leader)) return;
   const uint32_t exec = __activemask();
   const bool lead = gcl_laneid() == leader;
+  const int32_t mem_width = gcl::info_mem_width(info), ndst = gcl::info_ndst(info), nsrc = gcl::info_nsrc(info);
+  const int32_t with_values = gcl::info_with_values(info), to_buffer = gcl::info_to_buffer(info);
   r.kind = gcl::kBefore;
   r.line_num = line_num;
   r.mem_width = mem_width;
   r.ndst = ndst;
   r.nsrc = nsrc;
-  r.dst[0] = dst0;
-  r.dst[1] = dst1;
-  r.src[0] = src0;
-  r.src[1] = src1;
-  r.src[2] = src2;
-  r.src[3] = src3;
-  r.src[4] = src4;
+  r.dst[0] = gcl::unpack_reg(dst01, 0);
+  r.dst[1] = gcl::unpack_reg(dst01, 1);
+  r.src[0] = gcl::unpack_reg(src01, 0);
+  r.src[1] = gcl::unpack_reg(src01, 1);
+  r.src[2] = gcl::unpack_reg(src23, 0);
+  r.src[3] = gcl::unpack_reg(src23, 1);
+  r.src[4] = gcl::unpack_reg(src4, 0);
   r.imm = imm;
-  r.expects_after = expects_after;
+  r.expects_after = gcl::info_expects_after(info);
   r.has_values = with_values;
   if (mem_width > 0) {
     for (int lane = 0; lane < gcl::kWarpSize; lane++) {
@@ -118,7 +118,7 @@ extern "C" __device__ __noinline__ void gcl_before(
   }
   if (with_values) {
     va_list vl;
-    va_start(vl, pchannel);
+    va_start(vl, src4);
     for (int s = 0; s < nsrc; s++) {
       uint32_t v = va_arg(vl, uint32_t);
       gcl_gather32(exec, active, lead, v, r.values[ndst + s]);
