@@ -202,7 +202,7 @@ def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
         if check and not problem:
             facts: dict = {}
             try:
-                counts.append(read_kernel(p, facts=facts).pc.size + facts["ldgsts_removed"])
+                counts.append(read_kernel(p, facts=facts).pc.size + facts.get("ldgsts_removed", 0))
                 continue
             except TraceFormatError as e:
                 problem = str(e).splitlines()[0]

@@ -631,6 +631,19 @@ def test_readout_counts_records_from_its_parse_as_the_line_count_does(tmp_path):
     assert checked.records == 6 and "kernel-1.trace" in checked.problem
 
 
+def test_readout_counts_a_launch_that_ran_no_cta_on_sm0(tmp_path):
+    """An SM-0 trace of a launch whose CTAs all ran elsewhere is a header alone; the readout of
+    the first traced H200 pass stopped at the first one (KeyError) before saying anything."""
+    readout = load_readout()
+    trace_dir = tmp_path / "w" / "trace"
+    trace_dir.mkdir(parents=True)
+    (trace_dir / "kernel-1.trace").write_text(HEADER_V5.format(kid=1, gx=1, li=0) + "0 0 0 0 0010 ffffffff 0 EXIT 0 0 0\n")
+    (trace_dir / "kernel-2.trace").write_text(HEADER_V5.format(kid=2, gx=1, li=0))
+    (trace_dir / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    checked = readout.traced(tmp_path, "w", True, real=tmp_path)
+    assert (checked.records, checked.with_records, checked.unpacked) == (1, 1, 2) and not checked.problem
+
+
 def test_readout_verdict_counts_launches_that_missed_sm0_but_refuses_a_trace_without_any_record():
     T = load_readout().Traced
     assert T(listed=3, unpacked=3, with_records=3, records=9, expected=3).verdict() == "yes"

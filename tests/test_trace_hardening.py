@@ -414,6 +414,23 @@ def test_overflowing_numbers_say_out_of_range(tmp_path, parser, old, new, messag
         read_kernel(p)
 
 
+@pytest.mark.parametrize("written,value", [("18446744073709551552", -64), ("18446744073709551615", -1),
+                                           ("9223372036854775808", -2**63), ("-9223372036854775808", -2**63),
+                                           ("9223372036854775807", 2**63 - 1), ("-64", -64)])
+def test_an_immediate_is_its_64_bits_written_signed_or_unsigned(tmp_path, parser, written, value):
+    """gcl_tracer wrote immediates unsigned until its first GPU run (the real traces have -64
+    as 18446744073709551552); the format says signed. Both spellings of the same bits read alike."""
+    body = BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", f"0000 ffffffff 1 R1 MOV 0 0 {written}")
+    t = read_kernel(_w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body))
+    assert int(t.imm[0]) == value
+
+
+def test_an_immediate_past_64_bits_is_refused(tmp_path, parser):
+    body = BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", "0000 ffffffff 1 R1 MOV 0 0 18446744073709551616")
+    with pytest.raises(TraceFormatError, match=re.escape("immediate: value '18446744073709551616' out of range")):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body))
+
+
 def test_twenty_digit_decimal_does_not_wrap(tmp_path, parser):
     # 2**64 + 1 once wrapped to 1 and was read as a valid line number
     text = HEADER.format(kid=1).replace("-enable lineinfo = 0", "-enable lineinfo = 1") + \

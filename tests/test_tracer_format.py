@@ -100,12 +100,12 @@ def _generate(seed: int, lineinfo: bool):
             after = has_values and ndst > 0
             inst = dict(pc=16 * i, mask=mask, op=OPCODES[op], dst=dst, src=src, width=width,
                         addrs=addrs[lanes] if width else np.zeros(0, np.uint64),
-                        imm=int(rng.integers(0, 2**31)), line=int(rng.integers(1, 500)),
+                        imm=int(rng.integers(-2**63, 2**63, dtype=np.int64)), line=int(rng.integers(1, 500)),
                         values=np.concatenate([r[lanes] for r in rows]) if has_values and rows else None)
             insts.append(inst)
             before_rows = [np.zeros(32, np.uint64) if after and j < ndst else rows[j] for j in range(len(rows))]
             head = [cta[0], cta[1], cta[2], w, inst["line"], format(inst["pc"], "x"), format(mask, "x"), op,
-                    width, ndst, *dst, nsrc, *src, inst["imm"], int(has_values)]
+                    width, ndst, *dst, nsrc, *src, inst["imm"] % 2**64, int(has_values)]
             addr_tok = [format(int(a), "x") for a in addrs]
             val_tok = [format(int(v), "x") for r in before_rows for v in r] if has_values else []
             recs.append(" ".join(map(str, ["RECORD", 0, int(after), *head, *addr_tok, *val_tok])))
@@ -247,7 +247,7 @@ def test_hand_written_appenders_write_what_printf_writes(tmp_path, seed):
     GPU waits on the channel; snprintf cost 3-8 us a record). tracer/test/format_speed.cpp
     formats seeded random records that reach every branch (negative and extreme CTA ids, PCs past
     16 bits, partial masks, every address mode and policy, constant, strided and divergent values,
-    immediates up to 2^64-1, line info) both ways; every line must be byte-identical to the
+    immediates over the whole 64 bits, written signed, line info) both ways; every line must be byte-identical to the
     printf oracle in tracer/test/printf_reference.h."""
     exe = _build(tmp_path, "format_speed", "-O1", "-Wextra")
     run = subprocess.run([str(exe), "check", "20000", str(seed)], capture_output=True, text=True)

@@ -224,7 +224,7 @@ inline void format_raw_record(const Record &r, const std::vector<std::string> &o
   append_i64(out, r.mem_width);
   if (r.mem_width > 0) format_addresses(r, policy, out);
   out += ' ';
-  append_u64(out, (unsigned long long)r.imm);
+  append_i64(out, (long long)(int64_t)r.imm); /* signed, as docs/trace-format.md says */
   if (r.has_values && r.ndst + r.nsrc > 0) {
     out += " |";
     for (int op = 0; op < r.ndst + r.nsrc; op++) format_value_row(r.values[op], r.active_mask, out);

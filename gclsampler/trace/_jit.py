@@ -70,8 +70,11 @@ def parse_int(buf, start, end):
                 ok[t] = False
                 d = 0
             v = v * np.uint64(10) + np.uint64(d)
-        if v > np.uint64(9223372036854775807):
+        if v > np.uint64(9223372036854775807) and not (neg and v == np.uint64(9223372036854775808)):
             ok[t] = False
+            continue
+        if neg and v == np.uint64(9223372036854775808):
+            val[t] = np.int64(-9223372036854775807) - np.int64(1)
             continue
         iv = np.int64(v)
         val[t] = -iv if neg else iv
@@ -182,6 +185,31 @@ def _int(buf, s, e):
         return np.int64(0), False
     iv = np.int64(v)
     return (-iv if neg else iv), ok
+
+
+@_jit
+def _imm64(buf, s, e):
+    """The immediate: a signed decimal, or (as gcl_tracer wrote them before 2026-11-27) an
+    unsigned one below 2^64, read as the int64 with the same bits; see reader.imm64."""
+    if s < e and buf[s] == 45:
+        v, ok = _uint(buf, s + 1, e, 10, False, 19)
+        if v > np.uint64(9223372036854775808):
+            return np.int64(0), False
+        if v == np.uint64(9223372036854775808):
+            return np.int64(-9223372036854775807) - np.int64(1), ok
+        return -np.int64(v), ok
+    if e - s <= 0 or e - s > 20:
+        return np.int64(0), False
+    v = np.uint64(0)
+    top = np.uint64(1844674407370955161)  # (2^64 - 1) // 10
+    for p in range(s, e):
+        d = _DIGIT[buf[p]]
+        if d >= 10:
+            return np.int64(0), False
+        if v > top or (v == top and d > 5):
+            return np.int64(0), False
+        v = v * np.uint64(10) + np.uint64(d)
+    return np.int64(v), True  # same-width cast: the bits are kept
 
 
 @_jit
@@ -359,7 +387,7 @@ def _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, 
             o += ki
         if has_imm:
             a, p = _tok(buf, p, e)
-            x, ok = _int(buf, a, p)
+            x, ok = _imm64(buf, a, p)
             if not ok:
                 return i, F_IMM
             imm[i] = x

@@ -254,8 +254,8 @@ def parse_int_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray,
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
     neg = buf[start] == ord("-")
     mag, ok = parse_uint_numpy(buf, start + neg, end, 10, max_digits=19, digits=digits)
-    ok &= mag <= np.uint64(2**63 - 1)
-    v = mag.astype(np.int64)
+    ok &= mag <= np.where(neg, np.uint64(2**63), np.uint64(2**63 - 1))  # -2^63 is an int64 too
+    v = mag.astype(np.int64)  # 2^63 wraps to -2^63, which negation leaves as it is
     return np.where(neg, -v, v), ok
 
 

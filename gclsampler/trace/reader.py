@@ -362,6 +362,20 @@ class _Body:
             self.fail(lines[bad], field, f"token {text!r} is not a decimal integer")
         return v
 
+    def imm64(self, tok, lines, field):
+        """The immediate: 64 bits, written signed. gcl_tracer wrote them unsigned until it was
+        first run on a GPU (2026-11-27), so a decimal in [2^63, 2^64) is read as the int64 with
+        the same bits; the real traces of that run have -1 as 18446744073709551615."""
+        v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok], digits=self.digits)
+        for bad in np.flatnonzero(~ok):
+            text = self.tok_text(tok[bad])
+            if text.isascii() and text.isdigit() and 2**63 <= int(text) < 2**64:
+                v[bad] = int(text) - 2**64
+                ok[bad] = True
+        if not ok.all():
+            return self.sint(tok, lines, field)  # the first bad token, named as sint names it
+        return v
+
     def regs(self, tok, lines, field) -> np.ndarray:
         """Register tokens (R12, RZ, UR4, URZ, P0, PT, UP1, UPT) to ``reg_code`` int16."""
         buf, last = self.buf, self.buf.size - 1
@@ -559,7 +573,7 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
 
     if layout.imm:
         _need(body, cur, end, 1, lines, "immediate")
-        out["imm"] = body.sint(cur, lines, "immediate")
+        out["imm"] = body.imm64(cur, lines, "immediate")
         cur += 1
 
     # --- gclsampler value extension

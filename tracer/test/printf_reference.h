@@ -84,7 +84,7 @@ inline void record(const gcl::Record &r, const std::vector<std::string> &opcodes
   for (int s = 0; s < r.nsrc; s++) reg(r.src[s]);
   out.append(buf, snprintf(buf, sizeof buf, " %d", r.mem_width));
   if (r.mem_width > 0) addresses(r, policy, out);
-  put(out, " %llu", (unsigned long long)r.imm);
+  put(out, " %lld", (long long)(int64_t)r.imm);
   if (r.has_values && r.ndst + r.nsrc > 0) {
     out += " |";
     for (int op = 0; op < r.ndst + r.nsrc; op++) value_row(r.values[op], r.active_mask, out);
