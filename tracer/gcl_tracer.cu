@@ -22,9 +22,6 @@
  *   GCL_UNIFORM              1: with values on, record uniform-register operands (URn) too  (1)
  *   GCL_TIME_GATE_US         >0, with GCL_TIME_ONLY: hold each launch's start event until the
  *                            launch is queued (gcl_gate.h), giving up after this many us (0 = off)
- *   GCL_STACK_BYTES          per-thread stack the traced runs ask for: the injected record is
- *                            1248 bytes of local memory, past the driver's 1 KiB default (8192;
- *                            0 = leave the driver's limit)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -86,7 +83,6 @@ struct Options {
   int count_only = 0; /* GCL_COUNT_ONLY=1: count instructions, record nothing (no channel) */
   uint64_t buffer_mb = 0; /* GCL_BUFFER_MB: device buffer instead of the channel */
   uint64_t time_gate_us = 0; /* GCL_TIME_GATE_US: gate's timeout; 0 = start events ungated */
-  uint64_t stack_bytes = 8192; /* GCL_STACK_BYTES: cudaLimitStackSize for traced runs; 0 = driver's */
 };
 static Options opt;
 static std::regex filter_re;
@@ -108,8 +104,8 @@ static int64_t env_int(const char *name, int64_t dflt) {
 }
 
 /* a size or a timeout, 0 = off: a negative value is one line naming the variable, exit 2 */
-static uint64_t env_count(const char *name, const char *meaning, int64_t dflt = 0) {
-  const int64_t v = env_int(name, dflt);
+static uint64_t env_count(const char *name, const char *meaning) {
+  const int64_t v = env_int(name, 0);
   if (v < 0) {
     fprintf(stderr, "gcl_tracer: %s=%lld must be %s\n", name, (long long)v, meaning);
     exit(2);
@@ -259,8 +255,6 @@ void nvbit_at_init() {
   opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
   opt.buffer_mb = env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB");
   opt.time_gate_us = env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
-  opt.stack_bytes = env_count("GCL_STACK_BYTES", "0 (the driver's limit) or a per-thread stack size in bytes",
-                              (int64_t)opt.stack_bytes);
   if (opt.time_gate_us && !opt.time_only)
     fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
@@ -319,21 +313,6 @@ static void tool_setup() {
     gate_host->timed_out = 0;
   }
   if (opt.time_only) return;
-  if (opt.stack_bytes && !opt.count_only) {
-    size_t have = 0;
-    cudaDeviceGetLimit(&have, cudaLimitStackSize);
-    if (have < opt.stack_bytes) {
-      const cudaError_t e = cudaDeviceSetLimit(cudaLimitStackSize, opt.stack_bytes);
-      if (e != cudaSuccess)
-        fprintf(stderr, "gcl_tracer: cudaDeviceSetLimit(stack, %llu) failed: %s\n",
-                (unsigned long long)opt.stack_bytes, cudaGetErrorString(e));
-    }
-    if (opt.verbose) {
-      cudaDeviceGetLimit(&have, cudaLimitStackSize);
-      fprintf(stderr, "gcl_tracer: per-thread stack %zu bytes (GCL_STACK_BYTES=%llu)\n", have,
-              (unsigned long long)opt.stack_bytes);
-    }
-  }
   if (opt.count_only) {
     gcl_cuda_check(cudaMallocManaged(&gcl_warp_insts, sizeof(*gcl_warp_insts)), "cudaMallocManaged(counter)");
     *gcl_warp_insts = 0;
