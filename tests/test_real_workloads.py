@@ -73,3 +73,24 @@ def test_declared_data_kind_is_what_loading_the_workload_says(value, tmp_path):
     assert kind == {False: "real", True: "synthetic"}.get(value, "")
     (tmp_path / "workload.json").unlink()
     assert declared_data_kind(tmp_path) == "" == Workload.load(tmp_path).data_kind
+
+
+TRACED = [n for n in WORKLOADS if json.loads((ROOT / "real" / n / "workload.json").read_text()).get("traces")]
+
+
+@pytest.mark.skipif(not TRACED, reason="no real workload with traces committed")
+@pytest.mark.parametrize("name", TRACED)
+def test_committed_traces_cover_every_launch_and_agree_with_the_profile(name):
+    """The traces came from another run than the profile (real/runs/...-pass6): every launch of
+    the profile must have its trace, of the same kernel, and the biggest one must parse whole."""
+    from gclsampler.trace import read_kernel
+    from gclsampler.validate import check_workload, errors_and_warnings
+
+    wl = ROOT / "real" / name
+    errors, _ = errors_and_warnings(check_workload(wl))
+    assert not errors, errors[:3]
+    traces = sorted(wl.glob("kernel-*.traceg.zst"), key=lambda p: p.stat().st_size)
+    meta = json.loads((wl / "workload.json").read_text())
+    assert len(traces) == meta["n_invocations"]
+    t = read_kernel(traces[-1])
+    assert t.n_insts > 0 and t.values is not None, "SM-0 traces with register values"
