@@ -8,6 +8,7 @@ of the GCL-Sampler paper's Table 1 and every address mode is covered.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -289,3 +290,49 @@ def test_operand_choice_records_uniform_registers_only_when_asked(tmp_path):
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "operands: all cases hold" in run.stdout
+
+
+def test_packed_static_fields_survive_the_round_trip(tmp_path):
+    """gcl_before's static fields travel packed (gcl_record.h): tracer/test/pack_test.cpp packs
+    every opcode id, width, operand count and flag the tool can pass and unpacks them as the
+    device does."""
+    exe = _build(tmp_path, "pack_test", "-O1", "-Wextra")
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "pack: all cases hold" in run.stdout
+
+
+# 32-bit words an injected function's parameter takes; 64-bit ones start on an even word
+_WORDS = {"int": 1, "int32_t": 1, "uint32_t": 1, "bool": 1, "uint64_t": 2, "int64_t": 2}
+
+
+def _argument_words(signature: str) -> tuple[int, list[str]]:
+    words, odd = 0, []
+    for param in (p.strip() for p in signature.split(",")):
+        if param == "...":
+            continue
+        kind, name = param.rsplit(" ", 1)
+        size = _WORDS[kind.split()[-1]]
+        if size == 2 and words % 2:
+            odd.append(name)
+            words += 1
+        words += size
+    return words, odd
+
+
+@pytest.mark.parametrize("function", ["gcl_before", "gcl_after", "gcl_count"])
+def test_injected_calls_stay_inside_what_nvbit_passes(function):
+    """On the H200 every instrumented launch faulted with an illegal address while gcl_before took
+    19 scalar and three 64-bit arguments (25 words with alignment; NVlabs/NVBit#160); packed into 15
+    it ran. Accel-Sim's tracer passes 22 words. The fixed parameters plus the register values a
+    call can add (kMaxSrc sources before, kMaxDst destinations after) must stay within that, with
+    every 64-bit parameter on an even word."""
+    text = (ROOT / "tracer" / "inject_funcs.cu").read_text()
+    m = re.search(r'extern "C" __device__ __noinline__ void ' + function + r"\(([^)]*)\)", text)
+    assert m, function
+    signature = " ".join(m.group(1).split())
+    words, odd = _argument_words(signature)
+    variadic = {"gcl_before": 5, "gcl_after": 2}.get(function, 0) if signature.endswith("...") else 0
+    assert not odd, f"{function}: 64-bit parameters on an odd word: {odd}"
+    assert words + variadic <= 22, f"{function}: {words} fixed words + {variadic} register values"
+    assert _argument_words("int pred, uint32_t a, int32_t b, int32_t c, int32_t d, uint64_t addr") == (8, ["addr"])
