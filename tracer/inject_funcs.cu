@@ -82,6 +82,9 @@ __device__ __forceinline__ void gcl_gather32(uint32_t exec, uint32_t active, boo
 
 /*
  * BEFORE the instruction: addresses, source values, everything static.
+ * The static fields come packed (`info`: gcl::pack_info; register numbers two to a word:
+ * gcl::pack_regs), because NVBit faults a call with too many argument words (gcl_record.h);
+ * tests/test_tracer_format.py keeps this signature within the words that are known to work.
  * Variadic tail: nsrc 32-bit source register values (only when with_values).
  * pchannel is the ChannelDev, or the gcl::DeviceBuffer when to_buffer.
  */
