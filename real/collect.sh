@@ -238,7 +238,8 @@ if [ "$TRACER_OK" = 1 ]; then
     fi
   fi
   du -ab "$W/probe" 2>/dev/null | tee -a "$W/collect.log" >>"$OUT/collect.log"
-  [ "$(cat "$W"/probe/[cdef]/kernel-*.trace 2>/dev/null | grep -cv '^[-#]\|^$')" -gt 0 ] || PROBES_EMPTY=1
+  n=0; for d in c d e f; do n=$(( n + $(records_in "$W/probe/$d") )); done
+  [ "$n" -gt 0 ] || PROBES_EMPTY=1
 fi
 
 # 3. the full SM-0 traces, with what is left

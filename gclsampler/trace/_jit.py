@@ -55,29 +55,7 @@ def parse_int(buf, start, end):
     val = np.zeros(n, np.int64)
     ok = np.ones(n, np.bool_)
     for t in range(n):
-        s = start[t]
-        e = end[t]
-        neg = buf[s] == 45
-        if neg:
-            s += 1
-        if e - s <= 0 or e - s > 19:
-            ok[t] = False
-            continue
-        v = np.uint64(0)
-        for p in range(s, e):
-            d = _DIGIT[buf[p]]
-            if d >= 10:
-                ok[t] = False
-                d = 0
-            v = v * np.uint64(10) + np.uint64(d)
-        if v > np.uint64(9223372036854775807) and not (neg and v == np.uint64(9223372036854775808)):
-            ok[t] = False
-            continue
-        if neg and v == np.uint64(9223372036854775808):
-            val[t] = np.int64(-9223372036854775807) - np.int64(1)
-            continue
-        iv = np.int64(v)
-        val[t] = -iv if neg else iv
+        val[t], ok[t] = _int(buf, start[t], end[t])
     return val, ok
 
 
@@ -182,6 +160,8 @@ def _int(buf, s, e):
         s += 1
     v, ok = _uint(buf, s, e, 10, False, 19)
     if v > np.uint64(9223372036854775807):
+        if neg and v == np.uint64(9223372036854775808):  # -2^63 is an int64 too
+            return np.int64(-9223372036854775807) - np.int64(1), ok
         return np.int64(0), False
     iv = np.int64(v)
     return (-iv if neg else iv), ok
@@ -192,12 +172,7 @@ def _imm64(buf, s, e):
     """The immediate: a signed decimal, or (as gcl_tracer wrote them before 2026-11-27) an
     unsigned one below 2^64, read as the int64 with the same bits; see reader.imm64."""
     if s < e and buf[s] == 45:
-        v, ok = _uint(buf, s + 1, e, 10, False, 19)
-        if v > np.uint64(9223372036854775808):
-            return np.int64(0), False
-        if v == np.uint64(9223372036854775808):
-            return np.int64(-9223372036854775807) - np.int64(1), ok
-        return -np.int64(v), ok
+        return _int(buf, s, e)
     if e - s <= 0 or e - s > 20:
         return np.int64(0), False
     v = np.uint64(0)
