@@ -114,14 +114,16 @@ def _file_digest(path: Path) -> str:
 
 
 def _trace_digest(path: Path, memo_dir: Path, rehash: bool) -> str:
-    """Content hash of a trace file, memoised by (size, mtime_ns, inode).
+    """Content hash of a trace file, memoised by (size, mtime_ns, ctime_ns, inode).
 
     Hashing gigabytes of traces would dominate a warm reload; the memo only skips
-    re-reading a file whose size, nanosecond mtime and inode are unchanged since it was
-    hashed, and the cache key is still the content hash.
+    re-reading a file whose size, nanosecond mtime and ctime and inode are unchanged since
+    it was hashed, and the cache key is still the content hash. The ctime is there because
+    a same-size edit can carry its old mtime back (``touch -r``, ``rsync -t``, an editor
+    that preserves it); no user call sets ctime, and every write or utime moves it.
     """
     st = path.stat()
-    ident = [st.st_size, st.st_mtime_ns, st.st_ino]
+    ident = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
     memo = memo_dir / f"{_digest(str(path.resolve()).encode())}.json"
     if not rehash:
         try:
@@ -236,7 +238,7 @@ class GraphDataset(torch.utils.data.Dataset):
     ``inv_to_graph[i]`` is the unique-graph index of the i-th listed invocation; invocations
     with equal graphs share one file and one index. ``len(dataset)`` is the number of
     invocations. Graphs are read lazily and the last ``memory_graphs`` are kept in memory.
-    ``rehash=True`` re-reads every trace file instead of trusting the (size, mtime, inode)
+    ``rehash=True`` re-reads every trace file instead of trusting the (size, mtime, ctime, inode)
     memo of its content hash.
     """
 

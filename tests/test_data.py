@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -148,6 +149,25 @@ def test_changed_trace_is_rebuilt_even_with_hash_memo(wl):
     assert _equal(b[0], a[0])
     c = GraphDataset(wl, CFG, workers=1, progress=False, rehash=True)
     assert c.stats["built"] == 0 and c.inv_to_graph.tolist() == b.inv_to_graph.tolist()
+
+
+def test_same_size_edit_with_its_old_mtime_put_back_is_rebuilt(wl):
+    """The hash memo must not trust a file edited in place whose size and mtime were kept."""
+    GraphDataset(wl, CFG, workers=1, progress=False)
+    p = wl / "kernel-4.traceg"
+    st = p.stat()
+    text = p.read_text()
+    op, swap = next((o, n) for o, n in ((" FADD ", " FMUL "), (" FFMA ", " FMUL "), (" IADD3 ", " IMNMX "))
+                    if o in text)
+    edited = text.replace(op, swap, 1)
+    assert len(edited) == len(text) and edited != text
+    with open(p, "r+") as f:  # in place: same inode, same size
+        f.write(edited)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 1
+    assert _equal(b[3], build_graph(read_kernel(p), CFG))
 
 
 @pytest.mark.parametrize("workers", [1, 2])
