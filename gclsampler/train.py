@@ -31,7 +31,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -184,15 +184,9 @@ def split_graphs(n_graphs: int, val_fraction: float, seed: int) -> tuple[list[in
     return sorted(perm[: n_graphs - n_val]), sorted(perm[n_graphs - n_val:])
 
 
-def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_nodes: int,
-                 gen: Optional[torch.Generator]) -> list[list[int]]:
-    """Batches of at most ``batch_size`` graphs and (if > 0) ``max_nodes`` nodes; shuffled when ``gen``.
-
-    A batch with a single graph has no negatives; it is merged into the previous batch.
-    """
-    order = list(ids)
-    if gen is not None:
-        order = [order[i] for i in torch.randperm(len(order), generator=gen).tolist()]
+def _pack(order: Iterable[int], sizes: Sequence[int], batch_size: int, max_nodes: int) -> list[list[int]]:
+    """Greedy runs of ``order``: a batch closes at ``batch_size`` graphs or before it would pass
+    ``max_nodes`` nodes (if > 0); a graph larger than ``max_nodes`` still gets a batch of its own."""
     batches: list[list[int]] = []
     cur: list[int] = []
     nodes = 0
@@ -204,6 +198,19 @@ def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_
         nodes += sizes[g]
     if cur:
         batches.append(cur)
+    return batches
+
+
+def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_nodes: int,
+                 gen: Optional[torch.Generator]) -> list[list[int]]:
+    """Batches of at most ``batch_size`` graphs and (if > 0) ``max_nodes`` nodes; shuffled when ``gen``.
+
+    A batch with a single graph has no negatives; it is merged into the previous batch.
+    """
+    order = list(ids)
+    if gen is not None:
+        order = [order[i] for i in torch.randperm(len(order), generator=gen).tolist()]
+    batches = _pack(order, sizes, batch_size, max_nodes)
     if len(batches) > 1 and len(batches[-1]) < 2:
         batches[-2].extend(batches.pop())
     return [b for b in batches if len(b) >= 2]
@@ -518,17 +525,7 @@ def embed_graphs(model: GCLModel, graphs: Sequence[Data], batch_size: int = 32, 
     device = next(model.parameters()).device
     model.eval()
     out = np.zeros((len(graphs), model.cfg.embedding_dim), dtype=np.float32)
-    sizes = [int(g.num_nodes) for g in graphs]
-    batches: list[list[int]] = []
-    cur, nodes = [], 0
-    for i in range(len(graphs)):
-        if cur and (len(cur) >= batch_size or (max_nodes > 0 and nodes + sizes[i] > max_nodes)):
-            batches.append(cur)
-            cur, nodes = [], 0
-        cur.append(i)
-        nodes += sizes[i]
-    if cur:
-        batches.append(cur)
+    batches = _pack(range(len(graphs)), [int(g.num_nodes) for g in graphs], batch_size, max_nodes)
     bar = _progress(len(graphs), "embed", progress)
     for ids in batches:
         batch = Batch.from_data_list([graphs[i] for i in ids]).to(device)

@@ -333,3 +333,17 @@ def test_resume_from_a_corrupt_checkpoint_is_one_error(tmp_path):
     (tmp_path / "last.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(TrainConfigError, match=r"last\.pt: cannot read the resume checkpoint"):
         fit(tiny(8, seed=2), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
+
+
+def test_embeddings_do_not_depend_on_how_the_graphs_are_batched():
+    from gclsampler.model import GCLModel
+    from gclsampler.train import embed_graphs
+
+    torch.manual_seed(0)
+    model = GCLModel(ModelConfig(**MCFG))
+    graphs = tiny(7, seed=3)
+    whole = embed_graphs(model, graphs, batch_size=32)
+    for bs, max_nodes in [(1, 0), (3, 0), (32, 1), (32, int(graphs[0].num_nodes) + 1)]:
+        np.testing.assert_allclose(embed_graphs(model, graphs, batch_size=bs, max_nodes=max_nodes), whole,
+                                   rtol=1e-5, atol=1e-5)
+    assert whole.shape == (7, model.cfg.embedding_dim) and np.isfinite(whole).all()
