@@ -451,6 +451,22 @@ static double now_s() {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* Spin until done(); with `note`, say every 5 s how long `what` has taken and how many records
+ * came so far, so that a launch that stalls (GCL_VERBOSE) says where and after how much. */
+template <class Done>
+static void wait_until(Done done, bool note, unsigned long long invocation, double since, const char *what,
+                       const volatile uint64_t *records) {
+  double next_note = now_s() + 5;
+  while (!done()) {
+    sched_yield();
+    if (note && now_s() > next_note) {
+      next_note += 5;
+      fprintf(stderr, "gcl_tracer: launch %llu: still waiting for %s after %.0f s, %llu records so far\n",
+              invocation, what, now_s() - since, (unsigned long long)*records);
+    }
+  }
+}
+
 /* gcl::launch_attribute, with a failure said once instead of a silent 0 */
 static bool launched_kernel_handle = false; /* the launch carried a CUkernel, not a CUfunction */
 static int func_attribute(CUfunction_attribute a, CUfunction f, const char *what) {
@@ -603,17 +619,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     cuEventRecord(ev_stop, L.stream);
     if (opt.verbose && traced) {
       /* poll, so that a kernel that never ends says so (and how many records left it) */
-      double next_note = now_s() + 5;
-      CUresult q;
-      while ((q = cuEventQuery(ev_stop)) == CUDA_ERROR_NOT_READY) {
-        sched_yield();
-        if (now_s() > next_note) {
-          next_note += 5;
-          fprintf(stderr, "gcl_tracer: launch %llu: kernel still running after %.0f s, %llu records so far\n",
-                  (unsigned long long)invocation_id, now_s() - t_queued, (unsigned long long)cur.records);
-        }
-      }
-      ran = q;
+      wait_until([&] { return (ran = cuEventQuery(ev_stop)) != CUDA_ERROR_NOT_READY; }, true,
+                 (unsigned long long)invocation_id, t_queued, "the kernel", &cur.records);
     } else {
       ran = cuEventSynchronize(ev_stop);
     }
@@ -654,15 +661,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       t_flushed = now_s();
       if (fe != cudaSuccess) fprintf(stderr, "gcl_tracer: launch %llu: channel flush failed: %s\n",
                                      (unsigned long long)invocation_id, cudaGetErrorString(fe));
-      double next_note = t_flushed + 5;
-      while (!kernel_done) {
-        sched_yield();
-        if (opt.verbose && now_s() > next_note) {
-          next_note += 5;
-          fprintf(stderr, "gcl_tracer: launch %llu: waiting %.0f s for the channel's end marker, %llu records so far\n",
-                  (unsigned long long)invocation_id, now_s() - t_flushed, (unsigned long long)cur.records);
-        }
-      }
+      wait_until([] { return kernel_done; }, opt.verbose, (unsigned long long)invocation_id, t_flushed,
+                 "the channel's end marker", &cur.records);
     }
     t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
