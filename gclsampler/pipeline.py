@@ -6,7 +6,8 @@ here so tests can call it with a composed config and a temporary output director
 Outputs in the run directory: ``config.yaml`` (resolved), ``model.pt`` (best weights),
 ``last.pt`` (resume state), ``train_log.csv``, ``embeddings.npy`` (float32, N x 264 (256 with model=paper), row i =
 invocation i), ``run.json`` (timings, counts, ``synthetic`` flag), and whatever the
-post-embedding hook writes (``clusters.csv``, ``plan.json``, ``report.md``).
+post-embedding hook writes (``clusters.csv``, ``silhouette.csv``, ``plan.json``, ``report.md``,
+``results.csv``, ``plots/``).
 """
 
 from __future__ import annotations
