@@ -106,24 +106,41 @@ def call_guarded(fn: Callable[[], Any], prog: str) -> Any:
     try:
         return fn()
     except GclError as exc:
-        print(f"{prog}: error: {_one_line(str(exc))}", file=sys.stderr)
+        _say(prog, f"{prog}: error: {_one_line(str(exc))}")
         raise SystemExit(EXIT_ERROR) from None
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        _say(prog, f"{prog}: interrupted")
         raise SystemExit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:  # `gclsampler trace info ... | head`
         _silence_stdout()
         raise SystemExit(0) from None
     except OSError as exc:
         text = config_error_text(exc)  # MissingConfigException is an OSError too
-        print(f"{prog}: error: {_one_line(text or os_error_text(exc))}", file=sys.stderr)
+        _say(prog, f"{prog}: error: {_one_line(text or os_error_text(exc))}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         text = config_error_text(exc)
         if text is None:
             raise
-        print(f"{prog}: error: {_one_line(text)}", file=sys.stderr)
+        _say(prog, f"{prog}: error: {_one_line(text)}")
         raise SystemExit(EXIT_ERROR) from None
+
+
+def _say(prog: str, line: str) -> None:
+    """The one line on stderr, and in every log file the root logger writes (a Hydra job's
+    ``train.log`` / ``evaluate.log``), so a run directory records why its run stopped.
+    Only file handlers: Hydra's console handler would print the line a second time."""
+    print(line, file=sys.stderr)
+    import logging
+
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    if handlers:
+        record = logging.makeLogRecord({"name": prog, "levelno": logging.ERROR, "levelname": "ERROR", "msg": line})
+        for h in handlers:
+            try:
+                h.handle(record)
+            except Exception:  # pragma: no cover - a log that cannot be written must not hide the error
+                pass
 
 
 def run_guarded(fn: Callable[[], Any], prog: str) -> int:
@@ -173,7 +190,12 @@ def run_hydra_main(main: Callable[[], Any], prog: str) -> int:
     HYDRA_FULL_ERROR set it re-raises them instead, and this turns them into one line.
     """
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    return run_guarded(main, prog)
+    code = run_guarded(main, prog)
+    if code != 0:  # a failed rerun leaves the earlier run's .hydra/ record as it was
+        from gclsampler._safe_out import restore_hydra_records
+
+        restore_hydra_records()
+    return code
 
 
 # ---------------------------------------------------------------------------------------

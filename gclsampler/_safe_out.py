@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from gclsampler._atomic import current_umask, write_text_atomic
+from gclsampler._atomic import current_umask, write_bytes_atomic, write_text_atomic
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
@@ -329,6 +329,28 @@ def job_order(job: Path) -> tuple:
     return (0, int(num), job.name) if num.isdigit() else (1, 0, job.name)
 
 
+_hydra_records: dict[Path, dict[str, bytes]] = {}
+"""Run dir -> the bytes of the files its ``.hydra/`` held before this process's Hydra run."""
+
+
+def restore_hydra_records() -> None:
+    """Put back the ``.hydra/`` record of every run dir ``RunDirGuard`` saw before Hydra wrote
+    over it: called when the run fails, so that a refused or failed rerun into an earlier
+    run's directory leaves that run's record of its config and overrides as it was."""
+    for run_dir, files in _hydra_records.items():
+        rec = run_dir / ".hydra"
+        try:
+            for p in rec.iterdir() if rec.is_dir() else ():
+                if p.name not in files and p.is_file():
+                    p.unlink()
+            for name, data in files.items():
+                if not (rec / name).is_file() or (rec / name).read_bytes() != data:
+                    write_bytes_atomic(rec / name, data)
+        except OSError:  # best effort: the run's own error is what the user must see
+            pass
+    _hydra_records.clear()
+
+
 class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback: refuse a ``hydra.run.dir`` that holds someone else's files.
 
@@ -336,6 +358,8 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     before the task starts, so a check inside ``train``/``evaluate`` comes after a user's
     own ``.hydra/config.yaml`` (or ``train.log``) has already been replaced. ``on_run_start``
     runs before that. The rule is ``check_out_dir``'s, with Hydra's own entries ignored.
+    It also keeps a copy of an earlier run's ``.hydra/`` files, which
+    ``restore_hydra_records`` puts back if this run fails (``_guard.run_hydra_main``).
     """
 
     def __init__(self, command: str, prog: str | None = None) -> None:
@@ -357,3 +381,10 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
 
             print(f"{self.prog}: error: hydra.run.dir: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
+        rec = Path(str(run_dir)) / ".hydra"
+        try:
+            files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None
+        except OSError:
+            files = None
+        if files:
+            _hydra_records[Path(str(run_dir))] = files

@@ -254,3 +254,33 @@ def test_runs_from_before_the_marker_are_recognised(tmp_path):
     sim.mkdir()
     (sim / "run.json").write_text('{"wall_s": 1, "simulated_now": 2, "launcher": "local"}')
     assert (written_by(ev), written_by(sim), written_by(tmp_path)) == ("evaluate", "simulate", None)
+
+
+@pytest.mark.parametrize("earlier_run", [True, False])
+def test_a_failed_run_keeps_the_earlier_hydra_record_and_logs_why(tmp_path, earlier_run):
+    """Hydra rewrites .hydra/ before the task runs; when the task then fails, an earlier run's
+    record of its config and overrides is put back, and the job log says why this run stopped."""
+    import subprocess
+    import sys
+
+    from gclsampler._safe_out import claim_dir
+
+    root = Path(__file__).resolve().parents[1]
+    run = tmp_path / "run"
+    record = {"config.yaml": "train:\n  lr: 0.0007\n", "hydra.yaml": "hydra: {}\n", "overrides.yaml": "- debug=default\n"}
+    if earlier_run:
+        claim_dir(run, "train")
+        (run / ".hydra").mkdir()
+        for name, text in record.items():
+            (run / ".hydra" / name).write_text(text)
+    missing = tmp_path / "no-such-workload"
+    r = subprocess.run([sys.executable, str(root / "train.py"), "debug=default", "workload.name=x",
+                        f"workload.dir={missing}", f"hydra.run.dir={run}"], cwd=tmp_path, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and str(missing) in lines[0], r.stderr
+    assert lines[0] in (run / "train.log").read_text()
+    if earlier_run:
+        assert {p.name: p.read_text() for p in (run / ".hydra").iterdir()} == record
+    else:  # a fresh run dir keeps Hydra's record of the failed run
+        assert "workload.dir=" + str(missing) in (run / ".hydra" / "overrides.yaml").read_text()
