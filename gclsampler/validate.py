@@ -176,21 +176,21 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
 
 
 def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any], rep: _Report,
-                       own: bool = True) -> None:
+                       kl: Path | None, own: bool = True) -> None:
+    """``kl``: the workload's kernelslist.g, None when it has none (the traces were globbed);
+    passed in because ``prof_path`` may sit in ``profiles/``, one level below it."""
     from gclsampler.profile import ProfileRowLines, format_dim3
-    from gclsampler.trace.workload import kernelslist_path
 
     line_of = ProfileRowLines(prof_path)  # physical lines (blank lines, quoted line breaks), found on first use
     n_prof, n_tr = len(prof), len(heads)
-    listed = kernelslist_path(prof_path.parent) is not None
     if n_prof != n_tr:
         rep.add("error", located(prof_path, None, "invocation",
-                                 f"{n_prof} rows, but " + ("kernelslist.g lists" if listed else
+                                 f"{n_prof} rows, but " + (f"{kl.name} lists" if kl is not None else
                                                           "the directory holds (no kernelslist.g)") +
                                  f" {n_tr} kernel traces (one row per invocation, in launch order)"))
     ids = [h.kernel_id for h in heads]
     if own and ids and sorted(ids) != list(range(1, len(ids) + 1)):
-        rep.add("error", located(prof_path.parent / "kernelslist.g" if listed else prof_path.parent, None, "-kernel id",
+        rep.add("error", located(kl if kl is not None else prof_path.parent, None, "-kernel id",
                                  f"trace ids run {min(ids)}..{max(ids)} over {len(ids)} traces; a workload "
                                  "with a profile needs ids 1..N (invocation = id - 1)"))
     pk = prof["kernel_name"].astype(str).tolist()
@@ -339,7 +339,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
                 rep.add("error", str(exc))
             _misspelt_columns(prof_path, prof, rep)
         if prof is not None and heads is not None:
-            _profile_vs_traces(prof_path, prof, names, heads, rep)
+            _profile_vs_traces(prof_path, prof, names, heads, rep, kl)
         # the traces are the better witness: where they disagree with the profile, that was said
         if prof is not None and declared_n is not None and declared_n != len(prof) and (
                 heads is None or len(heads) == len(prof)):
@@ -356,7 +356,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
                 rep.add("error", located(other, None, None, f"cannot read: {exc.strerror or exc}"))
                 continue
             if heads is not None:
-                _profile_vs_traces(other, p2, names, heads, rep, own=False)
+                _profile_vs_traces(other, p2, names, heads, rep, kl, own=False)
             elif prof is not None:  # a profile-only workload: the arch profiles must align with profile.csv
                 _profile_vs_profile(other, p2, prof_path, prof, rep)
     return rep.finish()
