@@ -285,7 +285,25 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
                                                                   "need measured times"))
 
 
-def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None) -> list[Problem]:
+def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: bool) -> None:
+    """Parse every listed trace whole, as the graph stage will: a body cut short (a copy that
+    stopped early) or malformed past the header is otherwise found only after minutes of work."""
+    from tqdm import tqdm
+
+    from gclsampler.trace import TraceFormatError, read_kernel
+
+    disable = not progress or bool(os.environ.get("CI")) or not sys.stderr.isatty()
+    for _, name in tqdm(entries, desc="trace bodies", unit="trace", disable=disable, file=sys.stderr, leave=False):
+        try:
+            read_kernel(root / name)
+        except TraceFormatError as exc:
+            rep.add("error", str(exc), "error:trace body")
+        except OSError as exc:
+            rep.add("error", located(root / name, None, None, f"cannot read: {exc.strerror or exc}"), "error:trace body")
+
+
+def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
+                   bodies: bool = False, progress: bool = False) -> list[Problem]:
     """Every consistency problem of the workload at ``root`` (see the module docstring).
 
     Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
@@ -294,7 +312,9 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     trace, same kernel name, grid and block; nregs/shmem as warnings), workload.json,
     and every ``profiles/<arch>.csv`` against the traces. ``profile=False`` skips the
     profile checks (trace-only commands); ``traces=True`` requires kernelslist.g (the
-    default requires it only when there is no profile to work from).
+    default requires it only when there is no profile to work from). ``bodies=True`` also
+    parses every trace whole (``validate --full``; minutes on gigabytes of traces), with a
+    progress bar when ``progress``; by default only headers are read.
     """
     from gclsampler.profile import ProfileFormatError, read_profile
 
@@ -319,6 +339,8 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
         traces = not (profile and (root / "profile.csv").exists())
     kl, entries = _kernelslist(root, rep, traces)
     heads = _headers(root, kl, entries, rep) if entries else None
+    if bodies and heads is not None:
+        _bodies(root, entries, rep, progress)
     names = [n for _, n in entries]
     if profile:
         prof_path = root / "profile.csv"

@@ -347,3 +347,20 @@ def test_evaluate_checks_every_workload_before_any_fitting(tmp_path, monkeypatch
     with pytest.raises(WorkloadError, match=r"wb/profiles/ampere\.csv: invocation: 39 rows, but profile\.csv has 40"):
         ev.run_suite(cfg, tmp_path / "out")
     assert fitted == []  # wa was not fitted before wb's problem was found
+
+
+def test_full_parses_trace_bodies_that_the_header_check_passes(wl_copy, capsys):
+    """A trace cut short after its header: the default (headers) says ok and says so;
+    --full fails with the reader's own located line, as every trace-reading command would."""
+    p = wl_copy / "kernel-3.traceg"
+    text = p.read_text()
+    p.write_text(text[: len(text) * 2 // 3])
+    assert main(["validate", str(wl_copy)]) == 0
+    assert "--full" in capsys.readouterr().out
+    assert main(["validate", "--full", str(wl_copy)]) == 2
+    (line,) = _errors(capsys)
+    assert f"{p}:" in line and "truncated" in line
+    with pytest.raises(Exception) as exc:
+        from gclsampler.trace import read_kernel
+        read_kernel(p)
+    assert str(exc.value) in line

@@ -15,10 +15,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Check a workload directory before any expensive work: kernelslist.g, every trace header and "
         "profile.csv (and profiles/*.csv) against each other. Prints one line per problem; exit 2 on "
-        "any error, 0 with warnings only."
+        "any error, 0 with warnings only. Trace bodies are read only with --full."
     )
     parser.add_argument("workload", type=Path, help="workload directory (kernelslist.g, traces, profile.csv)")
     parser.add_argument("--no-profile", action="store_true", help="check the traces only (no profile.csv yet)")
+    parser.add_argument("--full", action="store_true",
+                        help="also parse every trace whole, as the graph stage does (catches a body cut short or "
+                             "malformed after the header; 22 s for a synthetic phi2's 537 MB of .zst traces on 2 cores)")
     parser.add_argument("--quiet", action="store_true", help="no summary line when the workload is clean")
     parser.set_defaults(handler=_run)
 
@@ -26,12 +29,13 @@ def register(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from gclsampler.validate import check_workload, errors_and_warnings
 
-    problems = check_workload(args.workload, profile=not args.no_profile)
+    problems = check_workload(args.workload, profile=not args.no_profile, bodies=args.full, progress=not args.quiet)
     errors, warnings = errors_and_warnings(problems)
     for p in problems:
         print(f"gclsampler: {p.severity}: {p.text}", file=sys.stderr)
     if errors:
         return 2
     if not args.quiet:
-        print(f"{args.workload}: ok" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+        scope = "" if args.full else " (trace headers; --full also parses every trace body)"
+        print(f"{args.workload}: ok{scope}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return 0
