@@ -361,6 +361,26 @@ def _compose_train_config(overrides: list[str], config_dir: str | None):
         return compose(config_name="config", overrides=overrides)
 
 
+def check_train_overrides(cfg: "EvaluateConfig") -> None:
+    """Compose the training config with ``suite.train_overrides`` before any work, and name that
+    key in what fails. Why: they were first composed at the first workload's training, after
+    synthesis, and the error named ``train.epoch`` but not where it had been written."""
+    if not cfg.suite.train_overrides:
+        return
+    from gclsampler._guard import check_config_keys, config_error_text
+
+    try:
+        check_config_keys(_compose_train_config(["post_embedding=false", *cfg.suite.train_overrides],
+                                                cfg.train_config_dir))
+    except GclError as exc:
+        raise EvaluationError(f"suite.train_overrides: {exc}") from None
+    except Exception as exc:
+        text = config_error_text(exc)
+        if text is None:
+            raise
+        raise EvaluationError(f"suite.train_overrides: {text}") from None
+
+
 def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
                      graph_cache_dir: Path | None = None) -> Callable[[Any], np.ndarray]:
     """Embeddings from the training pipeline (``gclsampler.pipeline.run``) for each workload.
@@ -458,6 +478,8 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
             raise EvaluationError(f"suite.epsilons: each must be in (0, 1) (a relative error bound), got {eps!r}")
     if cfg.embeddings not in ("train", "cached"):
         raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
+    if any(m in EMBEDDING_METHODS for m in suite.methods):
+        check_train_overrides(cfg)
     known = list(dict.fromkeys([*suite.workloads, *ALL_WORKLOADS]))
     if suite.hist_workload is not None and suite.hist_workload not in known:
         # a known workload outside a narrowed suite.workloads (full.yaml's cfd with workloads=[lu]) just has no histogram

@@ -140,6 +140,8 @@ def ensure_workload(cfg: DictConfig) -> Path:
     """
     wdir = workload_dir(cfg)
     if cfg.workload.get("dir"):
+        if not wdir.is_dir():
+            raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
         if not (wdir / "kernelslist.g").exists():
             raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
         return wdir

@@ -79,6 +79,8 @@ CASES = {
     "synth-into-user-dir": lambda wl, t: ((t / "mine").mkdir(), (t / "mine" / "thesis.tex").write_text("years\n"),
                                           ["synth", "backprop", "--out", str(t / "mine"), "--jobs", "1", "--quiet"],
                                           "mine", None)[2:],
+    "synth-no-jobs": lambda wl, t: (["synth", "backprop", "--out", str(t / "s"), "--jobs", "0", "--quiet"], "--jobs 0",
+                                    t / "s"),
     "synth-onto-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv"), "--quiet"], "profile.csv", None),
     "synth-under-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv" / "x"), "--quiet"], "profile.csv", None),
     "export-into-source": lambda wl, t: (["trace", "export-accelsim", str(wl), str(wl)], str(wl), None),

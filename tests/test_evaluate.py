@@ -424,6 +424,25 @@ def test_suite_values_the_schema_lets_through_fail_by_key_before_any_output(chan
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("override, needle", [
+    ("train.epoch=3", "suite.train_overrides: config: train.epoch: "),
+    ("+train.epoch=3", "suite.train_overrides: config: train.epoch: unknown key"),
+    ("model=nosuch", "suite.train_overrides: config: "),
+])
+def test_a_bad_train_override_names_suite_train_overrides_before_any_output(override, needle, tmp_path):
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys, run_suite
+
+    cfg = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["pka", "gcl"], train_overrides=[override]),
+                         data_dir=str(tmp_path / "data"), generate=False)
+    with pytest.raises(EvaluationError, match="^" + re.escape(needle)):
+        run_suite(cfg, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    ok = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["gcl"], train_overrides=["train.epochs=3"]))
+    check_suite_keys(ok)
+    no_gcl = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["pka"], train_overrides=[override]))
+    check_suite_keys(no_gcl)  # nothing is trained, so nothing composes them
+
+
 def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
     from gclsampler.evaluate import EvaluateConfig, SuiteConfig, check_suite_keys
 

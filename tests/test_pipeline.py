@@ -205,7 +205,11 @@ def test_missing_explicit_workload_dir_is_an_error(tmp_path):
     from gclsampler.pipeline import PipelineError, ensure_workload
 
     cfg = compose_cfg([f"workload.dir={tmp_path / 'nope'}"])
-    with pytest.raises(PipelineError, match="workload.dir"):
+    with pytest.raises(PipelineError, match=f"^workload.dir: {re.escape(str(tmp_path / 'nope'))}: no such directory$"):
+        ensure_workload(cfg)
+    (tmp_path / "empty").mkdir()
+    cfg = compose_cfg([f"workload.dir={tmp_path / 'empty'}"])
+    with pytest.raises(PipelineError, match="has no kernelslist.g"):
         ensure_workload(cfg)
 
 

@@ -474,3 +474,6 @@ def test_cli_info_group_export_and_error_exit(tmp_path, capsys, monkeypatch):
     (raw / "kernelslist").write_text("kernel-1.trace\n")
     assert main(["trace", "group", str(raw), str(tmp_path / "g"), "--compress", ".gz"]) == 0
     assert read_kernel(tmp_path / "g" / "kernel-1.traceg.gz").warp_id.tolist() == [1]
+    # synth's compress= spelling (no dot) is taken too
+    assert main(["trace", "group", str(raw), str(tmp_path / "g2"), "--compress", "zst"]) == 0
+    assert read_kernel(tmp_path / "g2" / "kernel-1.traceg.zst").warp_id.tolist() == [1]

@@ -57,6 +57,8 @@ def _run(args) -> int:
         params[key.removeprefix("synth.")] = val
     if not args.out:
         raise SynthUsageError("synth: --out DIR is required")
+    if args.jobs < 1:
+        raise SynthUsageError(f"synth: --jobs {args.jobs}: must be at least 1")
     workload_defaults(args.workload)  # unknown workload -> clear error
     from gclsampler._safe_out import check_out_dir
 

@@ -163,8 +163,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("group", help="raw NVBit kernel-N.trace[.xz] -> grouped kernel-N.traceg")
     p.add_argument("raw_dir", help="directory with kernelslist and kernel-N.trace files")
     p.add_argument("out_dir", help="output workload directory")
-    p.add_argument("--compress", default="", choices=["", ".gz", ".xz", ".zst"],
-                   help="compress the grouped traces (default: plain text)")
+    p.add_argument("--compress", default="", type=lambda v: "." + v.lstrip(".") if v else v,
+                   choices=["", ".gz", ".xz", ".zst"],
+                   help="compress the grouped traces: gz, xz or zst (a leading dot is optional, as synth's "
+                        "compress= knob takes it; default: plain text)")
     p.add_argument("--no-values", action="store_true", help="drop gclsampler register values")
     p.add_argument("--keep-ldgsts-pairs", action="store_true",
                    help="keep both NVBit records of each LDGSTS (Accel-Sim keeps the second)")
