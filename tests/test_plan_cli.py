@@ -92,7 +92,9 @@ def test_show_profile_of_other_workload_is_rejected(tmp_path, capsys):
     pd.DataFrame({"invocation": [0, 1], "kernel_name": ["a", "b"], "grid": "(1,1,1)", "block": "(1,1,1)",
                   "time_ns": [1.0, 2.0], "cycles": [1.0, 2.0]}).to_csv(tmp_path / "profile.csv", index=False)
     assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 2
-    assert "profile.csv: invocation: 2 rows" in capsys.readouterr().err
+    cap = capsys.readouterr()
+    assert "profile.csv: invocation: 2 rows" in cap.err
+    assert cap.out == ""  # no half summary above the error
 
 
 def test_reconstruct_csv(tmp_path, capsys):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import re
@@ -104,7 +105,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise GclError(f"--limit {args.limit}: must be >= 0 (0 = all)")
     plan = SamplingPlan.load(args.plan)
-    out = sys.stdout
+    out = io.StringIO()  # printed whole at the end: a bad --profile must not leave half a summary above its error
     samples = sorted(plan.samples, key=lambda s: s.invocation)
     tag = " (SYNTHETIC)" if plan.synthetic else ""
     print(f"{args.plan}: {plan.method} plan for {plan.workload}{tag}", file=out)
@@ -143,6 +144,7 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.6g}  {s.kernel_name}", file=out)
         if limit is not None and len(samples) > limit:
             print(f"  ... {len(samples) - limit} more samples", file=out)
+    sys.stdout.write(out.getvalue())
     return 0
 
 
