@@ -19,14 +19,14 @@ with exit_on_interrupt("evaluate"):  # hydra, pandas, matplotlib: seconds
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    from gclsampler.evaluate import EvaluateConfig, check_suite_keys, register_configs, run_suite
+    from gclsampler.evaluate import EvaluateConfig, check_suite_keys, register_configs, run_suite, train_setting_hint
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg) -> None:
-    call_guarded(lambda: _main(cfg), "evaluate")
+    call_guarded(lambda: _main(cfg), "evaluate", train_setting_hint)
 
 
 def _main(cfg) -> None:
@@ -48,4 +48,4 @@ def _main(cfg) -> None:
 
 if __name__ == "__main__":
     # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
-    sys.exit(run_hydra_main(main, "evaluate"))
+    sys.exit(run_hydra_main(main, "evaluate", train_setting_hint))

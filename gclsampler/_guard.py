@@ -94,19 +94,20 @@ def config_error_text(exc: BaseException) -> str | None:
     return None
 
 
-def call_guarded(fn: Callable[[], Any], prog: str) -> Any:
+def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> Any:
     """Return ``fn()``; on a user or environment error print one line and raise ``SystemExit``.
 
     ``SystemExit`` passes through Hydra's job runner untouched, so this is what a
     ``@hydra.main`` task uses: Hydra would otherwise add its own "Error executing job"
-    line in front of ours.
+    line in front of ours. ``hint(text)`` may add a sentence to an error's line (the entry
+    point knows what a user who wrote that probably meant).
     """
     if debug_enabled():
         return fn()
     try:
         return fn()
     except GclError as exc:
-        _say(prog, f"{prog}: error: {_one_line(str(exc))}")
+        _say(prog, f"{prog}: error: {_hinted(_one_line(str(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         _say(prog, f"{prog}: interrupted")
@@ -116,14 +117,19 @@ def call_guarded(fn: Callable[[], Any], prog: str) -> Any:
         raise SystemExit(0) from None
     except OSError as exc:
         text = config_error_text(exc)  # MissingConfigException is an OSError too
-        _say(prog, f"{prog}: error: {_one_line(text or os_error_text(exc))}")
+        _say(prog, f"{prog}: error: {_hinted(_one_line(text or os_error_text(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         text = config_error_text(exc)
         if text is None:
             raise
-        _say(prog, f"{prog}: error: {_one_line(text)}")
+        _say(prog, f"{prog}: error: {_hinted(_one_line(text), hint)}")
         raise SystemExit(EXIT_ERROR) from None
+
+
+def _hinted(text: str, hint: Callable[[str], str] | None) -> str:
+    extra = hint(text) if hint is not None else ""
+    return f"{text} {extra}" if extra else text
 
 
 def _say(prog: str, line: str) -> None:
@@ -143,10 +149,10 @@ def _say(prog: str, line: str) -> None:
                 pass
 
 
-def run_guarded(fn: Callable[[], Any], prog: str) -> int:
+def run_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> int:
     """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
     try:
-        result = call_guarded(fn, prog)
+        result = call_guarded(fn, prog, hint)
     except SystemExit as exc:  # sys.exit() / sys.exit(None) is success, like the interpreter treats it
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_ERROR
     return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
@@ -183,14 +189,14 @@ def exit_on_interrupt(prog: str):
             raise
 
 
-def run_hydra_main(main: Callable[[], Any], prog: str) -> int:
+def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> int:
     """Run a ``@hydra.main`` function so that config errors reach ``run_guarded``.
 
     Hydra catches exceptions itself, prints several lines and exits 1; with
     HYDRA_FULL_ERROR set it re-raises them instead, and this turns them into one line.
     """
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    code = run_guarded(main, prog)
+    code = run_guarded(main, prog, hint)
     if code != 0:  # a failed rerun leaves the earlier run's .hydra/ record as it was
         from gclsampler._safe_out import restore_hydra_records
 

@@ -12,6 +12,7 @@ the same way (simulated ground truth: the papers' sampled-versus-full simulation
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -359,6 +360,25 @@ def _compose_train_config(overrides: list[str], config_dir: str | None):
         GlobalHydra.instance().clear()
     with initialize_config_dir(version_base="1.3", config_dir=str(conf.resolve())):
         return compose(config_name="config", overrides=overrides)
+
+
+_OVERRIDE_KEY = re.compile(r"Could not override '(\w+)'|^config: (\w+): (?:Key '\w+' not in 'EvaluateConfig'|unknown key \(known in the root)")
+
+
+def train_setting_hint(text: str) -> str:
+    """A sentence for ``evaluate.py``'s error line when the key it refuses is train.py's
+    (``model=pyg``, ``train.epochs=3``): the two share conf/, and such settings reach the
+    suite's training only through ``suite.train_overrides``."""
+    import dataclasses
+
+    from gclsampler.config import RootConfig
+
+    m = _OVERRIDE_KEY.search(text)
+    key = next((g for g in m.groups() if g), None) if m else None
+    own = {f.name for f in dataclasses.fields(EvaluateConfig)}
+    if key is None or key in own or key not in {f.name for f in dataclasses.fields(RootConfig)}:
+        return ""
+    return f"({key} is a train.py setting: give it to the suite's training as 'suite.train_overrides=[\"{key}...\"]')"
 
 
 def check_train_overrides(cfg: "EvaluateConfig") -> None:

@@ -478,3 +478,22 @@ def test_evaluate_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_pat
     monkeypatch.setattr(synth, "generate", slow_fake_generate(calls, "profile.csv"))
     got = run_in_threads(lambda: _prepare_workload("3mm", tmp_path, SuiteConfig(), True, 0))
     assert calls == ["3mm"] and got == [tmp_path / "3mm"] * 3
+
+
+@pytest.mark.parametrize("text, key", [
+    ("config: Could not override 'model'. No match in the defaults list.", "model"),
+    ("config: train: Key 'train' not in 'EvaluateConfig'", "train"),
+    ("config: graph: unknown key (known in the root: data_dir, seed, suite)", "graph"),
+    ("config: suite.nope: Key 'nope' not in 'SuiteConfig'", None),
+    ("config: seedx: Key 'seedx' not in 'EvaluateConfig'", None),
+    ("config: Could not override 'suite'. No match in the defaults list.", None),  # evaluate's own group
+    ("/x/profile.csv:3: time_ns: not a number", None),
+])
+def test_a_refused_train_py_setting_points_to_suite_train_overrides(text, key):
+    from gclsampler.evaluate import train_setting_hint
+
+    hint = train_setting_hint(text)
+    if key is None:
+        assert hint == ""
+    else:
+        assert f"'suite.train_overrides=[\"{key}" in hint and hint.startswith(f"({key} is a train.py setting")
