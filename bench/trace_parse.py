@@ -5,6 +5,7 @@
     python bench/trace_parse.py --compress .zst # parse vs zstd decompression
     python bench/trace_parse.py --values        # with gclsampler register values
     python bench/trace_parse.py --trace DIR_OR_FILE   # your own traces
+    python bench/trace_parse.py --trace /tmp/wl/lu    # many short warps: where the structure check shows
 
 Prints MB/s of decompressed trace text for (a) reading/decompressing the bytes
 and (b) ``read_kernel`` (which includes (a)), both wall-clock and CPU time of
@@ -105,6 +106,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs; the best is reported")
     ap.add_argument("--no-numpy", action="store_true",
                     help="skip the second parse with the numpy fallback parser (the in-run baseline)")
+    ap.add_argument("--no-walk", action="store_true",
+                    help="skip the parse with the line-by-line structure walk (the in-run baseline of the "
+                         "whole-array structure check; it matters on many-warp traces such as lu's)")
     ap.add_argument("--fresh-lines", action="store_true",
                     help="randomise PCs per CTA so almost no line repeats (parser worst case)")
     args = ap.parse_args(argv)
@@ -171,10 +175,24 @@ def main(argv=None) -> int:
             npc = sum(timed(lambda: read_kernel(f))[2] for f in files)
         finally:
             _text._JIT_STATE[:] = saved
+    walk_c = None
+    if not args.no_walk:
+        from gclsampler.trace import reader
+
+        fast = reader._structure_fast
+        reader._structure_fast = lambda *a: None
+        try:
+            walk_c = sum(timed(lambda: read_kernel(f))[2] for f in files)
+        finally:
+            reader._structure_fast = fast
     mb = text_bytes / 1e6
     (rw, rc), (pw, pc) = best_read, best_parse
-    print(f"trace text: {mb:.1f} MB in {len(files)} kernel(s), {n_insts} warp instructions, "
-          f"compression '{args.compress or 'none'}', values={'yes' if args.values else 'no'}"
+    if args.trace:
+        found = sorted({f.suffix for f in files if f.suffix in (".gz", ".xz", ".zst")}) or ["none"]
+        kinds = f"compression {'/'.join(found)} (as found)"
+    else:
+        kinds = f"compression '{args.compress or 'none'}', values={'yes' if args.values else 'no'}"
+    print(f"trace text: {mb:.1f} MB in {len(files)} kernel(s), {n_insts} warp instructions, {kinds}"
           f"{', SYNTHETIC' if synthetic else ''}{' (fresh lines)' if args.fresh_lines else ''}")
     print(f"read/decompress : {mb / rw:8.1f} MB/s wall  {mb / max(rc, 1e-9):8.1f} MB/s cpu")
     print(f"read_kernel     : {mb / pw:8.1f} MB/s wall  {mb / max(pc, 1e-9):8.1f} MB/s cpu  [{engine}]")
@@ -183,6 +201,9 @@ def main(argv=None) -> int:
     if npc is not None:
         print(f"numpy fallback  :                {mb / npc:8.1f} MB/s cpu  "
               f"(same files; compiled parser is {npc / max(pc, 1e-9):.2f}x faster)")
+    if walk_c is not None:
+        print(f"structure walk  :                {mb / walk_c:8.1f} MB/s cpu  (same files, the line-by-line "
+              f"structure check; the whole-array one is {walk_c / max(pc, 1e-9):.2f}x faster)")
     print(f"bytes.split()   :                {split_rate:8.1f} MB/s cpu  (calibration: tokens only, no parsing)")
     print(f"ratio parse/read: {rw / pw:.3f} (wall)  {max(rc, 1e-9) / max(pc, 1e-9):.3f} (cpu)")
     print(f"load average    : {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine: noisy)")
