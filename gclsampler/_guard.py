@@ -196,12 +196,15 @@ def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str
     HYDRA_FULL_ERROR set it re-raises them instead, and this turns them into one line.
     """
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    code = run_guarded(main, prog, hint)
-    if code != 0:  # a failed rerun leaves the earlier run's .hydra/ record as it was
-        from gclsampler._safe_out import restore_hydra_records
+    code = None
+    try:
+        code = run_guarded(main, prog, hint)
+        return code
+    finally:
+        if code != 0:  # a failed rerun (a bug's traceback too) leaves the earlier run's .hydra/ as it was
+            from gclsampler._safe_out import restore_hydra_records
 
-        restore_hydra_records()
-    return code
+            restore_hydra_records()
 
 
 # ---------------------------------------------------------------------------------------
