@@ -362,7 +362,8 @@ def _compose_train_config(overrides: list[str], config_dir: str | None):
         return compose(config_name="config", overrides=overrides)
 
 
-_OVERRIDE_KEY = re.compile(r"Could not override '(\w+)'|^config: (\w+): (?:Key '\w+' not in 'EvaluateConfig'|unknown key \(known in the root)")
+_OVERRIDE_KEY = re.compile(r"Could not override '(\w+)'"
+                           r"|^config: (\w+): (?:Key '\w+' not in 'EvaluateConfig'|unknown key \(known in the root)")
 
 
 def train_setting_hint(text: str) -> str:
@@ -498,7 +499,7 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
             raise EvaluationError(f"suite.epsilons: each must be in (0, 1) (a relative error bound), got {eps!r}")
     if cfg.embeddings not in ("train", "cached"):
         raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
-    if any(m in EMBEDDING_METHODS for m in suite.methods):
+    if cfg.embeddings == "train" and any(m in EMBEDDING_METHODS for m in suite.methods):
         check_train_overrides(cfg)
     known = list(dict.fromkeys([*suite.workloads, *ALL_WORKLOADS]))
     if suite.hist_workload is not None and suite.hist_workload not in known:
