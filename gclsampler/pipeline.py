@@ -129,6 +129,20 @@ def _label_own_workload(cfg: DictConfig) -> None:
     cfg.workload.synthetic = declared_data_kind(workload_dir(cfg)) == "synthetic"
 
 
+_SYNTH_ONLY = ("workload.synth", "workload.arch", "workload.seed", "workload.rerun")
+"""Workload keys that only synthesis reads: set beside ``workload.dir`` they change nothing."""
+
+
+def _command_line_overrides() -> list[str]:
+    """The overrides the user gave this Hydra run (none outside one)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    except Exception:  # pragma: no cover - no Hydra run (API use)
+        return []
+
+
 def ensure_workload(cfg: DictConfig) -> Path:
     """Return the workload directory, synthesizing it first when it does not exist.
 
@@ -144,6 +158,10 @@ def ensure_workload(cfg: DictConfig) -> Path:
             raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
         if not (wdir / "kernelslist.g").exists():
             raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
+        unused = [o for o in _command_line_overrides() if o.split("=", 1)[0].lstrip("+~") in _SYNTH_ONLY
+                  or o.lstrip("+~").startswith("workload.synth.")]
+        if unused:
+            log.warning("not used with workload.dir (nothing is synthesized): %s", " ".join(unused))
         return wdir
     req = _check_synth_request(cfg)  # a bad knob or arch fails before the lock file exists
     if (wdir / "kernelslist.g").exists() and _stale_synthetic(wdir, cfg) is None:

@@ -213,6 +213,24 @@ def test_missing_explicit_workload_dir_is_an_error(tmp_path):
         ensure_workload(cfg)
 
 
+def test_synthesis_settings_given_beside_workload_dir_are_named_as_unused(tiny_workload, monkeypatch, caplog):
+    from gclsampler import pipeline
+
+    cfg = compose_cfg([f"workload.dir={tiny_workload}"])
+    given = ["debug=default", f"workload.dir={tiny_workload}", "workload.arch=bogus", "+workload.synth.layers=3",
+             "workload.seed=4", "train.epochs=2"]
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given)
+    with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
+        assert pipeline.ensure_workload(cfg) == tiny_workload
+    (rec,) = [r for r in caplog.records if "not used with workload.dir" in r.getMessage()]
+    assert rec.getMessage().endswith("workload.arch=bogus +workload.synth.layers=3 workload.seed=4")
+    caplog.clear()
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:2] + given[-1:])
+    with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
+        pipeline.ensure_workload(cfg)
+    assert not caplog.records
+
+
 def test_summarize_sweep(tmp_path):
     from gclsampler.train import summarize_sweep
 
