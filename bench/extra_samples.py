@@ -106,6 +106,11 @@ def suite_runs(run_dir: Path, data_dir: Path, arch: str):
         emb = np.load(emb_path)
         plan = json.loads(plan_path.read_text())
         fitted = read_profile(fit_path)  # the times gcl's time cuts saw
+        if emb.shape[0] != len(fitted) or plan.get("n_invocations") != len(fitted):
+            print(f"{name}: {emb_path} has {emb.shape[0]} rows and its plan {plan.get('n_invocations')} "
+                  f"invocations, but {fit_path} has {len(fitted)} rows: the run was not made from this data dir",
+                  file=sys.stderr)
+            sys.exit(2)
         yield name, emb, plan, gcl_clusters(emb, plan["config"], fitted["time_ns"].to_numpy(np.float64)), \
             read_profile(prof_path)
 

@@ -4,7 +4,9 @@ Writes an ``nsys stats --report cuda_gpu_trace --format csv`` file (or, with
 ``--report cuda_kern_exec_trace``, that layout) of ``--n`` kernel rows plus a memcpy
 row every 1000 kernels, with the kernel names and execution times of
 ``bench/stem_scale.py``'s generator, then times ``gclsampler profile import`` on it in
-a fresh process (wall time and peak RSS of the command). Usage::
+a fresh process (wall time and peak RSS of the command), against ``pandas.read_csv`` of
+the same file in another fresh process (the ratio is the importer's cost over a plain
+CSV read: name matching, memcpy rows, unit checks). Usage::
 
     python bench/nsys_import.py [--n 1000000] [--report cuda_gpu_trace] [--keep DIR]
 """
@@ -122,6 +124,15 @@ def main() -> int:
                "profile", "import", str(csv), "--out", str(d / "profile.csv")]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         print(out.strip())
+        # in-run baseline: the same file read by pandas alone (fresh process, same preamble skipped)
+        base = [sys.executable, "-c",
+                "import sys, time; import pandas as pd; t0 = time.perf_counter(); "
+                "df = pd.read_csv(sys.argv[1], skiprows=2); print(f'{time.perf_counter() - t0:.4f} {len(df)}')",
+                str(csv)]
+        read_s, rows = subprocess.run(base, check=True, capture_output=True, text=True).stdout.split()
+        import_s = float(out.split("import: ", 1)[1].split(" s wall", 1)[0])
+        print(f"baseline: pandas.read_csv of the same file {float(read_s):.2f} s wall ({int(rows):,} rows); "
+              f"import / read_csv = {import_s / max(float(read_s), 1e-9):.2f}x")
     return 0
 
 

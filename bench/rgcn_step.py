@@ -8,7 +8,8 @@ fast conv in fp32 and in ``train.precision=bf16`` (bfloat16 GEMMs in the convs),
 ``--mixed`` / ``--pyg-bf16`` the basis-mixed fast conv and the reference under bf16 autocast.
 The last line gives the ratio of the default training configuration
 (``TrainConfig.precision``, as ``auto`` resolves it on this CPU) over the fp32 reference. The batch is random graphs with the
-``gclsampler.graph`` layout (``tests/_random_graphs.py``), or real graphs with ``--workload DIR``.
+``gclsampler.graph`` layout (``tests/_random_graphs.py``), or real graphs with ``--workload DIR``
+(built with the default ``GraphConfig`` into that workload's ``.graph-cache/``, as ``train.py`` does).
 
     python bench/rgcn_step.py [--graphs 64 --warps 8 --insts 40 --reps 5 --threads 2]
 
@@ -111,7 +112,8 @@ def main(argv=None) -> int:
         vocab = VOCAB
     batch = Batch.from_data_list(graphs)
     n = batch.num_nodes
-    print(f"batch: {len(graphs)} graphs, {n} nodes, {batch.edge_index.size(1)} edges, threads={args.threads}")
+    kind = f"graphs of {args.workload}" if args.workload else "SYNTHETIC random graphs"
+    print(f"batch: {len(graphs)} {kind}, {n} nodes, {batch.edge_index.size(1)} edges, threads={args.threads}")
 
     gf = matmul_gflops()
     print(f"fp32 matmul rate (2048^3, same run): {gf:.1f} GFLOP/s")

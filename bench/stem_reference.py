@@ -235,10 +235,14 @@ def main() -> int:
     if args.child == "reference":
         print(json.dumps(run_reference(args.stem_ae.resolve(), args.csv, args.epsilon, args.seed, args.ref_draws)))
         return 0
-    if args.stem_ae is None or not (args.stem_ae / REF_STEM).is_file():
+    if args.stem_ae is None:
         print(f"skipped: no STEM-AE artifact given (expected DIR/{REF_STEM}); "
               "usage: python bench/stem_reference.py /path/to/STEM-AE")
         return 0
+    if not (args.stem_ae / REF_STEM).is_file():  # a path was given: a wrong one is an error, not a skip
+        print(f"stem_reference: error: {args.stem_ae / REF_STEM}: no such file (give a copy of the STEM-AE "
+              "artifact, github ejchung0406/STEM-AE)", file=sys.stderr)
+        return 2
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         sets = []

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gclsampler.errors import GclError
 from gclsampler.synth import generate, plan_launches
 
 
@@ -26,7 +27,11 @@ def main(argv: list[str]) -> None:
         sys.exit(2)
     params = {"layers": 2, "decode": 7}
     params.update(dict(a.split("=", 1) for a in argv))
-    n = len(plan_launches("phi2", params))
+    try:
+        n = len(plan_launches("phi2", params))
+    except GclError as exc:  # an unknown or mistyped knob: the synthesizer's own one line
+        print(f"synth_generate.py: {exc}", file=sys.stderr)
+        sys.exit(2)
     with tempfile.TemporaryDirectory() as d:
         times = {}
         for jobs in (1, 2):

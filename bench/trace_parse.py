@@ -139,6 +139,8 @@ def main(argv=None) -> int:
     engine = "numba" if _text.compiled() is not None else "numpy (numba missing or GCLSAMPLER_NO_JIT=1)"
     warm.unlink()
     warm.parent.rmdir()
+    if args.trace:  # your traces may need kernels the generated one did not (raw layout, other columns)
+        jit_cpu += timed(lambda: read_kernel(files[0]))[2]
 
     # machine calibration: Python's own whitespace split of the same text (no numbers parsed)
     sample = open_bytes(files[0])
