@@ -128,25 +128,31 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     return p, entries
 
 
+def _read_or_report(path: Path, read, rep: _Report, tag: str):
+    """``read(path)``, or None with the reader's located error (or the OS's) reported."""
+    from gclsampler.trace import TraceFormatError
+
+    try:
+        return read(path)
+    except TraceFormatError as exc:
+        rep.add("error", str(exc), tag)
+    except OSError as exc:
+        rep.add("error", located(path, None, None, f"cannot read: {exc.strerror or exc}"), tag)
+    return None
+
+
 def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _Report) -> list[Any] | None:
     """Trace headers in kernelslist order, or None when one cannot be read."""
-    from gclsampler.trace import TraceFormatError, read_header
+    from gclsampler.trace import read_header
 
     heads: list[Any] = []
     ok = True
     for _, name in entries:
-        try:
-            h, _ = read_header(root / name)
-        except TraceFormatError as exc:
-            rep.add("error", str(exc), "error:trace header")
+        got = _read_or_report(root / name, read_header, rep, "error:trace header")
+        if got is None:
             ok = False
             continue
-        except OSError as exc:
-            rep.add("error", located(root / name, None, None, f"cannot read: {exc.strerror or exc}"),
-                    "error:trace header")
-            ok = False
-            continue
-        heads.append((name, h))
+        heads.append((name, got[0]))
     if not ok:
         return None
     first: dict[int, str] = {}
@@ -288,18 +294,11 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
 def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: bool) -> None:
     """Parse every listed trace whole, as the graph stage will: a body cut short (a copy that
     stopped early) or malformed past the header is otherwise found only after minutes of work."""
-    from tqdm import tqdm
+    from gclsampler.trace import read_kernel
+    from gclsampler.trace.workload import _progress
 
-    from gclsampler.trace import TraceFormatError, read_kernel
-
-    disable = not progress or bool(os.environ.get("CI")) or not sys.stderr.isatty()
-    for _, name in tqdm(entries, desc="trace bodies", unit="trace", disable=disable, file=sys.stderr, leave=False):
-        try:
-            read_kernel(root / name)
-        except TraceFormatError as exc:
-            rep.add("error", str(exc), "error:trace body")
-        except OSError as exc:
-            rep.add("error", located(root / name, None, None, f"cannot read: {exc.strerror or exc}"), "error:trace body")
+    for _, name in _progress(entries, len(entries), "trace bodies") if progress else entries:
+        _read_or_report(root / name, read_kernel, rep, "error:trace body")
 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
