@@ -5,7 +5,7 @@
     python bench/trace_parse.py --compress .zst # parse vs zstd decompression
     python bench/trace_parse.py --values        # with gclsampler register values
     python bench/trace_parse.py --trace DIR_OR_FILE   # your own traces
-    python bench/trace_parse.py --trace /tmp/wl/lu    # many short warps: where the structure check shows
+    python bench/trace_parse.py --trace workloads/lu  # many short warps: where the structure check shows
 
 Prints MB/s of decompressed trace text for (a) reading/decompressing the bytes
 and (b) ``read_kernel`` (which includes (a)), both wall-clock and CPU time of

@@ -783,7 +783,7 @@ def _grouped_structure(body: _Lines, header: KernelHeader, complete_header: bool
         fast = _structure_fast(body, header, s_lines, n_after, is_inst, wpc)
         if fast is not None:
             return fast
-    return _structure_walk(body, header, s_lines, s_next, inst_cum, is_inst, nonblank, wpc)
+    return _structure_walk(body, header, s_lines, n_after, is_inst, nonblank, wpc)
 
 
 _FAST_STRUCTURE_LINES = 64
@@ -862,9 +862,10 @@ def _structure_fast(body: _Lines, header: KernelHeader, s_lines: np.ndarray, n_a
     return first_inst, ctas[owner].astype(np.int32).reshape(W, 3), wi.astype(np.int32), wp
 
 
-def _structure_walk(body: _Lines, header: KernelHeader, s_lines: np.ndarray, s_next: np.ndarray,
-                    inst_cum: np.ndarray, is_inst: np.ndarray, nonblank: np.ndarray, wpc: int):
-    """``_grouped_structure`` line by line: any spelling the grammar allows, and the error."""
+def _structure_walk(body: _Lines, header: KernelHeader, s_lines: np.ndarray, n_after_all: np.ndarray,
+                    is_inst: np.ndarray, nonblank: np.ndarray, wpc: int):
+    """``_grouped_structure`` line by line: any spelling the grammar allows, and the error.
+    ``n_after_all[p]``: instruction lines between structural line ``p`` and the next one."""
     warp_cta, warp_id, counts = [], [], []
     in_tb = False
     cta = None
@@ -876,7 +877,7 @@ def _structure_walk(body: _Lines, header: KernelHeader, s_lines: np.ndarray, s_n
     for p, li in enumerate(s_lines.tolist()):
         text = body.text_of_line(li)
         words = text.split()
-        n_after = int(inst_cum[s_next[p]] - inst_cum[li + 1])
+        n_after = int(n_after_all[p])
         key = words[0]
         if key == "#BEGIN_TB":
             if in_tb:
