@@ -128,17 +128,24 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     return p, entries
 
 
-def _read_or_report(path: Path, read, rep: _Report, tag: str):
-    """``read(path)``, or None with the reader's located error (or the OS's) reported."""
+def _read_error(path: Path, read) -> tuple[Any, str | None]:
+    """``(read(path), None)``, or ``(None, located error)`` from the reader (or the OS)."""
     from gclsampler.trace import TraceFormatError
 
     try:
-        return read(path)
+        return read(path), None
     except TraceFormatError as exc:
-        rep.add("error", str(exc), tag)
+        return None, str(exc)
     except OSError as exc:
-        rep.add("error", located(path, None, None, f"cannot read: {exc.strerror or exc}"), tag)
-    return None
+        return None, located(path, None, None, f"cannot read: {exc.strerror or exc}")
+
+
+def _read_or_report(path: Path, read, rep: _Report, tag: str):
+    """``read(path)``, or None with the reader's located error (or the OS's) reported."""
+    got, err = _read_error(path, read)
+    if err is not None:
+        rep.add("error", err, tag)
+    return got
 
 
 def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _Report) -> list[Any] | None:
@@ -291,18 +298,51 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
                                                                   "need measured times"))
 
 
-def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: bool) -> None:
-    """Parse every listed trace whole, as the graph stage will: a body cut short (a copy that
-    stopped early) or malformed past the header is otherwise found only after minutes of work."""
+def _body_error(path: str) -> str | None:
+    """The located error of parsing ``path`` whole, None when it parses; what a worker returns
+    (not the trace: only the verdict crosses the process boundary)."""
     from gclsampler.trace import read_kernel
+
+    return _read_error(Path(path), read_kernel)[1]
+
+
+def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: bool, workers: int = 1) -> None:
+    """Parse every listed trace whole, as the graph stage will: a body cut short (a copy that
+    stopped early) or malformed past the header is otherwise found only after minutes of work.
+
+    ``workers`` > 1 parses that many traces at once, in processes as the graph stage builds
+    graphs; errors are reported in kernelslist order whatever order the workers finish in.
+    """
     from gclsampler.trace.workload import _progress
 
-    for _, name in _progress(entries, len(entries), "trace bodies") if progress else entries:
-        _read_or_report(root / name, read_kernel, rep, "error:trace body")
+    paths = [str(root / name) for _, name in entries]
+    errs: list[str | None] = [None] * len(paths)
+    bar = _progress(None, len(paths), "trace bodies") if progress else None
+    if workers <= 1 or len(paths) <= 1:
+        for i, p in enumerate(paths):
+            errs[i] = _body_error(p)
+            if bar is not None:
+                bar.update(1)
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=ctx) as pool:
+            futs = {pool.submit(_body_error, p): i for i, p in enumerate(paths)}
+            for fut in as_completed(futs):
+                errs[futs[fut]] = fut.result()
+                if bar is not None:
+                    bar.update(1)
+    if bar is not None:
+        bar.close()
+    for err in errs:
+        if err is not None:
+            rep.add("error", err, "error:trace body")
 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
-                   bodies: bool = False, progress: bool = False) -> list[Problem]:
+                   bodies: bool = False, progress: bool = False, workers: int = 1) -> list[Problem]:
     """Every consistency problem of the workload at ``root`` (see the module docstring).
 
     Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
@@ -313,7 +353,8 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     profile checks (trace-only commands); ``traces=True`` requires kernelslist.g (the
     default requires it only when there is no profile to work from). ``bodies=True`` also
     parses every trace whole (``validate --full``; minutes on gigabytes of traces), with a
-    progress bar when ``progress``; by default only headers are read.
+    progress bar when ``progress`` and ``workers`` traces at once; by default only headers
+    are read.
     """
     from gclsampler.profile import ProfileFormatError, read_profile
 
@@ -339,7 +380,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     kl, entries = _kernelslist(root, rep, traces)
     heads = _headers(root, kl, entries, rep) if entries else None
     if bodies and heads is not None:
-        _bodies(root, entries, rep, progress)
+        _bodies(root, entries, rep, progress, workers)
     names = [n for _, n in entries]
     if profile:
         prof_path = root / "profile.csv"

@@ -119,7 +119,7 @@ def test_workload_json_keys_are_checked(wl_copy, capsys, key, value, needle):
 
 
 def test_a_misspelt_metric_column_is_a_warning(wl_copy, capsys):
-    _edit_profile(wl_copy, lambda df: df.rename(columns={"l1_hit_rate": "l1_hitrate"}, inplace=True))
+    _edit_profile(wl_copy, lambda df: df.rename(columns={"l1_hit_rate": "l1_hitrate"}))
     assert main(["validate", str(wl_copy)]) == 0
     err = capsys.readouterr().err
     assert "profile.csv:1: l1_hitrate: not a column gclsampler reads; did you mean 'l1_hit_rate'?" in err
@@ -364,3 +364,31 @@ def test_full_parses_trace_bodies_that_the_header_check_passes(wl_copy, capsys):
         from gclsampler.trace import read_kernel
         read_kernel(p)
     assert str(exc.value) in line
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_full_reports_bad_bodies_in_kernelslist_order_with_any_workers(wl_copy, capsys, workers):
+    """Two broken bodies: in worker processes or not, both are reported, in kernelslist
+    order, with the same located lines, so a parallel check says exactly what a serial one does."""
+    from gclsampler.trace import read_kernel
+
+    broken = [wl_copy / "kernel-2.traceg", wl_copy / "kernel-4.traceg"]
+    for p in broken:
+        text = p.read_text()
+        p.write_text(text[: len(text) // 2])
+    assert main(["validate", "--full", "--workers", str(workers), str(wl_copy)]) == 2
+    lines = _errors(capsys)
+    want = []
+    for p in broken:
+        with pytest.raises(Exception) as exc:
+            read_kernel(p)
+        want.append(str(exc.value))
+    at = [[i for i, line in enumerate(lines) if w in line] for w in want]
+    assert all(len(a) == 1 for a in at), lines  # each reported once
+    assert at[0][0] < at[1][0]  # kernel-2 before kernel-4
+
+
+def test_full_refuses_fewer_than_one_worker(wl_copy, capsys):
+    assert main(["validate", "--full", "--workers", "0", str(wl_copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--workers 0" in err[0]
