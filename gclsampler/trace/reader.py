@@ -51,6 +51,10 @@ class TraceFormatError(GclError):
 
 # ----------------------------------------------------------------------------- files
 
+_MAGIC = ((b"\x1f\x8b", "gzip", "gz"), (b"\x28\xb5\x2f\xfd", "zstd", "zst"), (b"\xfd7zXZ\x00", "xz", "xz"))
+"""Leading bytes of the compressed formats a trace may be stored in: text never starts so."""
+
+
 def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
     """Decompressed content of ``path`` (compression from the suffix).
 
@@ -70,6 +74,14 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
             return data
         else:
             f = open(p, "rb")
+            head = f.read(6)
+            f.seek(0)
+            for magic, kind, suffix in _MAGIC:
+                if head.startswith(magic):
+                    f.close()
+                    raise TraceFormatError(p, None, "compression", f"holds {kind}-compressed data under a name "
+                                           f"without .{suffix}: rename it {os.path.basename(p)}.{suffix} (and "
+                                           "its line in the list of traces)")
         with f:
             if limit is None:
                 return f.read()
