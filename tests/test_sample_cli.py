@@ -121,7 +121,9 @@ def test_representative_work_mean_is_a_set_option(wl, tmp_path, capsys, method):
 def test_missing_profile_and_list(tmp_path, capsys):
     assert main(["sample", "pka", str(tmp_path), "--out", str(tmp_path / "p.json")]) == 2
     assert "profile.csv: no such file" in capsys.readouterr().err
-    assert main(["sample", "--list"]) == 0
+    with pytest.raises(SystemExit) as exc:  # as --help: before the positionals are required
+        main(["sample", "--list"])
+    assert exc.value.code == 0
     listed = capsys.readouterr().out
     for name in ("pka", "sieve", "allegro", "random", "stem_root", "photon", "gcl", "gcl_stem"):
         assert f"\n{name} " in "\n" + listed
@@ -144,3 +146,17 @@ def test_a_real_workload_is_labelled_real_with_its_gpu(tmp_path, capsys):
     doc = _plan(out)
     assert doc["synthetic"] is False and doc["n_invocations"] == 255
     assert "pka plan for nw (REAL, NVIDIA H200)" in capsys.readouterr().out
+
+
+def test_options_may_come_before_the_workload(tiny_workload, tmp_path, capsys):
+    """`sample random --out p.json WL` was refused ("unrecognized arguments: WL"): two optional
+    positionals let argparse bind WORKLOAD to nothing. Any order gives the same plan."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["sample", "random", "--seed", "3", "--out", str(a), str(tiny_workload)]) == 0
+    assert main(["sample", "random", str(tiny_workload), "--out", str(b), "--seed", "3"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["sample", "random", "--out", str(tmp_path / "c.json")])
+    assert exc.value.code == 2 and "workload" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()

@@ -27,8 +27,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                      "  gclsampler sample gcl work/phi2 --embeddings outputs/phi2/<time>/embeddings.npy --out plan.json\n"
                      "  gclsampler sample --list")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("method", nargs="?", help="method name (see --list)")
-    parser.add_argument("workload", nargs="?", type=Path,
+    # both required: with two optional positionals argparse bound "pka --out p.json WL" as
+    # METHOD=pka, WORKLOAD=None and refused WL; --list, which needs neither, acts as --help does
+    parser.add_argument("method", help="method name (see --list)")
+    parser.add_argument("workload", type=Path,
                         help="workload directory (profile.csv, kernelslist.g, traces, workload.json)")
     parser.add_argument("--out", type=Path, help="plan.json to write (atomically)")
     parser.add_argument("--seed", type=int, default=0,
@@ -37,8 +39,20 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
     parser.add_argument("--embeddings", type=Path,
                         help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem")
-    parser.add_argument("--list", action="store_true", help="list the methods and their parameters, then exit")
+    parser.add_argument("--list", action=_ListMethods, help="list the methods and their parameters, then exit")
     parser.set_defaults(handler=_run)
+
+
+class _ListMethods(argparse.Action):
+    """``--list``: print the methods and exit 0 while parsing, before the positionals are required."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from gclsampler._guard import run_guarded
+
+        parser.exit(run_guarded(_list_methods, "gclsampler"))  # `sample --list | head` is no traceback
 
 
 # YAML 1.1 (PyYAML) reads 5e-2 and 1e3 as strings: a float needs a dot and a signed exponent
@@ -124,10 +138,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from gclsampler.errors import GclError
 
-    if args.list:
-        return _list_methods()
-    if args.method is None or args.workload is None or args.out is None:
-        raise GclError("sample: give METHOD, WORKLOAD and --out (or --list)")
+    if args.out is None:
+        raise GclError("sample: --out: missing (the plan.json to write)")
     from gclsampler.evaluate import EMBEDDING_METHODS, _registry
     from gclsampler.workload import Workload
 
