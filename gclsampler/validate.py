@@ -298,29 +298,33 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
                                                                   "need measured times"))
 
 
-def _body_error(path: str) -> str | None:
-    """The located error of parsing ``path`` whole, None when it parses; what a worker returns
-    (not the trace: only the verdict crosses the process boundary)."""
+def _body_check(path: str) -> tuple[str | None, int, int]:
+    """``(located error or None, warps without EXIT, warps)`` of parsing ``path`` whole; what a
+    worker returns (not the trace: only the verdict crosses the process boundary)."""
     from gclsampler.trace import read_kernel
+    from gclsampler.trace.workload import warps_without_exit
 
-    return _read_error(Path(path), read_kernel)[1]
+    t, err = _read_error(Path(path), read_kernel)
+    return (err, 0, 0) if t is None else (None, warps_without_exit(t), int(t.n_warps))
 
 
 def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: bool, workers: int = 1) -> None:
     """Parse every listed trace whole, as the graph stage will: a body cut short (a copy that
     stopped early) or malformed past the header is otherwise found only after minutes of work.
+    A trace cut at a line boundary parses, but its warps end without their EXIT: a warning,
+    since an instruction cap (``trace_cap``, ``GCL_MAX_INSTS_PER_WARP``) does the same on purpose.
 
     ``workers`` > 1 parses that many traces at once, in processes as the graph stage builds
-    graphs; errors are reported in kernelslist order whatever order the workers finish in.
+    graphs; problems are reported in kernelslist order whatever order the workers finish in.
     """
     from gclsampler.trace.workload import _progress
 
     paths = [str(root / name) for _, name in entries]
-    errs: list[str | None] = [None] * len(paths)
+    got: list[tuple[str | None, int, int]] = [(None, 0, 0)] * len(paths)
     bar = _progress(None, len(paths), "trace bodies") if progress else None
     if workers <= 1 or len(paths) <= 1:
         for i, p in enumerate(paths):
-            errs[i] = _body_error(p)
+            got[i] = _body_check(p)
             if bar is not None:
                 bar.update(1)
     else:
@@ -329,16 +333,20 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
 
         ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=ctx) as pool:
-            futs = {pool.submit(_body_error, p): i for i, p in enumerate(paths)}
+            futs = {pool.submit(_body_check, p): i for i, p in enumerate(paths)}
             for fut in as_completed(futs):
-                errs[futs[fut]] = fut.result()
+                got[futs[fut]] = fut.result()
                 if bar is not None:
                     bar.update(1)
     if bar is not None:
         bar.close()
-    for err in errs:
+    for p, (err, cut, warps) in zip(paths, got):
         if err is not None:
             rep.add("error", err, "error:trace body")
+        elif cut:
+            rep.add("warning", located(p, None, "warps", f"{cut} of {warps} end without EXIT, so they hold a prefix "
+                                       "only (an instruction cap such as trace_cap or GCL_MAX_INSTS_PER_WARP, or a "
+                                       "trace that stopped early)"), "warning:no exit")
 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
@@ -378,6 +386,13 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     if traces is None:
         traces = not (profile and (root / "profile.csv").exists())
     kl, entries = _kernelslist(root, rep, traces)
+    if kl is not None:
+        from gclsampler.trace.workload import unlisted_traces
+
+        for name in unlisted_traces(root, (n for _, n in entries)):
+            rep.add("warning", located(root / name, None, None, f"not in {kl.name}, so no command reads it (a lost "
+                                       f"{kl.name} line, or a trace added later: list it, or move it out)"),
+                    "warning:unlisted")
     heads = _headers(root, kl, entries, rep) if entries else None
     if bodies and heads is not None:
         _bodies(root, entries, rep, progress, workers)

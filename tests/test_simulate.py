@@ -458,13 +458,13 @@ def test_export_states_traced_ctas_and_capped_warps(tmp_path, capsys):
     assert export_facts(t) == {"ctas_traced": 1, "ctas_grid": 8, "warps": 2, "warps_cut": 1}
     lines = describe_export([export_facts(t)])
     assert "1 of 1 traces hold only some CTAs of their launch (1 of 8 CTAs" in lines[0]
-    assert "1 of 1 traces have warps cut by an instruction cap (1 of 2 warps" in lines[1]
+    assert "1 of 1 traces have warps that end without EXIT, cut short by an instruction cap or a trace that stopped early (1 of 2 warps" in lines[1]
     wl = tmp_path / "wl"
     write_kernel(t, wl / "kernel-1.traceg")
     write_kernelslist(wl, ["kernel-1.traceg"])
     assert main(["trace", "export-accelsim", str(wl), str(tmp_path / "x")]) == 0
     out = capsys.readouterr().out
-    assert "note: 1 of 1 traces hold only some CTAs" in out and "warps cut by an instruction cap" in out
+    assert "note: 1 of 1 traces hold only some CTAs" in out and "warps that end without EXIT" in out
     complete = make_trace([[Inst("EXIT")]], kernel_id=1, name="k")
     assert describe_export([export_facts(complete)]) == []
 

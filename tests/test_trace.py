@@ -401,6 +401,22 @@ def test_bad_compression(tmp_path):
     assert "compression" in msg
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".zst"])
+def test_compressed_data_under_a_plain_name_says_which_suffix(tmp_path, suffix):
+    """A compressed trace saved without its suffix was read as text and blamed on a missing
+    header line; the reader now names the compression and the name to give the file."""
+    from gclsampler.trace.writer import write_bytes_atomic
+
+    src = tmp_path / f"kernel-1.traceg{suffix}"
+    write_bytes_atomic(src, _good().encode())
+    (tmp_path / "kernel-1.traceg").write_bytes(src.read_bytes())
+    with pytest.raises(TraceFormatError) as exc:
+        read_kernel(tmp_path / "kernel-1.traceg")
+    assert str(exc.value).startswith(f"{tmp_path / 'kernel-1.traceg'}: compression: ")
+    assert f"rename it kernel-1.traceg{suffix}" in str(exc.value)
+    assert read_kernel(src).equals(read_kernel(_write(tmp_path / "plain.traceg", _good())))
+
+
 def test_bad_register_and_mode(tmp_path):
     assert "reg_srcs" in _bad(tmp_path, _good().replace("2 R2 R3 4 1", "2 R2 Q3 4 1"))
     assert "address mode" in _bad(tmp_path, _good().replace("4 1 0x7f0000001000", "4 7 0x7f0000001000"))
@@ -477,3 +493,37 @@ def test_cli_info_group_export_and_error_exit(tmp_path, capsys, monkeypatch):
     # synth's compress= spelling (no dot) is taken too
     assert main(["trace", "group", str(raw), str(tmp_path / "g2"), "--compress", "zst"]) == 0
     assert read_kernel(tmp_path / "g2" / "kernel-1.traceg.zst").warp_id.tolist() == [1]
+
+
+def _raw_two_warps(kid: int) -> str:
+    """A raw (NVBit-order) trace of one CTA whose two warps run a MOV and end with their EXIT."""
+    return HEADER_V5.format(kid=kid, gx=1, li=0) + "".join(
+        f"0 0 0 {w} {pc:04x} ffffffff {'1 R1 MOV' if op == 'MOV' else '0 EXIT'} 0 0 0\n"
+        for pc, op in ((0, "MOV"), (16, "EXIT")) for w in (0, 1))
+
+
+def test_group_warns_of_warps_without_exit_and_of_unlisted_traces(tmp_path, capsys, monkeypatch):
+    """A raw trace cut at a line boundary parses; its warps end without EXIT and `trace group`
+    says so by file. A raw trace the kernelslist leaves out is named instead of dropped in silence.
+    A complete raw directory groups without a warning."""
+    from gclsampler import cli
+    from gclsampler.cli import main
+
+    monkeypatch.setattr(cli, "GROUPS", {"trace": cli.GROUPS["trace"]})
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for k in (1, 2):
+        (raw / f"kernel-{k}.trace").write_text(_raw_two_warps(k))
+    (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    assert main(["trace", "group", str(raw), str(tmp_path / "g0")]) == 0
+    assert capsys.readouterr().err == ""
+
+    text = (raw / "kernel-2.trace").read_text().splitlines(keepends=True)
+    (raw / "kernel-2.trace").write_text("".join(text[:-1]))  # warp 1's EXIT is lost
+    (raw / "kernel-3.trace").write_text(_raw_two_warps(3))  # traced, but not listed
+    assert main(["trace", "group", str(raw), str(tmp_path / "g1")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2, err
+    assert f"{raw / 'kernel-3.trace'}: not in the kernelslist" in err[0]
+    assert f"{raw / 'kernel-2.trace'}: 1 of 2 warps end without EXIT" in err[1]
+    assert (tmp_path / "g1" / "kernelslist.g").read_text().split() == ["kernel-1.traceg", "kernel-2.traceg"]

@@ -122,6 +122,10 @@ def _export(args) -> int:
     return 0
 
 
+_CUT_SHOWN = 5
+"""Traces named one per line when warps end without EXIT; a capped workload has one per launch."""
+
+
 def _group(args) -> int:
     from gclsampler.trace import group_raw_dir
 
@@ -132,6 +136,16 @@ def _group(args) -> int:
         paths = group_raw_dir(args.raw_dir, tmp, values=not args.no_values, compress=args.compress,
                               dedup_ldgsts=not args.keep_ldgsts_pairs, facts=facts)
     print(f"grouped {len(paths)} traces into {args.out_dir}")
+    for path in facts.get("unlisted", []):
+        print(f"gclsampler: warning: {path}: not in the kernelslist, so not grouped (a lost kernelslist line, "
+              "or a trace added later: list it and group again)", file=sys.stderr)
+    cut = facts.get("cut", [])
+    for path, n, warps in cut[:_CUT_SHOWN]:
+        print(f"gclsampler: warning: {path}: {n} of {warps} warps end without EXIT, so they hold a prefix only "
+              "(an instruction cap such as GCL_MAX_INSTS_PER_WARP, or a trace that stopped early)", file=sys.stderr)
+    if len(cut) > _CUT_SHOWN:
+        print(f"gclsampler: warning: {len(cut) - _CUT_SHOWN} more traces have warps that end without EXIT",
+              file=sys.stderr)
     if facts.get("ldgsts_removed"):
         print(f"  note: removed {facts['ldgsts_removed']} LDGSTS records, the first of each NVBit pair as "
               "Accel-Sim does (--keep-ldgsts-pairs keeps them)")

@@ -162,6 +162,35 @@ def trace_files(root: str | os.PathLike) -> list[str]:
     return names
 
 
+def unlisted_traces(root: str | os.PathLike, listed: Iterable[str]) -> list[str]:
+    """``kernel-N.trace[g]`` files in ``root`` that its list of traces leaves out, by N.
+
+    Every reader takes the list as the workload, so such a file is silently not part of it: a
+    line lost from the list, or a trace copied in later. Only files of the listed kind count
+    (grouped ``.traceg`` beside grouped ones, raw ``.trace`` beside raw ones), so raw traces
+    kept next to their grouped copies are not reported.
+    """
+    listed = set(listed)
+    kinds = {_TRACE_RE.match(e).group(0).split(".")[1] for e in listed if _TRACE_RE.match(e)}
+    found = []
+    for q in Path(root).iterdir():
+        m = _TRACE_RE.match(q.name)
+        if m and q.name not in listed and q.name.split(".")[1] in kinds and q.is_file():
+            found.append((int(m.group(1)), q.name))
+    return [n for _, n in sorted(found)]
+
+
+def warps_without_exit(t: KernelTrace) -> int:
+    """Warps whose last traced instruction is not an EXIT: a warp traced to its end finishes
+    with one, so these hold a prefix only (an instruction cap, or a trace that stopped early)."""
+    lens = np.diff(t.warp_ptr)
+    last = (t.warp_ptr[1:] - 1)[lens > 0]
+    if not last.size or not t.opcode_table:
+        return 0
+    base = np.array([op.split(".")[0] for op in t.opcode_table])
+    return int((base[t.opcode[last]] != "EXIT").sum())
+
+
 def _headers_with_unique_ids(paths: Iterable[Path]) -> list[tuple[Path, KernelHeader]]:
     """Each trace's header, refusing a ``-kernel id`` seen before: one invocation twice is
     counted twice, or exported over itself."""
@@ -283,11 +312,8 @@ def export_facts(t: KernelTrace) -> dict:
     """
     cta = t.warp_cta
     n_tb = int(np.unique(cta, axis=0).shape[0]) if cta.shape[0] else 0
-    lens = np.diff(t.warp_ptr)
-    last = (t.warp_ptr[1:] - 1)[lens > 0]
-    base = np.array([op.split(".")[0] for op in t.opcode_table]) if t.opcode_table else np.zeros(0, str)
-    cut = int((base[t.opcode[last]] != "EXIT").sum()) if last.size else 0
-    return {"ctas_traced": n_tb, "ctas_grid": int(t.header.n_ctas), "warps": int(t.n_warps), "warps_cut": cut}
+    return {"ctas_traced": n_tb, "ctas_grid": int(t.header.n_ctas), "warps": int(t.n_warps),
+            "warps_cut": warps_without_exit(t)}
 
 
 def describe_export(facts: Sequence[dict]) -> list[str]:
@@ -301,9 +327,9 @@ def describe_export(facts: Sequence[dict]) -> list[str]:
                      "CTAs in all, e.g. the CTAs of one SM): their grid is rewritten to the traced CTAs")
     cut = [f for f in facts if f["warps_cut"]]
     if cut:
-        lines.append(f"{len(cut)} of {len(facts)} traces have warps cut by an instruction cap "
-                     f"({sum(f['warps_cut'] for f in cut)} of {sum(f['warps'] for f in cut)} warps; an EXIT is "
-                     "appended): they simulate only the traced prefix")
+        lines.append(f"{len(cut)} of {len(facts)} traces have warps that end without EXIT, cut short by an "
+                     f"instruction cap or a trace that stopped early ({sum(f['warps_cut'] for f in cut)} of "
+                     f"{sum(f['warps'] for f in cut)} warps; an EXIT is appended): they simulate only the traced prefix")
     return lines
 
 
@@ -388,7 +414,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     """Raw tracer output (``kernel-N.trace[.xz]`` + ``kernelslist``) -> grouped ``.traceg`` dir.
 
     Memcpy lines of the kernelslist are kept; ``compress`` is '', '.gz', '.xz' or '.zst'.
-    ``facts``, when given, receives ``ldgsts_removed`` (see ``read_kernel``) summed over the traces.
+    ``facts``, when given, receives ``ldgsts_removed`` (see ``read_kernel``) summed over the traces,
+    ``cut``: ``(raw file, warps without EXIT, warps)`` of each trace with such warps, and
+    ``unlisted``: raw trace files of the directory its kernelslist leaves out (not grouped).
     """
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     kl = kernelslist_path(raw_dir)
@@ -402,6 +430,8 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
     # and two traces of one invocation: every command would refuse the grouped workload
     _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy"))
+    if facts is not None and kl != raw_dir:
+        facts["unlisted"] = [raw_dir / n for n in unlisted_traces(raw_dir, (e for _, e in entries))]
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, written = [], []
     for _, e in _progress(entries, len(entries), "group"):
@@ -409,6 +439,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
             lines.append(e)
             continue
         t = read_kernel(raw_dir / e, dedup_ldgsts=dedup_ldgsts, facts=facts)
+        cut = warps_without_exit(t)
+        if cut and facts is not None:
+            facts.setdefault("cut", []).append((raw_dir / e, cut, int(t.n_warps)))
         name = _grouped_name(e, compress)
         write_chunks_atomic(out_dir / name, render_chunks(t, values=values))  # bounded memory for long kernels
         lines.append(name)
