@@ -712,6 +712,9 @@ def _scale_decimal(x: np.ndarray, scale: float) -> np.ndarray:
         return out
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         e = np.where(ok, np.floor(np.log10(np.where(ok, a, 1.0))), 0.0).astype(np.int64)
+        # log10 of a value just below a power of ten may round up to it (99999999999999.8 -> 14):
+        # its 15 digits then rounded to 1e14 in range, so the loop below never saw the slip
+        e = e - (ok & (a < np.power(10.0, e.astype(np.float64))))
         m = np.zeros_like(a)
         for _ in range(2):  # log10 may be one off next to a power of ten: fix the exponent, recompute
             m = np.rint(_times_pow10(a, 14 - e, ok))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import gclsampler.cli as cli
@@ -116,6 +116,7 @@ def test_ncu_time_units_property(tmp_path_factory, unit, values):
 @given(digits=st.integers(0, 10**15 - 1), exp=st.integers(-40, 40),
        scale=st.sampled_from([1e-2, 1.0, 1e3, 1e6, 1e9, 1e12]))
 @settings(max_examples=300, deadline=None)
+@example(digits=999_999_999_999_998, exp=-1, scale=1e-2)  # log10 rounds up to 14 just below 1e14
 def test_unit_scaling_is_the_correctly_rounded_decimal(digits, exp, scale):
     """A value written with up to 15 significant digits, times a unit's power of ten, is the
     double nearest the scaled decimal: whole nanoseconds come out whole."""
