@@ -53,6 +53,10 @@ class WorkloadConfig:
     ``dir``: an existing workload directory (traced on a GPU host, or synthesized
     earlier); null = ``<paths.workloads_dir>/<name>``, synthesized when missing.
     ``synth``: knobs passed to ``gclsampler.synth.generate(params=...)``.
+    ``arch``: the GPU whose SM 0 is traced and whose ground truth becomes profile.csv; the
+    default is ``evaluate.py``'s ``suite.trace_arch`` (Turing, P1 of GCL-Sampler Table 3):
+    with ampere here the two scripts re-synthesized each other's ``workloads/<name>`` on every
+    alternation, since the traced CTAs depend on the arch's SM count.
     ``rerun``: also synthesize a second run of ``arch`` (``profiles/<arch>_rerun.csv``), so the
     report scores the plan on a run no method read (as ``evaluate.py``'s ``suite.rerun``).
     """
@@ -60,7 +64,7 @@ class WorkloadConfig:
     name: str = MISSING
     synthetic: bool = True
     dir: Optional[str] = None
-    arch: str = "ampere"
+    arch: str = "turing"  # as evaluate.py's suite.trace_arch: both synthesize into workloads/
     seed: int = 0
     rerun: bool = True
     synth: Dict[str, Any] = field(default_factory=dict)

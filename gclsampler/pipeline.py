@@ -84,7 +84,7 @@ def workload_dir(cfg: DictConfig) -> Path:
 
 def _synth_request(cfg: DictConfig) -> dict:
     params = OmegaConf.to_container(cfg.workload.synth, resolve=True) if cfg.workload.get("synth") else {}
-    arch = str(cfg.workload.get("arch", "ampere"))
+    arch = str(cfg.workload.get("arch", "turing"))
     if cfg.workload.get("rerun", True):
         from gclsampler.synth.generate import workload_names, with_second_run
 
@@ -323,7 +323,7 @@ def _check_synth_request(cfg: DictConfig) -> Optional[dict]:
         return None
     from gclsampler.synth.generate import check_request, synthesizes
 
-    arch = str(cfg.workload.get("arch", "ampere"))
+    arch = str(cfg.workload.get("arch", "turing"))
     if not synthesizes(arch):
         from gclsampler.synth.arch import ARCHS
 

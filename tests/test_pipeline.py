@@ -62,7 +62,7 @@ def test_debug_composes_for_every_workload(workload):
     if "layers" in workload_defaults(workload):
         assert resolved["layers"] < full["layers"] and resolved["decode"] < full["decode"]
         assert full["layers"] == workload_defaults(workload)["layers"]  # without debug: its own sizes
-    assert resolved["trace_cap"] > 0 and resolved["archs"] == ["ampere"]
+    assert resolved["trace_cap"] > 0 and resolved["archs"] == ["turing"]
 
 
 @pytest.fixture(scope="module")

@@ -215,10 +215,42 @@ def test_train_asks_for_a_second_run_of_its_plan_arch_unless_told_not_to():
             return _synth_request(compose("config", overrides=["workload=3mm", *overrides]))
 
     req = request()
-    assert req["arch"] == "ampere" and req["params"]["archs"] == ["turing", "ampere", "ada", "ampere_rerun"]
-    assert request("workload.arch=turing")["params"]["archs"][-1] == "turing_rerun"
-    assert request("debug=default")["params"]["archs"] == ["ampere", "ampere_rerun"]
+    assert req["arch"] == "turing" and req["params"]["archs"] == ["turing", "ampere", "ada", "turing_rerun"]
+    assert request("workload.arch=ampere")["params"]["archs"][-1] == "ampere_rerun"
+    assert request("debug=default")["params"]["archs"] == ["turing", "turing_rerun"]
     assert request("workload.rerun=false")["params"]["archs"] == ["turing", "ampere", "ada"]
     # an unknown arch gets no second run: the synthesizer names the arch the user gave
     with pytest.raises(SynthConfigError, match="unknown arch 'volta'"):
         check_request("3mm", request("workload.arch=volta")["params"], "volta", 0)
+
+
+@pytest.mark.parametrize("workload", ["3mm", "phi2", "alexnet"])
+def test_train_and_evaluate_ask_for_the_same_synthetic_workload(tmp_path, monkeypatch, workload):
+    """Both scripts synthesize into workloads/<name> by default. train.py traced ampere while
+    evaluate.py traces turing, so each run found the other's directory stale and synthesized it
+    again (about 100 s for phi2, every alternation). Their default requests now resolve alike."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  (registers the structured schema)
+    import gclsampler.synth as synth
+    from gclsampler.evaluate import _prepare_workload
+    from gclsampler.pipeline import _synth_request
+    from gclsampler.synth.generate import resolve_params
+    from test_evaluate import _compose as compose_evaluate
+
+    asked = []
+
+    def fake(name, out_dir, *, params=None, arch, seed, **_):
+        asked.append((resolve_params(name, params), arch, seed))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "profile.csv").write_text("")
+        return out_dir
+
+    monkeypatch.setattr(synth, "generate", fake)
+    ev, _ = compose_evaluate(["suite=full"])
+    _prepare_workload(workload, tmp_path, ev.suite, True, ev.seed)
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+        req = _synth_request(compose("config", overrides=[f"workload={workload}"]))
+    assert asked == [(resolve_params(workload, req["params"]), req["arch"], req["seed"])]
