@@ -135,8 +135,13 @@ def test_tiny_pipeline_end_to_end(tiny_run):
         rows = emb[inv_to_graph == g]
         assert (rows == rows[0]).all()  # identical graphs -> identical rows
     assert len(np.unique(emb, axis=0)) == ds.n_unique
-    meta = json.loads((run_dir / "run.json").read_text())
+    def strict(token):  # JSON.parse and jq refuse NaN / Infinity
+        raise AssertionError(f"run.json holds {token}, which is not JSON")
+
+    meta = json.loads((run_dir / "run.json").read_text(), parse_constant=strict)
     assert meta["synthetic"] is True and meta["invocations"] == n
+    # with fewer than 2 validation graphs there is no validation loss: null, not NaN
+    assert meta["val_graphs"] >= 2 or meta["best_val_loss"] is None
     assert meta["data"] == "synthetic"  # report.md's label: a plain bool could not tell unlabelled from real
     from gclsampler.train import resolve_precision
 
