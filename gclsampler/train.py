@@ -628,8 +628,50 @@ except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]
 
 
+def _first_line(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().rstrip("\r\n")
+    except OSError:
+        return ""
+
+
+_SWEEP_FILES = {
+    "sweep_summary.md": lambda first: first == "# Sweep summary",
+    "sweep_summary.csv": lambda first: first.startswith("job,overrides,best_val_loss"),
+}
+"""The files a multirun writes into its sweep directory, and how to tell one written here."""
+
+
+def foreign_sweep_files(root: str | os.PathLike) -> list[Path]:
+    """The summary files in ``root`` that ``summarize_sweep`` did not write (an empty file holds
+    nothing to lose): a fixed ``hydra.sweep.dir`` may be a directory of the user's."""
+    out = []
+    for name, ours in _SWEEP_FILES.items():
+        p = Path(root) / name
+        if p.is_symlink() or p.is_dir() or (p.is_file() and p.stat().st_size and not ours(_first_line(p))):
+            out.append(p)
+    return out
+
+
 class SweepSummaryCallback(_HydraCallback):  # type: ignore[misc,valid-type]
-    """Hydra callback (conf/hydra/default.yaml): summarise a multirun when it ends."""
+    """Hydra callback (conf/hydra/default.yaml): summarise a multirun when it ends.
+
+    A summary file of the user's in the sweep directory stops the multirun before its first
+    job (it was silently replaced after all of them); one that appears during the jobs is
+    kept, and the summary is not written, in one line."""
+
+    def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
+        found = foreign_sweep_files(config.hydra.sweep.dir)
+        if found:  # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
+            print(f"train.py: error: hydra.sweep.dir: {found[0]}: exists and was not written by a train.py "
+                  "multirun; not replaced (move it, or give the sweep another hydra.sweep.dir)", file=sys.stderr)
+            raise SystemExit(2)
 
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        found = foreign_sweep_files(config.hydra.sweep.dir)
+        if found:
+            print(f"train.py: {found[0]}: exists and was not written by a train.py multirun; sweep summary not "
+                  "written", file=sys.stderr)
+            return
         summarize_sweep(config.hydra.sweep.dir)

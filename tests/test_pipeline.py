@@ -257,6 +257,39 @@ def test_summarize_sweep(tmp_path):
     assert "augment=drops" in md and md.index("augment=drops") < md.index("augment=default")
 
 
+def test_a_sweep_never_replaces_a_summary_of_the_users(tmp_path):
+    """train.py -m into a directory of the user's replaced their sweep_summary.md after every
+    job had run. Now the multirun stops before its first job, and the file is left as it was;
+    the summary it wrote itself is replaced by the next run's, as before."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    mine = sweep / "sweep_summary.md"
+    mine.write_text("my own summary\n")
+    r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload=backprop",
+                        "augment=default,node_drop", f"hydra.sweep.dir={sweep}",
+                        f"paths.workloads_dir={tmp_path / 'wl'}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{mine}: exists and was not written by a train.py multirun" in lines[0], r.stderr
+    assert mine.read_text() == "my own summary\n"
+    assert sorted(p.name for p in sweep.iterdir()) == ["sweep_summary.md"]  # no job ran, nothing written
+    assert not (tmp_path / "wl").exists()
+
+    from gclsampler.train import foreign_sweep_files, summarize_sweep
+
+    mine.unlink()
+    job = sweep / "0_backprop"
+    job.mkdir()
+    (job / "train_log.csv").write_text("epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n0,1.0,0.9,0.1,8,2,1.0,1\n")
+    summarize_sweep(sweep)
+    assert foreign_sweep_files(sweep) == []  # its own files are not the user's
+
+
 @pytest.mark.parametrize("labels, banner", [
     ((True, True), "> **SYNTHETIC DATA.** Every job ran on a workload written by `gclsampler.synth`"),
     ((True, False), "> **SYNTHETIC DATA.** 1 of 2 jobs (synthetic = True) ran on a workload"),
