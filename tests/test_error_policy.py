@@ -399,3 +399,22 @@ def test_an_ignored_ctrl_c_stays_ignored():
         assert hit == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["stem", "p.csv", "--epsilon", "abc", "--out", "x.json"], "gclsampler stem: error: argument --epsilon: invalid float"),
+    (["trace", "info", "--top", "abc", "wl"], "gclsampler trace info: error: argument --top: invalid int"),
+    (["plan", "reconstruct", "--format", "xml", "p.json", "r.csv"], "gclsampler plan reconstruct: error: argument --format"),
+    (["bogus"], "gclsampler: error: argument COMMAND: invalid choice: 'bogus'"),
+])
+def test_usage_errors_are_one_line_with_exit_2(capsys, argv, needle):
+    """argparse's own errors printed the whole usage block before the reason; now they follow
+    the policy's one line, and point at --help for the usage."""
+    from gclsampler.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith(needle) and "--help`)" in lines[0], err

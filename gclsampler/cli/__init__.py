@@ -30,9 +30,18 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as the one located line every other error is (``--epsilon abc`` printed
+    five lines of usage before it); the usage stays one ``--help`` away. Subcommand parsers
+    are made of the same class, so the rule holds at every level."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser when ``only`` is None (imports every group), else just that group's."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="gclsampler",
         description=(
             "Tools for sampled GPU simulation. The full pipeline (graphs, RGCN training, "
