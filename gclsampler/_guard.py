@@ -94,6 +94,23 @@ def config_error_text(exc: BaseException) -> str | None:
     return None
 
 
+def cluster_error_text(exc: BaseException) -> str | None:
+    """One line for submitit refusing the machine it runs on (no SLURM here), None otherwise.
+
+    ``hydra/launcher=slurm`` and ``simulate --launcher slurm`` submit through submitit, which
+    raises a bare RuntimeError when ``srun``/``sbatch`` are missing: an environment error,
+    not a bug, so it is not shown as a traceback."""
+    if not isinstance(exc, RuntimeError) or exc.__traceback__ is None:
+        return None
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if f"{os.sep}submitit{os.sep}" not in tb.tb_frame.f_code.co_filename:
+        return None
+    return (f"SLURM: {_first_line(str(exc))} (hydra/launcher=slurm and simulate --launcher slurm submit "
+            "through submitit, which needs a SLURM cluster: run on its login node, or use the local launcher)")
+
+
 def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> Any:
     """Return ``fn()``; on a user or environment error print one line and raise ``SystemExit``.
 
@@ -120,7 +137,7 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
         _say(prog, f"{prog}: error: {_hinted(_one_line(text or os_error_text(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
-        text = config_error_text(exc)
+        text = config_error_text(exc) or cluster_error_text(exc)
         if text is None:
             raise
         _say(prog, f"{prog}: error: {_hinted(_one_line(text), hint)}")

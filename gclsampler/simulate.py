@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -637,6 +638,23 @@ def _parse_value(v: Any) -> Any:
         with contextlib.suppress(ValueError):
             return cast(v)
     return v
+
+
+def check_launcher(launcher: str) -> None:
+    """Refuse a launcher this machine cannot use before any output exists: submitit found no
+    ``srun`` only after ``--out`` had been claimed, and left it behind with a traceback."""
+    if launcher not in ("local", "slurm", "submitit-local"):
+        raise SimulatorNotFound(f"--launcher: unknown launcher {launcher!r} (local, slurm, submitit-local)")
+    if launcher == "local":
+        return
+    if importlib.util.find_spec("submitit") is None:
+        raise SimulatorNotFound(f"--launcher {launcher} needs submitit: pip install 'gclsampler[slurm]' "
+                                "(or pip install submitit)")
+    if launcher == "slurm":
+        missing = [c for c in ("sbatch", "srun") if shutil.which(c) is None]
+        if missing:
+            raise SimulatorNotFound(f"--launcher slurm: {' and '.join(missing)} not on PATH; submit from a SLURM "
+                                    "login node, or use --launcher local")
 
 
 def _run_submitit(todo: list[Job], launcher: str, folder: Path, timeout_s: float | None,

@@ -476,6 +476,39 @@ def test_missing_submitit_is_one_line(tmp_path, stub, capsys, monkeypatch):
     assert "needs submitit: pip install 'gclsampler[slurm]'" in capsys.readouterr().err
 
 
+def test_slurm_without_a_cluster_is_one_line_and_leaves_no_output(tmp_path, stub, capsys, monkeypatch):
+    """submitit's "Could not detect srun" came as a traceback after --out was claimed."""
+    pytest.importorskip("submitit")
+    _workload(tmp_path)
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda c, *a, **k: None if c in ("sbatch", "srun") else real_which(c, *a, **k))
+    assert _simulate(tmp_path, "--launcher", "slurm") == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--launcher slurm: sbatch and srun not on PATH" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_cluster_errors_from_submitit_are_one_line(capsys):
+    """hydra/launcher=slurm fails inside submitit, past any check of ours: the guard words it."""
+    pytest.importorskip("submitit")
+    from gclsampler._guard import call_guarded
+
+    def no_srun():
+        import submitit.slurm.slurm as sl
+
+        code = compile('raise RuntimeError(\'Could not detect "srun", are you indeed on a slurm cluster?\')',
+                       sl.__file__, "exec")
+        exec(code, {})
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(no_srun, "train.py")
+    assert e.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith('train.py: error: SLURM: Could not detect "srun"') and "local launcher" in line
+    with pytest.raises(RuntimeError):  # the same error from our own code stays a bug's traceback
+        call_guarded(lambda: (_ for _ in ()).throw(RuntimeError("boom")), "train.py")
+
+
 def test_submitit_local_executor(tmp_path, stub, monkeypatch):
     pytest.importorskip("submitit")
     # submitit's workers unpickle gclsampler.simulate.run_job: make this checkout importable there

@@ -118,6 +118,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise GclError(f"--timeout {args.timeout}: must be positive")
     if not (wdir / "kernelslist.g").is_file():
         raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
+    S.check_launcher(args.launcher)  # before --out is claimed: a refused launcher leaves nothing behind
     from gclsampler._safe_out import MARKER, check_out_dir, claim_dir
 
     # --out is also the default run cache, so simulate writes into it (a rerun continues
