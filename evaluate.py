@@ -46,6 +46,20 @@ def _main(cfg) -> None:
     print(f"evaluate: wrote {out / 'report.md'} and {out / 'results.csv'}")
 
 
+def check_sweep() -> None:
+    """``-m``: every swept value passes the checks its job would make, before the first job runs."""
+    from gclsampler._sweep import check_sweep_values
+
+    def check(cfg) -> None:
+        check_config_keys(cfg)
+        check_suite_keys(OmegaConf.to_object(cfg), Path.cwd())
+
+    check_sweep_values(sys.argv[1:], Path(__file__).resolve().parent / "conf", "evaluate", check)
+
+
 if __name__ == "__main__":
     # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
-    sys.exit(run_hydra_main(main, "evaluate", train_setting_hint))
+    from gclsampler._guard import run_guarded
+
+    sys.exit(run_guarded(check_sweep, "evaluate", train_setting_hint)
+             or run_hydra_main(main, "evaluate", train_setting_hint))

@@ -33,6 +33,23 @@ def main(cfg: DictConfig) -> float | None:
     return call_guarded(task, "train.py")
 
 
+def check_sweep() -> None:
+    """``-m``: every swept value passes the checks its job would make, before the first job runs."""
+    from pathlib import Path
+
+    from gclsampler._guard import check_config_keys
+    from gclsampler._sweep import check_sweep_values
+    from gclsampler.pipeline import check_config
+
+    def check(cfg: DictConfig) -> None:
+        check_config_keys(cfg)
+        check_config(cfg)
+
+    check_sweep_values(sys.argv[1:], Path(__file__).resolve().parent / "conf", "config", check)
+
+
 if __name__ == "__main__":
     # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
-    sys.exit(run_hydra_main(main, "train.py"))
+    from gclsampler._guard import run_guarded
+
+    sys.exit(run_guarded(check_sweep, "train.py") or run_hydra_main(main, "train.py"))

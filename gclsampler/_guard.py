@@ -27,7 +27,7 @@ import contextlib
 import dataclasses
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from gclsampler._interrupt import sigint_recorded
 from gclsampler.errors import GclError
@@ -92,6 +92,22 @@ def config_error_text(exc: BaseException) -> str | None:
     if isinstance(exc, HydraException):
         return "config: " + _first_line(str(exc))
     return None
+
+
+@contextlib.contextmanager
+def prefixed_errors(prefix: str, error: type[GclError]) -> Iterator[None]:
+    """Re-raise a user error of the block (a ``GclError``, or a Hydra/OmegaConf config error) as
+    ``error`` whose line starts with ``prefix``: the setting that carried the bad value
+    (``suite.train_overrides``, one value of a sweep), which the inner error cannot know."""
+    try:
+        yield
+    except GclError as exc:
+        raise error(f"{prefix}: {exc}") from None
+    except Exception as exc:
+        text = config_error_text(exc)
+        if text is None:
+            raise
+        raise error(f"{prefix}: {text}") from None
 
 
 def cluster_error_text(exc: BaseException) -> str | None:

@@ -388,18 +388,11 @@ def check_train_overrides(cfg: "EvaluateConfig") -> None:
     synthesis, and the error named ``train.epoch`` but not where it had been written."""
     if not cfg.suite.train_overrides:
         return
-    from gclsampler._guard import check_config_keys, config_error_text
+    from gclsampler._guard import check_config_keys, prefixed_errors
 
-    try:
+    with prefixed_errors("suite.train_overrides", EvaluationError):
         check_config_keys(_compose_train_config(["post_embedding=false", *cfg.suite.train_overrides],
                                                 cfg.train_config_dir))
-    except GclError as exc:
-        raise EvaluationError(f"suite.train_overrides: {exc}") from None
-    except Exception as exc:
-        text = config_error_text(exc)
-        if text is None:
-            raise
-        raise EvaluationError(f"suite.train_overrides: {text}") from None
 
 
 def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,

@@ -233,21 +233,10 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         out_dir = Path(HydraConfig.get().runtime.output_dir)
     from gclsampler._safe_out import claim_dir
 
-    if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
-        raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
-                            f"got {cfg.get('workers')!r}")
     # every value is checked before the run directory is claimed or anything is synthesized
     _label_own_workload(cfg)  # a broken workload.json is refused before the run directory is claimed
-    model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
-    aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
-    train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
-    from gclsampler.graph import GraphConfig
-
-    _as_dataclass(GraphConfig, cfg.graph).validate()
+    model_cfg, aug_cfg, train_cfg = check_config(cfg)
     device = resolve_device(train_cfg.device)  # fail before synthesis/graph building
-    if bool(cfg.get("post_embedding", True)):
-        _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
-    _check_synth_request(cfg)
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite
     # them, and never put a run inside the workload it reads
     from gclsampler._safe_out import check_not_input
@@ -347,6 +336,25 @@ def _check_synth_request(cfg: DictConfig) -> Optional[dict]:
     with _synth_keys_under_workload():
         check_request(str(cfg.workload.name), req["params"], req["arch"], req["seed"])
     return req
+
+
+def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConfig]:
+    """Every value of a train.py config a stage would refuse, checked without reading or writing
+    anything: ``run`` calls it first, and ``train.py -m`` calls it on each sweep value before
+    the first job (``gclsampler._sweep``), so a bad value in a sweep does not wait for its job."""
+    if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
+        raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
+                            f"got {cfg.get('workers')!r}")
+    model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
+    aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
+    train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()
+    from gclsampler.graph import GraphConfig
+
+    _as_dataclass(GraphConfig, cfg.graph).validate()
+    if bool(cfg.get("post_embedding", True)):
+        _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
+    _check_synth_request(cfg)
+    return model_cfg, aug_cfg, train_cfg
 
 
 def _check_plan_stage(cfg: DictConfig) -> None:

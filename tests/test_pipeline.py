@@ -565,3 +565,50 @@ def test_the_paper_experiment_runs_the_papers_method():
     assert not cfg.model.inst_stats and not cfg.model.kernel_features
     assert cfg.sampler.name == "gcl_paper" and cfg.workload.name == "phi2"
     _check_plan_stage(cfg)
+
+
+def test_every_sweep_value_is_checked_before_the_first_job(tmp_path):
+    """`train.py -m augment.node_drop=0.1,1.5` ran job 0 in full and refused 1.5 only when
+    job 1 started. Each swept value is now composed and checked first: one line naming the
+    value and the key, exit 2, nothing synthesized and no sweep directory."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    sweep = tmp_path / "sweep"
+    r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload=backprop",
+                        "augment.node_drop=0.1,1.5", f"hydra.sweep.dir={sweep}",
+                        f"paths.workloads_dir={tmp_path / 'wl'}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line == ("train.py: error: sweep value augment.node_drop=1.5: augment.node_drop: "
+                    "rate must be in [0, 1), got 1.5")
+    assert not sweep.exists() and not (tmp_path / "wl").exists()
+
+
+def test_check_sweep_values_expands_only_basic_multiruns():
+    from gclsampler._guard import check_config_keys
+    from gclsampler._sweep import SweepValueError, check_sweep_values
+    from gclsampler.pipeline import check_config
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    seen = []
+
+    def check(cfg):
+        seen.append((cfg.workload.name, cfg.augment.node_drop, cfg.train.epochs))
+        check_config_keys(cfg)
+        check_config(cfg)
+
+    base = ["debug=default", "train.epochs=3"]
+    assert check_sweep_values(base + ["workload=3mm,backprop"], conf, "config", check) == 0  # no -m: no sweep
+    assert check_sweep_values(["-m", *base, "workload=3mm"], conf, "config", check) == 0  # nothing swept
+    assert check_sweep_values(["-m", *base, "--config-name", "other", "workload=3mm,lu"], conf, "config", check) == 0
+    n = check_sweep_values(["-m", *base, "workload=3mm,backprop", "augment.node_drop=choice(0,0.5)",
+                            "hydra/launcher=slurm", "hydra.sweep.dir=/nowhere"], conf, "config", check)
+    assert n == 4 and [s[2] for s in seen] == [3] * 4  # every value once, with the fixed overrides
+    assert {s[0] for s in seen[:2]} == {"3mm", "backprop"} and [s[1] for s in seen[2:]] == [0, 0.5]
+    with pytest.raises(SweepValueError, match=r"^sweep value \+train\.epoch=1: config: train\.epoch: unknown key"):
+        check_sweep_values(["-m", *base, "+train.epoch=1,2"], conf, "config", check)
+    with pytest.raises(SweepValueError, match=r"^sweep value workload=nosuch: config: "):
+        check_sweep_values(["-m", *base, "workload=3mm,nosuch"], conf, "config", check)

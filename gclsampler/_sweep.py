@@ -1,0 +1,72 @@
+"""Check every value of a Hydra sweep before its first job starts.
+
+Why: a misspelt key fails while Hydra composes the config, but a value a stage refuses
+(``augment.node_drop=0.1,1.5``) was found only when its own job started, after the jobs
+before it had run (minutes each on phi2), and the multirun then ended without a summary
+of them. Composing the config once per sweep value, with the command line's other
+overrides, and running the entry point's own checks on it costs a fraction of a second
+per value. A rule between two swept keys still waits for the job that combines them.
+
+Only Hydra's basic sweeper syntax (``key=a,b``, ``range``, ``choice``, globs) is expanded,
+and only when the command line names no other config (``--config-dir`` and friends):
+anything else is left to the jobs, as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gclsampler.errors import GclError
+
+_OTHER_CONFIG = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn",
+                 "--cfg", "-c", "--info", "-i", "--experimental-rerun")
+"""Hydra options after which the plain compose below would not see the job's config."""
+
+
+class SweepValueError(GclError):
+    """A value of a ``-m`` sweep that its job would refuse (names the override and the key)."""
+
+
+def _overrides(argv: Sequence[str]) -> list[str] | None:
+    """The overrides of a multirun command line; None when it is not one, or when it names
+    another config or asks Hydra for help or information."""
+    if not any(a in ("-m", "--multirun") for a in argv):
+        return None
+    if any(a.split("=", 1)[0] in _OTHER_CONFIG or a in ("-h", "--help", "--hydra-help") for a in argv):
+        return None
+    return [a for a in argv if not a.startswith("-")]
+
+
+def check_sweep_values(argv: Sequence[str], config_dir: str | Path, config_name: str,
+                       check: Callable[[Any], Any]) -> int:
+    """Compose the config once per value of each swept key and pass it to ``check``;
+    returns how many configs were checked (0 when ``argv`` is not a basic multirun).
+
+    Raises ``SweepValueError`` naming the first refused ``key=value`` and the reason."""
+    overrides = _overrides(argv)
+    if not overrides:
+        return 0
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from gclsampler._guard import prefixed_errors
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return 0  # Hydra's own parser reports it, in its words, when the multirun starts
+    keep = [o for o in parsed if not o.key_or_group.startswith("hydra")]  # the launcher's, not the job's
+    fixed = [o.input_line for o in keep if not o.is_sweep_override()]
+    swept = [(o, f"{o.get_key_element()}={v}") for o in keep if o.is_sweep_override()
+             for v in o.sweep_string_iterator()]
+    if not swept:
+        return 0
+    n = 0
+    with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
+        for _, one in swept:
+            with prefixed_errors(f"sweep value {one}", SweepValueError):
+                check(compose(config_name, overrides=[*fixed, one]))
+            n += 1
+    return n
