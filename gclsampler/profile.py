@@ -843,7 +843,7 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
             # "Kernel Name" may be the column that is missing: the importer then names it
             if "Kernel Name" in s or "__" in s:
                 return "ncu"
-        if ("GrdX" in s and "Duration" in s) or "Kernel Dur" in s:
+        if _is_nsys_header(next(csv.reader([s]))):
             return "nsys"
         if s.startswith(("invocation,", '"invocation"')):
             return "profile"
@@ -1344,13 +1344,23 @@ def _dim3_strings(col) -> tuple[np.ndarray, np.ndarray] | None:
     return text, codes
 
 
+_NSYS_SIGNATURE = frozenset({"CorrId", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd", "StcSMem",
+                             "DymSMem", "Strm", "GridXYZ", "BlockXYZ", "Kernel Dur", "API Start"})
+"""Column names only nsys's kernel-trace reports use."""
+
+
+def _is_nsys_header(names: list[str]) -> bool:
+    """Whether a CSV row is an nsys kernel-trace header, even one missing a required column:
+    the importer then names the column, where "unrecognised export" named none."""
+    return len(_NSYS_SIGNATURE.intersection(_split_unit(c.strip().strip('"'))[0] for c in names)) >= 2
+
+
 def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) -> pd.DataFrame:
     rows = _csv_rows(path, text)
     header: list[str] | None = None
     header_line = 0
     for line, row in rows:
-        names = [_split_unit(c.strip())[0] for c in row]
-        if ("Name" in names and "GrdX" in names) or ("Kernel Name" in names and "GridXYZ" in names):
+        if _is_nsys_header(row):
             header, header_line = [c.strip() for c in row], line
             break
     if header is None:

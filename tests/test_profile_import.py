@@ -241,6 +241,17 @@ def test_nsys_missing_column_lists_found(tmp_path):
         import_profile(p, "nsys")
 
 
+@pytest.mark.parametrize("column, lost", [('"Duration (ns)",', "Duration"), (',"Name"', "Name")])
+def test_nsys_missing_required_column_is_named_without_format(tmp_path, column, lost):
+    """Without --format, an nsys export missing Duration (or Name) was "unrecognised export",
+    which named no column; its nsys-only columns (CorrId, GrdX, ...) now identify it, so the
+    importer names what is missing, on the header's line."""
+    text = FIXTURES["nsys"].read_text().replace(column, "")
+    p = _write(tmp_path, "t.csv", text)
+    with pytest.raises(ProfileFormatError, match=rf"t.csv:4: {lost}: required Nsight Systems column\(s\) missing"):
+        import_profile(p)
+
+
 def test_nsys_bad_duration_names_line(tmp_path):
     text = FIXTURES["nsys"].read_text().replace("1100480,117344,", "1100480,slow,")
     p = _write(tmp_path, "t.csv", text)
