@@ -59,13 +59,12 @@ def check_sweep_values(argv: Sequence[str], config_dir: str | Path, config_name:
         return 0  # Hydra's own parser reports it, in its words, when the multirun starts
     keep = [o for o in parsed if not o.key_or_group.startswith("hydra")]  # the launcher's, not the job's
     fixed = [o.input_line for o in keep if not o.is_sweep_override()]
-    swept = [(o, f"{o.get_key_element()}={v}") for o in keep if o.is_sweep_override()
-             for v in o.sweep_string_iterator()]
+    swept = [f"{o.get_key_element()}={v}" for o in keep if o.is_sweep_override() for v in o.sweep_string_iterator()]
     if not swept:
         return 0
     n = 0
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
-        for _, one in swept:
+        for one in swept:
             with prefixed_errors(f"sweep value {one}", SweepValueError):
                 check(compose(config_name, overrides=[*fixed, one]))
             n += 1
