@@ -509,6 +509,15 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
 
     for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
         check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
+    if cfg.generate and not suite.real:  # a misspelt name is no workload to synthesize: say so before out_dir exists
+        from gclsampler.synth.generate import workload_names
+
+        synth = set(workload_names())
+        unknown = [n for n in suite.workloads if n not in synth and not (data_dir / n / "profile.csv").exists()
+                   and not _declared_real(data_dir / n)]
+        if unknown and (not cfg.skip_unavailable or len(unknown) == len(suite.workloads)):
+            raise EvaluationError(f"suite.workloads: {unknown[0]!r} is neither a synthetic workload "
+                                  f"({', '.join(sorted(synth))}) nor a workload in {data_dir}")
     if not cfg.generate:  # nothing will make a missing workload: skipped (skip_unavailable), or an error
         missing = [n for n in suite.workloads
                    if not (data_dir / n / "profile.csv").exists() and not _declared_real(data_dir / n)]

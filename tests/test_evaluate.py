@@ -424,6 +424,21 @@ def test_suite_values_the_schema_lets_through_fail_by_key_before_any_output(chan
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
 
 
+def test_a_misspelt_workload_fails_by_key_before_any_output(tmp_path):
+    """`suite.workloads=[backprp]` with generate (the default) claimed out_dir and then said
+    "no workload could be prepared"; it is now refused by key before anything exists. A name
+    that is a workload directory in data_dir (the user's own) is fine."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys, run_suite
+
+    cfg = EvaluateConfig(suite=SuiteConfig(workloads=["backprp"], methods=["pka"]), data_dir=str(tmp_path / "data"))
+    with pytest.raises(EvaluationError, match=r"^suite\.workloads: 'backprp' is neither a synthetic workload \("):
+        run_suite(cfg, tmp_path / "out", embed_fn=lambda w, *a: None)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+    (tmp_path / "data" / "backprp").mkdir(parents=True)
+    (tmp_path / "data" / "backprp" / "profile.csv").write_text("")
+    check_suite_keys(cfg)
+
+
 @pytest.mark.parametrize("override, needle", [
     ("train.epoch=3", "suite.train_overrides: config: train.epoch: "),
     ("+train.epoch=3", "suite.train_overrides: config: train.epoch: unknown key"),
