@@ -88,6 +88,8 @@ CASES = {
     "group-into-source": lambda wl, t: (["trace", "group", str(wl), str(wl)], "input", None),
     "plan-export-into-source": lambda wl, t: (["plan", "export-accelsim", str(_good_plan(wl, t)), str(wl), str(wl)], "input", None),
     "import-onto-input": lambda wl, t: (["profile", "import", str(wl / "profile.csv"), "--out", str(wl / "profile.csv")], "profile.csv", None),
+    "import-a-directory": lambda wl, t: (["profile", "import", str(wl), "--out", str(wl / "x.csv")],
+                                         f"{wl}: is a directory; give the exported file", wl / "x.csv"),
     "import-onto-user-file": lambda wl, t: (["profile", "import", str(wl / "profile.csv"), "--out", str(wl / "workload.json")], "workload.json", None),
     "stem-onto-user-json": lambda wl, t: (["stem", str(wl / "profile.csv"), "--out", str(wl / "workload.json")], "workload.json", None),
     "stem-onto-directory": lambda wl, t: (["stem", str(wl / "profile.csv"), "--out", str(wl)], str(wl), None),

@@ -40,6 +40,11 @@ def _import(args: argparse.Namespace) -> int:
 
     from gclsampler._safe_out import check_out_file
 
+    from gclsampler.errors import GclError, located
+
+    if Path(args.file).is_dir():  # else the output check answered first, "output lies inside the input"
+        raise GclError(located(args.file, None, None, "is a directory; give the exported file (ncu/nsys CSV, "
+                                                      "torch.profiler JSON)"))
     check_out_file(args.out, "profile", inputs=[args.file])
     notes: list[str] = []
     df = import_profile(args.file, args.format, clock_mhz=args.clock_mhz, notes=notes)
