@@ -118,11 +118,13 @@ def test_reconstruct_rate_flag_and_empty_cells(tmp_path, capsys):
     plan, names = make_plan(20, 1)
     p = plan.save(tmp_path / "plan.json")
     inv = sorted(s.invocation for s in plan.samples)
-    rows = ["invocation,cycles,frac,l1_hit_rate"] + [f"{i},{100 + i},0.5," for i in inv]
+    rows = ["invocation,cycles,frac,notes,l1_hit_rate"] + [f"{i},{100 + i},0.5,," for i in inv]
     (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
     got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv", "--rate", "frac")
     assert got["means"]["frac"] == pytest.approx(0.5)
-    assert "l1_hit_rate" not in got["means"]  # all cells empty: not a metric
+    assert "notes" not in got["means"] and "notes" not in got["totals"]  # all cells empty, no metric name: not one
+    # a metric `gclsampler simulate` writes has no estimate, as in its estimate.json, instead of vanishing
+    assert got["means"]["l1_hit_rate"] is None and got["no_estimate"] == {"l1_hit_rate": "missing"}
     rows[1] = rows[1] + "0.9"  # one sampled invocation has a hit rate, the others none
     (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
     got = run_json(capsys, "reconstruct", p, tmp_path / "res.csv")
@@ -159,6 +161,34 @@ def _log_for(plan, rng):
     cyc = {s.invocation: int(rng.integers(1_000, 90_000)) for s in samples}
     insn = {s.invocation: int(rng.integers(1_000, 90_000)) for s in samples}
     return samples, cyc, insn
+
+
+@pytest.mark.parametrize("cell", ["nan", "inf", "N/A", "abc"])
+def test_reconstruct_refuses_a_metric_unreadable_in_every_sampled_row(tmp_path, capsys, cell):
+    """A cycles column with no usable cell (a one-sample plan, or a simulator that failed on
+    every sample) was taken for a text column and left out: the estimate had no cycles and
+    exit 0. It is refused at its first line, as one bad cell among good ones is."""
+    plan, _ = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles,instructions"] +
+                                                [f"{i},{cell},{10 * i}" for i in inv]) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    assert f"res.csv:2: cycles: not a finite number >= 0: '{cell}'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shift", [1, -5, 10**6])
+def test_reconstruct_refuses_invocations_outside_the_plan(tmp_path, capsys, shift):
+    """A results file keyed by the 1-based -kernel id: its last row is outside the plan, and
+    reading the rest as 0-based gave a wrong estimate with exit 0."""
+    plan, _ = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    n = plan.n_invocations
+    ids = range(shift, n + shift) if shift == 1 else [*range(n), shift]
+    (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles"] + [f"{i},{100 + i}" for i in ids]) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    bad = n if shift == 1 else shift
+    assert f"invocation: {bad} is outside the plan's 0..{n - 1}" in capsys.readouterr().err
 
 
 def test_reconstruct_accelsim_log(tmp_path, capsys):

@@ -358,6 +358,9 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
                 raise ResultsFormatError(located(path, lineno, "invocation", f"not an integer: {row[inv_col]!r}")) from None
             if inv in rows:
                 raise ResultsFormatError(located(path, lineno, "invocation", f"{inv} already on line {rows[inv][0]}"))
+            if not 0 <= inv < plan.n_invocations:  # a file keyed by the 1-based -kernel id read as shifted by one
+                raise ResultsFormatError(located(path, lineno, "invocation", f"{inv} is outside the plan's "
+                                                 f"0..{plan.n_invocations - 1} (0-based: -kernel id minus 1)"))
             if inv in wanted:
                 rows[inv] = (lineno, row)
     missing = sorted(wanted - set(rows))
@@ -370,10 +373,14 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
             lineno, row = rows[s.invocation]
             if not same_kernel(row[name_col], s.kernel_name):
                 raise _name_mismatch(path, lineno, "kernel_name", row[name_col], s, hint=" (--no-name-check to skip)")
+    from gclsampler.simulate import METRICS
+
+    known = {*METRICS, "time_ns"}  # what `gclsampler simulate` writes: metrics even when no cell holds a value
     out: dict[str, np.ndarray] = {}
     for j in cols:
         parsed: dict[int, float] = {}
         bad: tuple[int, str] | None = None
+        number = False  # a cell Python reads as a float (nan and inf too): the column is meant as numbers
         for inv, (lineno, row) in rows.items():
             if not row[j].strip():
                 continue  # an empty cell: no value (e.g. a simulated hit rate of a cache without accesses)
@@ -382,12 +389,15 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
             except ValueError:
                 bad = bad or (lineno, row[j])
                 continue
+            number = True
             if not math.isfinite(v) or v < 0:  # cycles, counts, times and rates are never negative
                 bad = bad or (lineno, row[j])
                 continue
             parsed[inv] = v
-        if not parsed:
+        if not (parsed or number or header[j] in known):
             continue  # a text column (kernel_name, grid, ...): not a metric
+        # a metric column with no usable value in any sampled row was dropped here, so `cycles` of
+        # a one-sample plan whose simulation failed vanished from the estimate without a word
         if bad is not None:
             raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number >= 0: {bad[1]!r}"))
         out[header[j]] = parsed  # invocation -> value: a plan of 2**62 invocations needs no dense array
