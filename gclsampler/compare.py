@@ -96,6 +96,8 @@ def _check_values(df, csv: Path) -> None:
     """Refuse, at its line, a value evaluate.py never writes. Why: each was taken as if it
     were a measurement: a seed of 1.7 became seed 1 (and was counted as that run's seed), and
     a negative error, which no absolute error can be, showed as "<0.01" %, the best score."""
+    import pandas as pd
+
     for c in _INTEGRAL:
         v = df[c].to_numpy()
         bad = v != np.floor(v)
@@ -112,6 +114,24 @@ def _check_values(df, csv: Path) -> None:
             raise EvaluationError(f"{csv}:{r + 2}: {c}: negative ({v[r]:g}); an error is an absolute difference "
                                   "in %, never below 0")
         df[c] = v
+    # a cycle error missing from one row while its workload has it on that arch elsewhere: the
+    # row's method was averaged over fewer workloads than the others, and nothing said so (a
+    # workload without cycles at all, an nsys-only profile, has none for every method)
+    err = df["error_cycles"].to_numpy(dtype=float)
+    key = [df["workload"].astype(str).to_numpy(), df["arch"].astype(str).to_numpy()]
+    has = pd.Series(np.isfinite(err)).groupby(key).transform("any").to_numpy(dtype=bool)
+    gap = ~np.isfinite(err) & has
+    if gap.any():
+        r = int(np.flatnonzero(gap)[0])
+        raise EvaluationError(f"{csv}:{r + 2}: error_cycles: empty for workload {df['workload'].iloc[r]!r}, method "
+                              f"{df['method'].iloc[r]!r}, arch {df['arch'].iloc[r]!r}, which the other methods have "
+                              "there; every mean would leave this workload out of that method's alone")
+    for c, low in (("speedup", "> 0"), ("n_simulated", ">= 1")):
+        v = df[c].to_numpy(dtype=float)
+        bad = np.isnan(v) | ((v <= 0) if c == "speedup" else (v < 1))
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise EvaluationError(f"{csv}:{r + 2}: {c}: {df[c].iloc[r]:g}; a plan's {c} is {low}")
 
 
 def _check_unique_rows(df, csv: Path) -> None:

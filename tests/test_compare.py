@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -321,6 +322,30 @@ def test_a_negative_error_is_never_shown_as_the_best_score():
 
     assert _pct(-50.0) == "-50.00" and _fmt_err(-50.0) == "-50.00" and _fmt_err(-0.001) == "-0.00"
     assert _pct(0.004) == "<0.01" and _fmt_err(0.0) == "<0.01"
+
+
+@pytest.mark.parametrize("column, value, needle", [
+    ("error_cycles", np.nan, "error_cycles: empty for workload 'w2', method 'gcl', arch 'turing', which the other"),
+    ("speedup", -5.0, "speedup: -5; a plan's speedup is > 0"),
+    ("speedup", 0.0, "speedup: 0; a plan's speedup is > 0"),
+    ("n_simulated", -1.0, "n_simulated: -1; a plan's n_simulated is >= 1"),
+])
+def test_a_row_evaluate_never_writes_is_refused_at_its_line(tmp_path, column, value, needle):
+    """An empty cycle error in one method's row was averaged over one workload fewer than the
+    other methods, with nothing in compare.md saying so; a negative or zero speedup and a
+    negative count were averaged in. Each is now refused, naming the line."""
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 3.0, ("w2", "pka"): 4.0})
+    at = int(np.flatnonzero(((df["workload"] == "w2") & (df["method"] == "gcl") & (df["arch"] == "turing")).to_numpy())[0])
+    df.loc[at, column] = value
+    with pytest.raises(EvaluationError, match=re.escape(f"results.csv:{at + 2}: {needle}")):
+        load_run(_write(tmp_path, "r", df))
+
+
+def test_a_workload_without_cycles_for_every_method_is_still_read(tmp_path):
+    """An nsys-only workload has no cycle error for any method: that is no gap, and is read."""
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 3.0, ("w2", "pka"): 4.0})
+    df.loc[df["workload"] == "w2", "error_cycles"] = np.nan
+    assert load_run(_write(tmp_path, "r", df)).results["error_cycles"].isna().sum() == 4
 
 
 def test_an_infinite_speedup_counts_in_the_harmonic_mean(tmp_path):

@@ -41,5 +41,5 @@ def _run(args: argparse.Namespace) -> int:
     runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
     with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
-    print(f"{args.out / 'compare.md'}: {len(runs)} runs compared")
+    print(f"{args.out / 'compare.md'}: {len(runs)} run{'s' if len(runs) != 1 else ''} compared")
     return 0
