@@ -360,6 +360,22 @@ def _show_with_config(tmp_path, capsys, config) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.parametrize("config, line", [
+    ({"k": 20, "k_silhouette": 4, "silhouette": [[4, 0.79], [20, 0.67]]},
+     "K=4 chosen by silhouette 0.7900 (best 0.7900; 2 K scored); the work split and time cuts made 20 clusters"),
+    ({"k": 4, "k_silhouette": 4, "silhouette": [[4, 0.79], [20, 0.67]]},
+     "K=4 chosen by silhouette 0.7900 (best 0.7900; 2 K scored)\n"),
+    ({"k": 3, "silhouette": [[3, 0.5]]}, "K=3 chosen by silhouette 0.5000"),  # a plan from before k_silhouette
+    ({"k": 3, "k_silhouette": 3, "silhouette": [[3, 0.5]], "strata_chosen": "kernel_name", "n_strata": 2},
+     "clusters: the kernel_name strata (2), which STEM sizes more cheaply than the GCL clusters"),
+])
+def test_show_names_the_k_the_silhouette_chose(tmp_path, capsys, config, line):
+    """lud's gcl plan said "K=20 chosen by silhouette 0.6655 (best 0.7864)": the silhouette chose
+    4 and the work split made 20; 0.6655 scored another labelling. gcl_stem's clusters may be
+    kernel-name strata rather than that K."""
+    assert line in _show_with_config(tmp_path, capsys, config)
+
+
 @pytest.mark.parametrize("config", [{"error_bound": 10**400, "epsilon": 0.05},
                                     {"k": 3, "silhouette": [[3, 10**400]]}])
 def test_show_ignores_config_numbers_past_float_range(tmp_path, capsys, config):

@@ -113,9 +113,17 @@ def _show(args: argparse.Namespace) -> int:
           f"{len(samples)} ({100 * len(samples) / max(plan.n_invocations, 1):.2f}%)", file=out)
     cfg = plan.config
     k, curve = cfg.get("k"), _silhouette_curve(cfg.get("silhouette"))
-    if _is_int(k) and curve and k in curve:
-        print(f"  K={k} chosen by silhouette {curve[k]:.4f} "
-              f"(best {max(curve.values()):.4f}; {len(curve)} K scored)", file=out)
+    k_sil = cfg.get("k_silhouette", k)  # older plans recorded only the final K
+    if _is_int(k_sil) and curve and k_sil in curve:
+        # the K the silhouette picked; the work split and time cuts may then make more clusters,
+        # and the score of the final K is that of another labelling, not of this plan's clusters
+        after = f"; the work split and time cuts made {k} clusters" if _is_int(k) and k != k_sil else ""
+        print(f"  K={k_sil} chosen by silhouette {curve[k_sil]:.4f} "
+              f"(best {max(curve.values()):.4f}; {len(curve)} K scored){after}", file=out)
+    chosen = cfg.get("strata_chosen")
+    if isinstance(chosen, str) and chosen != "gcl":  # gcl_stem with strata auto: the clusters are not the K above
+        print(f"  clusters: the {chosen} strata ({cfg.get('n_strata', len(plan.clusters))}), which STEM sizes "
+              "more cheaply than the GCL clusters (strata auto)", file=out)
     bound, epsilon = cfg.get("error_bound"), cfg.get("epsilon")
     if is_finite_number(bound):
         eps = f" (epsilon {100 * epsilon:g}%)" if is_finite_number(epsilon) else ""
