@@ -36,6 +36,11 @@ def test_graph_info_errors_are_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--invocation" in err and len(err.strip().splitlines()) == 1
     assert main(["graph", "info", str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    one = sorted(wl.glob("kernel-*.traceg*"))[0]  # --invocation beside one file was ignored, exit 0
+    assert main(["graph", "info", str(one), "--invocation", "100"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{one}: --invocation: picks an invocation of a workload directory" in line
 
 
 @pytest.mark.parametrize("cmd", ["info", "build"])

@@ -86,6 +86,9 @@ def _info(args) -> int:
     if path.is_file():
         from gclsampler.trace import read_kernel
 
+        if args.invocation is not None:  # it was ignored: the file's own invocation was shown instead
+            raise GraphCliError(located(path, None, "--invocation", "picks an invocation of a workload directory; "
+                                        "this is one trace file (give its directory, or drop --invocation)"))
         t = read_kernel(path)
         s = graph_summary(build_graph(t, cfg))
         print(json.dumps({"invocation": t.header.invocation, "kernel": t.header.name, **s})
