@@ -205,10 +205,12 @@ def find_runs(root: str | Path) -> list[Path]:
     return sorted(jobs, key=job_order)
 
 
-def expand_runs(paths: Iterable[str | Path]) -> list[Path]:
+def expand_runs(paths: Iterable[str | Path], left_out: list[Path] | None = None) -> list[Path]:
     """The runs the user named: a path holding results.csv (or the CSV itself) is one run, a
     directory without one stands for the runs inside it (a multirun sweep directory,
-    ``find_runs``). Why here: ``gclsampler compare`` and ``bench/targets.py`` read the same runs."""
+    ``find_runs``). Why here: ``gclsampler compare`` and ``bench/targets.py`` read the same runs.
+    ``left_out`` receives the job directories of such a sweep (those Hydra made, with ``.hydra/``)
+    that hold no results.csv: a job that failed or is still running, which the caller names."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir() and not (p / "results.csv").exists():
@@ -217,6 +219,9 @@ def expand_runs(paths: Iterable[str | Path]) -> list[Path]:
                 raise EvaluationError(f"{p}: no results.csv in it or in its subdirectories; give evaluate.py "
                                       "output directories")
             out += inside
+            if left_out is not None:
+                left_out += sorted((q for q in p.iterdir() if q.is_dir() and (q / ".hydra").is_dir()
+                                    and not (q / "results.csv").exists()), key=job_order)
         else:
             out.append(p)
     return out

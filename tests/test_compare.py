@@ -185,11 +185,15 @@ def test_cli_expands_a_sweep_dir_and_guards_its_output(tmp_path):
     sweep = tmp_path / "sweep"
     for i in range(3):
         _write(sweep, str(i), _rows({("w1", "gcl"): 1.0 + i, ("w1", "pka"): 2.0}, seed=i))
-    (sweep / "10").mkdir()  # a job that failed before writing results: not a run
+    (sweep / "10" / ".hydra").mkdir(parents=True)  # a job that failed before writing results: not a run
+    (sweep / "plots").mkdir()  # not a job at all
     assert [p.name for p in find_runs(sweep)] == ["0", "1", "2"]
     r = _cli(sweep, "--out", tmp_path / "cmp", "--no-plots")
     assert r.returncode == 0, r.stderr
     assert "3 runs compared" in r.stdout and "| 2 |" in (tmp_path / "cmp" / "compare.md").read_text()
+    # the failed job is named, not left out in silence
+    assert [ln for ln in r.stderr.splitlines() if ln.strip()] == [
+        f"gclsampler: warning: {sweep / '10'}: no results.csv (a job that failed or is still running); left out"]
     assert _cli(sweep, "--out", tmp_path / "cmp", "--no-plots").returncode == 0  # its own output: rewritten
     # the user's directory is not written into
     mine = tmp_path / "mine"

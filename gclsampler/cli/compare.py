@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -37,9 +38,13 @@ def _run(args: argparse.Namespace) -> int:
     from gclsampler._safe_out import replace_dir
     from gclsampler.compare import expand_runs, load_runs, write_comparison
 
-    paths = expand_runs(args.runs)
+    left_out: list[Path] = []
+    paths = expand_runs(args.runs, left_out)
     runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
     with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
     print(f"{args.out / 'compare.md'}: {len(runs)} run{'s' if len(runs) != 1 else ''} compared")
+    for job in left_out:  # after the work: an error above stays the one line it is
+        print(f"gclsampler: warning: {job}: no results.csv (a job that failed or is still running); left out",
+              file=sys.stderr)
     return 0
