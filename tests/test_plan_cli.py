@@ -177,6 +177,17 @@ def test_reconstruct_refuses_a_metric_unreadable_in_every_sampled_row(tmp_path, 
     assert f"res.csv:2: cycles: not a finite number >= 0: '{cell}'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("sep, name", [(";", "semicolons"), ("\t", "tabs")])
+def test_reconstruct_names_a_table_with_another_separator(tmp_path, capsys, sep, name):
+    """A results table separated by ';' or tabs was read as an Accel-Sim log that "simulated 0 kernels"."""
+    plan, _ = make_plan()
+    p = plan.save(tmp_path / "plan.json")
+    inv = sorted(s.invocation for s in plan.samples)
+    (tmp_path / "res.csv").write_text("\n".join([f"invocation{sep}cycles"] + [f"{i}{sep}{100 + i}" for i in inv]) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    assert f"res.csv:1: a table separated by {name}; write it with commas" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("shift", [1, -5, 10**6])
 def test_reconstruct_refuses_invocations_outside_the_plan(tmp_path, capsys, shift):
     """A results file keyed by the 1-based -kernel id: its last row is outside the plan, and

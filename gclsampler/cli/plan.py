@@ -426,6 +426,10 @@ def _looks_like_csv(path: Path) -> bool:
     fields = [c.strip() for c in next(csv.reader([first]), [])]
     if "invocation" in fields:
         return True
+    for sep, name in ((";", "semicolons"), ("\t", "tabs")):  # read as a log, it "simulated 0 kernels"
+        if "invocation" in [c.strip() for c in first.split(sep)]:
+            raise ResultsFormatError(located(path, 1, None, f"a table separated by {name}; write it with commas "
+                                                            "(CSV), as simulated.csv is"))
     return len(fields) >= 2 and "=" not in first and all(f and not any(ch.isspace() for ch in f) for f in fields)
 
 
