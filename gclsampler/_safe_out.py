@@ -351,6 +351,19 @@ def restore_hydra_records() -> None:
     _hydra_records.clear()
 
 
+def _workload_of(config) -> Path | None:
+    """The workload directory a train.py config reads (``pipeline.workload_dir``'s rule, from the
+    launch directory, where Hydra still is at ``on_run_start``); None for other configs."""
+    from omegaconf import OmegaConf
+
+    given = OmegaConf.select(config, "workload.dir", default=None)
+    if given:
+        return Path(str(given))
+    name, base = OmegaConf.select(config, "workload.name", default=None), OmegaConf.select(
+        config, "paths.workloads_dir", default=None)
+    return Path(str(base)) / str(name) if name is not None and base is not None else None
+
+
 class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback: refuse a ``hydra.run.dir`` that holds someone else's files.
 
@@ -374,6 +387,11 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
             return
         job = OmegaConf.select(config, "hydra.job.name", default=None) or self.command
         try:
+            # a run inside its own workload was refused by the task, after Hydra had written .hydra/
+            # and the log there: a workload the synthesizer then would not replace
+            wl = _workload_of(config)
+            if wl is not None and _is_within(_resolve(run_dir), _resolve(wl)):  # existing or still to be synthesized
+                raise OutputError(f"{run_dir}: output lies inside the input {wl}; choose a path outside it")
             check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
         except OutputError as exc:
             # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through

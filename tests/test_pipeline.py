@@ -612,3 +612,32 @@ def test_check_sweep_values_expands_only_basic_multiruns():
         check_sweep_values(["-m", *base, "+train.epoch=1,2"], conf, "config", check)
     with pytest.raises(SweepValueError, match=r"^sweep value workload=nosuch: config: "):
         check_sweep_values(["-m", *base, "workload=3mm,nosuch"], conf, "config", check)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_path, tiny_workload, existing):
+    """The task refused it, but only after Hydra had put .hydra/ and train.log inside the
+    workload (or created the still-missing workload directory for them), which then was
+    'not written by gclsampler synth' and could not be synthesized again."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    if existing:
+        wl = tmp_path / "mine"
+        shutil.copytree(tiny_workload, wl)
+        where = [f"workload.dir={wl}"]
+        before = sorted(p.name for p in wl.iterdir())
+    else:
+        wl = tmp_path / "wl" / "3mm"
+        where = ["workload=3mm", f"paths.workloads_dir={tmp_path / 'wl'}"]
+    r = subprocess.run([sys.executable, str(root / "train.py"), "debug=default", *where,
+                        f"hydra.run.dir={wl / 'run'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("train.py: error: hydra.run.dir: ") and "output lies inside the input" in line
+    if existing:
+        assert sorted(p.name for p in wl.iterdir()) == before
+    else:
+        assert not (tmp_path / "wl").exists()
