@@ -127,6 +127,20 @@ def cluster_error_text(exc: BaseException) -> str | None:
             "through submitit, which needs a SLURM cluster: run on its login node, or use the local launcher)")
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind ``exc``: Ctrl-C while numba loads a cached kernel
+    surfaces as SystemError ("returned a result with an exception set") caused by it, and was
+    shown as a bug's traceback with exit 1 instead of "interrupted", exit 130."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> Any:
     """Return ``fn()``; on a user or environment error print one line and raise ``SystemExit``.
 
@@ -153,6 +167,9 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
         _say(prog, f"{prog}: error: {_hinted(_one_line(text or os_error_text(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
+        if _caused_by_interrupt(exc):
+            _say(prog, f"{prog}: interrupted")
+            raise SystemExit(EXIT_INTERRUPTED) from None
         text = config_error_text(exc) or cluster_error_text(exc)
         if text is None:
             raise

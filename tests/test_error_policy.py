@@ -418,3 +418,29 @@ def test_usage_errors_are_one_line_with_exit_2(capsys, argv, needle):
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert out == "" and len(lines) == 1 and lines[0].startswith(needle) and "--help`)" in lines[0], err
+
+
+def test_an_error_caused_by_ctrl_c_is_the_interrupt(capsys):
+    """Ctrl-C while numba unpickles a cached kernel comes out as SystemError ("returned a result
+    with an exception set") whose cause is the KeyboardInterrupt: it was a traceback, exit 1.
+    An error with no interrupt behind it is still a bug's traceback."""
+    from gclsampler._guard import call_guarded
+
+    def numba_load():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise SystemError("<function _numba_unpickle> returned a result with an exception set") from ki
+
+    def dispatcher():
+        try:
+            numba_load()
+        except SystemError as inner:
+            raise SystemError("CPUDispatcher(value_rows) returned a result with an exception set") from inner
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(dispatcher, "gclsampler")
+    assert e.value.code == 130
+    _line(capsys, "gclsampler: interrupted")
+    with pytest.raises(SystemError):
+        call_guarded(lambda: (_ for _ in ()).throw(SystemError("a real bug")), "gclsampler")
