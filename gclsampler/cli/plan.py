@@ -398,8 +398,8 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
                 bad = bad or (lineno, row[j])
                 continue
             number = True
-            if not math.isfinite(v) or v < 0:  # cycles, counts, times and rates are never negative
-                bad = bad or (lineno, row[j])
+            if not math.isfinite(v) or v < 0 or (v == 0 and header[j] == "cycles"):
+                bad = bad or (lineno, row[j])  # never negative; a kernel takes cycles, as the log path says
                 continue
             parsed[inv] = v
         if not (parsed or number or header[j] in known):
@@ -407,7 +407,8 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
         # a metric column with no usable value in any sampled row was dropped here, so `cycles` of
         # a one-sample plan whose simulation failed vanished from the estimate without a word
         if bad is not None:
-            raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number >= 0: {bad[1]!r}"))
+            low = "> 0" if header[j] == "cycles" else ">= 0"
+            raise ResultsFormatError(located(path, bad[0], header[j], f"not a finite number {low}: {bad[1]!r}"))
         out[header[j]] = parsed  # invocation -> value: a plan of 2**62 invocations needs no dense array
     if not out:
         raise ResultsFormatError(located(path, 1, None, "no numeric metric column besides `invocation`"))
