@@ -444,3 +444,13 @@ def test_an_error_caused_by_ctrl_c_is_the_interrupt(capsys):
     _line(capsys, "gclsampler: interrupted")
     with pytest.raises(SystemError):
         call_guarded(lambda: (_ for _ in ()).throw(SystemError("a real bug")), "gclsampler")
+
+
+def test_synth_option_errors_are_one_line(tmp_path, capsys):
+    """synth parses its options after the workload itself: argparse's usage block came first,
+    then a second line that only repeated the arguments."""
+    from gclsampler.cli import main
+
+    assert main(["synth", "phi2", "--out", str(tmp_path / "x"), "--jobs", "abc", "--quiet"]) == 2
+    _line(capsys, "gclsampler: error: synth: argument --jobs: invalid int value: 'abc'")
+    assert not (tmp_path / "x").exists()

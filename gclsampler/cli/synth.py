@@ -38,17 +38,18 @@ def _run(args) -> int:
             d = workload_defaults(name)
             print(name + ": " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
         return 0
-    tail = argparse.ArgumentParser(prog="gclsampler synth", add_help=False)
+    class Tail(argparse.ArgumentParser):
+        def error(self, message: str):  # one line, as every other error (argparse printed its usage block first)
+            raise SynthUsageError(f"synth: {message}")
+
+    tail = Tail(prog="gclsampler synth", add_help=False)
     tail.add_argument("--out", default=args.out)
     tail.add_argument("--arch", default=args.arch)
     tail.add_argument("--seed", type=int, default=args.seed)
     tail.add_argument("--quiet", action="store_true", default=args.quiet)
     tail.add_argument("--jobs", type=int, default=args.jobs)
     tail.add_argument("overrides", nargs="*")
-    try:
-        args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
-    except SystemExit as exc:  # argparse already printed the reason
-        raise SynthUsageError(f"synth: bad arguments {' '.join(args.rest)!r}") from exc
+    args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
     params = {}
     for ov in args.overrides:
         if "=" not in ov:
