@@ -24,7 +24,7 @@ import numpy as np
 
 from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
-from gclsampler.plan import Sampler, SamplingPlan
+from gclsampler.plan import Sampler
 from gclsampler.report import write_workload_report
 from gclsampler.score import (  # noqa: F401  (re-exported: the suite's public names before the split)
     METHOD_ORDER,

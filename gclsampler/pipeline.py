@@ -16,7 +16,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional

@@ -287,8 +287,6 @@ def check_profile_usable(prof, where: str | os.PathLike, time_column: str = "tim
     "predicted error bound 0.00 %"; every sampler needs some measured time.
     """
     if time_column in prof.columns:
-        import numpy as np
-
         from gclsampler.plan import finite_column
 
         # --time-column may name a text column, or one an import left empty (cycles from nsys)

@@ -188,12 +188,10 @@ class _FakeGcl:
 
 
 def _compose(overrides):
-    from pathlib import Path
-
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from gclsampler.evaluate import EvaluateConfig, register_configs
+    from gclsampler.evaluate import register_configs
 
     register_configs()
     conf = Path(__file__).resolve().parents[1] / "conf"
@@ -467,8 +465,6 @@ def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
 def test_schema_defaults_equal_the_default_yaml():
     """An API user building SuiteConfig() / TrainConfig() gets what the CLI's defaults give
     (they had drifted: 8 methods without gcl_paper, a halved node budget per batch)."""
-    from pathlib import Path
-
     from omegaconf import OmegaConf
 
     from gclsampler.evaluate import SuiteConfig

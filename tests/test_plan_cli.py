@@ -142,14 +142,14 @@ def test_reconstruct_csv_bad_value_names_line_and_field(tmp_path, capsys):
     rows[2] = f"{inv[1]},12x"
     (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
     assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
-    assert f"res.csv:3: cycles: not a finite number > 0: '12x'" in capsys.readouterr().err
+    assert "res.csv:3: cycles: not a finite number > 0: '12x'" in capsys.readouterr().err
     (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles"] + [f"{i},1" for i in inv[1:]]) + "\n")
     assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
     assert f"invocation: no row for sampled invocation(s) [{inv[0]}]" in capsys.readouterr().err
     rows[2] = f"{inv[1]},-5"  # a negative count shifted the estimate without a word
     (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
     assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
-    assert f"res.csv:3: cycles: not a finite number > 0: '-5'" in capsys.readouterr().err
+    assert "res.csv:3: cycles: not a finite number > 0: '-5'" in capsys.readouterr().err
     for head in ("Invocation,cycles", "inv,cycles"):  # a table without the column is a table, not a log
         (tmp_path / "res.csv").write_text("\n".join([head] + [f"{i},1" for i in inv]) + "\n")
         assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
