@@ -671,7 +671,7 @@ class SweepSummaryCallback(_HydraCallback):  # type: ignore[misc,valid-type]
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
         found = foreign_sweep_files(config.hydra.sweep.dir)
         if found:
-            print(f"train.py: {found[0]}: exists and was not written by a train.py multirun; sweep summary not "
+            print(f"train.py: warning: {found[0]}: exists and was not written by a train.py multirun; sweep summary not "
                   "written", file=sys.stderr)
             return
         summarize_sweep(config.hydra.sweep.dir)
