@@ -81,20 +81,6 @@ def workload_dir(cfg: DictConfig) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def _no_nan(obj):
-    """``obj`` with every non-finite float as None: ``NaN`` (a run without validation graphs has
-    no best validation loss) is not JSON, and strict readers (``JSON.parse``, jq) refused run.json."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _no_nan(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_no_nan(v) for v in obj]
-    if isinstance(obj, np.floating):
-        return _no_nan(float(obj))
-    return obj
-
-
 def _synth_request(cfg: DictConfig) -> dict:
     params = OmegaConf.to_container(cfg.workload.synth, resolve=True) if cfg.workload.get("synth") else {}
     arch = str(cfg.workload.get("arch", "turing"))
@@ -311,7 +297,11 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         "precision": result.precision,
         "timings": timings, "post_embedding": post,
     }
-    atomic_write_text(out_dir / "run.json", json.dumps(_no_nan(summary), indent=2, default=str, allow_nan=False) + "\n")
+    from gclsampler.score import finite_or_null
+
+    # NaN (no validation graphs: no best validation loss) is no JSON; JSON.parse and jq refused run.json
+    atomic_write_text(out_dir / "run.json",
+                      json.dumps(finite_or_null(summary), indent=2, default=str, allow_nan=False) + "\n")
     log.info("done in %.1fs: %s", timings["total_s"], out_dir)
     return summary
 

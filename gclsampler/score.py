@@ -509,10 +509,11 @@ def no_estimate_reasons(est: Mapping[str, Any]) -> dict[str, str]:
 
 
 def finite_or_null(o: Any) -> Any:
-    """``o`` with every non-finite float as None (through dicts, lists and tuples): NaN and
-    Infinity are no JSON, and strict readers reject the whole document."""
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
+    """``o`` with every non-finite float as None (through dicts, lists and tuples; numpy
+    floats become Python floats): NaN and Infinity are no JSON, and strict readers reject the
+    whole document."""
+    if isinstance(o, (float, np.floating)):
+        return float(o) if math.isfinite(o) else None
     if isinstance(o, dict):
         return {k: finite_or_null(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
