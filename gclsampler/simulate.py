@@ -528,6 +528,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     from gclsampler.trace.workload import accelsim_text, export_facts, write_kernelslist
     from gclsampler.trace.writer import write_bytes_atomic
 
+    check_launcher(launcher)  # before any trace is exported (the CLI calls it sooner, before --out exists)
     t0 = time.perf_counter()
     wdir = Path(workload_dir)
     cache = Path(cache_dir).resolve()  # the simulator runs in its own directory: paths must be absolute
@@ -596,10 +597,8 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     if todo:
         if launcher == "local":
             _run_local(todo, max(1, int(jobs)), finish)
-        elif launcher in ("slurm", "submitit-local"):
+        else:  # slurm or submitit-local: check_launcher refused any other name above
             _run_submitit(todo, launcher, cache / "submitit", timeout_s, slurm_params or {}, finish)
-        else:
-            raise SimulatorNotFound(f"--launcher: unknown launcher {launcher!r} (local, slurm, submitit-local)")
     for rec, first in twins:
         rec.stats, rec.error, rec.source = first.stats, first.error, f"dedup:{first.invocation}"
         rec.log = first.log
@@ -661,14 +660,12 @@ def _run_submitit(todo: list[Job], launcher: str, folder: Path, timeout_s: float
                   slurm_params: dict[str, Any], finish: Callable[[dict[str, Any]], None]) -> None:
     """One submitit job per invocation, submitted as one array; results come back as they end.
 
-    submitit is an optional extra (``pip install 'gclsampler[slurm]'``), imported only here.
+    submitit is an optional extra (``pip install 'gclsampler[slurm]'``), imported only here;
+    ``check_launcher`` has made sure it is installed.
     """
-    try:
-        import submitit
-        from submitit.helpers import as_completed
-    except ImportError:
-        raise SimulatorNotFound(f"--launcher {launcher} needs submitit: pip install 'gclsampler[slurm]' "
-                                "(or pip install submitit)") from None
+    import submitit
+    from submitit.helpers import as_completed
+
     ex = submitit.AutoExecutor(folder=str(folder), cluster="slurm" if launcher == "slurm" else "local")
     minutes = int(math.ceil(timeout_s / 60.0)) + 5 if timeout_s else 24 * 60
     ex.update_parameters(name="gclsampler-simulate", timeout_min=minutes, cpus_per_task=1, nodes=1, tasks_per_node=1)
