@@ -321,6 +321,16 @@ except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]
 
 
+def first_line(path: Path) -> str | None:
+    """The first line of a file, stripped (a UTF-8 BOM too), None when it cannot be read: how
+    a command tells a file it wrote (its known header) from one of the user's of that name."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.readline(65536).decode("utf-8", "replace").lstrip("\ufeff").strip()
+    except OSError:
+        return None
+
+
 def job_order(job: Path) -> tuple:
     """Sort key for a multirun's job directories, ``<num>`` or ``<num>_<name>`` (the sweep
     subdirs of conf/hydra/default.yaml and conf/evaluate.yaml): Hydra's job order 0, 1, ...,

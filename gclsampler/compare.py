@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
-from gclsampler._safe_out import job_order
+from gclsampler._safe_out import first_line, job_order
 from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
 from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
@@ -716,14 +716,6 @@ _CSV_COLUMNS = {"compare.csv": {"run", "seed", "method", "error_cycles", "worst_
 PLOT = Path("plots") / "compare_speedup_vs_error.png"
 
 
-def _first_line(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.readline(65536).decode("utf-8", "replace").lstrip("\ufeff").strip()
-    except OSError:
-        return None
-
-
 def _written_by_compare(path: Path, out: Path) -> bool:
     """Whether the file at ``path`` is one ``write_comparison`` wrote into ``out`` (an empty
     file holds nothing to lose). The plot has no header to read: it is compare's when the
@@ -733,9 +725,9 @@ def _written_by_compare(path: Path, out: Path) -> bool:
     if path.stat().st_size == 0:
         return True
     if path.name == "compare.md":
-        return _first_line(path) == f"# {_TITLE}"
+        return first_line(path) == f"# {_TITLE}"
     if path.name in _CSV_COLUMNS:
-        line = _first_line(path)
+        line = first_line(path)
         return line is not None and _CSV_COLUMNS[path.name] <= {c.strip().strip('"') for c in line.split(",")}
     md = out / "compare.md"
     return md.is_file() and _written_by_compare(md, out)

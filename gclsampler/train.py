@@ -38,7 +38,7 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from gclsampler._atomic import atomic_path, write_text_atomic
-from gclsampler._safe_out import job_order
+from gclsampler._safe_out import first_line, job_order
 from gclsampler.augment import AugmentConfig, augment_batch
 from gclsampler.errors import GclError
 from gclsampler.loss import symmetric_info_nce
@@ -628,14 +628,6 @@ except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]
 
 
-def _first_line(path: Path) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.readline().rstrip("\r\n")
-    except OSError:
-        return ""
-
-
 _SWEEP_FILES = {
     "sweep_summary.md": lambda first: first == "# Sweep summary",
     "sweep_summary.csv": lambda first: first.startswith("job,overrides,best_val_loss"),
@@ -649,7 +641,7 @@ def foreign_sweep_files(root: str | os.PathLike) -> list[Path]:
     out = []
     for name, ours in _SWEEP_FILES.items():
         p = Path(root) / name
-        if p.is_symlink() or p.is_dir() or (p.is_file() and p.stat().st_size and not ours(_first_line(p))):
+        if p.is_symlink() or p.is_dir() or (p.is_file() and p.stat().st_size and not ours(first_line(p) or "")):
             out.append(p)
     return out
 
