@@ -11,7 +11,8 @@
 #   time    GCL_TIME_ONLY=1 under the tracer: profile.csv (cudaEvent time of every launch)
 #   time_gated  the same timing with GCL_TIME_GATE_US (start event held until the launch is
 #           queued); bfs's Nsight Compute kernel times (bfs.ncu_time) are what it is checked against
-#   trace   GCL_TRACE_SM=0: every instruction of every CTA on SM 0, with register values
+#   trace   GCL_TRACE_SM=0: every instruction of every CTA on SM 0 (CTA 0 of a grid with fewer
+#           CTAs than SMs, GCL_SMALL_GRID's default), with register values
 #   torch   (LLM) torch.profiler kernel times, without launch overhead
 #   ncu     (CUDA programs) Nsight Compute metrics incl. PKA's, where time is left
 #

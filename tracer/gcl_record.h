@@ -90,6 +90,39 @@ GCL_HD uint32_t pack_regs(int32_t lo, int32_t hi) {
 }
 GCL_HD int32_t unpack_reg(uint32_t w, int half) { return (int32_t)(int16_t)(uint16_t)(w >> (16 * half)); }
 
+/* Which warps a launch records: its scope, passed to the injected code as the launch-time
+ * value (so it changes per launch without re-instrumenting).
+ *
+ * Why a scope other than the SM: GCL-Sampler traces "a single representative SM per kernel
+ * invocation". A launch with fewer CTAs than the GPU has SMs puts at most one CTA on each SM
+ * it uses, and which SMs it uses is the block scheduler's choice in that run: on an H200 SM 0
+ * ran no CTA of 631 of the 2-layer LLM's 1058 launches (1-CTA elementwise kernels, mostly), so
+ * their SM-0 traces were a header alone, and two launches of one kernel could get one CTA or
+ * none. For such a launch the representative SM's view is one CTA, and CTA 0 is the one CTA
+ * that is there in every run. gclsampler's synthesizer, whose round-robin scheduler puts CTA 0
+ * on SM 0, records the same CTA. */
+constexpr uint32_t kScopeAllSms = 0xffffffffu; /* GCL_TRACE_SM=-1: every warp */
+constexpr uint32_t kScopeFirstCta = 0xfffffffeu; /* the CTA at blockIdx (0,0,0), wherever it runs */
+
+/* The scope of one launch: trace_sm < 0 keeps every SM; a grid of fewer CTAs than the GPU's
+ * SMs keeps CTA 0 when small_grid_cta0 is set (and the SM count is known); otherwise the SM. */
+GCL_HD uint32_t launch_scope(int64_t trace_sm, uint64_t grid_ctas, int n_sms, bool small_grid_cta0) {
+  if (trace_sm < 0) return kScopeAllSms;
+  if (small_grid_cta0 && n_sms > 0 && grid_ctas < (uint64_t)n_sms) return kScopeFirstCta;
+  return (uint32_t)trace_sm;
+}
+
+/* Whether a warp is inside `scope`: smid() its SM, first_cta() whether its CTA is at blockIdx
+ * (0,0,0). Each is read only when the scope needs it: the injected code runs before every
+ * instruction of every warp, and reading the CTA index up front in every launch made
+ * gcl_before spill 76 bytes of registers instead of 20 (ptxas -v, sm_90; 28 read lazily). */
+template <class SmId, class FirstCta>
+GCL_HD bool in_scope(uint32_t scope, SmId smid, FirstCta first_cta) {
+  if (scope == kScopeAllSms) return true;
+  if (scope == kScopeFirstCta) return first_cta();
+  return smid() == scope;
+}
+
 /* GCL_BUFFER_MB: the other way records leave the GPU. The injected code claims a slot with
  * one atomic and copies the record into device memory; the host copies the launch's records
  * back after it ends. Nothing on the host polls while the kernel runs (no channel, no

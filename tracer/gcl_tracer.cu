@@ -8,6 +8,8 @@
  * Environment (read once at start, see README.md):
  *   GCL_TRACE_DIR            output directory                       (./traces)
  *   GCL_TRACE_SM             keep only CTAs resident on this SM id  (-1 = all SMs)
+ *   GCL_SMALL_GRID           cta0: a launch with fewer CTAs than SMs keeps CTA 0 instead of
+ *                            the SM (gcl_record.h, launch_scope); sm: always the SM  (cta0)
  *   GCL_KERNEL_BEGIN/END     invocation id range to trace, 1-based  (1 .. unlimited)
  *   GCL_KERNEL_FILTER        ECMAScript regex on the mangled or demangled kernel name
  *   GCL_MAX_INSTS_PER_WARP   cap on records written per warp        (0 = no cap)
@@ -71,6 +73,7 @@ static uint64_t gate_timeouts = 0, gate_first_timeout = 0;
 struct Options {
   std::string dir = "traces";
   int64_t trace_sm = -1;
+  bool small_grid_cta0 = true; /* GCL_SMALL_GRID=cta0 */
   uint64_t kernel_begin = 1, kernel_end = UINT64_MAX;
   std::string filter;
   uint64_t max_insts_per_warp = 0;
@@ -135,6 +138,7 @@ static FILE *profile_csv = nullptr;
 static FILE *kernelslist = nullptr;
 static FILE *counts_csv = nullptr;
 static int clock_khz = 0;
+static int n_sms = 0; /* the GPU's SM count, for GCL_SMALL_GRID; 0 (unknown) keeps the SM scope */
 
 static uint64_t warp_key(const gcl::Record &r) {
   return ((uint64_t)(uint32_t)r.cta_x << 40) ^ ((uint64_t)(uint32_t)r.cta_y << 24) ^
@@ -239,6 +243,12 @@ void nvbit_at_init() {
   setenv("CUDA_MANAGED_FORCE_DEVICE_ALLOC", "1", 1);
   opt.dir = env_str("GCL_TRACE_DIR", opt.dir);
   opt.trace_sm = env_int("GCL_TRACE_SM", -1);
+  const std::string small_grid = env_str("GCL_SMALL_GRID", "cta0");
+  if (small_grid != "cta0" && small_grid != "sm") {
+    fprintf(stderr, "gcl_tracer: GCL_SMALL_GRID must be cta0 or sm, not %s\n", small_grid.c_str());
+    exit(2);
+  }
+  opt.small_grid_cta0 = small_grid == "cta0";
   opt.kernel_begin = (uint64_t)env_int("GCL_KERNEL_BEGIN", 1);
   int64_t end = env_int("GCL_KERNEL_END", 0);
   opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
@@ -306,6 +316,7 @@ static void tool_setup() {
   CUdevice dev;
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  if (cuDeviceGetAttribute(&n_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS) n_sms = 0;
   if (opt.time_only && opt.time_gate_us) {
     gcl_cuda_check(cudaHostAlloc(&gate_host, sizeof(*gate_host), cudaHostAllocMapped), "cudaHostAlloc(gate)");
     gcl_cuda_check(cudaHostGetDevicePointer(&gate_dev, gate_host, 0), "cudaHostGetDevicePointer(gate)");
@@ -542,6 +553,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   static int nregs = 0, shmem = 0;
   static double t_entry = 0, t_queued = 0; /* GCL_VERBOSE phase times */
   static bool gated = false, gate_opened = true;
+  static uint32_t scope = gcl::kScopeAllSms; /* this launch's (gcl::launch_scope) */
   if (!is_exit) {
     invocation_id++;
     mangled = nvbit_get_func_name(ctx, L.f, true);
@@ -556,10 +568,14 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       instrument(ctx, L.f);
       if (opt.verbose) fprintf(stderr, "gcl_tracer: launch %llu: instrumented in %.3f s, launching\n",
                                (unsigned long long)invocation_id, now_s() - t_entry);
-      uint32_t sm = opt.trace_sm < 0 ? 0xffffffffu : (uint32_t)opt.trace_sm;
+      scope = gcl::launch_scope(opt.trace_sm, (uint64_t)L.grid[0] * L.grid[1] * L.grid[2], n_sms,
+                                opt.small_grid_cta0);
+      if (opt.verbose && scope == gcl::kScopeFirstCta)
+        fprintf(stderr, "gcl_tracer: launch %llu: %llu CTAs on %d SMs: keeping CTA 0 (GCL_SMALL_GRID=cta0)\n",
+                (unsigned long long)invocation_id, (unsigned long long)L.grid[0] * L.grid[1] * L.grid[2], n_sms);
       /* NVBit >= 1.7: one 64-bit launch value; its low 32 bits are launch_val32 offset 0.
        * The stream argument exists only after 1.7.1 (nvbit_compat.h picks the form). */
-      GCL_SET_AT_LAUNCH(ctx, L.f, (uint64_t)sm, L.stream);
+      GCL_SET_AT_LAUNCH(ctx, L.f, (uint64_t)scope, L.stream);
     }
     nvbit_enable_instrumented(ctx, L.f, traced);
     if (traced && opt.count_only) *gcl_warp_insts = 0; /* the previous launch was synchronized */
@@ -644,9 +660,12 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   if (traced && opt.count_only) {
     cudaDeviceSynchronize();
     records = *gcl_warp_insts;
-    fprintf(counts_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%lld,%llu\n",
+    /* trace_sm: the SM kept, -1 for every SM, cta0 for CTA 0 (GCL_SMALL_GRID) */
+    const std::string kept = scope == gcl::kScopeFirstCta ? "cta0"
+                             : scope == gcl::kScopeAllSms ? "-1" : std::to_string(scope);
+    fprintf(counts_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%s,%llu\n",
             (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2], L.block[0],
-            L.block[1], L.block[2], (long long)opt.trace_sm, (unsigned long long)records);
+            L.block[1], L.block[2], kept.c_str(), (unsigned long long)records);
     fflush(counts_csv);
   } else if (traced) {
     if (dev_buffer) {

@@ -33,14 +33,18 @@ __device__ __forceinline__ int gcl_warp_in_cta() {
   return tid / gcl::kWarpSize;
 }
 
+__device__ __forceinline__ bool gcl_in_launch_scope(uint32_t scope) {
+  return gcl::in_scope(scope, [] { return gcl_smid(); }, [] { return (blockIdx.x | blockIdx.y | blockIdx.z) == 0; });
+}
+
 /* Fill the fields every record kind shares; returns false when this warp is out of scope. */
 __device__ __forceinline__ bool gcl_fill_common(gcl::Record &r, int pred, uint32_t launch_sm,
                                                 uint32_t pc, uint32_t opcode_id,
                                                 uint32_t *active, uint32_t *leader) {
-  /* GCL_TRACE_SM: the host passes the SM to keep as a launch-time value, so changing
-   * it needs no re-instrumentation. 0xffffffff keeps every SM. A CTA never moves
+  /* The launch's scope (gcl::launch_scope: an SM, every SM, or CTA 0) comes as a
+   * launch-time value, so changing it needs no re-instrumentation. A CTA never moves
    * between SMs, so all warps of a kept CTA are kept whole. */
-  if (launch_sm != 0xffffffffu && gcl_smid() != launch_sm) return false;
+  if (!gcl_in_launch_scope(launch_sm)) return false;
   const uint32_t exec = __activemask();
   *active = __ballot_sync(exec, pred);
   if (*active == 0) return false; /* predicated off for the whole warp */
@@ -158,11 +162,11 @@ extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, 
 
 /*
  * GCL_COUNT_ONLY: one atomic per warp-level instruction with an active lane on the
- * scoped SM. No record, no channel: a probe that instrumented code runs and that the
- * SM scoping selects what it should, and the count of instructions on SM 0 per launch.
+ * launch's scope. No record, no channel: a probe that instrumented code runs and that the
+ * scoping selects what it should, and the count of instructions in scope per launch.
  */
 extern "C" __device__ __noinline__ void gcl_count(int pred, uint32_t launch_sm, uint64_t pcounter) {
-  if (launch_sm != 0xffffffffu && gcl_smid() != launch_sm) return;
+  if (!gcl_in_launch_scope(launch_sm)) return;
   const uint32_t exec = __activemask();
   const uint32_t active = __ballot_sync(exec, pred);
   if (active != 0 && gcl_laneid() == (uint32_t)(__ffs(exec) - 1))
