@@ -254,3 +254,30 @@ def test_train_and_evaluate_ask_for_the_same_synthetic_workload(tmp_path, monkey
     with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
         req = _synth_request(compose("config", overrides=[f"workload={workload}"]))
     assert asked == [(resolve_params(workload, req["params"]), req["arch"], req["seed"])]
+
+
+@pytest.mark.parametrize("workload", ["3mm", "phi2"])
+def test_synth_command_writes_what_train_asks_for(tmp_path, monkeypatch, workload):
+    """`gclsampler synth NAME --out workloads/NAME` then `train.py workload=NAME`: the command's
+    defaults were ampere and no second run, so train.py found the directory stale and synthesized
+    it again. Its request now resolves as train.py's; --no-rerun and --arch still change it."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  (registers the structured schema)
+    import gclsampler.synth as synth
+    from gclsampler.cli import main
+    from gclsampler.pipeline import _synth_request
+    from gclsampler.synth.generate import resolve_params
+
+    asked = []
+    monkeypatch.setattr(synth, "generate", lambda name, out, *, params=None, arch, seed, **_:
+                        asked.append((resolve_params(name, params), arch, seed)))
+    for extra in ([], ["--no-rerun"], ["--arch", "ada"]):
+        assert main(["synth", workload, "--out", str(tmp_path / "w"), "--quiet", *extra]) == 0
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+        req = _synth_request(compose("config", overrides=[f"workload={workload}"]))
+    assert asked[0] == (resolve_params(workload, req["params"]), req["arch"], req["seed"])
+    assert asked[1][0]["archs"] == [a for a in asked[0][0]["archs"] if not a.endswith("_rerun")]
+    assert asked[2][1] == "ada" and asked[2][0]["archs"][-1] == "ada_rerun"

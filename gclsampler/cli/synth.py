@@ -1,7 +1,11 @@
-"""``gclsampler synth WORKLOAD --out DIR [--arch ampere] [--seed 0] [key=value ...]``.
+"""``gclsampler synth WORKLOAD --out DIR [--arch turing] [--seed 0] [--no-rerun] [key=value ...]``.
 
 Writes a SYNTHETIC workload directory (see docs/synth.md). ``key=value`` pairs
 override the workload's synth knobs; an unknown key fails before any work.
+
+Its defaults are the request ``train.py`` and ``evaluate.py`` make (plans on turing, a second
+run of it), so that a directory synthesized here is the one ``train.py workload=NAME`` uses;
+with other defaults train.py found it stale and synthesized it again.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
                         help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in); "
-                             "archs=[turing,ampere,ada,turing_rerun] also writes profiles/turing_rerun.csv, a second "
-                             "run of turing (only the jitter drawn again) to score plans on")
+                             "archs=[turing,ampere] limits the ground-truth archs")
     parser.add_argument("--out", help="output workload directory (replaced atomically when empty or an earlier synth output; anything else is refused)")
-    parser.add_argument("--arch", default="ampere", help="arch whose ground truth becomes profile.csv (default ampere)")
+    parser.add_argument("--arch", default="turing",
+                        help="arch whose ground truth becomes profile.csv (default turing, as train.py's and evaluate.py's)")
+    parser.add_argument("--rerun", action=argparse.BooleanOptionalAction, default=True,
+                        help="also write profiles/<arch>_rerun.csv, a second run of --arch (only the jitter drawn "
+                             "again) that reports score plans on, as train.py asks for (default on)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2, help="processes (2: timing model in a worker; output identical)")
     parser.add_argument("--list", action="store_true", help="list workloads with their default knobs")
@@ -48,6 +55,7 @@ def _run(args) -> int:
     tail.add_argument("--seed", type=int, default=args.seed)
     tail.add_argument("--quiet", action="store_true", default=args.quiet)
     tail.add_argument("--jobs", type=int, default=args.jobs)
+    tail.add_argument("--rerun", action=argparse.BooleanOptionalAction, default=args.rerun)
     tail.add_argument("overrides", nargs="*")
     args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
     params = {}
@@ -61,6 +69,10 @@ def _run(args) -> int:
     if args.jobs < 1:
         raise SynthUsageError(f"synth: --jobs {args.jobs}: must be at least 1")
     workload_defaults(args.workload)  # unknown workload -> clear error
+    if args.rerun:
+        from gclsampler.synth.generate import with_second_run
+
+        params = with_second_run(args.workload, params, args.arch)
     from gclsampler._safe_out import check_out_dir
 
     check_out_dir(args.out, "synth")  # before any work: never replace a directory synth did not write
