@@ -67,6 +67,18 @@ def _plan_file(tmp: Path, doc) -> Path:
     return p
 
 
+def _census_plan(wl: Path, tmp: Path) -> Path:
+    """A plan that simulates every invocation, so an export reaches the last trace."""
+    import csv
+
+    n = _n(wl)
+    rows = list(csv.DictReader(io.StringIO((wl / "profile.csv").read_text())))
+    return _plan_file(tmp, {"format": "gclsampler-plan/1", "workload": wl.name, "method": "census", "n_invocations": n,
+                            "samples": [{"invocation": i, "kernel_name": rows[i]["kernel_name"], "cluster": i, "weight": 1.0}
+                                        for i in range(n)],
+                            "clusters": [{"id": i, "size": 1} for i in range(n)]})
+
+
 def _good_plan(wl: Path, tmp: Path) -> Path:
     p = tmp / "good_plan.json"
     assert main(["stem", str(wl / "profile.csv"), "--out", str(p)]) == 0
@@ -130,6 +142,14 @@ CASES = {
         "format": "gclsampler-plan/1", "workload": "w", "method": "m", "n_invocations": 2,
         "samples": [{"invocation": 0.5, "kernel_name": "k", "cluster": 0, "weight": 2.0}],
         "clusters": [{"id": 0, "size": 2}]}))], "samples[0].invocation", None),
+    # failures after writing has started: the partly written --out must go again (replace_dir)
+    "export-late-truncated-trace": lambda wl, t: (
+        (wl / f"kernel-{_n(wl)}.traceg").write_bytes((wl / f"kernel-{_n(wl)}.traceg").read_bytes()[:-40]),
+        ["trace", "export-accelsim", str(wl), str(t / "as")], f"kernel-{_n(wl)}.traceg", t / "as")[1:],
+    "plan-export-late-truncated-trace": lambda wl, t: (
+        (wl / f"kernel-{_n(wl)}.traceg").write_bytes((wl / f"kernel-{_n(wl)}.traceg").read_bytes()[:-40]),
+        ["plan", "export-accelsim", str(_census_plan(wl, t)), str(wl), str(t / "as")], f"kernel-{_n(wl)}.traceg",
+        t / "as")[1:],
     "backwards-range": lambda wl, t: (["trace", "export-accelsim", str(wl), str(t / "as"), "--invocations", "5-2"], "5-2", t / "as"),
     "non-utf8-kernel-name": lambda wl, t: ((wl / "kernel-2.traceg").write_bytes(
         (wl / "kernel-2.traceg").read_bytes().replace(b"-kernel name = ", b"-kernel name = \xfe", 1)),
