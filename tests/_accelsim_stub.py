@@ -63,7 +63,7 @@ def _main(argv: list[str]) -> int:
     kname = re.search(r"^-kernel name = (.*)$", trace, re.M).group(1)
     if os.environ.get("STUB_CALLS"):
         with open(os.environ["STUB_CALLS"], "a") as fh:
-            fh.write(json.dumps({"kernel_id": kid, "argv": argv, "cwd": os.getcwd(),
+            fh.write(json.dumps({"kernel_id": kid, "argv": argv, "cwd": os.getcwd(), "pid": os.getpid(),
                                  "sourced": os.environ.get("STUB_SOURCED")}) + "\n")
     plan = json.loads(Path(os.environ["STUB_PLAN"]).read_text()) if os.environ.get("STUB_PLAN") else {}
     b = plan.get(str(kid), plan.get("*", {}))

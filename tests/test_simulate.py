@@ -411,11 +411,29 @@ def test_cache_dir_is_checked_as_out_is(tmp_path, stub, capsys, where, needle):
 
 def test_timeout_kills_the_run(tmp_path, stub, capsys):
     _workload(tmp_path)
+    """A simulator that never answers (the stub sleeps an hour) is killed at --timeout: the
+    command returns, names the invocation, and leaves no simulator process behind."""
     stub.set({"*": {"cycles": 900, "insn": 1800}, "1": {"mode": "hang"}})
-    t0 = time.monotonic()
     assert _simulate(tmp_path, "--timeout", "1.5", "--jobs", "2") == 1
-    assert time.monotonic() - t0 < 30
     assert "invocation 0: no answer within 1.5 s (--timeout)" in capsys.readouterr().err
+    hung = [c["pid"] for c in stub.calls() if c["kernel_id"] == 1]
+    assert hung
+    deadline = time.monotonic() + 30  # a wait for the kill to land, not a speed target: unkilled, it sleeps an hour
+    while not all(_process_gone(pid) for pid in hung):
+        assert time.monotonic() < deadline, f"simulator processes {hung} still running after --timeout"
+        time.sleep(0.05)
+
+
+def _process_gone(pid: int) -> bool:
+    """No such process, or a zombie (killed, not yet reaped by its reparented parent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, stub, capsys):
