@@ -122,6 +122,49 @@ def _run_model(config_yaml: Path):
     return model if isinstance(model, dict) else None
 
 
+def _run_model_of_width(path: str | os.PathLike, n_columns: int):
+    """(the ``model`` mapping of the ``train.py`` run beside ``path``, its config.yaml) when that
+    run's encoder writes ``n_columns`` columns, else (None, config.yaml path).
+
+    Why the width must match: a config.yaml beside the file describes it only if its model
+    writes embeddings of the file's width (a file copied next to another run's config does not)."""
+    from gclsampler.model import ModelConfig
+
+    config_yaml = Path(path).parent / "config.yaml"
+    model = _run_model(config_yaml)
+    if model is None:
+        return None, config_yaml
+    try:
+        width = ModelConfig(out_dim=int(model.get("out_dim", ModelConfig.out_dim)),
+                            kernel_features=bool(model.get("kernel_features", ModelConfig.kernel_features))
+                            ).embedding_dim
+    except (TypeError, ValueError):
+        return None, config_yaml
+    return (model, config_yaml) if width == n_columns else (None, config_yaml)
+
+
+def without_size_vector(path: str | os.PathLike, n_columns: int) -> str | None:
+    """Why the embeddings in ``path`` (``n_columns`` wide) hold no size vector, or None.
+
+    Why: gcl's work split and ``work_mean`` representative read the size vector's log2 SM-0
+    instructions (``cluster.split_column``, -6). Embeddings of a ``model=paper`` run end in
+    learned columns instead, and the split cut on one of them without a word. Same two sources
+    as ``not_paper_encoder``: the run's ``config.yaml``, else the width alone (the paper
+    encoder's ``out_dim``, 256); any other width is not refused.
+    """
+    from gclsampler.model import ModelConfig
+
+    model, config_yaml = _run_model_of_width(path, n_columns)
+    if model is not None:
+        if bool(model.get("kernel_features", ModelConfig.kernel_features)):
+            return None
+        return f"trained without the size vector ({config_yaml}: model.kernel_features=false)"
+    if n_columns == ModelConfig.out_dim:
+        return (f"{n_columns} columns, the width of the paper's encoder (no size vector), and no config.yaml of a "
+                f"run with model.kernel_features=true beside it")
+    return None
+
+
 def not_paper_encoder(path: str | os.PathLike, n_columns: int) -> str | None:
     """Why the embeddings in ``path`` (``n_columns`` wide) are not the paper encoder's, or None.
 
@@ -133,18 +176,10 @@ def not_paper_encoder(path: str | os.PathLike, n_columns: int) -> str | None:
     """
     from gclsampler.model import ModelConfig
 
-    config_yaml = Path(path).parent / "config.yaml"
-    model = _run_model(config_yaml)
+    model, config_yaml = _run_model_of_width(path, n_columns)
     if model is not None:
-        try:
-            width = ModelConfig(out_dim=int(model.get("out_dim", ModelConfig.out_dim)),
-                                kernel_features=bool(model.get("kernel_features", ModelConfig.kernel_features))
-                                ).embedding_dim
-        except (TypeError, ValueError):
-            width = None
-        if width == n_columns:
-            on = project_deviations(model)
-            return f"trained by the project's encoder ({config_yaml}: {', '.join(on)})" if on else None
+        on = project_deviations(model)
+        return f"trained by the project's encoder ({config_yaml}: {', '.join(on)})" if on else None
     project = ModelConfig().embedding_dim
     if n_columns == project:
         return (f"{n_columns} columns, the width of the project's encoder ({ModelConfig.out_dim} + the "

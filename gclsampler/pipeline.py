@@ -403,9 +403,7 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
     if not isinstance(sampler, GclSampler) or cfg.get("model") is None:
         return
     cl = sampler.effective_cluster_config()
-    uses = [k for k, on in (("cluster.split_tolerance", cl.split_tolerance > 0),
-                            ("cluster.representative=work_mean",
-                             cl.representative == "work_mean" and sampler.simulates_representatives)) if on]
+    uses = sampler.size_vector_uses()
     if cfg.model.get("kernel_features", True):
         # a column outside the size vector is a learned dimension (or none): refused now, not
         # after training, and not read silently as work

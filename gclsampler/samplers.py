@@ -216,6 +216,15 @@ class GclSampler(Sampler):
             return cfg
         return ClusterConfig(**{**asdict(cfg), **self.cluster_overrides}).validate("cluster")
 
+    def size_vector_uses(self) -> list[str]:
+        """The settings of this sampler's plan that read the size vector's work column
+        (``cluster.split_column``): empty when embeddings without one (the paper's encoder's)
+        would change nothing in the plan."""
+        cfg = self.effective_cluster_config()
+        return [k for k, on in (("cluster.split_tolerance", cfg.split_tolerance > 0),
+                                ("cluster.representative=work_mean",
+                                 cfg.representative == "work_mean" and self.simulates_representatives)) if on]
+
     def _cluster(self, workload) -> ClusterResult:
         cfg = self.effective_cluster_config()
         self.cluster_config_ = cfg

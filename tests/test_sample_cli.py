@@ -57,6 +57,20 @@ def _n_invocations(wl):
     return len([ln for ln in (wl / "kernelslist.g").read_text().splitlines() if ln.startswith("kernel-")])
 
 
+def _run_embeddings(wl, tmp_path, columns: int, model: dict | None):
+    """A run dir holding random embeddings of ``columns`` and, given ``model``, the config.yaml
+    train.py would write beside them; returns (run dir, embeddings.npy)."""
+    import yaml
+
+    run = tmp_path / "run"
+    run.mkdir()
+    emb = run / "embeddings.npy"
+    np.save(emb, np.random.default_rng(0).standard_normal((_n_invocations(wl), columns)).astype(np.float32))
+    if model is not None:
+        (run / "config.yaml").write_text(yaml.safe_dump({"model": model, "seed": 0}))
+    return run, emb
+
+
 @pytest.mark.parametrize("columns, model, refused", [
     (264, None, "264 columns, the width of the project's encoder (256 + the 8-column size vector), and no "
                 "config.yaml of a model=paper run beside it"),
@@ -71,14 +85,7 @@ def _n_invocations(wl):
 def test_gcl_paper_refuses_the_projects_embeddings(wl, tmp_path, capsys, columns, model, refused):
     """gcl_paper clustered any --embeddings, the project's encoder's (264 columns: the size
     vector) included; the run's config.yaml beside the file, else its width, tells them apart."""
-    import yaml
-
-    run = tmp_path / "run"
-    run.mkdir()
-    emb = run / "embeddings.npy"
-    np.save(emb, np.random.default_rng(0).standard_normal((_n_invocations(wl), columns)).astype(np.float32))
-    if model is not None:
-        (run / "config.yaml").write_text(yaml.safe_dump({"model": model, "seed": 0}))
+    run, emb = _run_embeddings(wl, tmp_path, columns, model)
     out = tmp_path / "p.json"
     code = main(["sample", "gcl_paper", str(wl), "--embeddings", str(emb), "--out", str(out)])
     err = capsys.readouterr().err
@@ -89,8 +96,41 @@ def test_gcl_paper_refuses_the_projects_embeddings(wl, tmp_path, capsys, columns
     assert err.startswith(f"gclsampler: error: --embeddings: {emb}: {refused.format(dir=run)}; gcl_paper clusters "
                           "the paper's encoder's embeddings: give the embeddings.npy of a `python train.py "
                           "model=paper` run (or use gcl)"), err
-    # gcl clusters them as they are
-    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+    # gcl clusters them as they are (without the size vector: with the settings that do not read it)
+    plain = [] if columns == 264 else ["--set", "cluster={split_tolerance: 0, representative: medoid}"]
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out), *plain]) == 0
+
+
+@pytest.mark.parametrize("method", ["gcl", "gcl_stem"])
+@pytest.mark.parametrize("columns, model, refused", [
+    (256, None, "256 columns, the width of the paper's encoder (no size vector), and no config.yaml of a run with "
+                "model.kernel_features=true beside it"),
+    (256, {"inst_stats": True, "kernel_features": False, "out_dim": 256},
+     "trained without the size vector ({dir}/config.yaml: model.kernel_features=false)"),
+    (264, {"inst_stats": False, "kernel_features": False, "out_dim": 264},
+     "trained without the size vector ({dir}/config.yaml: model.kernel_features=false)"),
+    (264, None, None),  # the project encoder's width: the size vector is its last 8 columns
+    (256, {"inst_stats": True, "kernel_features": True, "out_dim": 248}, None),
+    (40, None, None),  # someone's own embeddings: not refused by width
+])
+def test_gcl_refuses_embeddings_without_the_size_vector(wl, tmp_path, capsys, method, columns, model, refused):
+    """gcl's work split and work_mean representative read the size vector's SM-0 instructions
+    (cluster.split_column -6); on a model=paper run's embeddings they cut on a learned column
+    without a word (train.py already refused that pairing; `sample --embeddings` did not).
+    gcl_stem reads neither (STEM draws its members, and it has no work split): never refused."""
+    run, emb = _run_embeddings(wl, tmp_path, columns, model)
+    out = tmp_path / "p.json"
+    code = main(["sample", method, str(wl), "--embeddings", str(emb), "--out", str(out)])
+    err = capsys.readouterr().err
+    if refused is None or method == "gcl_stem":  # STEM draws gcl_stem's members; it has no work split
+        assert code == 0, err
+        return
+    assert code == 2 and not out.exists() and err.count("\n") == 1, err
+    uses = "cluster.split_tolerance and cluster.representative=work_mean"
+    assert err.startswith(f"gclsampler: error: --embeddings: {emb}: {refused.format(dir=run)}; {method} with {uses} "
+                          "reads the size vector's work column"), err
+    assert main(["sample", method, str(wl), "--embeddings", str(emb), "--out", str(out),
+                 "--set", "cluster={split_tolerance: 0, representative: medoid}"]) == 0
 
 
 @pytest.mark.parametrize("argv,message", [

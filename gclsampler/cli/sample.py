@@ -133,6 +133,20 @@ def _require_paper_encoder(path: Path, n_columns: int, method: str) -> None:
                        "give the embeddings.npy of a `python train.py model=paper` run (or use gcl)")
 
 
+def _require_size_vector(path: Path, n_columns: int, sampler, method: str) -> None:
+    """Refuse embeddings without the size vector for a gcl whose cluster settings read it (the
+    work split, the ``work_mean`` representative): they would cut on a learned column."""
+    from gclsampler.embeddings import without_size_vector
+    from gclsampler.errors import GclError
+
+    uses = sampler.size_vector_uses()
+    why = without_size_vector(path, n_columns) if uses else None
+    if why:
+        raise GclError(f"--embeddings: {path}: {why}; {method} with {' and '.join(uses)} reads the size vector's "
+                       "work column: give the embeddings.npy of a default `python train.py` run, use gcl_paper, or "
+                       "--set 'cluster={split_tolerance: 0, representative: medoid}'")
+
+
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -180,6 +194,8 @@ def _run(args: argparse.Namespace) -> int:
         attr = getattr(sampler, "embedding_attr", "embeddings")
         if attr == "paper_embeddings":
             _require_paper_encoder(args.embeddings, emb.shape[1], args.method)
+        elif hasattr(sampler, "effective_cluster_config"):
+            _require_size_vector(args.embeddings, emb.shape[1], sampler, args.method)
         setattr(wl, attr, emb)
     plan = sampler.fit(wl)
     plan.save(args.out)
