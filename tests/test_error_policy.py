@@ -224,9 +224,13 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
     entry = "import sys; from gclsampler.cli import main; sys.exit(main())"  # the console script's body
     p = subprocess.Popen([sys.executable, "-c", entry, "synth", "phi2", "--out", str(out), "--quiet"],
                          env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.time() + 120
-    while not list(tmp_path.glob(".phi2.tmp-*")) and p.poll() is None and time.time() < deadline:
-        time.sleep(0.05)  # interrupt once the output is being written
+    deadline, writing = time.time() + 120, False
+    while not writing and p.poll() is None and time.time() < deadline:
+        writing = bool(list(tmp_path.glob(".phi2.tmp-*")))  # interrupt once the output is being written
+        time.sleep(0.05)
+    # phi2 takes a minute to synthesize, so its temp dir is seen first; a renamed temp dir (or a
+    # crash) fails here instead of letting the run finish and the test skip below
+    assert writing, (list(tmp_path.iterdir()), p.poll())
     time.sleep(0.5)
     try:
         os.killpg(p.pid, signal.SIGINT)
