@@ -191,7 +191,7 @@ if [ "$TRACER_OK" = 1 ] && [ "${SKIP_CHEAP:-0}" != 1 ]; then
   # SM-0 warp instructions of every launch, cheaply (one atomic per warp instruction, no records):
   # how many records a complete trace holds, and so whether it can fit what comes back
   tstep llm.count 60 env GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 GCL_TRACE_DIR="$W/llm/count" LD_PRELOAD="$SO" "${LLM[@]}"
-  [ -f "$W/llm/count/counts.csv" ] && log "llm: $(awk -F, 'NR>1{n++; s+=$NF} END{printf "%d launches, %d warp instructions on SM 0", n, s}' "$W/llm/count/counts.csv")"
+  [ -f "$W/llm/count/counts.csv" ] && log "llm: $(awk -F, 'NR>1{n++; s+=$NF} END{printf "%d launches, %d warp instructions in scope (SM 0; CTA 0 of a grid smaller than the GPU)", n, s}' "$W/llm/count/counts.csv")"
 fi
 # the kernel times the gated and ungated tool times of bfs are compared with, on this GPU
 [ "${SKIP_CHEAP:-0}" = 1 ] || step bfs.ncu_time 40 ncu --csv --page raw --clock-control none --metrics gpu__time_duration.sum \
