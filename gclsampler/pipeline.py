@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from gclsampler.augment import AugmentConfig
@@ -33,6 +32,7 @@ from gclsampler.train import (
     atomic_write_text,
     embed_invocations,
     fit,
+    intra_op_threads,
     native_bf16,
     resolve_device,
     resolve_precision,
@@ -258,17 +258,18 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
     data = {f"graph.{k}": v for k, v in OmegaConf.to_container(cfg.graph, resolve=True).items()}
     data["workload.name"] = str(cfg.workload.name)
-    result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir, data_settings=data,
-                 log_fn=lambda r: log.info("epoch %d train %.4f val %s (%.1fs)", r["epoch"], r["train_loss"],
-                                           "n/a" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}",
-                                           r["seconds"]))
-    if resuming:
-        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    timings["train_s"] = round(result.seconds, 3)
+    with intra_op_threads(train_cfg.threads) as threads:  # this job's, not the one before it in a multirun
+        result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir, data_settings=data,
+                     log_fn=lambda r: log.info("epoch %d train %.4f val %s (%.1fs)", r["epoch"], r["train_loss"],
+                                               "n/a" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}",
+                                               r["seconds"]))
+        if resuming:
+            atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        timings["train_s"] = round(result.seconds, 3)
 
-    t = time.perf_counter()
-    emb = embed_invocations(result.model, graphs, inv_to_graph, train_cfg.embed_batch_size,
-                            train_cfg.max_nodes_per_batch, progress=train_cfg.progress)
+        t = time.perf_counter()
+        emb = embed_invocations(result.model, graphs, inv_to_graph, train_cfg.embed_batch_size,
+                                train_cfg.max_nodes_per_batch, progress=train_cfg.progress)
     atomic_save_npy(emb, out_dir / "embeddings.npy")
     timings["embed_s"] = round(time.perf_counter() - t, 3)
 
@@ -293,7 +294,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
         "mean_nodes": float(np.mean(n_nodes)) if n_nodes else 0.0,
         "train_graphs": len(result.train_ids), "val_graphs": len(result.val_ids),
         "epochs_run": len(result.log), "best_epoch": result.best_epoch, "best_val_loss": result.best_val_loss,
-        "device": str(next(result.model.parameters()).device), "threads": torch.get_num_threads(),
+        "device": str(next(result.model.parameters()).device), "threads": threads,
         "precision": result.precision,
         "timings": timings, "post_embedding": post,
     }

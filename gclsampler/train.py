@@ -21,6 +21,7 @@ seeded torch generators).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -277,10 +278,30 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr, leave=False)
 
 
+@contextlib.contextmanager
+def intra_op_threads(n: int):
+    """torch's intra-op threads set to ``n`` (0: left as they are) inside the block, and what they
+    were restored after it; yields the count in effect.
+
+    Why restore: the thread count is process-wide, and training sums in a thread-dependent
+    order, so it decides the embeddings' last bits and, through them, which invocations a plan
+    samples. Hydra's basic launcher runs every job of ``train.py -m`` in one process: a job
+    with ``train.threads=1`` left the next job, with ``train.threads=0``, on one thread, and
+    that job's plan differed from the same settings run alone."""
+    before = torch.get_num_threads()
+    if n > 0:
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
 def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig,
         out_dir: Optional[Path] = None, log_fn: Optional[Callable[[dict], None]] = None,
         data_settings: Optional[dict] = None) -> TrainResult:
-    """Train a :class:`GCLModel` on ``graphs`` (one per unique kernel graph).
+    """Train a :class:`GCLModel` on ``graphs`` (one per unique kernel graph), on ``cfg.threads``
+    intra-op threads (restored after, ``intra_op_threads``).
 
     Writes ``model.pt`` (best weights + configs), ``last.pt`` (full state for resume)
     and ``train_log.csv`` into ``out_dir`` when given. With ``cfg.resume`` and an
@@ -290,10 +311,14 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     refuses changed training settings, and the graphs' sizes are checked too.
     """
     cfg.validate()
+    with intra_op_threads(cfg.threads):
+        return _fit(graphs, model_cfg, aug_cfg, cfg, out_dir, log_fn, data_settings)
+
+
+def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig,
+         out_dir: Optional[Path], log_fn: Optional[Callable[[dict], None]], data_settings: Optional[dict]) -> TrainResult:
     aug_cfg.validate()
     model_cfg.validate()
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
     if cfg.precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise TrainConfigError("train.precision: this GPU has no bfloat16 support, set train.precision=fp32")

@@ -189,6 +189,26 @@ def test_same_inputs_and_seed_give_a_byte_identical_plan(tiny_run, tmp_path):
     assert (again / "clusters.csv").read_bytes() == (first / "clusters.csv").read_bytes()
 
 
+def test_a_runs_thread_count_does_not_outlive_it(tiny_run, tmp_path):
+    """train.threads is torch's process-wide setting: a `train.py -m` job with train.threads=1
+    left the next job (train.threads=0) on one thread, so its plan differed from the same
+    settings run alone. A run now restores what it found, and run.json says what it used."""
+    from gclsampler.pipeline import run
+    from gclsampler.train import intra_op_threads
+
+    cfg, root, _ = tiny_run
+    before = torch.get_num_threads()
+    assert cfg.train.threads == 1
+    with intra_op_threads(before + 1):  # whatever the process had, the run must give it back
+        run(cfg, out_dir=tmp_path / "one")
+        assert torch.get_num_threads() == before + 1
+    assert torch.get_num_threads() == before
+    assert json.loads((tmp_path / "one" / "run.json").read_text())["threads"] == 1
+    with pytest.raises(RuntimeError), intra_op_threads(before + 2):
+        raise RuntimeError("a failed stage")
+    assert torch.get_num_threads() == before
+
+
 def test_help_names_every_file_the_run_writes(tiny_run):
     """`python train.py --help` lists the run dir's files; one the run writes and the help
     leaves out is a file a user cannot find documented where they look first."""
