@@ -30,6 +30,7 @@ from gclsampler.train import (
     TrainConfig,
     atomic_save_npy,
     atomic_write_text,
+    deterministic_cuda,
     embed_invocations,
     fit,
     intra_op_threads,
@@ -258,7 +259,8 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
     data = {f"graph.{k}": v for k, v in OmegaConf.to_container(cfg.graph, resolve=True).items()}
     data["workload.name"] = str(cfg.workload.name)
-    with intra_op_threads(train_cfg.threads) as threads:  # this job's, not the one before it in a multirun
+    # this job's threads, not the one before it in a multirun; on CUDA fixed summation orders
+    with intra_op_threads(train_cfg.threads) as threads, deterministic_cuda(train_cfg.deterministic, device):
         result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir, data_settings=data,
                      log_fn=lambda r: log.info("epoch %d train %.4f val %s (%.1fs)", r["epoch"], r["train_loss"],
                                                "n/a" if math.isnan(r["val_loss"]) else f"{r['val_loss']:.4f}",

@@ -86,6 +86,7 @@ class TrainConfig:
     device: str = "auto"
     threads: int = 0
     precision: str = "auto"
+    deterministic: bool = True  # on CUDA: torch's deterministic kernels (deterministic_cuda)
     resume: bool = True
     progress: bool = True
 
@@ -297,11 +298,34 @@ def intra_op_threads(n: int):
         torch.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def deterministic_cuda(on: bool, device: torch.device):
+    """torch's deterministic algorithms inside the block when ``on`` and ``device`` is CUDA;
+    the previous setting restored after.
+
+    Why: the encoder sums messages with ``index_add_``, which on CUDA adds in an order the GPU
+    picks, so two runs with one seed trained different weights and could sample other
+    invocations; on the CPU the order is fixed. Deterministic mode gives index_add_ (and
+    cuBLAS, with ``CUBLAS_WORKSPACE_CONFIG``) a fixed order at some speed. ``warn_only``: an op
+    without a deterministic CUDA kernel warns instead of stopping the run."""
+    if not on or device.type != "cuda":
+        yield
+        return
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS reads it when its handle is made
+    before, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn)
+
+
 def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, cfg: TrainConfig,
         out_dir: Optional[Path] = None, log_fn: Optional[Callable[[dict], None]] = None,
         data_settings: Optional[dict] = None) -> TrainResult:
     """Train a :class:`GCLModel` on ``graphs`` (one per unique kernel graph), on ``cfg.threads``
-    intra-op threads (restored after, ``intra_op_threads``).
+    intra-op threads (restored after, ``intra_op_threads``), with deterministic kernels on CUDA
+    unless ``cfg.deterministic`` is false (``deterministic_cuda``).
 
     Writes ``model.pt`` (best weights + configs), ``last.pt`` (full state for resume)
     and ``train_log.csv`` into ``out_dir`` when given. With ``cfg.resume`` and an
@@ -311,7 +335,7 @@ def fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig, 
     refuses changed training settings, and the graphs' sizes are checked too.
     """
     cfg.validate()
-    with intra_op_threads(cfg.threads):
+    with intra_op_threads(cfg.threads), deterministic_cuda(cfg.deterministic, resolve_device(cfg.device)):
         return _fit(graphs, model_cfg, aug_cfg, cfg, out_dir, log_fn, data_settings)
 
 
@@ -453,7 +477,7 @@ def _graphs_digest(graphs: Sequence[Data]) -> str:
     return h.hexdigest()
 
 
-_NOT_RESULT_KEYS = {"resume", "progress", "threads", "device", "embed_batch_size"}
+_NOT_RESULT_KEYS = {"resume", "progress", "threads", "device", "embed_batch_size", "deterministic"}
 """Train settings that change how a run goes, not what it computes: free to change on resume."""
 
 

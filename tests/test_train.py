@@ -347,3 +347,42 @@ def test_embeddings_do_not_depend_on_how_the_graphs_are_batched():
         np.testing.assert_allclose(embed_graphs(model, graphs, batch_size=bs, max_nodes=max_nodes), whole,
                                    rtol=1e-5, atol=1e-5)
     assert whole.shape == (7, model.cfg.embedding_dim) and np.isfinite(whole).all()
+
+
+def test_deterministic_kernels_are_switched_on_for_cuda_only_and_restored(monkeypatch):
+    """On CUDA the encoder's index_add_ sums in an order the GPU picks, so one seed could train
+    different weights run to run; train.deterministic turns on torch's deterministic kernels
+    (warn-only: an op without one must not stop a run) and cuBLAS's fixed workspace for CUDA
+    runs, and puts the process's setting back after, as intra_op_threads does the threads. The
+    context is checked here without a GPU (a torch.device names CUDA without one)."""
+    from gclsampler.train import deterministic_cuda
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = torch.are_deterministic_algorithms_enabled()
+    with deterministic_cuda(True, torch.device("cpu")):
+        assert torch.are_deterministic_algorithms_enabled() == before
+    with deterministic_cuda(False, torch.device("cuda")):
+        assert torch.are_deterministic_algorithms_enabled() == before
+    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ
+    with pytest.raises(RuntimeError), deterministic_cuda(True, torch.device("cuda")):
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+        assert __import__("os").environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+        raise RuntimeError("a failed epoch")
+    assert torch.are_deterministic_algorithms_enabled() == before
+
+
+def test_deterministic_may_change_on_resume(tmp_path):
+    """Like device and threads, train.deterministic changes how a run goes, not what a CPU run
+    computes: a resume with it changed continues instead of refusing."""
+    graphs = tiny(8, seed=2)
+    full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
+
+    def interrupt(row):
+        if row["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt)
+    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, deterministic=False), tmp_path / "part")
+    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
