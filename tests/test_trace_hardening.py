@@ -146,6 +146,7 @@ def test_complete_header_alone_is_a_launch_with_no_traced_cta(tmp_path, parser, 
     assert trace_info(wl)["per_invocation"][0]["instructions"] == 0
     line = _error(capsys, ["trace", "export-accelsim", str(wl), str(tmp_path / "out")])
     assert "thread block: none (no CTA of this launch was traced" in line and not (tmp_path / "out").exists()
+    assert "GCL_TRACE_SM=-1 GCL_KERNEL_BEGIN=1 GCL_KERNEL_END=1" in line  # how to get a trace it can simulate
 
 
 # ----------------------------------------------------------------------------- 3/4 trace group names

@@ -340,7 +340,10 @@ def accelsim_text(t: KernelTrace) -> bytes:
 
     if t.n_warps == 0:  # a real launch none of whose CTAs ran on the traced SM (reader.py, complete_header)
         raise TraceFormatError(t.source or t.header.name, None, "thread block",
-                               "none (no CTA of this launch was traced; Accel-Sim cannot simulate an empty kernel)")
+                               "none (no CTA of this launch was traced; Accel-Sim cannot simulate an empty kernel: "
+                               f"trace launch {t.header.kernel_id} again with the tool's GCL_SMALL_GRID=cta0, or whole "
+                               f"with GCL_TRACE_SM=-1 GCL_KERNEL_BEGIN={t.header.kernel_id} "
+                               f"GCL_KERNEL_END={t.header.kernel_id}, tracer/README.md)")
     t = _close_truncated_warps(_strip_for_accelsim(t))
     _check_limits(t, t.source or t.header.name)
     cta = t.warp_cta
