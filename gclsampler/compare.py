@@ -621,9 +621,11 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines.append("")
     lines += notes + ([""] if notes else [])
     lines += ["## Methods over runs", "",
-              f"Cycle error on {plan_arch} (mean over workloads, then over runs); worst workload: its mean over "
-              "runs and the worst single cell; cross-arch: the same plans scored on the other archs; speedup: "
-              "arithmetic mean over workloads (GCL-Sampler), and harmonic (STEM+ROOT).", ""]
+              f"Cycle error on {plan_arch} (mean over workloads, then over runs); worst workload, mean: each "
+              "run's worst cell, averaged over runs (not the workload worst on average, which the per-workload "
+              "table shows); worst cell: the worst over all runs; cross-arch: the same plans scored on the other "
+              "archs; speedup: the arithmetic mean over workloads (GCL-Sampler), and the harmonic mean over "
+              "workloads (STEM+ROOT), each then averaged over runs.", ""]
     # runs whose workloads have a second run; under --second-run it is the error column already
     second = bool(across["error_cycles_rerun"].notna().any()) and not scored_again
     if second:
