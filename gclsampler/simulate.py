@@ -143,9 +143,11 @@ def _source_environment(setup: Path) -> dict[str, str]:
         if sep:
             env[k.decode(errors="replace")] = v.decode(errors="replace")
     if p.returncode != 0 or not env:
-        last = next((ln.strip() for ln in reversed(err) if ln.strip()), f"exit status {p.returncode}")
+        said = [ln.strip() for ln in err if ln.strip()]
+        # the script's own ERROR line says why; what follows it can be a bare number (the CUDA version)
+        last = next((ln for ln in reversed(said) if "ERROR" in ln), said[-1] if said else f"exit status {p.returncode}")
         hint = ("set CUDA_INSTALL_PATH to a CUDA 11.x install (headers and nvcc)"
-                if "CUDA_INSTALL_PATH" in last or "nvcc" in last else _INSTALL_HINT)
+                if any(w in last for w in ("CUDA_INSTALL_PATH", "nvcc", "CUDA version")) else _INSTALL_HINT)
         raise SimulatorNotFound(f"{setup}: `source setup_environment.sh release` failed ({last}); {hint}")
     return env
 
@@ -213,6 +215,7 @@ _STAT = re.compile(r"^\s*(kernel_name|kernel_launch_uid|gpu_sim_cycle|gpu_sim_in
                    r"L1D_total_cache_miss_rate|L2_total_cache_miss_rate|L1D_total_cache_accesses|"
                    r"L2_total_cache_accesses)\s*=\s*(.*?)\s*$")
 _DEADLOCK = re.compile(r"ERROR \*\* deadlock detected.*?@ gpu_sim_cycle (\d+)")
+_CAPPED = re.compile(r"break due to reaching the maximum cycles \(or instructions\)")
 _UNSUPPORTED = re.compile(r"unsupported binary version[^\n]*")
 
 
@@ -287,6 +290,10 @@ def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: flo
                                f"tensor-core kernels, drop --deadlock-detect or -gpgpu_deadlock_detect 1); log {log}")
     if timed_out:
         raise SimulationFailed(f"{where}: no answer within {timeout_s:g} s (--timeout); partial log {log}")
+    if _CAPPED.search(text):  # it still prints a stats block and exits 0: a cut-short kernel's cycles
+        raise SimulationFailed(f"{where}: Accel-Sim stopped at its cycle or instruction cap (-gpgpu_max_cycle, "
+                               "-gpgpu_max_insn) before the kernel finished, so its cycles are not the kernel's: "
+                               f"raise or drop the cap; log {log}")
     if returncode != 0:
         how = (f"was killed by signal {-returncode}" if returncode is not None and returncode < 0
                else f"exited with status {returncode}")

@@ -26,15 +26,19 @@ import time
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "accelsim"
-LOGS = {"ok": "gemm_ok.log.gz", "hang": "gemm_ok.log.gz", "unsupported": "unsupported_binary_version.log.gz",
+LOGS = {"ok": "gemm_ok.log.gz", "hang": "gemm_ok.log.gz", "capped": "gemm_ok.log.gz", "unsupported": "unsupported_binary_version.log.gz",
         "crash": "crash_unknown_opcode.log.gz", "deadlock": "deadlock_abort.log.gz"}
 
 
-def make_stub_root(root: Path, *, config: str = "SM86_RTX3070", setup_fails: bool = False) -> Path:
-    """A fake accel-sim-framework checkout whose binary is this stub; returns ``root``."""
+def make_stub_root(root: Path, *, config: str = "SM86_RTX3070", setup_fails: bool | str = False) -> Path:
+    """A fake accel-sim-framework checkout whose binary is this stub; returns ``root``.
+
+    ``setup_fails``: its setup_environment.sh fails, printing that text to stderr (True: the
+    missing-nvcc error)."""
     gs = root / "gpu-simulator"
     (gs / "bin" / "release").mkdir(parents=True, exist_ok=True)
-    body = ('echo "ERROR ** nvcc (from CUDA_INSTALL_PATH/bin) not in PATH" >&2; return 1\n' if setup_fails
+    said = "ERROR ** nvcc (from CUDA_INSTALL_PATH/bin) not in PATH" if setup_fails is True else setup_fails
+    body = (f"printf '%s\\n' {' '.join(repr(ln) for ln in str(said).splitlines())} >&2; return 1\n" if setup_fails
             else "export STUB_SOURCED=yes\n")
     (gs / "setup_environment.sh").write_text("# stub of Accel-Sim's setup_environment.sh\n" + body)
     binary = gs / "bin" / "release" / "accel-sim.out"
@@ -79,6 +83,10 @@ def _main(argv: list[str]) -> int:
     time.sleep(float(b.get("sleep", 0)))
     if mode == "hang":
         time.sleep(3600)
+    if mode == "capped":  # -gpgpu_max_cycle reached: Accel-Sim says so, prints the stats and exits 0
+        text = re.sub(r"(?m)^gpu_sim_insn = \d+$", "gpu_sim_insn = 0", text)
+        text = text.replace("kernel_name = ", "GPGPU-Sim: ** break due to reaching the maximum cycles (or "
+                            "instructions) **\nkernel_name = ", 1)
     sys.stdout.write(text)
     sys.stdout.flush()
     if mode in ("crash", "deadlock"):

@@ -106,6 +106,12 @@ def test_locate_errors_say_what_to_set(tmp_path, monkeypatch):
     bad = make_stub_root(tmp_path / "bad", setup_fails=True)
     with pytest.raises(S.SimulatorNotFound, match=r"setup_environment.sh release` failed \(ERROR \*\* nvcc.*CUDA_INSTALL_PATH"):
         S.locate_simulator(bad)
+    # CUDA 13 (seen here): the script's reason comes first, then the version number it parsed
+    cuda13 = make_stub_root(tmp_path / "cuda13", setup_fails="ERROR ** GPGPU-Sim version 4.2.0 not tested with CUDA "
+                                                               "version 13.0 (please see README)\n13000")
+    with pytest.raises(S.SimulatorNotFound, match=r"failed \(ERROR \*\* GPGPU-Sim version 4\.2\.0 not tested with CUDA "
+                                                   r"version 13\.0 .*\); set CUDA_INSTALL_PATH to a CUDA 11\.x install"):
+        S.locate_simulator(cuda13)
 
 
 def test_locate_sources_environment_and_accepts_gpu_simulator_dir(tmp_path, monkeypatch):
@@ -338,6 +344,7 @@ def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
     ("unsupported", "exited 0 without printing gpu_sim_cycle (unsupported binary version: 90"),
     ("crash", "was killed by signal 6 (accel-sim.out: trace_driven.cc:209"),
     ("deadlock", "aborted: deadlock detected"),
+    ("capped", "stopped at its cycle or instruction cap (-gpgpu_max_cycle, -gpgpu_max_insn)"),
 ])
 def test_failures_name_invocation_and_log_and_are_retried(tmp_path, stub, capsys, mode, expect):
     _workload(tmp_path)

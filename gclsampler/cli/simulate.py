@@ -42,7 +42,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="tested config of that build (default SM86_RTX3070)")
     parser.add_argument("--sim-arg", action="append", default=[], metavar="'-FLAG VALUE'",
                         help="more simulator flags, split like a shell line; repeatable. Write it as "
-                             "--sim-arg='-gpgpu_max_cycle 2000000' (with '=') since it starts with '-'")
+                             "--sim-arg='-gpgpu_clock_domains 1500:1500:1500:3500' (with '=') since it starts "
+                             "with '-'. A run stopped by -gpgpu_max_cycle or -gpgpu_max_insn counts as failed: "
+                             "its cycles are not the kernel's")
     parser.add_argument("--full-gpu", action="store_true",
                         help="simulate the config's whole GPU, not one SM (for traces of complete grids)")
     parser.add_argument("--deadlock-detect", action="store_true",
