@@ -169,7 +169,9 @@ def _simulate(args: argparse.Namespace) -> int:
         (out / old).unlink(missing_ok=True)
     cache = args.cache_dir or out / "runs"
     if not args.json:
-        what = f"{len(wanted)} sampled invocations" if plan is not None else f"all {len(wanted)} invocations"
+        n = len(wanted)
+        what = (f"{n} sampled invocation{'s' * (n != 1)}" if plan is not None
+                else f"all {n} invocation{'s' * (n != 1)}")
         print(f"simulating {what} of {wdir} with Accel-Sim {sim.config} "
               f"({args.launcher}{', ' + str(args.jobs) + ' at a time' if args.launcher == 'local' else ''}); "
               f"runs and logs in {cache}", file=sys.stderr)
@@ -205,7 +207,8 @@ def _simulate(args: argparse.Namespace) -> int:
         more = len(run.failures) - 10
         print(f"gclsampler: {len(run.failures)} of {len(run.records)} simulations failed"
               + (f" ({more} more in {out / 'run.json'})" if more > 0 else "")
-              + "; the others are cached: rerun to retry only the failed ones", file=sys.stderr)
+              + ("; the others are cached: rerun to retry only the failed ones"
+                 if len(run.failures) < len(run.records) else "; rerun to retry them"), file=sys.stderr)
         return 1
 
     S.write_simulated_csv(out / "simulated.csv", run, plan, synthetic)
