@@ -190,7 +190,7 @@ if [ "$TRACER_OK" = 1 ] && [ "${SKIP_CHEAP:-0}" != 1 ]; then
   tstep llm.time 90 env GCL_TIME_ONLY=1 GCL_TRACE_DIR="$W/llm/time" LD_PRELOAD="$SO" "${LLM[@]}"
   # SM-0 warp instructions of every launch, cheaply (one atomic per warp instruction, no records):
   # how many records a complete trace holds, and so whether it can fit what comes back
-  tstep llm.count 60 env GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 GCL_TRACE_DIR="$W/llm/count" LD_PRELOAD="$SO" "${LLM[@]}"
+  tstep llm.count 90 env GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 GCL_TRACE_DIR="$W/llm/count" LD_PRELOAD="$SO" "${LLM[@]}"
   [ -f "$W/llm/count/counts.csv" ] && log "llm: $(awk -F, 'NR>1{n++; s+=$NF} END{printf "%d launches, %d warp instructions in scope (SM 0; CTA 0 of a grid smaller than the GPU)", n, s}' "$W/llm/count/counts.csv")"
 fi
 # the kernel times the gated and ungated tool times of bfs are compared with, on this GPU
@@ -251,9 +251,10 @@ trace_program() {  # NAME CAP CMD...
     GCL_TRACE_DIR="$W/$name/trace" LD_PRELOAD="$SO" "$@"
   du -sb "$W/$name/trace" 2>/dev/null | tee -a "$W/collect.log" >>"$OUT/collect.log"
 }
-# PROBES_EMPTY=1: no SM-0 probe delivered a record by any sink. The full traces would then
-# spend their minutes writing headers (the first H200 passes: 11 s a launch, no records),
-# so only vecadd's runs, with its retry under another build, and the rest wait for records.
+# vecadd's full run (4096 CTAs) is the one traced run scoped to SM 0: the probes' 16 CTAs are
+# fewer than the SMs, so the tool keeps their CTA 0 (GCL_SMALL_GRID). When it delivers no record
+# the full traces would spend their minutes writing headers (the first H200 passes: 11 s a
+# launch, no records; the large grids' SM-0 traces), so the rest wait for records.
 if [ "$TRACER_OK" = 1 ]; then
   trace_program vecadd 60 "$BIN/vecadd"
   if ! ls "$W/vecadd/trace"/kernel-1.trace >/dev/null 2>&1; then
@@ -267,8 +268,10 @@ if [ "$TRACER_OK" = 1 ]; then
       log "no vecadd trace, and no other build of the tool to retry with"
     fi
   fi
-  if [ "$PROBES_EMPTY" = 1 ] && [ "$(records_in "$W/vecadd/trace")" -eq 0 ]; then
-    log "no probe and no vecadd trace delivered a record: the full traces of nw, bfs, lud and the LLM are left out"
+  if [ "$(records_in "$W/vecadd/trace")" -eq 0 ]; then
+    [ "$PROBES_EMPTY" = 1 ] && why="no probe and no vecadd trace delivered a record" \
+      || why="the probes (CTA 0 of 16) delivered, but vecadd's SM-0 trace holds no record"
+    log "$why: the full traces of nw, bfs, lud and the LLM are left out"
     TRACE_REST=0
   else
     TRACE_REST=1

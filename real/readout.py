@@ -34,6 +34,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 REAL = Path(__file__).resolve().parent
 WORKLOADS = ("vecadd", "nw", "bfs", "lud", "llm")
@@ -50,6 +51,8 @@ PROBES = {  # directory under probe/: what collect.sh ran there
 }
 # the tool's stderr when a launch's trace is missing records (tracer/gcl_tracer.cu)
 DROPPED = re.compile(r"gcl_tracer: kernel (\d+): (\d+) records (did not fit GCL_BUFFER_MB=\d+|over GCL_MAX_INSTS_PER_WARP)")
+# GCL_VERBOSE's line for a launch whose grid has fewer CTAs than the GPU has SMs (GCL_SMALL_GRID=cta0)
+KEPT_CTA0 = re.compile(r"gcl_tracer: launch (\d+): \d+ CTAs on \d+ SMs: keeping CTA 0")
 VERBOSE = re.compile(r"gcl_tracer: launch (\d+) (\w+)([^:]*): setup ([\d.]+) s, launch\+kernel ([\d.]+) s "
                      r"\(GPU ([\d.]+) ms\), flush ([\d.]+) s, drain ([\d.]+) s, (\d+)")
 
@@ -169,17 +172,28 @@ class Traced:
         return f"yes ({empty} launches ran no CTA on SM 0)" if empty else "yes"
 
 
-def dropped_records(stage: Path, name: str) -> tuple[str, ...]:
-    """The launches of a workload's traced step whose records the tool said it did not write
-    (a full GCL_BUFFER_MB buffer, or GCL_MAX_INSTS_PER_WARP), from that step's stderr: the
-    retry's (vecadd.trace2) where there was one, since it wrote the traces that came back."""
+def _trace_stderr(stage: Path, name: str) -> str:
+    """The stderr of a workload's traced step: the retry's (vecadd.trace2) where there was one,
+    since it wrote the traces that came back; '' without one."""
     err = next((e for e in (stage / f"{name}.trace2.err", stage / f"{name}.trace.err") if e.is_file()), None)
-    if err is None:
-        return ()
+    return err.read_text(errors="replace") if err is not None else ""
+
+
+def dropped_records(stage: Path, name: str, empty: Iterable[int] = ()) -> tuple[str, ...]:
+    """The launches of a workload's traced step whose records did not all come back, from that
+    step's stderr: those the tool said it did not write (a full GCL_BUFFER_MB buffer, or
+    GCL_MAX_INSTS_PER_WARP), and those of ``empty`` (kernel ids whose trace holds no record)
+    that it said kept CTA 0. Why the second: CTA 0 runs somewhere in every launch, so its
+    trace cannot be empty, unlike an SM-0 trace of a small grid; an empty one means the CTA-0
+    scope lost its records, which counting it as a launch that missed SM 0 would hide."""
+    text = _trace_stderr(stage, name)
     found: dict[int, list[str]] = {}
-    for m in DROPPED.finditer(err.read_text(errors="replace")):
+    for m in DROPPED.finditer(text):
         why = "not written: over GCL_MAX_INSTS_PER_WARP" if m.group(3).startswith("over") else m.group(3)
         found.setdefault(int(m.group(1)), []).append(f"{m.group(2)} records {why}")
+    kept_cta0 = {int(m.group(1)) for m in KEPT_CTA0.finditer(text)}
+    for k in sorted(kept_cta0.intersection(empty)):
+        found.setdefault(k, []).append("kept CTA 0 (GCL_SMALL_GRID) but holds no record")
     return tuple(f"kernel-{k}.trace: {'; '.join(v)}" for k, v in sorted(found.items()))
 
 
@@ -207,8 +221,10 @@ def traced(stage: Path, name: str, check: bool, real: Path = REAL) -> Traced:
             except TraceFormatError as e:
                 problem = str(e).splitlines()[0]
         counts.append(records_in(p))
+    empty = [int(m.group(1)) for p, c in zip(present, counts) if c == 0
+             for m in [re.match(r"kernel-(\d+)\.", p.name)] if m]
     return Traced(len(files), len(present), sum(c > 0 for c in counts), sum(counts), expected, problem,
-                  dropped_records(stage, name))
+                  dropped_records(stage, name, empty))
 
 
 def verbose_phases(err: Path) -> dict[str, float] | None:

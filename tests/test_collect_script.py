@@ -652,3 +652,30 @@ def test_readout_verdict_counts_launches_that_missed_sm0_but_refuses_a_trace_wit
     assert T(3, 2, 2, 9, 3).verdict() == "no: 1 traces not in the archive"
     assert T(2, 2, 2, 9, 3).verdict() == "no: 2 of 3 launches traced"
     assert T(3, 3, 3, 9, 3, problem="kernel-2.trace:19: opcode: bad").verdict() == "no: kernel-2.trace:19: opcode: bad"
+
+
+def test_readout_refuses_an_empty_trace_of_a_launch_that_kept_cta0(tmp_path):
+    """With GCL_SMALL_GRID=cta0 (the tool's default) a launch of fewer CTAs than SMs keeps CTA 0,
+    which runs somewhere in every launch: its trace cannot be a header alone as an SM-0 trace of
+    a small grid can. An empty one means the CTA-0 scope lost the records, and the workload is not
+    complete; an empty trace of a launch the tool scoped to SM 0 is still a launch that missed it."""
+    readout = load_readout()
+    trace_dir = tmp_path / "w" / "trace"
+    trace_dir.mkdir(parents=True)
+    (trace_dir / "kernel-1.trace").write_text(HEADER_V5.format(kid=1, gx=1, li=0))
+    (trace_dir / "kernel-2.trace").write_text(HEADER_V5.format(kid=2, gx=1, li=0) + "0 0 0 0 0010 ffffffff 0 EXIT 0 0 0\n")
+    (trace_dir / "kernel-3.trace").write_text(HEADER_V5.format(kid=3, gx=1, li=0))
+    (trace_dir / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\nkernel-3.trace\n")
+    (tmp_path / "w.trace.err").write_text(
+        "gcl_tracer: launch 1: instrumenting k\n"
+        "gcl_tracer: launch 1: 1 CTAs on 132 SMs: keeping CTA 0 (GCL_SMALL_GRID=cta0)\n"
+        "gcl_tracer: launch 2: 4 CTAs on 132 SMs: keeping CTA 0 (GCL_SMALL_GRID=cta0)\n")
+    t = readout.traced(tmp_path, "w", True, real=tmp_path)
+    assert t.dropped == ("kernel-1.trace: kept CTA 0 (GCL_SMALL_GRID) but holds no record",)
+    t.expected = 3  # the workload's launch count (workload.json, absent here)
+    assert t.verdict() == ("no: records missing from 1 launches (kernel-1.trace: kept CTA 0 (GCL_SMALL_GRID) but "
+                           "holds no record)")
+    (tmp_path / "w.trace.err").write_text("")  # an older tool, or GCL_SMALL_GRID=sm: both empty ones missed SM 0
+    t = readout.traced(tmp_path, "w", True, real=tmp_path)
+    t.expected = 3
+    assert t.dropped == () and t.verdict() == "yes (2 launches ran no CTA on SM 0)"

@@ -173,6 +173,24 @@ def test_cpp_formatter_round_trips_through_python_reader(format_test, tmp_path, 
     assert seen == set(expected)
 
 
+def test_a_before_record_whose_after_never_comes_has_zero_destination_values(format_test, tmp_path):
+    """A warp that exits (or an instruction that rewrites its own guard predicate) sends no AFTER
+    record; the merger writes its BEFORE at the next record of the warp or at the launch's end.
+    Its destination values were never read on the device: they are written as 0, not as the
+    unused words of the device's record (here 0xdeadbeef), which differ from run to run."""
+    head = ["RECORD", 0, 1, 0, 0, 0, 0, 1, "10", "ffffffff", 3, 0, 1, 5, 1, 6, 0, 1]  # FFMA R5 <- R6, values on
+    garbage = ["deadbeef"] * 32 + [format(v, "x") for v in range(1, 33)]  # dst row (unread), then src row
+    text = (f"HEADER _Z6kernelPf 7 1 1 1 32 1 1 0 1\nOPCODES {len(OPCODES)} {' '.join(OPCODES)}\n"
+            + " ".join(map(str, [*head, *(["0"] * 32), *garbage])) + "\nEND\n")
+    out = subprocess.run([str(format_test), "auto"], input=text, capture_output=True, text=True, check=True)
+    path = tmp_path / "kernel-7.trace"
+    path.write_text(out.stdout)
+    t = read_kernel(path)
+    assert t.n_insts == 1 and t.opcode_table[t.opcode[0]] == "FFMA"
+    got = t.values[t.value_ptr[0]:t.value_ptr[1]].astype(np.uint64)
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros(32), np.arange(1, 33)]).astype(np.uint64))
+
+
 def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
     """The layout gcl_tracer.so writes (compressed raw traces named in `kernelslist`, Memcpy
     lines between them) is what `gclsampler trace group` turns into a workload directory."""

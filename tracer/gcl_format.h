@@ -266,10 +266,16 @@ class WarpMerger {
         emit(it->second);
         pending_.erase(it);
       }
-      if (r.expects_after)
-        pending_[key] = r;
-      else
+      if (r.expects_after) {
+        /* zeroed until the AFTER brings them: a BEFORE whose AFTER never comes (the warp
+         * exited, or the instruction rewrote its own guard predicate) is written with 0,
+         * not with whatever the device left in the record's unused words */
+        Record &p = pending_[key] = r;
+        for (int d = 0; d < p.ndst && d < kMaxDst; d++)
+          for (int lane = 0; lane < kWarpSize; lane++) p.values[d][lane] = 0;
+      } else {
         emit(r);
+      }
     } else if (r.kind == kAfter && it != pending_.end() && it->second.pc == r.pc) {
       for (int d = 0; d < it->second.ndst && d < kMaxDst; d++)
         for (int lane = 0; lane < kWarpSize; lane++) it->second.values[d][lane] = r.values[d][lane];

@@ -678,8 +678,12 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       gcl_flush_channel<<<1, 1>>>(channel_dev);
       const cudaError_t fe = cudaDeviceSynchronize();
       t_flushed = now_s();
-      if (fe != cudaSuccess) fprintf(stderr, "gcl_tracer: launch %llu: channel flush failed: %s\n",
-                                     (unsigned long long)invocation_id, cudaGetErrorString(fe));
+      if (fe != cudaSuccess) {
+        /* the end marker cannot arrive now: waiting for it only burns the step's time limit */
+        fprintf(stderr, "gcl_tracer: launch %llu: channel flush failed: %s; its records cannot all arrive\n",
+                (unsigned long long)invocation_id, cudaGetErrorString(fe));
+        exit(1);
+      }
       wait_until([] { return kernel_done; }, opt.verbose, (unsigned long long)invocation_id, t_flushed,
                  "the channel's end marker", &cur.records);
     }
