@@ -189,6 +189,14 @@ def test_a_before_record_whose_after_never_comes_has_zero_destination_values(for
     assert t.n_insts == 1 and t.opcode_table[t.opcode[0]] == "FFMA"
     got = t.values[t.value_ptr[0]:t.value_ptr[1]].astype(np.uint64)
     np.testing.assert_array_equal(got, np.concatenate([np.zeros(32), np.arange(1, 33)]).astype(np.uint64))
+    # the same without an AFTER expected (a control-flow instruction with a destination)
+    head[2] = 0
+    text = text.split("RECORD", 1)[0] + " ".join(map(str, [*head, *(["0"] * 32), *garbage])) + "\nEND\n"
+    out = subprocess.run([str(format_test), "auto"], input=text, capture_output=True, text=True, check=True)
+    path.write_text(out.stdout)
+    t = read_kernel(path)
+    got = t.values[t.value_ptr[0]:t.value_ptr[1]].astype(np.uint64)
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros(32), np.arange(1, 33)]).astype(np.uint64))
 
 
 def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):

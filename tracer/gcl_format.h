@@ -266,13 +266,16 @@ class WarpMerger {
         emit(it->second);
         pending_.erase(it);
       }
+      /* A BEFORE record never carries destination values (the device gathers sources only):
+       * they are 0 until an AFTER brings them, so a BEFORE whose AFTER never comes (the warp
+       * exited, the instruction rewrote its own guard predicate, or a control-flow instruction,
+       * which gets no AFTER) is written with 0, not with the record's unused words. */
       if (r.expects_after) {
-        /* zeroed until the AFTER brings them: a BEFORE whose AFTER never comes (the warp
-         * exited, or the instruction rewrote its own guard predicate) is written with 0,
-         * not with whatever the device left in the record's unused words */
-        Record &p = pending_[key] = r;
-        for (int d = 0; d < p.ndst && d < kMaxDst; d++)
-          for (int lane = 0; lane < kWarpSize; lane++) p.values[d][lane] = 0;
+        zero_destinations(pending_[key] = r);
+      } else if (r.has_values && r.ndst > 0) {
+        Record c = r;
+        zero_destinations(c);
+        emit(c);
       } else {
         emit(r);
       }
@@ -292,6 +295,10 @@ class WarpMerger {
   }
 
  private:
+  static void zero_destinations(Record &r) {
+    for (int d = 0; d < r.ndst && d < kMaxDst; d++)
+      for (int lane = 0; lane < kWarpSize; lane++) r.values[d][lane] = 0;
+  }
   std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, Record> pending_;
 };
 
