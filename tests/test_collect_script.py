@@ -32,7 +32,8 @@ NEEDED = ("bash", "timeout", "tar", "xz", "awk", "split")
 # ignores a missing one and the program runs alone, exit 0), and not at all with
 # FAKE_TOOL_INERT=1 (a file ld.so cannot preload: the same). FAKE_NO_TRACE_SO=TEXT: a traced
 # run whose LD_PRELOAD contains TEXT fails and writes nothing. FAKE_SLEEP_TRACE=S: every
-# traced run sleeps S seconds first. FAKE_DROP=1: a traced run reports records of its
+# traced run sleeps S seconds first. FAKE_HANG=channel|buffer: a traced run through that sink
+# writes a header and hangs (until the step's timeout). FAKE_DROP=1: a traced run reports records of its
 # launch 2 dropped, as the tool does on stderr. Every call appends one JSON line to
 # FAKE_LOG. Traces are in the tool's raw format, two launches per program; a record's
 # immediate says which sink carried it (1 channel, 2 buffer). Gated times are a third of
@@ -69,6 +70,10 @@ else:
     if env.get("FAKE_SLEEP_TRACE"):
         import time
         time.sleep(float(env["FAKE_SLEEP_TRACE"]))
+    if env.get("FAKE_HANG") == ("buffer" if "GCL_BUFFER_MB" in env else "channel"):
+        import time
+        (out / "kernel-1.trace").write_text(HEADER.format(kid=1, gx=16, li=0))  # its header, then nothing
+        time.sleep(3600)
     if env.get("FAKE_NO_TRACE_SO") and env["FAKE_NO_TRACE_SO"] in preload:
         sys.exit(1)
     sink = "buffer" if "GCL_BUFFER_MB" in env else "channel"
@@ -679,3 +684,21 @@ def test_readout_refuses_an_empty_trace_of_a_launch_that_kept_cta0(tmp_path):
     t = readout.traced(tmp_path, "w", True, real=tmp_path)
     t.expected = 3
     assert t.dropped == () and t.verdict() == "yes (2 launches ran no CTA on SM 0)"
+
+
+def test_a_probe_that_hangs_leaves_out_the_other_probes_of_its_sink(stage):
+    """Passes 2-4 hung on every traced launch: each probe then spent its whole 15 s. When the
+    first channel probe runs out of time without a record, the channel's other probes (and its
+    uniform-register retry) are left out; the buffer is still probed, and here it delivers, so
+    the traced runs use it."""
+    calls, out, work, r = collect(stage, "hang-channel", FAKE_SINKS="channel,buffer", FAKE_HANG="channel",
+                                  SKIP_CHEAP="1")
+    assert r.returncode == 0, r.stderr
+    log = (work / "collect.log").read_text()
+    assert "probe.novalues.allsm ran out of time without a record: the channel's other probes are left out" in log
+    steps = [line.split(",")[0] for line in (out / "walls.csv").read_text().splitlines()[1:]]
+    assert "probe.novalues.allsm" in steps and "probe.buffer.sm0" in steps
+    assert not {"probe.values.allsm", "probe.values.sm0", "probe.nouniform.sm0"} & set(steps), steps
+    assert "traced runs use the device buffer" in log
+    real = [c for c in traced_runs(calls) if c["args"] != ["4096"]]
+    assert real and all(c.get("GCL_BUFFER_MB") for c in real), real
