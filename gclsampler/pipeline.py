@@ -82,9 +82,16 @@ def workload_dir(cfg: DictConfig) -> Path:
     return p if p.is_absolute() else base / p
 
 
+def _workload_arch(cfg: DictConfig) -> str:
+    """``workload.arch``, or the schema's default (``WorkloadConfig.arch``) for a config without it."""
+    from gclsampler.config import WorkloadConfig
+
+    return str(cfg.workload.get("arch", WorkloadConfig.arch))
+
+
 def _synth_request(cfg: DictConfig) -> dict:
     params = OmegaConf.to_container(cfg.workload.synth, resolve=True) if cfg.workload.get("synth") else {}
-    arch = str(cfg.workload.get("arch", "turing"))
+    arch = _workload_arch(cfg)
     if cfg.workload.get("rerun", True):
         from gclsampler.synth.generate import workload_names, with_second_run
 
@@ -318,7 +325,7 @@ def _check_synth_request(cfg: DictConfig) -> Optional[dict]:
         return None
     from gclsampler.synth.generate import check_request, synthesizes
 
-    arch = str(cfg.workload.get("arch", "turing"))
+    arch = _workload_arch(cfg)
     if not synthesizes(arch):
         from gclsampler.synth.arch import ARCHS
 
