@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 
 import numpy as np
 import pytest
@@ -179,7 +180,11 @@ def test_auto_precision_without_native_bf16_trains_as_fp32(tmp_path, monkeypatch
         fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="bf16"), tmp_path / "auto")
 
 
-def test_resume_equals_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("resume_with", [{}, {"deterministic": False}])
+def test_resume_equals_uninterrupted_run(tmp_path, resume_with):
+    """An interrupted run resumes to the uninterrupted one's losses. train.deterministic, like
+    device and threads, changes how a run goes, not what a CPU run computes: a resume with it
+    changed continues instead of refusing."""
     graphs = tiny(8, seed=2)
     full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
 
@@ -189,7 +194,7 @@ def test_resume_equals_uninterrupted_run(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt)
-    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part")
+    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, **resume_with), tmp_path / "part")
     assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
     assert len(resumed.log) == 3
 
@@ -363,26 +368,11 @@ def test_deterministic_kernels_are_switched_on_for_cuda_only_and_restored(monkey
         assert torch.are_deterministic_algorithms_enabled() == before
     with deterministic_cuda(False, torch.device("cuda")):
         assert torch.are_deterministic_algorithms_enabled() == before
-    assert "CUBLAS_WORKSPACE_CONFIG" not in __import__("os").environ
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
     with pytest.raises(RuntimeError), deterministic_cuda(True, torch.device("cuda")):
         assert torch.are_deterministic_algorithms_enabled()
         assert torch.is_deterministic_algorithms_warn_only_enabled()
-        assert __import__("os").environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
         raise RuntimeError("a failed epoch")
     assert torch.are_deterministic_algorithms_enabled() == before
 
-
-def test_deterministic_may_change_on_resume(tmp_path):
-    """Like device and threads, train.deterministic changes how a run goes, not what a CPU run
-    computes: a resume with it changed continues instead of refusing."""
-    graphs = tiny(8, seed=2)
-    full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
-
-    def interrupt(row):
-        if row["epoch"] == 1:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt)
-    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, deterministic=False), tmp_path / "part")
-    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]

@@ -39,7 +39,6 @@ def _import(args: argparse.Namespace) -> int:
     from gclsampler.profile import import_profile, write_profile
 
     from gclsampler._safe_out import check_out_file
-
     from gclsampler.errors import GclError, located
 
     if Path(args.file).is_dir():  # else the output check answered first, "output lies inside the input"
