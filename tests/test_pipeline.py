@@ -20,6 +20,16 @@ TINY = ["debug=default", "workload.synth.prompt=2", "workload.synth.decode=1", "
         "workload.synth.sample_cap=16", "train.epochs=1", "train.threads=1"]
 
 
+def run_train_py(cwd: Path, *args: str):
+    """``python train.py ARGS`` from ``cwd`` as a user runs it: the exit status and the one error
+    line only a whole process shows (Hydra callbacks, the sweep checks before Hydra starts)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, str(Path(CONF).parent / "train.py"), *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
 def compose_cfg(overrides):
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
@@ -298,18 +308,12 @@ def test_a_sweep_never_replaces_a_summary_of_the_users(tmp_path):
     """train.py -m into a directory of the user's replaced their sweep_summary.md after every
     job had run. Now the multirun stops before its first job, and the file is left as it was;
     the summary it wrote itself is replaced by the next run's, as before."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     mine = sweep / "sweep_summary.md"
     mine.write_text("my own summary\n")
-    r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload=backprop",
-                        "augment=default,node_drop", f"hydra.sweep.dir={sweep}",
-                        f"paths.workloads_dir={tmp_path / 'wl'}"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = run_train_py(tmp_path, "-m", "debug=default", "workload=backprop", "augment=default,node_drop",
+                     f"hydra.sweep.dir={sweep}", f"paths.workloads_dir={tmp_path / 'wl'}")
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{mine}: exists and was not written by a train.py multirun" in lines[0], r.stderr
@@ -608,15 +612,9 @@ def test_every_sweep_value_is_checked_before_the_first_job(tmp_path):
     """`train.py -m augment.node_drop=0.1,1.5` ran job 0 in full and refused 1.5 only when
     job 1 started. Each swept value is now composed and checked first: one line naming the
     value and the key, exit 2, nothing synthesized and no sweep directory."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
     sweep = tmp_path / "sweep"
-    r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload=backprop",
-                        "augment.node_drop=0.1,1.5", f"hydra.sweep.dir={sweep}",
-                        f"paths.workloads_dir={tmp_path / 'wl'}"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = run_train_py(tmp_path, "-m", "debug=default", "workload=backprop", "augment.node_drop=0.1,1.5",
+                     f"hydra.sweep.dir={sweep}", f"paths.workloads_dir={tmp_path / 'wl'}")
     assert r.returncode == 2, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert line == ("train.py: error: sweep value augment.node_drop=1.5: augment.node_drop: "
@@ -657,10 +655,7 @@ def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_
     workload (or created the still-missing workload directory for them), which then was
     'not written by gclsampler synth' and could not be synthesized again."""
     import shutil
-    import subprocess
-    import sys
 
-    root = Path(__file__).resolve().parents[1]
     if existing:
         wl = tmp_path / "mine"
         shutil.copytree(tiny_workload, wl)
@@ -669,8 +664,7 @@ def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_
     else:
         wl = tmp_path / "wl" / "3mm"
         where = ["workload=3mm", f"paths.workloads_dir={tmp_path / 'wl'}"]
-    r = subprocess.run([sys.executable, str(root / "train.py"), "debug=default", *where,
-                        f"hydra.run.dir={wl / 'run'}"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = run_train_py(tmp_path, "debug=default", *where, f"hydra.run.dir={wl / 'run'}")
     assert r.returncode == 2, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("train.py: error: hydra.run.dir: ") and "output lies inside the input" in line
