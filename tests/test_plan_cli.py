@@ -163,29 +163,34 @@ def _log_for(plan, rng):
     return samples, cyc, insn
 
 
+def reconstruct_refused(tmp_path, capsys, plan: SamplingPlan, rows: list[str]) -> str:
+    """``plan reconstruct`` of ``plan`` and a results CSV of ``rows``: it must refuse (exit 2);
+    returns what it said on stderr."""
+    p = plan.save(tmp_path / "plan.json")
+    (tmp_path / "res.csv").write_text("\n".join(rows) + "\n")
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    return capsys.readouterr().err
+
+
 @pytest.mark.parametrize("cell", ["nan", "inf", "N/A", "abc", "0"])
 def test_reconstruct_refuses_a_metric_unreadable_in_every_sampled_row(tmp_path, capsys, cell):
     """A cycles column with no usable cell (a one-sample plan, or a simulator that failed on
     every sample) was taken for a text column and left out: the estimate had no cycles and
     exit 0. It is refused at its first line, as one bad cell among good ones is."""
     plan, _ = make_plan()
-    p = plan.save(tmp_path / "plan.json")
     inv = sorted(s.invocation for s in plan.samples)
-    (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles,instructions"] +
-                                                [f"{i},{cell},{10 * i}" for i in inv]) + "\n")
-    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
-    assert f"res.csv:2: cycles: not a finite number > 0: '{cell}'" in capsys.readouterr().err
+    err = reconstruct_refused(tmp_path, capsys, plan, ["invocation,cycles,instructions"]
+                              + [f"{i},{cell},{10 * i}" for i in inv])
+    assert f"res.csv:2: cycles: not a finite number > 0: '{cell}'" in err
 
 
 @pytest.mark.parametrize("sep, name", [(";", "semicolons"), ("\t", "tabs")])
 def test_reconstruct_names_a_table_with_another_separator(tmp_path, capsys, sep, name):
     """A results table separated by ';' or tabs was read as an Accel-Sim log that "simulated 0 kernels"."""
     plan, _ = make_plan()
-    p = plan.save(tmp_path / "plan.json")
     inv = sorted(s.invocation for s in plan.samples)
-    (tmp_path / "res.csv").write_text("\n".join([f"invocation{sep}cycles"] + [f"{i}{sep}{100 + i}" for i in inv]) + "\n")
-    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
-    assert f"res.csv:1: a table separated by {name}; write it with commas" in capsys.readouterr().err
+    err = reconstruct_refused(tmp_path, capsys, plan, [f"invocation{sep}cycles"] + [f"{i}{sep}{100 + i}" for i in inv])
+    assert f"res.csv:1: a table separated by {name}; write it with commas" in err
 
 
 @pytest.mark.parametrize("shift", [1, -5, 10**6])
@@ -193,13 +198,11 @@ def test_reconstruct_refuses_invocations_outside_the_plan(tmp_path, capsys, shif
     """A results file keyed by the 1-based -kernel id: its last row is outside the plan, and
     reading the rest as 0-based gave a wrong estimate with exit 0."""
     plan, _ = make_plan()
-    p = plan.save(tmp_path / "plan.json")
     n = plan.n_invocations
     ids = range(shift, n + shift) if shift == 1 else [*range(n), shift]
-    (tmp_path / "res.csv").write_text("\n".join(["invocation,cycles"] + [f"{i},{100 + i}" for i in ids]) + "\n")
-    assert main(["plan", "reconstruct", str(p), str(tmp_path / "res.csv")]) == 2
+    err = reconstruct_refused(tmp_path, capsys, plan, ["invocation,cycles"] + [f"{i},{100 + i}" for i in ids])
     bad = n if shift == 1 else shift
-    assert f"invocation: {bad} is outside the plan's 0..{n - 1}" in capsys.readouterr().err
+    assert f"invocation: {bad} is outside the plan's 0..{n - 1}" in err
 
 
 def test_reconstruct_accelsim_log(tmp_path, capsys):
