@@ -198,9 +198,8 @@ def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     assert r.returncode == 2 and "error_cycles_rerun: missing column" in r.stderr
 
 
-def test_train_asks_for_a_second_run_of_its_plan_arch_unless_told_not_to():
-    """train.py's report scores the plan on a run it did not read, as evaluate.py's does:
-    the synthesis request carries <workload.arch>_rerun; workload.rerun=false leaves it out."""
+def train_request(*overrides: str) -> dict:
+    """The synthesis request ``python train.py OVERRIDES`` makes (``pipeline._synth_request``)."""
     from pathlib import Path
 
     from hydra import compose, initialize_config_dir
@@ -208,11 +207,16 @@ def test_train_asks_for_a_second_run_of_its_plan_arch_unless_told_not_to():
     import gclsampler.config  # noqa: F401  (registers the structured schema)
     from gclsampler.pipeline import _synth_request
 
-    conf = str(Path(__file__).resolve().parents[1] / "conf")
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
+        return _synth_request(compose("config", overrides=list(overrides)))
+
+
+def test_train_asks_for_a_second_run_of_its_plan_arch_unless_told_not_to():
+    """train.py's report scores the plan on a run it did not read, as evaluate.py's does:
+    the synthesis request carries <workload.arch>_rerun; workload.rerun=false leaves it out."""
 
     def request(*overrides):
-        with initialize_config_dir(config_dir=conf, version_base="1.3"):
-            return _synth_request(compose("config", overrides=["workload=3mm", *overrides]))
+        return train_request("workload=3mm", *overrides)
 
     req = request()
     assert req["arch"] == "turing" and req["params"]["archs"] == ["turing", "ampere", "ada", "turing_rerun"]
@@ -229,14 +233,8 @@ def test_train_and_evaluate_ask_for_the_same_synthetic_workload(tmp_path, monkey
     """Both scripts synthesize into workloads/<name> by default. train.py traced ampere while
     evaluate.py traces turing, so each run found the other's directory stale and synthesized it
     again (about 100 s for phi2, every alternation). Their default requests now resolve alike."""
-    from pathlib import Path
-
-    from hydra import compose, initialize_config_dir
-
-    import gclsampler.config  # noqa: F401  (registers the structured schema)
     import gclsampler.synth as synth
     from gclsampler.evaluate import _prepare_workload
-    from gclsampler.pipeline import _synth_request
     from gclsampler.synth.generate import resolve_params
     from test_evaluate import _compose as compose_evaluate
 
@@ -251,8 +249,7 @@ def test_train_and_evaluate_ask_for_the_same_synthetic_workload(tmp_path, monkey
     monkeypatch.setattr(synth, "generate", fake)
     ev, _ = compose_evaluate(["suite=full"])
     _prepare_workload(workload, tmp_path, ev.suite, True, ev.seed)
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
-        req = _synth_request(compose("config", overrides=[f"workload={workload}"]))
+    req = train_request(f"workload={workload}")
     assert asked == [(resolve_params(workload, req["params"]), req["arch"], req["seed"])]
 
 
@@ -261,14 +258,8 @@ def test_synth_command_writes_what_train_asks_for(tmp_path, monkeypatch, workloa
     """`gclsampler synth NAME --out workloads/NAME` then `train.py workload=NAME`: the command's
     defaults were ampere and no second run, so train.py found the directory stale and synthesized
     it again. Its request now resolves as train.py's; --no-rerun and --arch still change it."""
-    from pathlib import Path
-
-    from hydra import compose, initialize_config_dir
-
-    import gclsampler.config  # noqa: F401  (registers the structured schema)
     import gclsampler.synth as synth
     from gclsampler.cli import main
-    from gclsampler.pipeline import _synth_request
     from gclsampler.synth.generate import resolve_params
 
     asked = []
@@ -276,8 +267,7 @@ def test_synth_command_writes_what_train_asks_for(tmp_path, monkeypatch, workloa
                         asked.append((resolve_params(name, params), arch, seed)))
     for extra in ([], ["--no-rerun"], ["--arch", "ada"]):
         assert main(["synth", workload, "--out", str(tmp_path / "w"), "--quiet", *extra]) == 0
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
-        req = _synth_request(compose("config", overrides=[f"workload={workload}"]))
+    req = train_request(f"workload={workload}")
     assert asked[0] == (resolve_params(workload, req["params"]), req["arch"], req["seed"])
     assert asked[1][0]["archs"] == [a for a in asked[0][0]["archs"] if not a.endswith("_rerun")]
     assert asked[2][1] == "ada" and asked[2][0]["archs"][-1] == "ada_rerun"
