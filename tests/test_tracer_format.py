@@ -221,12 +221,23 @@ def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
     assert grouped.n_warps == len(expected) and grouped.equals(direct)
 
 
-@pytest.mark.parametrize("flags,expected", [([], "3 7"), (["-DGCL_MOCK_STREAM_ARG"], "4 7 0x40")])
+@pytest.mark.parametrize("flags,expected", [
+    ([], "3 7\ngraph 0"),
+    (["-DGCL_MOCK_STREAM_ARG"], "4 7 0x40\ngraph 0"),
+    (["-DGCL_MOCK_LAUNCH_HANDLE"], "5 7 0x40 0\n5 9 0x40 119\ngraph 1"),
+])
 def test_nvbit_compat_picks_the_set_at_launch_form(tmp_path, flags, expected):
-    """tracer/nvbit_compat.h builds against NVBit 1.7.1's nvbit_set_at_launch (no stream) and
-    the later one (with a stream), calling whichever the header declares."""
+    """tracer/nvbit_compat.h builds against NVBit 1.7.1's nvbit_set_at_launch (no stream), a
+    later one (with a stream) and 1.7.7's (stream and a graph node's launch handle), calling
+    whichever the header declares. A graph node's launch value is set only where the release
+    takes the node's handle, and the caller is told whether it was."""
     exe = _build(tmp_path, "nvbit_compat_test", *flags)
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip() == expected
+
+
+def _pointer(text: str) -> int:
+    """A %p of the mock's output: glibc prints a null pointer as (nil)."""
+    return 0 if text == "(nil)" else int(text, 16)
 
 
 def test_every_single_kernel_launch_entry_point_is_read_alike(tmp_path):
@@ -240,12 +251,31 @@ def test_every_single_kernel_launch_entry_point_is_read_alike(tmp_path):
     apis = ["cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz",
             "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"]
     for k, (api, line) in enumerate(zip(apis, lines), start=1):
-        name, func, grid, block, shmem, stream = line.split()
+        name, func, grid, block, shmem, stream, queue = line.split()
         assert name == api and int(func, 16) == 0x1000 * k and int(stream, 16) == 0x100 * k, line
         assert grid == f"{10 * k + 1},{10 * k + 2},{10 * k + 3}" and block == f"{10 * k + 4},{10 * k + 5},{10 * k + 6}"
         assert int(shmem) == 10 * k + 7
-    views = [ln for ln in lines if not ln.startswith("attr ")]
+        assert _pointer(queue) == 0x100 * k, line  # a named stream is the stream, _ptsz or not
+    views = [ln for ln in lines if not ln.startswith(("attr ", "null "))]
     assert [ln.split()[0] for ln in views[len(apis):]] == ["-", "-", "-"]  # Ex without a config, a memcpy, a graph
+
+
+def test_a_null_stream_is_the_threads_own_in_a_per_thread_launch(tmp_path):
+    """A _ptsz launch with stream 0 runs on the calling thread's default stream
+    (CU_STREAM_PER_THREAD, 0x2), not the legacy one. The tool records its timing events and asks
+    about stream capture on ``queue()``: on the legacy stream the start event waited for every
+    other blocking stream's work, and a capture on the thread's stream went unseen, so the
+    tool's events broke it. The stream as passed stays in ``stream``, which NVBit matches the
+    launch value on, and in the trace header."""
+    exe = _build(tmp_path, "launch_view_test", "-Wextra")
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    null = {ln.split()[1]: (_pointer(ln.split()[2]), _pointer(ln.split()[3])) for ln in lines if ln.startswith("null ")}
+    per_thread_stream = 0x2
+    assert null == {
+        "cuLaunchKernel": (0, 0), "cuLaunchCooperativeKernel": (0, 0), "cuLaunchKernelEx": (0, 0),
+        "cuLaunchKernel_ptsz": (0, per_thread_stream), "cuLaunchCooperativeKernel_ptsz": (0, per_thread_stream),
+        "cuLaunchKernelEx_ptsz": (0, per_thread_stream),
+    }
 
 
 @pytest.mark.parametrize("cuda_version, kernel_handles_answered", [(13010, True), (11080, False)])

@@ -8,6 +8,10 @@
  * per-thread-default-stream (_ptsz) form with the same parameter layout. The callback
  * reads the kernel, its grid, block, dynamic shared memory and stream from here only.
  * CUDA-graph replays do not pass through any of these entry points.
+ * A null stream means the legacy default stream, except in a _ptsz launch, where it means
+ * the calling thread's default stream: the tool's events and capture query go to queue(),
+ * which names that stream, so a per-thread launch is not timed on the legacy stream (which
+ * waits for every other blocking stream) and a thread's capture is seen.
  * launch_attribute reads the launched kernel's registers, static shared memory and binary
  * version whichever handle kind the launch carried.
  * Include after the CUDA and NVBit headers (cuda.h, generated_cuda_meta.h, nvbit.h).
@@ -21,8 +25,11 @@ struct LaunchView {
   unsigned grid[3] = {0, 0, 0};
   unsigned block[3] = {0, 0, 0};
   unsigned dyn_shmem = 0;  /* dynamic shared memory per CTA, bytes */
-  CUstream stream = nullptr;
+  CUstream stream = nullptr; /* as the application passed it (NVBit matches launch values on it) */
+  bool per_thread = false; /* a _ptsz entry point: a null stream is the thread's default stream */
   const char *api = "";    /* the entry point, for messages */
+  /* the stream the kernel is queued on, for the tool's own events and queries */
+  CUstream queue() const { return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream; }
 };
 
 template <typename P>
@@ -34,20 +41,22 @@ inline void copy_geometry(const P &p, LaunchView *v) {
 }
 
 template <typename P>
-inline bool from_classic(const void *params, const char *api, LaunchView *v) {
+inline bool from_classic(const void *params, const char *api, bool per_thread, LaunchView *v) {
   const P *p = static_cast<const P *>(params);
   v->f = p->f;
   copy_geometry(*p, v);
+  v->per_thread = per_thread;
   v->api = api;
   return true;
 }
 
 template <typename P>
-inline bool from_ex(const void *params, const char *api, LaunchView *v) {
+inline bool from_ex(const void *params, const char *api, bool per_thread, LaunchView *v) {
   const P *p = static_cast<const P *>(params);
   if (p->config == nullptr) return false; /* the driver rejects it: nothing launches */
   v->f = p->f;
   copy_geometry(*p->config, v);
+  v->per_thread = per_thread;
   v->api = api;
   return true;
 }
@@ -55,16 +64,16 @@ inline bool from_ex(const void *params, const char *api, LaunchView *v) {
 /* True when `cbid` is a single-kernel launch; then *v describes it. */
 inline bool launch_view(nvbit_api_cuda_t cbid, const void *params, LaunchView *v) {
   switch (cbid) {
-    case API_CUDA_cuLaunchKernel: return from_classic<cuLaunchKernel_params>(params, "cuLaunchKernel", v);
+    case API_CUDA_cuLaunchKernel: return from_classic<cuLaunchKernel_params>(params, "cuLaunchKernel", false, v);
     case API_CUDA_cuLaunchKernel_ptsz:
-      return from_classic<cuLaunchKernel_ptsz_params>(params, "cuLaunchKernel_ptsz", v);
+      return from_classic<cuLaunchKernel_ptsz_params>(params, "cuLaunchKernel_ptsz", true, v);
     case API_CUDA_cuLaunchCooperativeKernel:
-      return from_classic<cuLaunchCooperativeKernel_params>(params, "cuLaunchCooperativeKernel", v);
+      return from_classic<cuLaunchCooperativeKernel_params>(params, "cuLaunchCooperativeKernel", false, v);
     case API_CUDA_cuLaunchCooperativeKernel_ptsz:
-      return from_classic<cuLaunchCooperativeKernel_ptsz_params>(params, "cuLaunchCooperativeKernel_ptsz", v);
-    case API_CUDA_cuLaunchKernelEx: return from_ex<cuLaunchKernelEx_params>(params, "cuLaunchKernelEx", v);
+      return from_classic<cuLaunchCooperativeKernel_ptsz_params>(params, "cuLaunchCooperativeKernel_ptsz", true, v);
+    case API_CUDA_cuLaunchKernelEx: return from_ex<cuLaunchKernelEx_params>(params, "cuLaunchKernelEx", false, v);
     case API_CUDA_cuLaunchKernelEx_ptsz:
-      return from_ex<cuLaunchKernelEx_ptsz_params>(params, "cuLaunchKernelEx_ptsz", v);
+      return from_ex<cuLaunchKernelEx_ptsz_params>(params, "cuLaunchKernelEx_ptsz", true, v);
     default: return false;
   }
 }

@@ -103,6 +103,10 @@ GCL_HD int32_t unpack_reg(uint32_t w, int half) { return (int32_t)(int16_t)(uint
  * on SM 0, records the same CTA. */
 constexpr uint32_t kScopeAllSms = 0xffffffffu; /* GCL_TRACE_SM=-1: every warp */
 constexpr uint32_t kScopeFirstCta = 0xfffffffeu; /* the CTA at blockIdx (0,0,0), wherever it runs */
+/* No warp: the launch value of a CUDA-graph node replaying an instrumented kernel, which no
+ * launch callback opened a trace for. in_scope compares it with the SM id, which never
+ * reaches it, so the injected code needs no branch of its own for it. */
+constexpr uint32_t kScopeNone = 0xfffffffdu;
 
 /* The scope of one launch: trace_sm < 0 keeps every SM; a grid of fewer CTAs than the GPU's
  * SMs keeps CTA 0 when small_grid_cta0 is set (and the SM count is known); otherwise the SM. */

@@ -282,11 +282,41 @@ void nvbit_at_init() {
   make_dirs(opt.dir);
 }
 
+static int live_contexts = 0; /* between nvbit_at_ctx_init and nvbit_at_ctx_term */
+static bool files_open = false;
+static bool contexts_ended = false; /* a context was made after every earlier one had ended */
+static bool tool_ready = false; /* tool_setup ran in a live context */
+
 /* Only plain host work here: NVBit >= 1.7 calls this while the context is being
  * created, and a CUDA allocation from inside it (the channel's buffers) deadlocks the
  * application before its first launch. The files are opened now because
  * MemcpyHtoD lines reach kernelslist before any launch. */
 void nvbit_at_ctx_init(CUcontext ctx) {
+  live_contexts++;
+  /* A second context (another GPU, or the application's own cuCtxCreate) used to open every
+   * file again with "w", truncating all that was written so far. One process writes one set
+   * of files; the invocation numbering runs on across contexts. */
+  if (files_open) {
+    if (live_contexts == 1 && tool_ready) {
+      /* every earlier context ended (cudaDeviceReset, cuCtxDestroy), and what tool_setup
+       * allocated in it went with it: the channel, the buffer, the counter, the gate */
+      if (opt.time_only) {
+        tool_ready = false; /* the gate is allocated again, in this context */
+      } else if (!contexts_ended) {
+        fprintf(stderr, "gcl_tracer: a CUDA context made after the first one ended (cudaDeviceReset?): the tool's "
+                "channel ended with it, so launches from here on are timed but not traced\n");
+      }
+      contexts_ended = true;
+    } else {
+      static bool said = false;
+      if (!said)
+        fprintf(stderr, "gcl_tracer: another CUDA context: its launches continue this run's files and numbering; "
+                "the GCL_SMALL_GRID SM count is the first context's device's\n");
+      said = true;
+    }
+    return;
+  }
+  files_open = true;
   std::string p = opt.dir + (opt.time_only ? "/profile.csv" : "/instrumented_times.csv");
   profile_csv = open_output(p);
   /* Times of instrumented launches are inflated by the tracing itself, so they go
@@ -309,7 +339,6 @@ static void gcl_cuda_check(cudaError_t e, const char *what) {
 /* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
  * first launch, and the launch callback calls this too for NVBit releases without it.
  * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
-static bool tool_ready = false;
 static void tool_setup() {
   if (tool_ready) return;
   tool_ready = true;
@@ -538,7 +567,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
    * a trace id to a kernel the profilers never see run, and timing it would record and
    * wait on events inside the capture, which invalidates the application's graph. */
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (cuStreamIsCapturing(L.stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+  if (cuStreamIsCapturing(L.queue(), &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
     static bool warned = false;
     if (!is_exit && !warned) {
       fprintf(stderr, "gcl_tracer: %s during CUDA-graph stream capture: not traced or counted, and neither are the "
@@ -558,7 +587,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     invocation_id++;
     mangled = nvbit_get_func_name(ctx, L.f, true);
     const char *demangled = nvbit_get_func_name(ctx, L.f, false);
-    traced = !opt.time_only && wanted(invocation_id, mangled.c_str(), demangled);
+    traced = !opt.time_only && !contexts_ended && wanted(invocation_id, mangled.c_str(), demangled);
     t_entry = now_s();
     if (traced) {
       /* GCL_VERBOSE: a line before each phase that can stall, so a launch that never
@@ -615,10 +644,10 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
     gated = gate_host && opt.time_gate_us;
     if (gated) {
-      GateDriver d{L.stream, ev_start, ev_stop};
+      GateDriver d{L.queue(), ev_start, ev_stop};
       gcl::gate_begin(d, gate_host);
     } else {
-      cuEventRecord(ev_start, L.stream);
+      cuEventRecord(ev_start, L.queue());
     }
     t_queued = now_s();
     return;
@@ -627,12 +656,12 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   skip_callbacks = true;
   gate_opened = true;
   if (gated) {
-    GateDriver d{L.stream, ev_start, ev_stop};
+    GateDriver d{L.queue(), ev_start, ev_stop};
     gate_opened = gcl::gate_end(d, gate_host);
     if (!gate_opened && !gate_timeouts++) gate_first_timeout = invocation_id - 1;
   } else {
     CUresult ran = CUDA_SUCCESS;
-    cuEventRecord(ev_stop, L.stream);
+    cuEventRecord(ev_stop, L.queue());
     if (opt.verbose && traced) {
       /* poll, so that a kernel that never ends says so (and how many records left it) */
       wait_until([&] { return (ran = cuEventQuery(ev_stop)) != CUDA_ERROR_NOT_READY; }, true,
@@ -715,16 +744,41 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   skip_callbacks = false;
 }
 
+/* A CUDA-graph replay of a kernel this tool instrumented runs the instrumented code, and no
+ * launch callback opened a trace for it: its records would reach the channel and, while a
+ * launch on another stream is being traced, that launch's file (a GCL_COUNT_ONLY count too).
+ * NVBit calls this for each kernel node of a graph launch; the node gets the scope that keeps
+ * no warp. A release that cannot set a node's launch value gets one warning. */
+void nvbit_at_graph_node_launch(CUcontext ctx, CUfunction func, CUstream stream, uint64_t launch_handle) {
+  if (opt.time_only) return; /* nothing is instrumented */
+  if (!GCL_SET_AT_GRAPH_NODE(ctx, func, (uint64_t)gcl::kScopeNone, stream, launch_handle)) {
+    static bool warned = false;
+    if (!warned)
+      fprintf(stderr, "gcl_tracer: this NVBit release cannot set a CUDA-graph node's launch value: replays of "
+              "traced kernels may add records to the launch being traced; trace with graphs off\n");
+    warned = true;
+  }
+}
+
+/* Every write is flushed here; the files close at nvbit_at_term, once, whichever context
+ * ends last and in whatever order NVBit calls the two. */
+static void flush_outputs() {
+  for (FILE *f : {profile_csv, kernelslist, counts_csv})
+    if (f) fflush(f);
+}
+
 void nvbit_at_ctx_term(CUcontext ctx) {
+  flush_outputs();
+  if (--live_contexts > 0) return; /* another context still launches into the files */
   recv_running = false;
   if (gate_timeouts)
     fprintf(stderr, "gcl_tracer: %llu launches (the first: invocation %llu) waited past GCL_TIME_GATE_US=%llu; "
             "their times include the launch call. Lazy module loading can do this: CUDA_MODULE_LOADING=EAGER\n",
             (unsigned long long)gate_timeouts, (unsigned long long)gate_first_timeout,
             (unsigned long long)opt.time_gate_us);
-  if (profile_csv) fclose(profile_csv);
-  if (kernelslist) fclose(kernelslist);
-  if (counts_csv) fclose(counts_csv);
-  counts_csv = nullptr;
-  profile_csv = kernelslist = nullptr;
+}
+
+void nvbit_at_term() {
+  for (FILE **f : {&profile_csv, &kernelslist, &counts_csv})
+    if (*f) fclose(*f), *f = nullptr;
 }

@@ -26,7 +26,24 @@ auto set_at_launch(long, Ctx ctx, Func func, uint64_t value, Stream)
   nvbit_set_at_launch(ctx, func, value); /* NVBit 1.7.1: no stream argument */
 }
 
+/* A graph node's launch value takes the node's launch handle, which only releases that have
+ * nvbit_at_graph_node_launch accept; elsewhere there is no node to set it for. */
+template <typename Ctx, typename Func, typename Stream>
+auto set_at_graph_node(int, Ctx ctx, Func func, uint64_t value, Stream stream, uint64_t handle)
+    -> decltype(nvbit_set_at_launch(ctx, func, value, stream, handle), bool()) {
+  nvbit_set_at_launch(ctx, func, value, stream, handle);
+  return true;
+}
+
+template <typename Ctx, typename Func, typename Stream>
+bool set_at_graph_node(long, Ctx, Func, uint64_t, Stream, uint64_t) {
+  return false;
+}
+
 }  // namespace gcl_compat
 
 /* nvbit_set_at_launch with the stream where the NVBit release takes one. */
 #define GCL_SET_AT_LAUNCH(ctx, func, value, stream) gcl_compat::set_at_launch(0, (ctx), (func), (value), (stream))
+/* nvbit_set_at_launch for one CUDA-graph node, where the release can; false where it cannot. */
+#define GCL_SET_AT_GRAPH_NODE(ctx, func, value, stream, handle) \
+  gcl_compat::set_at_graph_node(0, (ctx), (func), (value), (stream), (handle))

@@ -1,7 +1,8 @@
 /* GPU-free check of gcl_launch.h, built by tests/test_tracer_format.py against mocks of the
  * driver's launch parameter structs (same field names as cuda.h / generated_cuda_meta.h)
  * and of its attribute queries.
- * For each callback id: "<api> f grid block shmem stream", or "- <cbid>" when it is not a launch.
+ * For each callback id: "<api> f grid block shmem stream queue", or "- <cbid>" when it is not a launch.
+ * Then each entry point again with a null stream ("null <api> stream queue").
  * Then for each handle kind: "attr <kind> value status via_kernel_handle". Build with
  * -DCUDA_VERSION=11080 for a driver API without cuKernelGetAttribute. */
 #include <stdio.h>
@@ -16,6 +17,7 @@ typedef CUfunc_st *CUfunction;
 typedef CUkern_st *CUkernel;
 typedef CUstream_st *CUstream;
 typedef int CUdevice;
+#define CU_STREAM_PER_THREAD ((CUstream)0x2) /* as cuda.h defines it */
 enum CUresult { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_INVALID_HANDLE = 400 };
 enum CUfunction_attribute { CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1, CU_FUNC_ATTRIBUTE_NUM_REGS = 4 };
 
@@ -83,8 +85,15 @@ static void show(nvbit_api_cuda_t cbid, const void *params) {
     printf("- %d\n", (int)cbid);
     return;
   }
-  printf("%s %p %u,%u,%u %u,%u,%u %u %p\n", v.api, (void *)v.f, v.grid[0], v.grid[1], v.grid[2], v.block[0],
-         v.block[1], v.block[2], v.dyn_shmem, (void *)v.stream);
+  printf("%s %p %u,%u,%u %u,%u,%u %u %p %p\n", v.api, (void *)v.f, v.grid[0], v.grid[1], v.grid[2], v.block[0],
+         v.block[1], v.block[2], v.dyn_shmem, (void *)v.stream, (void *)v.queue());
+}
+
+/* the same launch with a null stream: the legacy stream, or in a _ptsz launch the thread's own */
+static void show_null(nvbit_api_cuda_t cbid, const void *params) {
+  gcl::LaunchView v;
+  if (gcl::launch_view(cbid, params, &v))
+    printf("null %s %p %p\n", v.api, (void *)v.stream, (void *)v.queue());
 }
 
 static void attr(const char *kind, CUfunction_attribute a, unsigned long handle) {
@@ -122,6 +131,14 @@ int main() {
   show(API_CUDA_cuLaunchKernelEx, &null_config);
   show(API_CUDA_cuMemcpyHtoD_v2, &a);
   show(API_CUDA_cuGraphLaunch, &a);
+  a.hStream = b.hStream = c.hStream = d.hStream = nullptr;
+  cfg5.hStream = cfg6.hStream = nullptr;
+  show_null(API_CUDA_cuLaunchKernel, &a);
+  show_null(API_CUDA_cuLaunchKernel_ptsz, &b);
+  show_null(API_CUDA_cuLaunchCooperativeKernel, &c);
+  show_null(API_CUDA_cuLaunchCooperativeKernel_ptsz, &d);
+  show_null(API_CUDA_cuLaunchKernelEx, &e);
+  show_null(API_CUDA_cuLaunchKernelEx_ptsz, &f);
   attr("function", CU_FUNC_ATTRIBUTE_NUM_REGS, 0x3000);
   attr("kernel", CU_FUNC_ATTRIBUTE_NUM_REGS, 0xa000);
   attr("kernel", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 0xa000);

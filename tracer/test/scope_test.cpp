@@ -78,6 +78,10 @@ int main() {
       const bool in = gcl::in_scope(scope, [&] { return k.sm; }, [&] { return first; });
       kept += in;
       kept_cta0 += in && first;
+      if (gcl::in_scope(gcl::kScopeNone, [&] { return k.sm; }, [&] { return first; })) {
+        fprintf(stderr, "FAILED: the graph-node scope kept CTA (%u,%u,%u) on SM %u\n", k.x, k.y, k.z, k.sm);
+        failures++;
+      }
       on_sm += trace_sm >= 0 && k.sm == (uint32_t)trace_sm;
       const bool want = trace_sm < 0                        ? true
                         : (cta0 && known && (int64_t)n < n_sms) ? first
