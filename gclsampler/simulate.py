@@ -523,16 +523,17 @@ def _progress(total: int, desc: str):
 def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Sequence[int], cache_dir: str | os.PathLike,
              *, flags: Sequence[str], jobs: int = 1, launcher: str = "local", timeout_s: float | None = None,
              dedup: bool = False, keep_traces: bool = False, slurm_params: dict[str, Any] | None = None,
-             on_record: Callable[[RunRecord], None] | None = None) -> SimulationRun:
+             on_record: Callable[[RunRecord], None] | None = None, as_ampere: bool = False) -> SimulationRun:
     """Simulate ``invocations`` of a workload, one process each; cached results are reused.
 
     ``launcher``: ``local`` (``jobs`` processes at a time here), ``slurm`` (a submitit job
     array) or ``submitit-local`` (submitit's local executor: the SLURM code path on one
     machine). A failed run is recorded (``RunRecord.error``), never cached, and retried
-    by the next call.
+    by the next call. ``as_ampere`` runs sm_89/sm_90 traces as Ampere
+    (``gclsampler.trace.ampere``); the rewritten text is what the run cache is keyed on.
     """
     from gclsampler.trace import list_invocations, read_kernel
-    from gclsampler.trace.workload import accelsim_text, export_facts, write_kernelslist
+    from gclsampler.trace.workload import accelsim_export, write_kernelslist
     from gclsampler.trace.writer import write_bytes_atomic
 
     check_launcher(launcher)  # before any trace is exported (the CLI calls it sooner, before --out exists)
@@ -555,10 +556,8 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
         for inv in sorted(set(int(i) for i in invocations)):
             info = infos[inv]
             h = info.header
-            trace = read_kernel(wdir / info.path)
-            facts.append({"invocation": inv, **export_facts(trace)})
-            text = accelsim_text(trace)
-            del trace
+            text, fact = accelsim_export(read_kernel(wdir / info.path), as_ampere=as_ampere)
+            facts.append({"invocation": inv, **fact})
             key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
             job_dir = cache / key
             name = h.name
@@ -710,18 +709,28 @@ def _run_submitit(todo: list[Job], launcher: str, folder: Path, timeout_s: float
 # ---------------------------------------------------------------------------------------
 # outputs
 # ---------------------------------------------------------------------------------------
+def _as_ampere_from(run: SimulationRun) -> str:
+    """The binary versions ``--as-ampere`` rewrote in this run, e.g. "90" (empty when none)."""
+    return "/".join(str(v) for v in sorted({f["as_ampere_from"] for f in run.export_facts if f.get("as_ampere_from")}))
+
+
 def provenance(run: SimulationRun, synthetic: bool) -> str:
     """The one-line label every output carries: simulated, by what, on how many SMs."""
     one_sm = "-gpgpu_n_clusters" in run.flags and "-gpgpu_n_cores_per_cluster" in run.flags
+    rewritten = _as_ampere_from(run)
     return ("SIMULATED by Accel-Sim (config " + run.simulator.config
             + ("; one SM, so cycles are SM 0's share" if one_sm else "") + ")"
+            + (f"; sm_{rewritten} traces run as Ampere (--as-ampere), an approximation of the GPU they were "
+               "traced on" if rewritten else "")
             + ("; SYNTHETIC traces (gclsampler.synth), not a hardware measurement" if synthetic else ""))
 
 
 def row_label(run: SimulationRun, synthetic: bool) -> str:
     """The short form of ``provenance`` for a CSV column, repeated on every row."""
     one_sm = "-gpgpu_n_clusters" in run.flags and "-gpgpu_n_cores_per_cluster" in run.flags
+    rewritten = _as_ampere_from(run)
     return (f"Accel-Sim {run.simulator.config}" + (", one SM (SM 0's share)" if one_sm else "")
+            + (f", sm_{rewritten} run as Ampere" if rewritten else "")
             + (", synthetic traces" if synthetic else ""))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from gclsampler.errors import GclError, located
+from gclsampler.trace.ampere import REWRITTEN_BINARY_VERSIONS as REWRITTEN
 from gclsampler.trace.kernel_names import same_kernel
 
 ACCELSIM_BINARY_VERSIONS = (70, 75, 80, 86)
@@ -148,7 +149,8 @@ def _read_or_report(path: Path, read, rep: _Report, tag: str):
     return got
 
 
-def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _Report) -> list[Any] | None:
+def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _Report,
+             as_ampere: bool = False) -> list[Any] | None:
     """Trace headers in kernelslist order, or None when one cannot be read."""
     from gclsampler.trace import read_header
 
@@ -176,11 +178,13 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
                                      f"(-kernel id {prev[1].kernel_id}); list traces in launch order"),
                     "error:order")
         prev = (name, h)
-        if h.binary_version not in ACCELSIM_BINARY_VERSIONS:
+        if h.binary_version not in ACCELSIM_BINARY_VERSIONS and not (as_ampere and h.binary_version in REWRITTEN):
+            hint = ("; --as-ampere (trace/plan export-accelsim, simulate) runs them on an Ampere model"
+                    if h.binary_version in REWRITTEN else "")
             rep.add("warning", located(root / name, None, "-binary version",
                                        f"{h.binary_version} is not one Accel-Sim knows "
                                        f"({', '.join(map(str, ACCELSIM_BINARY_VERSIONS))}); it skips such "
-                                       "kernels silently"), "warning:binary version")
+                                       f"kernels silently{hint}"), "warning:binary version")
         if h.tracer_version not in TRACER_VERSIONS:
             rep.add("warning", located(root / name, None, "-accelsim tracer version",
                                        f"{h.tracer_version} is not a known tracer version "
@@ -348,7 +352,8 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
-                   bodies: bool = False, progress: bool = False, workers: int = 1) -> list[Problem]:
+                   bodies: bool = False, progress: bool = False, workers: int = 1,
+                   as_ampere: bool = False) -> list[Problem]:
     """Every consistency problem of the workload at ``root`` (see the module docstring).
 
     Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
@@ -360,7 +365,8 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     default requires it only when there is no profile to work from). ``bodies=True`` also
     parses every trace whole (``validate --full``; minutes on gigabytes of traces), with a
     progress bar when ``progress`` and ``workers`` traces at once; by default only headers
-    are read.
+    are read. ``as_ampere``: the traces go to Accel-Sim through ``--as-ampere``, so sm_89/sm_90
+    headers are not warned about.
     """
     from gclsampler.profile import ProfileFormatError, read_profile
 
@@ -391,7 +397,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             rep.add("warning", located(root / name, None, None, f"not in {kl.name}, so no command reads it (a lost "
                                        f"{kl.name} line, or a trace added later: list it, or move it out)"),
                     "warning:unlisted")
-    heads = _headers(root, kl, entries, rep) if entries else None
+    heads = _headers(root, kl, entries, rep, as_ampere) if entries else None
     if bodies and heads is not None:
         _bodies(root, entries, rep, progress, workers)
     names = [n for _, n in entries]
@@ -443,12 +449,12 @@ def errors_and_warnings(problems: Iterable[Problem]) -> tuple[list[Problem], lis
 
 
 def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
-                           warn=None) -> None:
+                           warn=None, as_ampere: bool = False) -> None:
     """Raise ``WorkloadError`` (first problem + a count) when ``check_workload`` finds errors.
 
     Warnings go to ``warn`` (default: one line each on stderr) and do not stop the run.
     """
-    errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces))
+    errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces, as_ampere=as_ampere))
     if warn is None:
         def warn(text: str) -> None:
             print(f"gclsampler: warning: {text}", file=sys.stderr)

@@ -5,7 +5,7 @@ accel-sim-framework checkout (setup_environment.sh, bin/release/accel-sim.out, t
 config files) with this file as the binary. Run as the binary, it behaves like Accel-Sim
 where gclsampler can tell: reads ``-trace kernelslist.g`` and the trace it names, needs
 ``gpgpusim.config`` in its working directory, prints a real log with the trace's kernel
-name. What each kernel does comes from ``$STUB_PLAN`` (JSON, kernel id -> behaviour):
+name, and answers a binary version other than 70, 75, 80 or 86 as "unsupported". What each kernel does comes from ``$STUB_PLAN`` (JSON, kernel id -> behaviour):
 
     {"mode": "ok" | "unsupported" | "crash" | "deadlock" | "hang",
      "cycles": N, "insn": N,   # rewrite gpu_sim_cycle / gpu_sim_insn of the replayed log
@@ -72,6 +72,9 @@ def _main(argv: list[str]) -> int:
     plan = json.loads(Path(os.environ["STUB_PLAN"]).read_text()) if os.environ.get("STUB_PLAN") else {}
     b = plan.get(str(kid), plan.get("*", {}))
     mode = b.get("mode", "ok")
+    version = re.search(r"^-binary version = (\d+)", trace, re.M)
+    if version and int(version.group(1)) not in (70, 75, 80, 86):  # as Accel-Sim: a message, no simulation, exit 0
+        mode = "unsupported"
     text = gzip.open(FIXTURES / b.get("log", LOGS[mode])).read().decode()
     if mode == "ok":
         text = re.sub(r"(?m)^kernel_name = .*$", lambda m: f"kernel_name = {kname} ", text)

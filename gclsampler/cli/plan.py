@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gclsampler.errors import GclError, located
+from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
 
 
@@ -51,6 +52,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("plan", type=Path, help="plan.json")
     p.add_argument("workload_dir", type=Path, help="workload directory holding the traces")
     p.add_argument("out_dir", type=Path, help="directory to write (traces, kernelslist.g, plan.json)")
+    p.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
     p.set_defaults(handler=_export)
 
     p = sub.add_parser("reconstruct", help="weighted estimate per metric from simulated results",
@@ -207,7 +209,7 @@ def _export(args: argparse.Namespace) -> int:
     check_out_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan])
     from gclsampler.validate import require_valid_workload
 
-    require_valid_workload(args.workload_dir, profile=False, traces=True)  # duplicate ids would overwrite each other
+    require_valid_workload(args.workload_dir, profile=False, traces=True, as_ampere=args.as_ampere)  # duplicate ids would overwrite each other
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}
@@ -227,7 +229,8 @@ def _export(args: argparse.Namespace) -> int:
 
     facts: list = []
     with replace_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan]) as tmp:
-        written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts, infos=list(infos.values()))
+        written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts, infos=list(infos.values()),
+                                  as_ampere=args.as_ampere)
         plan.save(tmp / "plan.json")
     print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
           f"+ kernelslist.g + plan.json")

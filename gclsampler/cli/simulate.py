@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from gclsampler.errors import GclError
+from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
 
 
@@ -65,6 +66,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "of one workload to reuse simulations")
     parser.add_argument("--dedup", action="store_true",
                         help="simulate byte-identical traces once and reuse the result (off by default)")
+    parser.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
     parser.add_argument("--keep-traces", action="store_true",
                         help="keep each run's exported trace next to its log (default: deleted after success)")
     parser.add_argument("--json", action="store_true", help="print estimate.json instead of the summary (not with --all)")
@@ -179,7 +181,7 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         run = S.simulate(sim, wdir, wanted, cache, flags=flags, jobs=args.jobs, launcher=args.launcher,
                          timeout_s=args.timeout, dedup=args.dedup, keep_traces=args.keep_traces,
-                         slurm_params=slurm)
+                         slurm_params=slurm, as_ampere=args.as_ampere)
     except KeyboardInterrupt:
         print(f"gclsampler: interrupted; finished simulations are cached in {cache}: rerun the same command "
               "to continue", file=sys.stderr)

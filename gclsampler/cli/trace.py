@@ -7,6 +7,8 @@ import json
 import re
 import sys
 
+from gclsampler.trace.ampere import AS_AMPERE_HELP
+
 
 def _parse_invocations(text: str | None) -> list[tuple[str, str, range]] | None:
     """``0,3,7-9`` or a file with one id per line (``@ids.txt``), as (text, range) pairs.
@@ -110,12 +112,12 @@ def _export(args) -> int:
 
     parts = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
-    require_valid_workload(args.src, profile=False, traces=True)  # duplicate ids would overwrite each other
+    require_valid_workload(args.src, profile=False, traces=True, as_ampere=args.as_ampere)  # duplicate ids would overwrite each other
     infos = list_invocations(args.src)
     inv = _expand_invocations(parts, infos, args.src)
     facts: list = []
     with replace_dir(args.dst, "trace export-accelsim", inputs=[args.src]) as tmp:
-        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts, infos=infos)
+        paths = export_accelsim(args.src, tmp, invocations=inv, facts=facts, infos=infos, as_ampere=args.as_ampere)
     print(f"wrote {len(paths)} Accel-Sim traces and kernelslist.g to {args.dst}")
     for line in describe_export(facts):
         print(f"  note: {line}")
@@ -172,6 +174,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("dst", help="output directory for Accel-Sim")
     p.add_argument("--invocations", default=None,
                    help="0-based invocation ids, e.g. '0,5,7-9' or '@ids.txt' (default: all)")
+    p.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
     p.set_defaults(handler=_export)
 
     p = sub.add_parser("group", help="raw NVBit kernel-N.trace[.xz] -> grouped kernel-N.traceg")

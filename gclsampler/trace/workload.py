@@ -330,7 +330,9 @@ def describe_export(facts: Sequence[dict]) -> list[str]:
         lines.append(f"{len(cut)} of {len(facts)} traces have warps that end without EXIT, cut short by an "
                      f"instruction cap or a trace that stopped early ({sum(f['warps_cut'] for f in cut)} of "
                      f"{sum(f['warps'] for f in cut)} warps; an EXIT is appended): they simulate only the traced prefix")
-    return lines
+    from gclsampler.trace.ampere import describe
+
+    return lines + describe(list(facts))
 
 
 def accelsim_text(t: KernelTrace) -> bytes:
@@ -363,9 +365,24 @@ def accelsim_text(t: KernelTrace) -> bytes:
     return render(t, values=False, header=header, cta_coords=coords)
 
 
+def accelsim_export(t: KernelTrace, *, as_ampere: bool = False) -> tuple[bytes, dict]:
+    """The Accel-Sim text of ``t`` and its ``export_facts``; ``as_ampere`` runs an sm_89/sm_90
+    trace as Ampere (``gclsampler.trace.ampere``), and the facts then say from which version
+    and which opcodes it renamed."""
+    facts = export_facts(t)
+    if as_ampere:
+        from gclsampler.trace.ampere import as_ampere as rewrite
+
+        version = t.header.binary_version
+        t, renamed = rewrite(t)
+        if t.header.binary_version != version:
+            facts.update(as_ampere_from=version, renamed=renamed)
+    return accelsim_text(t), facts
+
+
 def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
                     invocations: Sequence[int] | None = None, facts: list | None = None,
-                    infos: Sequence[InvocationInfo] | None = None) -> list[Path]:
+                    infos: Sequence[InvocationInfo] | None = None, as_ampere: bool = False) -> list[Path]:
     """Write plain Accel-Sim traces (+ kernelslist.g) for some or all invocations.
 
     File names stay ``kernel-<id>.traceg`` (uncompressed: Accel-Sim reads
@@ -373,7 +390,7 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     ``facts``, when given, receives ``export_facts`` of each trace (see ``describe_export``).
     ``infos``: ``list_invocations(src_dir)`` when the caller has it already. Why: it opens
     every trace for its header, which on a workload of 10^4 launches costs seconds, while a
-    plan exports a few dozen of them.
+    plan exports a few dozen of them. ``as_ampere``: see ``accelsim_export``.
     """
     src_dir, dst_dir = Path(src_dir), Path(dst_dir)
     infos = list_invocations(src_dir) if infos is None else list(infos)
@@ -389,11 +406,11 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     dst_dir.mkdir(parents=True, exist_ok=True)
     names, written = [], []
     for info in _progress(infos, len(infos), "export"):
-        t = read_kernel(src_dir / info.path)
         name = f"kernel-{info.header.kernel_id}.traceg"
+        text, fact = accelsim_export(read_kernel(src_dir / info.path), as_ampere=as_ampere)
         if facts is not None:
-            facts.append({"invocation": info.invocation, **export_facts(t)})
-        write_bytes_atomic(dst_dir / name, accelsim_text(t))
+            facts.append({"invocation": info.invocation, **fact})
+        write_bytes_atomic(dst_dir / name, text)
         names.append(name)
         written.append(dst_dir / name)
     if invocations is None and kernelslist_path(src_dir) is not None:
