@@ -783,17 +783,36 @@ class _Lines:
 
 
 def _read_text(path: Path) -> str:
+    """The export's text; ``.gz``, ``.xz`` and ``.zst`` are read through (the compressions a
+    trace may have: exports are kept beside traces, as ``real/*/raw/`` keeps them)."""
+    import lzma
+
     try:
         if path.suffix == ".gz":
             import gzip
 
             with gzip.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
                 return fh.read()
+        if path.suffix == ".xz":
+            with lzma.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
+                return fh.read()
+        if path.suffix == ".zst":
+            import zstandard
+
+            d = zstandard.ZstdDecompressor().decompressobj()
+            data = d.decompress(path.read_bytes())
+            if not d.eof:  # a cut-off frame would read as a shorter export
+                raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
+            return data.decode("utf-8-sig")
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
-    except (UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
+    except (UnicodeDecodeError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
+    except Exception as exc:  # zstandard.ZstdError
+        if "Zstd" in type(exc).__name__:
+            raise ProfileFormatError(located(path, None, None, f"cannot read as zstd: {exc}")) from None
+        raise
 
 
 def _csv_rows(path: Path, text: str):
@@ -1051,8 +1070,8 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
                 path, lines[k], "ID", f"launch ID {ids[k]} repeated (also line {lines[k - 1]}): one row per invocation"))
         raise ProfileFormatError(located(
             path, lines[k], "ID",
-            f"launch IDs jump from {ids[k - 1]} to {ids[k]}: every launch must be profiled in order "
-            "(no --kernel-name/--launch-skip/--launch-count filters), one row per invocation"))
+            f"launch IDs jump from {ids[k - 1]} to {ids[k]}: rows were taken out of the export; keep every "
+            "profiled launch, in order, one row per invocation"))
 
     def metric(name: str, kind: str) -> np.ndarray | None:
         if name not in col:

@@ -115,3 +115,38 @@ def test_validate_accepts_an_arch_profile_from_another_profiler(tmp_path, capsys
     capsys.readouterr()
     assert main(["validate", str(wl)]) == 2
     assert "ampere.csv:2: kernel_name" in capsys.readouterr().err
+
+
+# EW as Nsight Compute and Nsight Systems print it: template parameters in the parameter list,
+# integer template arguments as casts (nsys), no "3ul" suffix
+EW_NCU = ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::Half, c10::Half, "
+          "c10::Half, at::native::binary_internal::MulFunctor<float>>, std::array<char *, 3>>(int, T2, T3)")
+EW_NSYS = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<c10::Half, c10::Half, "
+           "c10::Half, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)3>>(int, T2, "
+           "T3)")
+
+
+@pytest.mark.parametrize("profiled", [EW_NCU, EW_NSYS])
+def test_nvidia_demangler_spelling_of_a_template_kernel_matches(profiled):
+    """ncu and nsys write a template kernel's parameters as T1, T2, ... and nsys its integer
+    arguments as casts; every PyTorch elementwise kernel failed to match its trace before."""
+    assert same_kernel(EW, profiled) and same_kernel(profiled, EW)
+
+
+@pytest.mark.parametrize("other", [
+    EW_NCU.replace("<4,", "<2,"),                     # another vector width: another kernel
+    EW_NSYS.replace("MulFunctor<float>", "AddFunctor<float>"),
+    EW_NCU.replace("c10::Half, c10::Half, c10::Half", "float, float, float"),
+])
+def test_template_arguments_still_tell_kernels_apart_when_parameters_are_placeholders(other):
+    assert not same_kernel(EW, other)
+
+
+def test_anonymous_namespaces_lambdas_and_bool_arguments_in_either_spelling():
+    assert same_kernel("_ZN12_GLOBAL__N_16kernelEPf", "<unnamed>::kernel(float *)")
+    assert not same_kernel("_ZN12_GLOBAL__N_16kernelEPf", "<unnamed>::kernel(double *)")
+    assert same_kernel("_Z3fooILb1ELc3EEvv", "void foo<(bool)1, (char)3>()")
+    assert not same_kernel("_Z3fooILb1ELc3EEvv", "void foo<(bool)0, (char)3>()")
+    gnu = "void k<128, f()::{lambda(int)#1}>(int, f()::{lambda(int)#1})"
+    assert same_kernel(gnu, "void k<128, f()::[lambda(int) (instance 1)]>(int, T2)")
+    assert not same_kernel(gnu, "void k<128, f()::[lambda(int) (instance 2)]>(int, T2)")

@@ -460,3 +460,28 @@ def test_profile_writer_bytes_equal_pandas(tmp_path_factory, n, seed):
     buf = io.StringIO()
     ref.to_csv(buf, index=False, lineterminator="\n")
     assert p.read_bytes() == buf.getvalue().encode("utf-8")
+
+
+def test_xz_and_zst_exports_import_as_their_text(tmp_path, capsys):
+    """An export kept compressed, as real/pythia410m_2l/raw/torch_trace.json.xz is (the workload's
+    own source), imports like its text; a truncated .zst is refused, not read as a shorter export.
+    Only .gz was read through before: the .xz gave "cannot read as text: 'utf-8' codec..."."""
+    import lzma
+
+    import zstandard
+
+    xz = Path(__file__).resolve().parents[1] / "real" / "pythia410m_2l" / "raw" / "torch_trace.json.xz"
+    text = lzma.decompress(xz.read_bytes())
+    (tmp_path / "t.json").write_bytes(text)
+    (tmp_path / "t.json.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    outs = []
+    for name, src in (("plain", tmp_path / "t.json"), ("xz", xz), ("zst", tmp_path / "t.json.zst")):
+        assert main(["profile", "import", str(src), "--out", str(tmp_path / f"{name}.csv")]) == 0
+        outs.append((tmp_path / f"{name}.csv").read_bytes())
+    assert outs[0] == outs[1] == outs[2] and outs[0].count(b"\n") == 1059  # header + 1058 launches
+    cut = tmp_path / "cut.json.zst"
+    cut.write_bytes((tmp_path / "t.json.zst").read_bytes()[:50_000])
+    capsys.readouterr()
+    assert main(["profile", "import", str(cut), "--out", str(tmp_path / "cut.csv")]) == 2
+    assert "cut.json.zst: cannot read: the zstd data is truncated" in capsys.readouterr().err
+    assert not (tmp_path / "cut.csv").exists()

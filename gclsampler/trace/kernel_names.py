@@ -16,6 +16,15 @@ trace + profile pair. Names are compared in this order, and the first rule that 
    (``void ns::f<int>(int*)`` -> ``ns::f<int>``), without template arguments too
    (``ns::f``), or without namespaces (``f``).
 
+4. equal in the spelling both demanglers share: NVIDIA's (Nsight Compute, Nsight Systems)
+   writes a template kernel's parameters as its template parameters (``(int, T2, T3)``),
+   integer template arguments as casts (``(int)2``, ``(unsigned long)2`` where the
+   demangler writes ``2``, ``2ul``), an anonymous namespace as ``<unnamed>`` (the demangler:
+   ``(anonymous namespace)``) and a lambda as ``[lambda(int) (instance 1)]`` (``{lambda(int)#1}``).
+   Those are brought to one form; where either parameter list names a template parameter
+   (``T2``), parameter lists are left out, the template arguments still compared. Every
+   PyTorch elementwise kernel in an ncu or nsys export failed rules 1-3 before.
+
 Rule 3 is what a base-name profile can say; the launch's grid and block, which
 ``validate`` compares as well, keep two different kernels of one base name apart.
 """
@@ -58,16 +67,22 @@ def _canonical(name: str) -> str:
     return _squeeze(_PREFIX_CV.sub(r"\2 \1", name))
 
 
-def _strip_params(name: str) -> str:
-    """``void f<int>(int*)`` -> ``f<int>``: drop the trailing parameter list and a return type."""
+def _params(name: str) -> str:
+    """The trailing top-level parameter list of ``name`` (empty when it has none)."""
     s = name.strip()
     if s.endswith(")"):
         depth = 0
         for i in range(len(s) - 1, -1, -1):
             depth += {")": 1, "(": -1}.get(s[i], 0)
             if depth == 0:
-                s = s[:i]
-                break
+                return s[i:]
+    return ""
+
+
+def _strip_params(name: str) -> str:
+    """``void f<int>(int*)`` -> ``f<int>``: drop the trailing parameter list and a return type."""
+    s = name.strip()
+    s = s[:len(s) - len(_params(s))]
     depth, cut = 0, 0  # a return type is what precedes the last top-level space
     for i, ch in enumerate(s):
         depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(ch, 0)
@@ -88,6 +103,24 @@ def _strip_templates(name: str) -> str:
     return "".join(out)
 
 
+_CAST = re.compile(r"\((?:unsigned |signed )?(?:char|short|int|long|long long|__int128)\)(?=-?\d)")
+_BOOL = re.compile(r"\(bool\)([01])\b")
+_INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_NV_LAMBDA = re.compile(r"\[lambda\(([^()]*)\) \(instance (\d+)\)\]")
+_GNU_LAMBDA = re.compile(r"\{lambda\(([^()]*)\)#(\d+)\}")
+_TEMPLATE_PARAM = re.compile(r"(?<![\w:])T\d+(?![\w:])")
+
+
+def _unify(name: str) -> str:
+    """Rule 4's spelling: NVIDIA's and the GNU demangler's ways of writing one name made equal
+    (the parameter list kept)."""
+    s = name.replace("<unnamed>", "(anonymous namespace)")
+    s = _NV_LAMBDA.sub(r"lambda(\1)#\2", _GNU_LAMBDA.sub(r"lambda(\1)#\2", s))
+    s = _BOOL.sub(lambda m: "true" if m.group(1) == "1" else "false", _CAST.sub("", s))
+    # one token, so that finding the return type and the parameter list does not split it
+    return _INT_SUFFIX.sub(r"\1", s).replace("(anonymous namespace)", "anonymous_namespace")
+
+
 @functools.lru_cache(maxsize=65536)
 def same_kernel(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` name the same kernel (see the module docstring)."""
@@ -103,4 +136,9 @@ def same_kernel(a: str, b: str) -> bool:
         bare = _strip_templates(base)
         if _squeeze(short) in (_squeeze(base), _squeeze(bare), _squeeze(bare.rsplit("::", 1)[-1])):
             return True
+    ua, ub = _unify(da), _unify(db)
+    if _canonical(ua) == _canonical(ub):
+        return True
+    if _TEMPLATE_PARAM.search(_params(ua)) or _TEMPLATE_PARAM.search(_params(ub)):
+        return _canonical(_strip_params(ua)) == _canonical(_strip_params(ub))
     return False
