@@ -1041,9 +1041,21 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
             units = [u.strip() for u in row]  # the units row ncu writes second
             units_line = line
             continue
+        if row[0].strip() == "ID":  # ncu prints one report, header and all, per profiled process
+            raise ProfileFormatError(located(path, line, "ID", f"a second header (the first is line {header_line}): "
+                                             "the export holds several processes' reports; a workload is one "
+                                             "process, so export that one (ncu --target-processes, or one report file)"))
         records.append((line, row))
     if not records:
         raise ProfileFormatError(located(path, header_line, None, "no kernel rows after the header"))
+    if "Process ID" in col:  # one report block can hold several processes' launches, interleaved
+        pids = [row[col["Process ID"]].strip() for _, row in records]
+        other = next((i for i, pid in enumerate(pids) if pid != pids[0]), None)
+        if other is not None:
+            raise ProfileFormatError(located(path, records[other][0], "Process ID",
+                                             f"{pids[other]}, but line {records[0][0]} is process {pids[0]}: a "
+                                             "workload is one process's launches, in its order; export that "
+                                             "process alone"))
 
     lines = [ln for ln, _ in records]
     ids = []
@@ -1489,8 +1501,9 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         if rep is not None:
             raise ProfileFormatError(located(path, lines[rep[1]], header[base[order_col]],
                                              f"{_id_text(o[rep[1]])} is also the correlation id of line {lines[rep[0]]}; "
-                                             "each launch has its own (kernels replayed from one CUDA graph launch "
-                                             "share it: CUDA-graph workloads are not supported)"))
+                                             "each launch of a process has its own: rows of several processes "
+                                             "(export one), or kernels replayed from one CUDA graph launch (not "
+                                             "supported)"))
     df: dict[str, Any] = {
         "invocation": np.arange(len(lines)),
         "kernel_name": np.asarray(names, dtype=object)[perm],

@@ -485,3 +485,18 @@ def test_xz_and_zst_exports_import_as_their_text(tmp_path, capsys):
     assert main(["profile", "import", str(cut), "--out", str(tmp_path / "cut.csv")]) == 2
     assert "cut.json.zst: cannot read: the zstd data is truncated" in capsys.readouterr().err
     assert not (tmp_path / "cut.csv").exists()
+
+
+def test_ncu_export_of_several_processes_is_refused_by_line(tmp_path):
+    """A workload is one process's launches. One ncu report block can interleave two processes'
+    rows (imported as one workload before, silently), and ncu can print a report per process (the
+    second header read as "ID: not an integer: 'ID'")."""
+    text = _ncu_text("nsecond", ["100", "200", "300"])
+    lines = text.splitlines()
+    mixed = "\n".join(lines[:3] + [lines[3].replace('"1","app"', '"2","app"')] + lines[4:]) + "\n"
+    with pytest.raises(ProfileFormatError, match=r"mixed.csv:4: Process ID: 2, but line 3 is process 1"):
+        import_ncu(_write(tmp_path, "mixed.csv", mixed))
+    two_reports = text + "\n".join(lines[:3]) + "\n"
+    with pytest.raises(ProfileFormatError, match=r"two.csv:6: ID: a second header \(the first is line 1\)"):
+        import_ncu(_write(tmp_path, "two.csv", two_reports))
+    assert len(import_ncu(_write(tmp_path, "one.csv", text))) == 3
