@@ -933,7 +933,8 @@ def _fill_cycles(df: pd.DataFrame, path: Path, clock_mhz: float | None) -> pd.Da
         missing = df["cycles"].isna().to_numpy()
         cycles = df["cycles"].to_numpy(dtype=np.float64, copy=True)
         with np.errstate(over="ignore"):
-            cycles[missing] = df["time_ns"].to_numpy(dtype=np.float64)[missing] * (clock_mhz / 1000.0)
+            # whole cycles: the estimate is no finer, and 263299.13999999996 is not a count
+            cycles[missing] = np.rint(df["time_ns"].to_numpy(dtype=np.float64)[missing] * (clock_mhz / 1000.0))
             total = np.sum(cycles)
         # read_profile refuses a cycles column whose total overflows (every estimate sums
         # it): a clock that makes one would write a profile.csv the reader then refuses
@@ -968,7 +969,7 @@ def import_torch(path: str | Path, *, notes: list[str] | None = None) -> pd.Data
 # ---- Nsight Compute ----------------------------------------------------------------------
 # profile column -> (ncu metric names in order of preference, kind)
 _NCU_METRICS: list[tuple[str, tuple[str, ...], str]] = [
-    ("time_ns", ("gpu__time_duration.sum", "gpu__time_duration.max"), "time"),
+    ("time_ns", ("gpu__time_duration.sum",), "time"),
     ("cycles", ("sm__cycles_elapsed.max", "sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max"), "count"),
     ("l1_hit_rate", ("l1tex__t_sector_hit_rate.pct",), "pct"),
     ("l2_hit_rate", ("lts__t_sector_hit_rate.pct",), "pct"),
@@ -1024,6 +1025,10 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     has_dims = ("Grid Size" in col and "Block Size" in col) or ("launch__grid_size" in col and "launch__block_size" in col)
     need = ["Kernel Name", "gpu__time_duration.sum"]
     missing = [c for c in need if c not in col] + ([] if has_dims else ["Grid Size", "Block Size"])
+    if missing and "Metric Name" in col and "Metric Value" in col:
+        raise ProfileFormatError(located(path, header_line, ",".join(missing),
+                                         "this is ncu's --page details export (one row per metric); export "
+                                         "--page raw (one row per launch) with --csv"))
     if missing:
         raise ProfileFormatError(located(path, header_line, ",".join(missing),
                                          f"required Nsight Compute column(s) missing (profile with --page raw and "
@@ -1152,10 +1157,13 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
                 vals.append(format_dim3((int(v), 1, 1)))
         df[out_name] = vals
     for out_name, names, kind in _NCU_METRICS:
-        for name in names:
+        for k, name in enumerate(names):
             v = metric(name, kind)
             if v is not None:
                 df[out_name] = v
+                if k and notes is not None:  # e.g. sm__cycles_elapsed.avg is below .max: say which was read
+                    notes.append(located(path, header_line, name, f"{out_name} read from it: the export has no "
+                                         f"{names[0]}, which profiles of this format are read from"))
                 break
     if "cycles" not in df:
         df["cycles"] = np.full(len(records), np.nan)
@@ -1565,6 +1573,8 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ProfileFormatError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
+    except RecursionError:  # nesting deeper than the interpreter's stack: no chrome trace is
+        raise ProfileFormatError(located(path, None, None, "not a chrome trace: JSON nested too deeply to read")) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise ProfileFormatError(located(path, None, "traceEvents", "expected a chrome trace with a traceEvents list"))

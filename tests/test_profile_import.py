@@ -310,7 +310,7 @@ def test_torch_gzip(tmp_path):
 
 def test_clock_fills_only_missing_cycles():
     df = import_profile(FIXTURES["torch"], clock_mhz=1410.0)
-    np.testing.assert_allclose(df["cycles"], np.array(TIMES_NS) * 1.41)
+    np.testing.assert_array_equal(df["cycles"], np.rint(np.array(TIMES_NS) * 1.41))  # whole cycles
     ncu = import_profile(FIXTURES["ncu"], clock_mhz=1.0)
     assert ncu["cycles"][0] == 164281  # measured cycles are kept
 
@@ -500,3 +500,25 @@ def test_ncu_export_of_several_processes_is_refused_by_line(tmp_path):
     with pytest.raises(ProfileFormatError, match=r"two.csv:6: ID: a second header \(the first is line 1\)"):
         import_ncu(_write(tmp_path, "two.csv", two_reports))
     assert len(import_ncu(_write(tmp_path, "one.csv", text))) == 3
+
+
+def test_ncu_fallback_metric_is_named_and_the_details_page_is_recognised(tmp_path):
+    text = _ncu_text("nsecond", ["100", "200"], "sm__cycles_elapsed.avg", "cycle", ["50", "60"])
+    notes: list[str] = []
+    df = import_ncu(_write(tmp_path, "avg.csv", text), notes=notes)
+    assert list(df["cycles"]) == [50, 60]
+    assert any("sm__cycles_elapsed.avg: cycles read from it: the export has no sm__cycles_elapsed.max" in n
+               for n in notes)
+    details = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+               '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+               '"0","1","app","host","k0","1","7","(256, 1, 1)","(4, 1, 1)","0","8.6","GPU Speed Of Light",'
+               '"Duration","nsecond","100"\n')
+    with pytest.raises(ProfileFormatError, match=r"--page details export .* export --page raw"):
+        import_ncu(_write(tmp_path, "details.csv", details))
+
+
+def test_json_nested_too_deeply_is_one_line(tmp_path, capsys):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["profile", "import", str(p), "--out", str(tmp_path / "o.csv"), "--format", "torch"]) == 2
+    assert "JSON nested too deeply" in capsys.readouterr().err and not (tmp_path / "o.csv").exists()
