@@ -434,7 +434,8 @@ class TypedRGCNConv(nn.Module):
         if self.num_bases is not None:
             weight = (self.comp @ weight.view(self.num_bases, -1)).view(self.num_relations, f, self.out_channels)
         stacked = torch.cat([self.root.unsqueeze(0), weight], 0).view(-1, self.out_channels)
-        h = spmm(adj.fwd, adj.bwd, x).view(n, -1)  # [x_v, mean_1, ..., mean_R]
+        # [x_v, mean_1, ..., mean_R]; the width spelled out, as a batch of header-only traces has n = 0
+        h = spmm(adj.fwd, adj.bwd, x).view(n, (self.num_relations + 1) * f)
         # Under bfloat16 autocast (train.precision=bf16) only this GEMM runs in bfloat16; the
         # output returns to x's dtype (float32) so LayerNorm and the readout's sums keep full precision.
         return torch.addmm(self.bias, h, stacked).to(x.dtype)

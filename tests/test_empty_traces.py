@@ -101,3 +101,26 @@ def test_photon_lets_empty_launches_of_one_kernel_reuse_each_other(empty_wl):
     assert s.labels_[a] == s.labels_[b]  # same kernel and shape, both empty: one representative
     joined = {int(i) for i in np.flatnonzero(s.labels_ == s.labels_[a])}
     assert joined <= set(empty)  # no launch that executed something joins them
+
+
+@pytest.mark.parametrize("model", ["default", "paper", "pyg"])
+def test_a_batch_of_empty_graphs_alone_embeds_as_it_does_beside_others(empty_wl, tmp_path, model):
+    """A header-only trace's graph has no nodes. Embedded in a batch with no other graph (its own
+    batch, or the last batch of the list) the conv's view(0, -1) raised and train.py ended in a
+    traceback; its embedding must not depend on which batch it falls into."""
+    from gclsampler.data import GraphDataset
+    from gclsampler.graph import GraphConfig
+    from gclsampler.model import GCLModel, ModelConfig
+    from gclsampler.train import embed_graphs
+
+    wl, empty, pair = empty_wl
+    ds = GraphDataset(wl, GraphConfig(max_warps=2, max_insts_per_warp=32), cache_dir=tmp_path / "c", workers=1)
+    graphs = [ds.graph(g) for g in range(ds.n_unique)]
+    cfg = {"default": {}, "paper": {"inst_stats": False, "kernel_features": False}, "pyg": {"conv": "pyg"}}[model]
+    torch.manual_seed(0)
+    m = GCLModel(ModelConfig(**cfg))
+    together = embed_graphs(m, graphs, batch_size=len(graphs))
+    one_by_one = embed_graphs(m, graphs, batch_size=1)
+    hollow = [g for g in range(len(graphs)) if graphs[g].num_nodes == 0]
+    assert hollow and np.isfinite(one_by_one).all()
+    np.testing.assert_allclose(one_by_one[hollow], together[hollow], rtol=0, atol=1e-6)
