@@ -354,6 +354,15 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
             rep.add("warning", located(p, None, "warps", f"{cut} of {warps} end without EXIT, so they hold a prefix "
                                        "only (an instruction cap such as trace_cap or GCL_MAX_INSTS_PER_WARP, or a "
                                        "trace that stopped early)"), "warning:no exit")
+    hollow = [p for p, (err, _, warps) in zip(paths, got) if err is None and warps == 0]
+    if hollow and len(hollow) * 2 >= len(paths):
+        # a few header-only traces are launches whose CTAs ran on other SMs; most or all of them
+        # is a tracer that recorded nothing (the broken channel of the first H200 passes did this)
+        rep.add("warning", located(root, None, "traces",
+                                   f"{len(hollow)} of {len(paths)} traces are a header alone (no warp recorded, "
+                                   f"e.g. {Path(hollow[0]).name}): launches whose CTAs all ran on other SMs (a "
+                                   "tracer before GCL_SMALL_GRID=cta0), or a tracer that recorded nothing "
+                                   "(GCL_COUNT_ONLY=1 tells; tracer/README.md)"))
 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,

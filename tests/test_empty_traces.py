@@ -124,3 +124,25 @@ def test_a_batch_of_empty_graphs_alone_embeds_as_it_does_beside_others(empty_wl,
     hollow = [g for g in range(len(graphs)) if graphs[g].num_nodes == 0]
     assert hollow and np.isfinite(one_by_one).all()
     np.testing.assert_allclose(one_by_one[hollow], together[hollow], rtol=0, atol=1e-6)
+
+
+def test_validate_full_warns_when_most_traces_are_a_header_alone(empty_wl, tmp_path):
+    """A few header-only traces are launches that ran on other SMs; all of them is a tracer that
+    recorded nothing, which `validate --full` called ok (and train.py then embedded zeros)."""
+    from gclsampler.validate import check_workload, errors_and_warnings
+
+    wl, empty, pair = empty_wl
+
+    def hollow_warning(root):
+        _, warnings = errors_and_warnings(check_workload(root, bodies=True))
+        return [w.text for w in warnings if "are a header alone" in w.text]
+
+    assert hollow_warning(wl) == []  # 3 of the workload's launches: a scope that missed them
+    dst = tmp_path / "all"
+    shutil.copytree(wl, dst, ignore=shutil.ignore_patterns(".graph-cache"))
+    names = sorted(dst.glob("kernel-*.traceg"))
+    for path in names:
+        if read_kernel(path).n_insts:
+            _empty(path)
+    (line,) = hollow_warning(dst)
+    assert f"{len(names)} of {len(names)} traces are a header alone" in line and "GCL_COUNT_ONLY" in line

@@ -186,6 +186,39 @@ def test_group_still_reads_plain_and_accelsim_kernelslists(tmp_path):
     assert [i.invocation for i in list_invocations(tmp_path / "wl")] == [0, 1]
 
 
+def test_group_refuses_an_earlier_runs_kernelslist_g_beside_the_tracers_list(tmp_path, capsys):
+    """Accel-Sim's post-processing writes kernelslist.g and .traceg files into the raw directory.
+    Traced again into it, `trace group` took the old kernelslist.g (every reader takes it first)
+    and grouped the old run without a word. Both lists agreeing, and no trace newer than the
+    .g, is that post-processed directory, which groups as before."""
+    import os
+
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace": _raw(2)}, None)
+    (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
+    (raw / "kernel-1.traceg").write_text(_raw(1))
+    (raw / "kernelslist.g").write_text("kernel-1.traceg\n")  # the earlier run had one launch
+    line = _error(capsys, ["trace", "group", str(raw), str(tmp_path / "out")])
+    assert "raw/kernelslist.g: lists 1 launches where the tracer's kernelslist lists 2" in line, line
+    assert not (tmp_path / "out").exists()
+    (raw / "kernel-2.traceg").write_text(_raw(2))
+    (raw / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
+    old = (raw / "kernelslist.g").stat().st_mtime - 100
+    os.utime(raw / "kernelslist.g", (old, old))  # the same launches, but traced again since
+    line = _error(capsys, ["trace", "group", str(raw), str(tmp_path / "out")])
+    assert "raw/kernelslist.g: is older than kernel-1.trace" in line, line
+    for name in ("kernel-1.trace", "kernel-2.trace"):
+        os.utime(raw / name, (old - 10, old - 10))  # post-processed after tracing: consistent
+    assert [p.name for p in group_raw_dir(raw, tmp_path / "ok")] == ["kernel-1.traceg", "kernel-2.traceg"]
+
+
+def test_group_of_a_list_without_traces_names_the_unlisted_trace_files(tmp_path):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace": _raw(2)}, None)
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x00007f0000000000,4096\n")  # as an old tool's time-only run left it
+    with pytest.raises(TraceFormatError, match=r"empty workload: no kernel traces; 2 kernel-\* trace files here "
+                                               r"are not listed \(a GCL_TIME_ONLY"):
+        group_raw_dir(raw, tmp_path / "out")
+
+
 @pytest.mark.parametrize("listing,line,message", [
     ("kernel-1.trace\nkernel-1.trace.gz\n", 2, "'kernel-1.trace.gz' and 'kernel-1.trace' (line 1) would both become "
                                                "'kernel-1.traceg'"),

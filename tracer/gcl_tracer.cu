@@ -322,7 +322,10 @@ void nvbit_at_ctx_init(CUcontext ctx) {
   /* Times of instrumented launches are inflated by the tracing itself, so they go
    * to a separate file; only a GCL_TIME_ONLY run writes profile.csv. */
   fprintf(profile_csv, "invocation,kernel_name,grid,block,time_ns,cycles,nregs,shmem\n");
-  kernelslist = open_output(opt.dir + "/kernelslist");
+  /* the list of trace files: a GCL_TIME_ONLY or GCL_COUNT_ONLY run writes no trace, and its
+   * list of MemcpyHtoD lines alone used to replace the traced run's list when both ran in one
+   * GCL_TRACE_DIR (the Run recipe did), leaving every trace unlisted */
+  if (!opt.time_only && !opt.count_only) kernelslist = open_output(opt.dir + "/kernelslist");
   if (opt.count_only) {
     counts_csv = open_output(opt.dir + "/counts.csv");
     fprintf(counts_csv, "invocation,kernel_name,grid,block,trace_sm,warp_insts\n");
@@ -551,7 +554,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   if (skip_callbacks) return;
   if (cbid == API_CUDA_cuMemcpyHtoD_v2 && !is_exit) {
     cuMemcpyHtoD_v2_params *p = (cuMemcpyHtoD_v2_params *)params;
-    fprintf(kernelslist, "MemcpyHtoD,0x%016llx,%llu\n", (unsigned long long)p->dstDevice,
+    if (kernelslist) fprintf(kernelslist, "MemcpyHtoD,0x%016llx,%llu\n", (unsigned long long)p->dstDevice,
             (unsigned long long)p->ByteCount);
     return;
   }
@@ -740,7 +743,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
           (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2],
           L.block[0], L.block[1], L.block[2], ns, ns * clock_khz / 1e6, nregs, shmem);
   fflush(profile_csv);
-  fflush(kernelslist);
+  if (kernelslist) fflush(kernelslist);
   skip_callbacks = false;
 }
 

@@ -422,6 +422,35 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     return written
 
 
+def _refuse_stale_grouped_list(raw_dir: Path) -> None:
+    """Refuse a ``kernelslist.g`` beside the tracer's ``kernelslist`` that does not list the
+    same launches, or is older than a trace the raw list names.
+
+    Why: every reader takes ``kernelslist.g`` first. Accel-Sim's post-processing writes one
+    into the raw directory; traced again into that directory, ``trace group`` grouped the old
+    run's ``.traceg`` files and said nothing about the new traces."""
+    grouped, raw = raw_dir / KERNELSLIST, raw_dir / "kernelslist"
+    if not (grouped.is_file() and raw.is_file()):
+        return
+
+    def traces(path: Path) -> list[str]:
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        return [e for _, e, _ in kernelslist_lines(text) if _TRACE_RE.match(e)]
+
+    def ids(names: list[str]) -> list[int]:
+        return [int(_TRACE_RE.match(e).group(1)) for e in names]
+
+    g_names, r_names = traces(grouped), traces(raw)
+    g_ids, r_ids = ids(g_names), ids(r_names)
+    since = grouped.stat().st_mtime
+    newer = [e for e in r_names if (raw_dir / e).is_file() and (raw_dir / e).stat().st_mtime > since]
+    if g_ids != r_ids or newer:
+        why = (f"lists {len(g_ids)} launches where the tracer's kernelslist lists {len(r_ids)}" if g_ids != r_ids
+               else f"is older than {newer[0]}, which the tracer's kernelslist lists")
+        raise TraceFormatError(grouped, None, None, f"{why}: it is an earlier run's list, and every reader takes "
+                               "it first; move it (and that run's .traceg files) away, then group again")
+
+
 def _grouped_name(entry: str, compress: str) -> str:
     base = strip_compression(entry)
     if base.endswith(".trace"):
@@ -441,11 +470,16 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     kl = kernelslist_path(raw_dir)
     if kl is not None:
+        _refuse_stale_grouped_list(raw_dir)
         kl, entries = _kernelslist_entries(raw_dir)
     else:
         kl, entries = raw_dir, list(enumerate(trace_files(raw_dir), 1))
     if not any(not e.startswith("Memcpy") for _, e in entries):
-        raise TraceFormatError(raw_dir, None, "kernelslist", "empty workload: no kernel traces")
+        present = sum(1 for q in raw_dir.iterdir() if _TRACE_RE.match(q.name) and q.is_file())
+        raise TraceFormatError(raw_dir, None, "kernelslist", "empty workload: no kernel traces" + (
+            f"; {present} kernel-* trace files here are not listed (a GCL_TIME_ONLY or GCL_COUNT_ONLY run of an "
+            "older tool in the same GCL_TRACE_DIR rewrote the list: trace again, or write the list in launch "
+            "order)" if present else ""))
     # before anything is written: two entries with one output name would overwrite each other
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
     # and two traces of one invocation: every command would refuse the grouped workload
