@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -226,12 +227,47 @@ def _looks_like(path: Path, kind: str) -> bool:
     raise ValueError(f"unknown output kind {kind!r}")
 
 
+def _this_host() -> str:
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid this OS cannot ask about: keep its files
+    return True
+
+
+def remove_dead_temp_dirs(out: Path) -> list[Path]:
+    """Remove the temp directories that a killed earlier build of ``out`` on this host left.
+
+    Why: a build runs in ``.<name>.tmp-<pid>@<host>-XXXXXXXX`` beside ``out``; ``kill -9``, the
+    OOM killer or a scheduler's time limit skip its cleanup, and a grouped LLM trace directory
+    left that way is gigabytes nobody sees. Only this host's directories whose process is gone
+    are removed: on a shared file system another host's build may be running."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.tmp-(\d+)@([A-Za-z0-9._]+)-[a-z0-9_]{{8}}")
+    host, removed = _this_host(), []
+    for p in out.parent.glob(f".{glob_escape(out.name)}.tmp-*"):
+        m = pattern.fullmatch(p.name)
+        if m and m.group(2) == host and not _alive(int(m.group(1))) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
 def make_temp_dir(out: str | os.PathLike, command: str,
                   inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
-    """Check ``out`` (``check_out_dir``), then create the temp directory to build it in."""
+    """Check ``out`` (``check_out_dir``), then create the temp directory to build it in (and
+    remove what killed earlier builds of it left, ``remove_dead_temp_dirs``)."""
     out = check_out_dir(out, command, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    remove_dead_temp_dirs(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}@{_this_host()}-", dir=out.parent))
     os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; outputs follow the umask
     return tmp
 

@@ -164,11 +164,19 @@ def ensure_workload(cfg: DictConfig) -> Path:
         if not wdir.is_dir():
             raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
         if not (wdir / "kernelslist.g").exists():
-            raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)")
+            raw = (wdir / "kernelslist").exists() or any(wdir.glob("kernel-*.trace")) or any(wdir.glob("kernel-*.trace.*"))
+            raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)" + (
+                f"; it holds the tracer's raw output: group it first, gclsampler trace group {wdir} OUT_DIR, "
+                "and train on OUT_DIR" if raw else ""))
         unused = [o for o in _command_line_overrides() if o.split("=", 1)[0].lstrip("+~") in _SYNTH_ONLY
                   or o.lstrip("+~").startswith("workload.synth.")]
         if unused:
             log.warning("not used with workload.dir (nothing is synthesized): %s", " ".join(unused))
+        label = [o for o in _command_line_overrides() if o.split("=", 1)[0].lstrip("+~") == "workload.synthetic"]
+        if label:
+            log.warning("not used with workload.dir: %s; a directory's data is labelled by its workload.json "
+                        '("synthetic": false for measured data, true for synthetic; without it, neither)',
+                        " ".join(label))
         return wdir
     req = _check_synth_request(cfg)  # a bad knob or arch fails before the lock file exists
     if (wdir / "kernelslist.g").exists() and _stale_synthetic(wdir, cfg) is None:

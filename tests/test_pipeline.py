@@ -261,7 +261,11 @@ def test_missing_explicit_workload_dir_is_an_error(tmp_path):
         ensure_workload(cfg)
     (tmp_path / "empty").mkdir()
     cfg = compose_cfg([f"workload.dir={tmp_path / 'empty'}"])
-    with pytest.raises(PipelineError, match="has no kernelslist.g"):
+    with pytest.raises(PipelineError, match=r"has no kernelslist.g \(not a workload directory\)$"):
+        ensure_workload(cfg)
+    # the tracer's raw output (which validate and trace info read) is named, with the step it needs
+    (tmp_path / "empty" / "kernelslist").write_text("kernel-1.trace\n")
+    with pytest.raises(PipelineError, match=r"holds the tracer's raw output: group it first, gclsampler trace group"):
         ensure_workload(cfg)
 
 
@@ -281,6 +285,13 @@ def test_synthesis_settings_given_beside_workload_dir_are_named_as_unused(tiny_w
     with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
         pipeline.ensure_workload(cfg)
     assert not caplog.records
+    # the label, which README once told users to set, comes from the directory's workload.json
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:2] + ["workload.synthetic=false"])
+    with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
+        pipeline.ensure_workload(cfg)
+    (rec,) = caplog.records
+    assert "not used with workload.dir: workload.synthetic=false" in rec.getMessage()
+    assert "labelled by its workload.json" in rec.getMessage()
 
 
 def test_summarize_sweep(tmp_path):

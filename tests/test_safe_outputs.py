@@ -284,3 +284,31 @@ def test_a_failed_run_keeps_the_earlier_hydra_record_and_logs_why(tmp_path, earl
         assert {p.name: p.read_text() for p in (run / ".hydra").iterdir()} == record
     else:  # a fresh run dir keeps Hydra's record of the failed run
         assert "workload.dir=" + str(missing) in (run / ".hydra" / "overrides.yaml").read_text()
+
+
+def test_a_killed_builds_temp_dir_is_removed_by_the_next_build(tmp_path):
+    """``kill -9`` (or the OOM killer, or a scheduler's limit) skips replace_dir's cleanup, and the
+    hidden ``.<name>.tmp-*`` it built in stayed beside the output for good (104 MB of grouped
+    3mm traces in the audit). The next build of that output removes this host's temp directories
+    whose process is gone; a live process's, another host's, and other names' stay."""
+    import subprocess
+    import sys
+
+    from gclsampler._safe_out import _this_host, replace_dir
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    host = _this_host()
+    out = tmp_path / "wl"
+    stale = tmp_path / f".wl.tmp-{dead}@{host}-abcd1234"
+    live = tmp_path / f".wl.tmp-{os.getpid()}@{host}-efgh5678"
+    remote = tmp_path / f".wl.tmp-{dead}@another.host-ijkl9012"
+    other = tmp_path / f".wl2.tmp-{dead}@{host}-mnop3456"
+    for d in (stale, live, remote, other):
+        d.mkdir()
+        (d / "kernel-1.traceg").write_text("partial")
+    with replace_dir(out, "trace group") as tmp:
+        assert tmp.name.startswith(f".wl.tmp-{os.getpid()}@{host}-")
+        (tmp / "kernelslist.g").write_text("")
+    assert not stale.exists()
+    assert live.exists() and remote.exists() and other.exists()

@@ -500,3 +500,12 @@ def test_regrouping_never_deletes_what_was_added_to_the_workload(tmp_path, capsy
     assert f"{wl / 'profile.csv'}: not written by `gclsampler trace group` (and 1 more)" in line, line
     assert (wl / "profile.csv").read_text() == "invocation,kernel_name\n"
     assert (wl / "kernel-1.traceg.gz").exists() and not list(tmp_path.glob(".myapp.*"))
+
+
+def test_group_names_the_list_line_of_a_missing_trace(tmp_path):
+    raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1)}, None)
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.trace\nkernel-2.trace\n")
+    with pytest.raises(TraceFormatError, match=r"raw/kernelslist:3: kernelslist: lists 'kernel-2.trace', which does "
+                                               r"not exist"):
+        group_raw_dir(raw, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -132,6 +132,13 @@ def repeat_problem(first: dict[str, tuple[int, str]], line: int, entry: str, key
     return None
 
 
+def _refuse_missing(root: Path, kl: Path, entries: Iterable[tuple[int, str]]) -> None:
+    """Name the list's line of a trace that is not there, before any trace is read."""
+    for i, s in entries:
+        if not s.startswith("Memcpy") and not (root / s).exists():
+            raise TraceFormatError(kl, i, "kernelslist", f"lists {s!r}, which does not exist")
+
+
 def trace_files(root: str | os.PathLike) -> list[str]:
     """Trace file names (relative) of a workload directory in launch order."""
     root = Path(root)
@@ -142,9 +149,7 @@ def trace_files(root: str | os.PathLike) -> list[str]:
         kl, entries = _kernelslist_entries(root)
         entries = [(i, s) for i, s in entries if not s.startswith("Memcpy")]
         _refuse_repeats(kl, entries)
-        for i, s in entries:
-            if not (root / s).exists():
-                raise TraceFormatError(kl, i, "kernelslist", f"lists {s!r}, which does not exist")
+        _refuse_missing(root, kl, entries)
         names = [s for _, s in entries]
     else:
         found = sorted((int(m.group(1)), p.name) for p in root.iterdir() if (m := _TRACE_RE.match(p.name)))
@@ -482,6 +487,8 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
             "order)" if present else ""))
     # before anything is written: two entries with one output name would overwrite each other
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
+    if kl != raw_dir:
+        _refuse_missing(raw_dir, kl, entries)
     # and two traces of one invocation: every command would refuse the grouped workload
     _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy"))
     if facts is not None and kl != raw_dir:
