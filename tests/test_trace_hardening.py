@@ -186,29 +186,29 @@ def test_group_still_reads_plain_and_accelsim_kernelslists(tmp_path):
     assert [i.invocation for i in list_invocations(tmp_path / "wl")] == [0, 1]
 
 
-def test_group_refuses_an_earlier_runs_kernelslist_g_beside_the_tracers_list(tmp_path, capsys):
+def test_group_reads_the_tracers_list_beside_an_earlier_runs_kernelslist_g(tmp_path, capsys):
     """Accel-Sim's post-processing writes kernelslist.g and .traceg files into the raw directory.
     Traced again into it, `trace group` took the old kernelslist.g (every reader takes it first)
-    and grouped the old run without a word. Both lists agreeing, and no trace newer than the
-    .g, is that post-processed directory, which groups as before."""
-    import os
-
+    and grouped the old run without a word. Grouping is from raw traces: the tracer's list is
+    read when its traces are all there, a .g listing other launches is refused, and a
+    post-processed directory whose raw traces were removed groups from its .g as before.
+    (File times decide nothing: cp -r and git clone reorder them.)"""
     raw = _wl(tmp_path / "raw", {"kernel-1.trace": _raw(1), "kernel-2.trace": _raw(2)}, None)
     (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
     (raw / "kernel-1.traceg").write_text(_raw(1))
     (raw / "kernelslist.g").write_text("kernel-1.traceg\n")  # the earlier run had one launch
     line = _error(capsys, ["trace", "group", str(raw), str(tmp_path / "out")])
-    assert "raw/kernelslist.g: lists 1 launches where the tracer's kernelslist lists 2" in line, line
+    assert "raw/kernelslist.g: lists 1 launches where the tracer's kernelslist beside it lists 2" in line, line
     assert not (tmp_path / "out").exists()
-    (raw / "kernel-2.traceg").write_text(_raw(2))
+    # the same launches: the earlier run's grouped kernel 2 ran another kernel
+    (raw / "kernel-2.traceg").write_text(_raw(2).replace("-kernel name = ", "-kernel name = old_"))
     (raw / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
-    old = (raw / "kernelslist.g").stat().st_mtime - 100
-    os.utime(raw / "kernelslist.g", (old, old))  # the same launches, but traced again since
-    line = _error(capsys, ["trace", "group", str(raw), str(tmp_path / "out")])
-    assert "raw/kernelslist.g: is older than kernel-1.trace" in line, line
+    group_raw_dir(raw, tmp_path / "new")
+    assert not read_kernel(tmp_path / "new" / "kernel-2.traceg").header.name.startswith("old_")
     for name in ("kernel-1.trace", "kernel-2.trace"):
-        os.utime(raw / name, (old - 10, old - 10))  # post-processed after tracing: consistent
-    assert [p.name for p in group_raw_dir(raw, tmp_path / "ok")] == ["kernel-1.traceg", "kernel-2.traceg"]
+        (raw / name).unlink()  # raw traces removed after post-processing: the .g is the list
+    group_raw_dir(raw, tmp_path / "post")
+    assert read_kernel(tmp_path / "post" / "kernel-2.traceg").header.name.startswith("old_")
 
 
 def test_group_of_a_list_without_traces_names_the_unlisted_trace_files(tmp_path):

@@ -52,15 +52,16 @@ def no_trace_list(root: str | os.PathLike) -> str | None:
     return None if kernelslist_path(Path(root)) is not None else f"{root}: no kernelslist.g"
 
 
-def _kernelslist_entries(root: str | os.PathLike) -> tuple[Path, list[tuple[int, str]]]:
-    """(path, [(line, entry)]) of ``kernelslist.g`` (or the raw tracer's ``kernelslist``), blank lines dropped.
+def _kernelslist_entries(root: str | os.PathLike, p: Path | None = None) -> tuple[Path, list[tuple[int, str]]]:
+    """(path, [(line, entry)]) of ``kernelslist.g`` (or the raw tracer's ``kernelslist``; or the
+    list ``p``), blank lines dropped.
 
     Entries are plain names in the directory: ``../x`` or ``/x`` made ``trace group``
     read and write files outside its directories, and an entry naming the list itself
     was read as a trace.
     """
     root = Path(root)
-    p = kernelslist_path(root)
+    p = kernelslist_path(root) if p is None else p
     if p is None:
         raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
     out = []
@@ -427,33 +428,30 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     return written
 
 
-def _refuse_stale_grouped_list(raw_dir: Path) -> None:
-    """Refuse a ``kernelslist.g`` beside the tracer's ``kernelslist`` that does not list the
-    same launches, or is older than a trace the raw list names.
+def _list_to_group(raw_dir: Path) -> Path | None:
+    """The list of traces ``trace group`` reads: the tracer's ``kernelslist`` when every trace it
+    names is here, even beside a ``kernelslist.g``; a ``kernelslist.g`` listing other launches
+    than it is refused.
 
-    Why: every reader takes ``kernelslist.g`` first. Accel-Sim's post-processing writes one
-    into the raw directory; traced again into that directory, ``trace group`` grouped the old
-    run's ``.traceg`` files and said nothing about the new traces."""
+    Why: every other reader takes ``kernelslist.g`` first (``kernelslist_path``). Accel-Sim's
+    post-processing writes one, with its ``.traceg`` files, into the raw directory; traced again
+    into that directory, ``trace group`` grouped the old run's files and said nothing of the new
+    traces. Grouping is from raw traces, so the raw list wins where its traces are all there;
+    the ``.g`` is read where they are gone (removed after post-processing)."""
     grouped, raw = raw_dir / KERNELSLIST, raw_dir / "kernelslist"
     if not (grouped.is_file() and raw.is_file()):
-        return
+        return kernelslist_path(raw_dir)
 
     def traces(path: Path) -> list[str]:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
-        return [e for _, e, _ in kernelslist_lines(text) if _TRACE_RE.match(e)]
-
-    def ids(names: list[str]) -> list[int]:
-        return [int(_TRACE_RE.match(e).group(1)) for e in names]
+        return [e for _, e in _kernelslist_entries(raw_dir, path)[1] if _TRACE_RE.match(e)]
 
     g_names, r_names = traces(grouped), traces(raw)
-    g_ids, r_ids = ids(g_names), ids(r_names)
-    since = grouped.stat().st_mtime
-    newer = [e for e in r_names if (raw_dir / e).is_file() and (raw_dir / e).stat().st_mtime > since]
-    if g_ids != r_ids or newer:
-        why = (f"lists {len(g_ids)} launches where the tracer's kernelslist lists {len(r_ids)}" if g_ids != r_ids
-               else f"is older than {newer[0]}, which the tracer's kernelslist lists")
-        raise TraceFormatError(grouped, None, None, f"{why}: it is an earlier run's list, and every reader takes "
-                               "it first; move it (and that run's .traceg files) away, then group again")
+    g_ids, r_ids = ([int(_TRACE_RE.match(e).group(1)) for e in names] for names in (g_names, r_names))
+    if g_ids != r_ids:
+        raise TraceFormatError(grouped, None, None, f"lists {len(g_ids)} launches where the tracer's kernelslist "
+                               f"beside it lists {len(r_ids)}: it is an earlier run's list; move it (and that run's "
+                               ".traceg files) away, then group again")
+    return raw if all((raw_dir / e).is_file() for e in r_names) else grouped
 
 
 def _grouped_name(entry: str, compress: str) -> str:
@@ -473,10 +471,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     ``unlisted``: raw trace files of the directory its kernelslist leaves out (not grouped).
     """
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    kl = kernelslist_path(raw_dir)
+    kl = _list_to_group(raw_dir)
     if kl is not None:
-        _refuse_stale_grouped_list(raw_dir)
-        kl, entries = _kernelslist_entries(raw_dir)
+        kl, entries = _kernelslist_entries(raw_dir, kl)
     else:
         kl, entries = raw_dir, list(enumerate(trace_files(raw_dir), 1))
     if not any(not e.startswith("Memcpy") for _, e in entries):
