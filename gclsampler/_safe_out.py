@@ -228,9 +228,16 @@ def _looks_like(path: Path, kind: str) -> bool:
 
 
 def _this_host() -> str:
+    """Who may judge a temp directory's process: this host and PID namespace (a container on
+    the host's network shares its hostname, not its PIDs), as a short hash."""
+    import hashlib
     import socket
 
-    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+    try:
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        ns = 0
+    return hashlib.sha1(f"{socket.gethostname()}:{ns}".encode()).hexdigest()[:12]
 
 
 def _alive(pid: int) -> bool:
@@ -248,9 +255,10 @@ def remove_dead_temp_dirs(out: Path) -> list[Path]:
 
     Why: a build runs in ``.<name>.tmp-<pid>@<host>-XXXXXXXX`` beside ``out``; ``kill -9``, the
     OOM killer or a scheduler's time limit skip its cleanup, and a grouped LLM trace directory
-    left that way is gigabytes nobody sees. Only this host's directories whose process is gone
-    are removed: on a shared file system another host's build may be running."""
-    pattern = re.compile(rf"\.{re.escape(out.name)}\.tmp-(\d+)@([A-Za-z0-9._]+)-[a-z0-9_]{{8}}")
+    left that way is gigabytes nobody sees. Only the directories of this host and PID namespace
+    (``_this_host``) whose process is gone are removed: on a shared file system another host's
+    build may be running, and in another container another PID's."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.tmp-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
     host, removed = _this_host(), []
     for p in out.parent.glob(f".{glob_escape(out.name)}.tmp-*"):
         m = pattern.fullmatch(p.name)

@@ -799,11 +799,14 @@ def _read_text(path: Path) -> str:
         if path.suffix == ".zst":
             import zstandard
 
-            d = zstandard.ZstdDecompressor().decompressobj()
-            data = d.decompress(path.read_bytes())
-            if not d.eof:  # a cut-off frame would read as a shorter export
-                raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
-            return data.decode("utf-8-sig")
+            dctx, rest, parts = zstandard.ZstdDecompressor(), path.read_bytes(), []
+            while rest:  # frames written back to back (pzstd, cat a.zst b.zst) are read in turn
+                d = dctx.decompressobj()
+                parts.append(d.decompress(rest))
+                if not d.eof:  # a cut-off frame would read as a shorter export
+                    raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
+                rest = d.unused_data
+            return b"".join(parts).decode("utf-8-sig")
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None

@@ -150,3 +150,31 @@ def test_anonymous_namespaces_lambdas_and_bool_arguments_in_either_spelling():
     gnu = "void k<128, f()::{lambda(int)#1}>(int, f()::{lambda(int)#1})"
     assert same_kernel(gnu, "void k<128, f()::[lambda(int) (instance 1)]>(int, T2)")
     assert not same_kernel(gnu, "void k<128, f()::[lambda(int) (instance 2)]>(int, T2)")
+
+
+# PyTorch's elementwise_kernel with its lambda, as g++ mangles it, and as nsys prints it: the
+# lambda's enclosing function with a return type and T1 inside the template arguments
+EW_LAMBDA = ("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastINS0_13BinaryFunctorIfffNS0_"
+             "15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_")
+EW_LAMBDA_NSYS = ("void at::native::elementwise_kernel<(int)128, (int)2, void at::native::gpu_kernel_impl_nocast<"
+                  "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>>("
+                  "at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)")
+CUTLASS = "_ZN7cutlass7Kernel2I43cutlass_80_simt_sgemm_256x128_8x4_nn_align1EEvNT_6ParamsE"
+
+
+@pytest.mark.parametrize("profiled", [EW_LAMBDA_NSYS, EW_LAMBDA_NSYS.replace("(int)128", "128").replace("(int)2,", "2,")])
+def test_placeholders_inside_template_arguments_match(profiled):
+    assert same_kernel(EW_LAMBDA, profiled)
+
+
+@pytest.mark.parametrize("other", [
+    EW_LAMBDA_NSYS.replace("MulFunctor", "DivFunctor"), EW_LAMBDA_NSYS.replace("(int)2,", "(int)4,"),
+    EW_LAMBDA_NSYS.replace("instance 1", "instance 2"),
+])
+def test_placeholders_inside_template_arguments_keep_kernels_apart(other):
+    assert not same_kernel(EW_LAMBDA, other)
+
+
+def test_cutlass_params_placeholder_matches_its_kernel_only():
+    assert same_kernel(CUTLASS, "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)")
+    assert not same_kernel(CUTLASS, "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(T1::Params)")

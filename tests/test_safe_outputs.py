@@ -302,7 +302,7 @@ def test_a_killed_builds_temp_dir_is_removed_by_the_next_build(tmp_path):
     out = tmp_path / "wl"
     stale = tmp_path / f".wl.tmp-{dead}@{host}-abcd1234"
     live = tmp_path / f".wl.tmp-{os.getpid()}@{host}-efgh5678"
-    remote = tmp_path / f".wl.tmp-{dead}@another.host-ijkl9012"
+    remote = tmp_path / f".wl.tmp-{dead}@0123456789ab-ijkl9012"  # another host, or another container
     other = tmp_path / f".wl2.tmp-{dead}@{host}-mnop3456"
     for d in (stale, live, remote, other):
         d.mkdir()

@@ -205,6 +205,10 @@ def test_group_reads_the_tracers_list_beside_an_earlier_runs_kernelslist_g(tmp_p
     (raw / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
     group_raw_dir(raw, tmp_path / "new")
     assert not read_kernel(tmp_path / "new" / "kernel-2.traceg").header.name.startswith("old_")
+    (raw / "kernelslist").write_text("MemcpyHtoD,0x00007f0000000000,4096\n")  # an old tool's time-only run
+    group_raw_dir(raw, tmp_path / "memcpy_only")
+    assert read_kernel(tmp_path / "memcpy_only" / "kernel-2.traceg").header.name.startswith("old_")
+    (raw / "kernelslist").write_text("kernel-1.trace\nkernel-2.trace\n")
     for name in ("kernel-1.trace", "kernel-2.trace"):
         (raw / name).unlink()  # raw traces removed after post-processing: the .g is the list
     group_raw_dir(raw, tmp_path / "post")

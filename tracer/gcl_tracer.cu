@@ -286,6 +286,7 @@ static int live_contexts = 0; /* between nvbit_at_ctx_init and nvbit_at_ctx_term
 static bool files_open = false;
 static bool contexts_ended = false; /* a context was made after every earlier one had ended */
 static bool tool_ready = false; /* tool_setup ran in a live context */
+static CUcontext setup_ctx = nullptr; /* the context tool_setup allocated the channel, buffer or counter in */
 
 /* Only plain host work here: NVBit >= 1.7 calls this while the context is being
  * created, and a CUDA allocation from inside it (the channel's buffers) deadlocks the
@@ -310,8 +311,8 @@ void nvbit_at_ctx_init(CUcontext ctx) {
     } else {
       static bool said = false;
       if (!said)
-        fprintf(stderr, "gcl_tracer: another CUDA context: its launches continue this run's files and numbering; "
-                "the GCL_SMALL_GRID SM count is the first context's device's\n");
+        fprintf(stderr, "gcl_tracer: another CUDA context: its launches continue this run's files and numbering, "
+                "timed but not traced (the tool's channel is the first context's)\n");
       said = true;
     }
     return;
@@ -342,9 +343,10 @@ static void gcl_cuda_check(cudaError_t e, const char *what) {
 /* CUDA calls are allowed from here on: NVBit >= 1.7 calls nvbit_tool_init before the
  * first launch, and the launch callback calls this too for NVBit releases without it.
  * A GCL_TIME_ONLY run instruments nothing, so it needs no channel. */
-static void tool_setup() {
+static void tool_setup(CUcontext ctx) {
   if (tool_ready) return;
   tool_ready = true;
+  setup_ctx = ctx;
   CUdevice dev;
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
@@ -375,7 +377,7 @@ static void tool_setup() {
   nvbit_set_tool_pthread(channel_host.get_thread());
 }
 
-void nvbit_tool_init(CUcontext ctx) { tool_setup(); }
+void nvbit_tool_init(CUcontext ctx) { tool_setup(ctx); }
 
 static bool control_flow(const char *op_short) {
   static const char *cf[] = {"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BREAK", "BSYNC",
@@ -562,7 +564,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   if (!gcl::launch_view(cbid, params, &L)) return;
   if (!is_exit && !tool_ready) {
     skip_callbacks = true;
-    tool_setup();
+    tool_setup(ctx);
     skip_callbacks = false;
   }
   /* A launch made while its stream is being captured into a CUDA graph does not run: it
@@ -591,6 +593,17 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     mangled = nvbit_get_func_name(ctx, L.f, true);
     const char *demangled = nvbit_get_func_name(ctx, L.f, false);
     traced = !opt.time_only && !contexts_ended && wanted(invocation_id, mangled.c_str(), demangled);
+    if (traced && ctx != setup_ctx) {
+      /* the channel, buffer or counter the injected code writes to belongs to the first
+       * context (on another GPU, an address this one cannot reach): timed, not traced */
+      static bool said = false;
+      if (!said)
+        fprintf(stderr, "gcl_tracer: launch %llu is in another CUDA context than the tool's (another GPU?): launches "
+                "there are timed but not traced; trace one GPU per process (CUDA_VISIBLE_DEVICES)\n",
+                (unsigned long long)invocation_id);
+      said = true;
+      traced = false;
+    }
     t_entry = now_s();
     if (traced) {
       /* GCL_VERBOSE: a line before each phase that can stall, so a launch that never

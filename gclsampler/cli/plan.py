@@ -239,7 +239,7 @@ def _export(args: argparse.Namespace) -> int:
     print("  run Accel-Sim on kernelslist.g, then: gclsampler plan reconstruct "
           f"{Path(args.out_dir) / 'plan.json'} <accel-sim stdout log>")
     print(f"  or let gclsampler run it, one process per invocation: gclsampler simulate {args.plan} "
-          f"{args.workload_dir} --out DIR")
+          f"{args.workload_dir} --out DIR" + (" --as-ampere" if args.as_ampere else ""))
     return 0
 
 

@@ -21,9 +21,10 @@ trace + profile pair. Names are compared in this order, and the first rule that 
    integer template arguments as casts (``(int)2``, ``(unsigned long)2`` where the
    demangler writes ``2``, ``2ul``), an anonymous namespace as ``<unnamed>`` (the demangler:
    ``(anonymous namespace)``) and a lambda as ``[lambda(int) (instance 1)]`` (``{lambda(int)#1}``).
-   Those are brought to one form; where either parameter list names a template parameter
-   (``T2``), parameter lists are left out, the template arguments still compared. Every
-   PyTorch elementwise kernel in an ncu or nsys export failed rules 1-3 before.
+   Those are brought to one form; where either name holds a template parameter (``T2``,
+   ``T1::Params``), every parameter list and return type is left out, at any depth, and the
+   qualified names and template arguments still compared. Every PyTorch elementwise kernel in
+   an ncu or nsys export failed rules 1-3 before.
 
 Rule 3 is what a base-name profile can say; the launch's grid and block, which
 ``validate`` compares as well, keep two different kernels of one base name apart.
@@ -108,7 +109,8 @@ _BOOL = re.compile(r"\(bool\)([01])\b")
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _NV_LAMBDA = re.compile(r"\[lambda\(([^()]*)\) \(instance (\d+)\)\]")
 _GNU_LAMBDA = re.compile(r"\{lambda\(([^()]*)\)#(\d+)\}")
-_TEMPLATE_PARAM = re.compile(r"(?<![\w:])T\d+(?![\w:])")
+_TEMPLATE_PARAM = re.compile(r"(?<![\w:])T\d+(?!\w)")  # T2, and T1::Params (CUTLASS's parameter struct)
+_NESTED_VOID = re.compile(r"(^|[<,]\s*)void\s+")
 
 
 def _unify(name: str) -> str:
@@ -139,6 +141,33 @@ def same_kernel(a: str, b: str) -> bool:
     ua, ub = _unify(da), _unify(db)
     if _canonical(ua) == _canonical(ub):
         return True
-    if _TEMPLATE_PARAM.search(_params(ua)) or _TEMPLATE_PARAM.search(_params(ub)):
-        return _canonical(_strip_params(ua)) == _canonical(_strip_params(ub))
+    if _TEMPLATE_PARAM.search(ua) or _TEMPLATE_PARAM.search(ub):
+        return _canonical(_without_signatures(ua)) == _canonical(_without_signatures(ub))
     return False
+
+
+def _without_signatures(name: str) -> str:
+    """``name`` with every function parameter list and return type left out, at any depth.
+
+    Why: NVIDIA's demangler writes a template parameter (``T1``) in place of a type wherever
+    one appears, also inside template arguments: PyTorch's most common kernel,
+    ``elementwise_kernel<128, 2, void gpu_kernel_impl_nocast<F>(TensorIteratorBase &, const T1 &)
+    ::[lambda(int) (instance 1)]>(int, T3)``, names the lambda's enclosing function with a
+    return type and placeholder parameters, where the GNU demangler writes the types and no
+    return type. What is left (qualified names and template arguments) still tells kernels apart.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "(" and out and (out[-1].isalnum() or out[-1] in "_>"):
+            depth = 0
+            while i < len(name):  # skip the parameter list, nested parentheses and all
+                depth += {"(": 1, ")": -1}.get(name[i], 0)
+                i += 1
+                if depth == 0:
+                    break
+            continue
+        out.append(ch)
+        i += 1
+    return _NESTED_VOID.sub(r"\1", "".join(out).strip())

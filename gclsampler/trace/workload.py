@@ -446,6 +446,8 @@ def _list_to_group(raw_dir: Path) -> Path | None:
         return [e for _, e in _kernelslist_entries(raw_dir, path)[1] if _TRACE_RE.match(e)]
 
     g_names, r_names = traces(grouped), traces(raw)
+    if not r_names:  # MemcpyHtoD lines alone: what an older tool's time-only run left in place of the list
+        return grouped
     g_ids, r_ids = ([int(_TRACE_RE.match(e).group(1)) for e in names] for names in (g_names, r_names))
     if g_ids != r_ids:
         raise TraceFormatError(grouped, None, None, f"lists {len(g_ids)} launches where the tracer's kernelslist "
