@@ -303,7 +303,9 @@ def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: flo
     blocks = [b for b in parse_log(text) if "cycles" in b]
     if not blocks:
         unsup = _UNSUPPORTED.search(text)
-        why = (f" ({unsup.group(0).strip()}: Accel-Sim knows binary versions 70, 75, 80, 86)" if unsup else "")
+        hint = ("; sm_89/sm_90 traces run on an Ampere model with --as-ampere"
+                if unsup and re.search(r"\b(89|90)\b", unsup.group(0)) else "")
+        why = (f" ({unsup.group(0).strip()}: Accel-Sim knows binary versions 70, 75, 80, 86{hint})" if unsup else "")
         raise SimulationFailed(f"{where}: Accel-Sim exited 0 without printing gpu_sim_cycle{why}; log {log}")
     if len(blocks) != 1:
         raise SimulationFailed(f"{where}: {len(blocks)} kernels in one run's log, expected 1; log {log}")

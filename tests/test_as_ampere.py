@@ -153,7 +153,8 @@ def test_simulate_runs_hopper_traces_only_with_as_ampere_and_labels_every_output
     wl = _workload(tmp_path)
     # the stub, like Accel-Sim, prints "unsupported binary version" for 90 and simulates nothing
     assert main(["simulate", "--all", str(wl), "--out", str(tmp_path / "plain")]) == 1
-    assert "unsupported binary version" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unsupported binary version" in err and "run on an Ampere model with --as-ampere" in err
     assert main(["simulate", "--all", str(wl), "--out", str(tmp_path / "sim"), "--as-ampere"]) == 0
     out = capsys.readouterr().out
     assert "sm_90 traces run as Ampere (--as-ampere), an approximation" in out

@@ -26,8 +26,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rerun", action=argparse.BooleanOptionalAction, default=True,
                         help="also write profiles/<arch>_rerun.csv, a second run of --arch (only the jitter drawn "
                              "again) that reports score plans on, as train.py asks for (default on)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=2, help="processes (2: timing model in a worker; output identical)")
+    parser.add_argument("--seed", type=int, default=0, help="synthesis seed: inputs and run-to-run jitter (default 0)")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="processes (default 2: the timing model in a worker; output identical)")
     parser.add_argument("--list", action="store_true", help="list workloads with their default knobs")
     parser.add_argument("--quiet", action="store_true", help="no progress bar / summary line")
     parser.set_defaults(handler=_run)
