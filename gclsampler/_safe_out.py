@@ -245,8 +245,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's process, or a pid this OS cannot ask about: keep its files
+    except (OSError, OverflowError):
+        return True  # another user's process (EPERM), or a pid this OS cannot ask about: keep its files
     return True
 
 

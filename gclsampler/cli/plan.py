@@ -209,7 +209,8 @@ def _export(args: argparse.Namespace) -> int:
     check_out_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan])
     from gclsampler.validate import require_valid_workload
 
-    require_valid_workload(args.workload_dir, profile=False, traces=True, as_ampere=args.as_ampere)  # duplicate ids would overwrite each other
+    # duplicate ids would overwrite each other
+    require_valid_workload(args.workload_dir, profile=False, traces=True, as_ampere=args.as_ampere)
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}

@@ -112,7 +112,8 @@ def _export(args) -> int:
 
     parts = _parse_invocations(args.invocations)
     check_out_dir(args.dst, "trace export-accelsim", inputs=[args.src])
-    require_valid_workload(args.src, profile=False, traces=True, as_ampere=args.as_ampere)  # duplicate ids would overwrite each other
+    # duplicate ids would overwrite each other
+    require_valid_workload(args.src, profile=False, traces=True, as_ampere=args.as_ampere)
     infos = list_invocations(args.src)
     inv = _expand_invocations(parts, infos, args.src)
     facts: list = []
