@@ -178,3 +178,11 @@ def test_placeholders_inside_template_arguments_keep_kernels_apart(other):
 def test_cutlass_params_placeholder_matches_its_kernel_only():
     assert same_kernel(CUTLASS, "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)")
     assert not same_kernel(CUTLASS, "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(T1::Params)")
+
+
+def test_placeholder_parameters_are_wildcards_position_by_position():
+    """Overloads sharing a name and template arguments stay apart by their parameter count and
+    by the parameters that name no template parameter."""
+    assert same_kernel("void k<float>(float*, float*, int)", "void k<float>(T1 *, T1 *, int)")
+    assert not same_kernel("void k<float>(float*, int)", "void k<float>(T1 *, T1 *, int)")
+    assert not same_kernel("void k<float>(float*, float*, int)", "void k<float>(T1 *, T1 *, long)")

@@ -22,8 +22,9 @@ trace + profile pair. Names are compared in this order, and the first rule that 
    demangler writes ``2``, ``2ul``), an anonymous namespace as ``<unnamed>`` (the demangler:
    ``(anonymous namespace)``) and a lambda as ``[lambda(int) (instance 1)]`` (``{lambda(int)#1}``).
    Those are brought to one form; where either name holds a template parameter (``T2``,
-   ``T1::Params``), every parameter list and return type is left out, at any depth, and the
-   qualified names and template arguments still compared. Every PyTorch elementwise kernel in
+   ``T1::Params``), parameter lists and return types inside template arguments are left out,
+   the qualified names and template arguments still compared, and the kernels' own
+   parameters compared position by position, a placeholder standing for any type. Every PyTorch elementwise kernel in
    an ncu or nsys export failed rules 1-3 before.
 
 Rule 3 is what a base-name profile can say; the launch's grid and block, which
@@ -142,8 +143,34 @@ def same_kernel(a: str, b: str) -> bool:
     if _canonical(ua) == _canonical(ub):
         return True
     if _TEMPLATE_PARAM.search(ua) or _TEMPLATE_PARAM.search(ub):
-        return _canonical(_without_signatures(ua)) == _canonical(_without_signatures(ub))
+        return (_canonical(_without_signatures(ua)) == _canonical(_without_signatures(ub))
+                and _same_parameters(_params(ua), _params(ub)))
     return False
+
+
+def _top_level(params: str) -> list[str]:
+    """``(int, f<a, b>, T3)`` -> ``["int", "f<a, b>", "T3"]``: the parameters of one list."""
+    inner = params[1:-1].strip()
+    if not inner:
+        return []
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += {"<": 1, "(": 1, "[": 1, "{": 1, ">": -1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(inner[start:i])
+            start = i + 1
+    return out + [inner[start:]]
+
+
+def _same_parameters(a: str, b: str) -> bool:
+    """The kernels' own parameter lists, position by position: a parameter naming a template
+    parameter (``T2``, ``const T1 &``) stands for any type, the others must be equal. So
+    ``k<float>(float *, int)`` and ``k<float>(T1 *, T1 *, int)`` stay two overloads."""
+    pa, pb = _top_level(a) if a else [], _top_level(b) if b else []
+    if len(pa) != len(pb):
+        return False
+    return all(_TEMPLATE_PARAM.search(x) or _TEMPLATE_PARAM.search(y) or _canonical(x) == _canonical(y)
+               for x, y in zip(pa, pb))
 
 
 def _without_signatures(name: str) -> str:
