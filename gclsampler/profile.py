@@ -1168,6 +1168,13 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
                     notes.append(located(path, header_line, name, f"{out_name} read from it: the export has no "
                                          f"{names[0]}, which profiles of this format are read from"))
                 break
+    # named here by the export's own column: validate_profile, later, can only say "time_ns"
+    missing_time = np.flatnonzero(np.isnan(np.asarray(df["time_ns"], dtype=np.float64)))
+    if missing_time.size:
+        r = int(missing_time[0])
+        raise ProfileFormatError(located(path, lines[r], "gpu__time_duration.sum",
+                                         f"no value ({records[r][1][col['gpu__time_duration.sum']].strip()!r}): "
+                                         "every profiled launch needs its time"))
     if "cycles" not in df:
         df["cycles"] = np.full(len(records), np.nan)
     aux = {key: metric(name, kind) for key, name, kind in _NCU_AUX}

@@ -527,3 +527,9 @@ def test_json_nested_too_deeply_is_one_line(tmp_path, capsys):
     p.write_text("[" * 100_000 + "]" * 100_000)
     assert main(["profile", "import", str(p), "--out", str(tmp_path / "o.csv"), "--format", "torch"]) == 2
     assert "JSON nested too deeply" in capsys.readouterr().err and not (tmp_path / "o.csv").exists()
+
+
+def test_ncu_launch_without_a_time_is_named_by_the_exports_column(tmp_path):
+    text = _ncu_text("nsecond", ["100", "n/a", "300"])
+    with pytest.raises(ProfileFormatError, match=r"na.csv:4: gpu__time_duration.sum: no value \('n/a'\)"):
+        import_ncu(_write(tmp_path, "na.csv", text))
