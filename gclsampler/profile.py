@@ -797,16 +797,13 @@ def _read_text(path: Path) -> str:
             with lzma.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
                 return fh.read()
         if path.suffix == ".zst":
-            import zstandard
+            from gclsampler.trace.reader import read_zst  # the traces' reader: every frame, a cut one refused
 
-            dctx, rest, parts = zstandard.ZstdDecompressor(), path.read_bytes(), []
-            while rest:  # frames written back to back (pzstd, cat a.zst b.zst) are read in turn
-                d = dctx.decompressobj()
-                parts.append(d.decompress(rest))
-                if not d.eof:  # a cut-off frame would read as a shorter export
-                    raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
-                rest = d.unused_data
-            return b"".join(parts).decode("utf-8-sig")
+            with open(path, "rb") as fh:
+                data = read_zst(fh, None)
+            if data is None:  # a cut-off frame would read as a shorter export
+                raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
+            return data.decode("utf-8-sig")
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None

@@ -68,7 +68,7 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
             f = lzma.open(p, "rb")
         elif p.endswith(".zst"):
             with open(p, "rb") as raw:
-                data = _read_zst(raw, limit)
+                data = read_zst(raw, limit)
             if data is None:
                 raise TraceFormatError(p, None, "compression", "cannot decompress (zst): truncated")
             return data
@@ -108,7 +108,7 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
         raise
 
 
-def _read_zst(f, limit: int | None) -> bytes | None:
+def read_zst(f, limit: int | None) -> bytes | None:
     """zstd content of the open file ``f`` (about ``limit`` bytes of it), None if a frame is cut off.
 
     Not ``stream_reader``: it ends quietly at an incomplete frame, so a truncated copy

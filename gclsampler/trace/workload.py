@@ -428,10 +428,10 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     return written
 
 
-def _list_to_group(raw_dir: Path) -> Path | None:
-    """The list of traces ``trace group`` reads: the tracer's ``kernelslist`` when every trace it
-    names is here, even beside a ``kernelslist.g``; a ``kernelslist.g`` listing other launches
-    than it is refused.
+def _list_to_group(raw_dir: Path) -> tuple[Path, list[tuple[int, str]]] | None:
+    """The list of traces ``trace group`` reads, as ``_kernelslist_entries`` gives it (None: no
+    list): the tracer's ``kernelslist`` when every trace it names is here, even beside a
+    ``kernelslist.g``; a ``kernelslist.g`` listing other launches than it is refused.
 
     Why: every other reader takes ``kernelslist.g`` first (``kernelslist_path``). Accel-Sim's
     post-processing writes one, with its ``.traceg`` files, into the raw directory; traced again
@@ -440,20 +440,18 @@ def _list_to_group(raw_dir: Path) -> Path | None:
     the ``.g`` is read where they are gone (removed after post-processing)."""
     grouped, raw = raw_dir / KERNELSLIST, raw_dir / "kernelslist"
     if not (grouped.is_file() and raw.is_file()):
-        return kernelslist_path(raw_dir)
-
-    def traces(path: Path) -> list[str]:
-        return [e for _, e in _kernelslist_entries(raw_dir, path)[1] if _TRACE_RE.match(e)]
-
-    g_names, r_names = traces(grouped), traces(raw)
+        only = kernelslist_path(raw_dir)
+        return None if only is None else _kernelslist_entries(raw_dir, only)
+    g_list, r_list = _kernelslist_entries(raw_dir, grouped), _kernelslist_entries(raw_dir, raw)
+    g_names, r_names = ([e for _, e in lst[1] if _TRACE_RE.match(e)] for lst in (g_list, r_list))
     if not r_names:  # MemcpyHtoD lines alone: what an older tool's time-only run left in place of the list
-        return grouped
+        return g_list
     g_ids, r_ids = ([int(_TRACE_RE.match(e).group(1)) for e in names] for names in (g_names, r_names))
     if g_ids != r_ids:
         raise TraceFormatError(grouped, None, None, f"lists {len(g_ids)} launches where the tracer's kernelslist "
                                f"beside it lists {len(r_ids)}: it is an earlier run's list; move it (and that run's "
                                ".traceg files) away, then group again")
-    return raw if all((raw_dir / e).is_file() for e in r_names) else grouped
+    return r_list if all((raw_dir / e).is_file() for e in r_names) else g_list
 
 
 def _grouped_name(entry: str, compress: str) -> str:
@@ -473,9 +471,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     ``unlisted``: raw trace files of the directory its kernelslist leaves out (not grouped).
     """
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    kl = _list_to_group(raw_dir)
-    if kl is not None:
-        kl, entries = _kernelslist_entries(raw_dir, kl)
+    listed = _list_to_group(raw_dir)
+    if listed is not None:
+        kl, entries = listed
     else:
         kl, entries = raw_dir, list(enumerate(trace_files(raw_dir), 1))
     if not any(not e.startswith("Memcpy") for _, e in entries):

@@ -122,23 +122,19 @@ int main() {
   cuLaunchKernelEx_params e{&cfg5, reinterpret_cast<CUfunction>(0x5000), nullptr, nullptr};
   cuLaunchKernelEx_ptsz_params f{&cfg6, reinterpret_cast<CUfunction>(0x6000), nullptr, nullptr};
   cuLaunchKernelEx_params null_config{nullptr, reinterpret_cast<CUfunction>(0x7000), nullptr, nullptr};
-  show(API_CUDA_cuLaunchKernel, &a);
-  show(API_CUDA_cuLaunchKernel_ptsz, &b);
-  show(API_CUDA_cuLaunchCooperativeKernel, &c);
-  show(API_CUDA_cuLaunchCooperativeKernel_ptsz, &d);
-  show(API_CUDA_cuLaunchKernelEx, &e);
-  show(API_CUDA_cuLaunchKernelEx_ptsz, &f);
+  const struct {
+    nvbit_api_cuda_t cbid;
+    const void *params;
+  } launches[] = {{API_CUDA_cuLaunchKernel, &a},           {API_CUDA_cuLaunchKernel_ptsz, &b},
+                  {API_CUDA_cuLaunchCooperativeKernel, &c}, {API_CUDA_cuLaunchCooperativeKernel_ptsz, &d},
+                  {API_CUDA_cuLaunchKernelEx, &e},          {API_CUDA_cuLaunchKernelEx_ptsz, &f}};
+  for (const auto &l : launches) show(l.cbid, l.params);
   show(API_CUDA_cuLaunchKernelEx, &null_config);
   show(API_CUDA_cuMemcpyHtoD_v2, &a);
   show(API_CUDA_cuGraphLaunch, &a);
   a.hStream = b.hStream = c.hStream = d.hStream = nullptr;
   cfg5.hStream = cfg6.hStream = nullptr;
-  show_null(API_CUDA_cuLaunchKernel, &a);
-  show_null(API_CUDA_cuLaunchKernel_ptsz, &b);
-  show_null(API_CUDA_cuLaunchCooperativeKernel, &c);
-  show_null(API_CUDA_cuLaunchCooperativeKernel_ptsz, &d);
-  show_null(API_CUDA_cuLaunchKernelEx, &e);
-  show_null(API_CUDA_cuLaunchKernelEx_ptsz, &f);
+  for (const auto &l : launches) show_null(l.cbid, l.params);
   attr("function", CU_FUNC_ATTRIBUTE_NUM_REGS, 0x3000);
   attr("kernel", CU_FUNC_ATTRIBUTE_NUM_REGS, 0xa000);
   attr("kernel", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 0xa000);
