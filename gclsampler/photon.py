@@ -122,34 +122,16 @@ def photon_assign(bbv: sp.csr_matrix, threshold: float) -> tuple[np.ndarray, np.
     Invocation i joins the most similar representative chosen so far (earliest on
     ties) when the similarity is at least ``threshold``; otherwise it becomes a
     representative itself. Only representatives sharing a block with i can score
-    above 0, so each comparison runs against those alone.
+    above 0, so each comparison runs against those alone; the loop is compiled
+    (``gclsampler._photon_jit``). Ties: scanning the candidates from the earliest, a later one
+    replaces the best only when more similar by 1e-12.
     """
-    n = bbv.shape[0]
-    bbv = sp.csr_matrix(bbv)
-    reps: list[int] = []
-    labels = np.empty(n, dtype=np.int64)
-    # block -> representatives that execute it (inverted index keeps the scan to candidates)
-    by_block: dict[int, list[int]] = {}
-    for i in range(n):
-        lo, hi = bbv.indptr[i], bbv.indptr[i + 1]
-        cols, vals = bbv.indices[lo:hi], bbv.data[lo:hi]
-        cand = sorted({r for c in cols.tolist() for r in by_block.get(c, ())})
-        best, best_sim = -1, -1.0
-        for r in cand:
-            rep = reps[r]
-            rlo, rhi = bbv.indptr[rep], bbv.indptr[rep + 1]
-            common, ia, ib = np.intersect1d(cols, bbv.indices[rlo:rhi], assume_unique=True, return_indices=True)
-            sim = float(np.minimum(vals[ia], bbv.data[rlo:rhi][ib]).sum()) if common.size else 0.0
-            if sim > best_sim + 1e-12:
-                best, best_sim = r, sim
-        if best >= 0 and best_sim >= threshold:
-            labels[i] = best
-        else:
-            labels[i] = len(reps)
-            for c in cols.tolist():
-                by_block.setdefault(c, []).append(len(reps))
-            reps.append(i)
-    return labels, np.asarray(reps, dtype=np.int64)
+    from gclsampler._photon_jit import assign
+
+    bbv = sp.csr_matrix(bbv, dtype=np.float64, copy=True)
+    bbv.sum_duplicates()  # also sorts each row's blocks
+    return assign(bbv.indptr.astype(np.int64), bbv.indices.astype(np.int64), bbv.data,
+                  bbv.shape[1], float(threshold))
 
 
 class PhotonSampler(Sampler):

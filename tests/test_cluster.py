@@ -18,6 +18,7 @@ from gclsampler.cluster import (
     cluster_embeddings,
     run_cluster_stage,
     silhouette_score,
+    split_by_work,
     weighted_silhouette,
 )
 
@@ -340,3 +341,51 @@ def test_run_cluster_stage_writes_files(tmp_path, rng):
         curve = {int(row["k"]): float(row["score"]) for row in csv.DictReader(fh)}
     assert curve == r.silhouette
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _fewest_runs(values: np.ndarray, tolerance: float) -> int:
+    """Reference: greedy left-to-right runs of span <= tolerance, the fewest possible."""
+    runs, low = 0, None
+    for v in np.sort(values):
+        if low is None or v - low > tolerance:
+            runs, low = runs + 1, v
+    return runs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=60),
+       st.sampled_from([0.1, 0.5, 1.0]))
+def test_work_split_gives_the_fewest_runs_within_the_tolerance(points, tolerance):
+    """Every piece spans at most the tolerance, stays inside its silhouette cluster, keeps
+    launches of equal work together, and no cluster is cut into more pieces than the span
+    bound needs."""
+    labels = np.array([c for c, _ in points], dtype=np.int64)
+    work = np.array([w / 10.0 for _, w in points])
+    out = split_by_work(labels, work, tolerance)
+    assert out.min() == 0 and np.array_equal(np.unique(out), np.arange(out.max() + 1))
+    for piece in np.unique(out):
+        members = out == piece
+        assert np.unique(labels[members]).size == 1
+        assert np.ptp(work[members]) <= tolerance
+    for c in np.unique(labels):
+        mine = labels == c
+        assert np.unique(out[mine]).size == _fewest_runs(work[mine], tolerance)
+        for w in np.unique(work[mine]):
+            assert np.unique(out[mine & (work == w)]).size == 1
+
+
+def test_work_split_does_not_peel_a_smooth_spread_one_size_at_a_time():
+    """A decode attention kernel whose work grows with the context (33..95 tokens, log2): cut at
+    the widest gap recursively, it became one cluster per size below 1.41x of the largest (33
+    clusters). Four runs of at most 1.41x cover it."""
+    work = np.log2(np.arange(33, 96, dtype=np.float64))
+    out = split_by_work(np.zeros(work.size, dtype=np.int64), work, 0.5)
+    assert out.max() + 1 == 4 == _fewest_runs(work, 0.5)
+
+
+def test_work_split_cuts_at_the_widest_gap_among_the_fewest():
+    """Two runs are needed either way; the cut goes where the launches fall apart (0.1 -> 0.45),
+    not where a greedy sweep from the smallest would put it (0.45 -> 0.55)."""
+    work = np.array([0.0, 0.1, 0.45, 0.55, 0.6])
+    out = split_by_work(np.zeros(5, dtype=np.int64), work, 0.5)
+    assert out.tolist() == [0, 0, 1, 1, 1]

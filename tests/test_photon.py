@@ -35,7 +35,7 @@ def _sim(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(1, 25), d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+@given(n=st.integers(1, 25), d=st.integers(1, 12), seed=st.integers(0, 2**32 - 1),
        threshold=st.sampled_from([0.5, 0.8, 0.95, 1.0]))
 def test_online_assignment_matches_brute_force(n, d, seed, threshold):
     rng = np.random.default_rng(seed)
