@@ -114,8 +114,9 @@ class ClusterConfig:
     silhouette_min_points: int = 4
     # Deviation (project's gcl): after silhouette k-means, a cluster whose members' work
     # (embedding column split_column, by default the size vector's log2 instructions on SM 0)
-    # spans more than split_tolerance is cut at its widest gap until none does. 0 = off (paper).
-    split_tolerance: float = 0.5
+    # spans more than split_tolerance (0.4: 1.32x) is cut into the fewest pieces that each span at
+    # most that, the cuts at the widest gaps (split_by_work). 0 = off (paper). docs/plans.md.
+    split_tolerance: float = 0.4
     split_column: int = -6
     # Opt-in deviation: then cut every cluster whose members' measured times (the profile's
     # time_ns) span more than time_split_tolerance in log2 (0.5: 1.41x), as the work split does.
