@@ -168,11 +168,11 @@ def ensure_workload(cfg: DictConfig) -> Path:
             raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)" + (
                 f"; it holds the tracer's raw output: group it first, gclsampler trace group {wdir} OUT_DIR, "
                 "and train on OUT_DIR" if raw else ""))
-        unused = [o for o in _command_line_overrides() if o.split("=", 1)[0].lstrip("+~") in _SYNTH_ONLY
-                  or o.lstrip("+~").startswith("workload.synth.")]
+        given = [(o, o.split("=", 1)[0].lstrip("+~")) for o in _command_line_overrides()]  # (override, key)
+        unused = [o for o, key in given if key in _SYNTH_ONLY or key.startswith("workload.synth.")]
         if unused:
             log.warning("not used with workload.dir (nothing is synthesized): %s", " ".join(unused))
-        label = [o for o in _command_line_overrides() if o.split("=", 1)[0].lstrip("+~") == "workload.synthetic"]
+        label = [o for o, key in given if key == "workload.synthetic"]
         if label:
             log.warning("not used with workload.dir: %s; a directory's data is labelled by its workload.json "
                         '("synthetic": false for measured data, true for synthetic; without it, neither)',

@@ -809,8 +809,10 @@ def _read_text(path: Path) -> str:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
     except (UnicodeDecodeError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
-    except Exception as exc:  # zstandard.ZstdError
-        if "Zstd" in type(exc).__name__:
+    except Exception as exc:
+        from gclsampler.trace.reader import is_zstd_error
+
+        if is_zstd_error(exc):
             raise ProfileFormatError(located(path, None, None, f"cannot read as zstd: {exc}")) from None
         raise
 

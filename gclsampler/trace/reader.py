@@ -102,10 +102,16 @@ def open_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
     except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         kind = p.rsplit(".", 1)[-1]
         raise TraceFormatError(p, None, "compression", f"cannot decompress ({kind}): {exc}") from None
-    except Exception as exc:  # zstandard.ZstdError and friends
-        if type(exc).__module__.startswith("zstandard") or "Zstd" in type(exc).__name__:
+    except Exception as exc:
+        if is_zstd_error(exc):
             raise TraceFormatError(p, None, "compression", f"cannot decompress (zst): {exc}") from None
         raise
+
+
+def is_zstd_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is zstandard's (``ZstdError`` and friends): its class depends on the
+    backend (C or cffi), so it is told by module and name, not caught by one type."""
+    return type(exc).__module__.startswith("zstandard") or "Zstd" in type(exc).__name__
 
 
 def read_zst(f, limit: int | None) -> bytes | None:
