@@ -8,6 +8,12 @@
    ``sample_size`` below and above N (time ratio and both chosen K).
 3. Stability: the K the sampled sweep picks over several seeds.
 
+``--kernels M`` instead clusters a SYNTHETIC workload of M kernels, each launched in 3 shapes
+with Zipf launch counts (``--n`` launches), as the defaults do: the K chosen, the share of
+launches in clusters that mix kernels, the any-member cycle error under a made-up time per
+shape (lognormal per kernel), against one cluster per kernel shape, and the wall time. This is
+where the sweep's stopping rule and ``fit_size`` matter (docs/plans.md).
+
 ``--run RUN`` instead times the cluster stage (defaults) on the trained embeddings of an
 ``evaluate.py`` run (``RUN/train/<workload>/embeddings.npy``, the project encoder's), one call
 per workload, and prints their total: what the stage costs on real embedding geometry.
@@ -39,6 +45,46 @@ def blobs(n: int, d: int, centres: int, seed: int) -> np.ndarray:
     return x.astype(np.float32)
 
 
+def many_kernels(n: int, kernels: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SYNTHETIC embeddings of ``kernels`` kernels x 3 launch shapes, Zipf(0.8) launch counts;
+    also each launch's shape id and a made-up time per launch."""
+    rng = np.random.default_rng(seed)
+    shapes = rng.normal(size=(kernels, 1, 64)) * 4 + rng.normal(size=(kernels, 3, 64)) * 0.5
+    p = 1 / np.arange(1, kernels + 1) ** 0.8
+    kernel = rng.choice(kernels, size=n, p=p / p.sum())
+    shape = kernel * 3 + rng.integers(0, 3, n)
+    time_of = (np.exp(rng.normal(size=kernels) * 1.5)[:, None] * np.array([1.0, 1.1, 1.2])).reshape(-1)
+    return shapes.reshape(-1, 64)[shape].astype(np.float32), shape, time_of[shape]
+
+
+def any_member(labels: np.ndarray, times: np.ndarray, draws: int = 200, seed: int = 0) -> float:
+    """Mean |error| (%) of the total time over representatives drawn uniformly per cluster."""
+    rng = np.random.default_rng(seed)
+    order = np.argsort(labels, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0])
+    sizes = np.diff(np.r_[starts, labels.size])
+    errs = [abs((times[order[starts + (rng.random(sizes.size) * sizes).astype(np.int64)]] * sizes).sum()
+                / times.sum() - 1) for _ in range(draws)]
+    return 100 * float(np.mean(errs))
+
+
+def kernels_study(n: int, kernels: int) -> None:
+    print(f"SYNTHETIC embeddings and times ({kernels} kernels x 3 shapes, {n} launches); timings on this machine")
+    x, shape, times = many_kernels(n, kernels, 0)
+    t = time.perf_counter()
+    r = cluster_embeddings(x, ClusterConfig(**SWEEP), random_state=0)
+    dt = time.perf_counter() - t
+    kernel = shape // 3
+    mixed = [c for c in range(r.k) if np.unique(kernel[r.labels == c]).size > 1]
+    print(f"{len(np.unique(x, axis=0))} distinct embeddings, {np.unique(kernel).size} kernels launched")
+    print(f"defaults: K={r.k} (swept to {max(r.silhouette)}) in {dt:.1f} s; launches in mixed-kernel clusters "
+          f"{np.isin(r.labels, mixed).mean() * 100:.1f} %; any-member error {any_member(r.labels, times):.2f} % "
+          f"at {n / r.k:.1f}x")
+    ref = np.unique(shape, return_inverse=True)[1]
+    print(f"reference, one cluster per kernel shape: K={ref.max() + 1}; any-member error "
+          f"{any_member(ref, times):.2f} % at {n / (ref.max() + 1):.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
@@ -46,10 +92,14 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=2000, help="sample_size for the sampled-vs-exact comparison")
     ap.add_argument("--k-max", type=int, default=50)
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
+    ap.add_argument("--kernels", type=int, help="the many-kernels study with this many kernels instead")
     ap.add_argument("--run", type=Path, help="time the cluster stage on this evaluate.py run's trained embeddings instead")
     args = ap.parse_args()
     if args.run is not None:
         time_trained(args.run)
+        return
+    if args.kernels is not None:
+        kernels_study(args.n, args.kernels)
         return
     print("SYNTHETIC embeddings (Gaussian blobs); timings on this machine, not hardware measurements")
 

@@ -21,7 +21,8 @@ Why the code is shaped the way it is:
   ``refine_n_init`` more starts, each scored by silhouette; every K below the one
   taken gets those starts too (the lowest inertia one is scored), before the
   smallest K within ``tolerance`` of the best score is taken. The sweep's k-means
-  runs on at most ``fit_size`` sampled invocations; the returned labelling is
+  runs on the scored distinct embeddings, or on ``fit_size`` sampled invocations
+  when there are more of them than that; the returned labelling is
   always Lloyd iterated on every distinct embedding and its score replaces the
   sweep's.
 * k-means is implemented here (k-means++ seeding + Lloyd, vectorised numpy) so
@@ -29,7 +30,8 @@ Why the code is shaped the way it is:
   byte-identical run to run, independent of which other K were swept; BLAS runs on
   one thread here, so the core count does not move a rounding either.
 * The paper sets no upper K, so the sweep has none of its own; it runs in blocks of
-  ``k_step`` K and stops at the first block whose last K is not the best so far.
+  ``k_step`` K and stops at the first block whose last quarter does not hold the
+  best K so far.
 """
 
 from __future__ import annotations
@@ -89,9 +91,10 @@ class ClusterConfig:
 
     k_min: int = 2
     # The sweep covers K = k_min..k_step first and goes on k_step K at a time while the best
-    # K is the last one swept, up to min(invocations - 1, distinct embeddings, k_max); 0 = no cap
-    # of its own (the paper sets none). Why blocks: a sweep to n costs hours on large
-    # workloads, and a silhouette curve that still rises at a block's end asks for more K.
+    # K lies in the last quarter of the block just swept, up to min(invocations - 1, distinct
+    # embeddings, k_max); 0 = no cap of its own (the paper sets none). Why blocks: a sweep to n
+    # costs hours on large workloads, and a silhouette curve that still rises at a block's end
+    # asks for more K.
     k_max: int = 0
     k_step: int = 50
     tolerance: float = 0.01  # K within this (absolute) silhouette of the best count as "comparable"
@@ -100,7 +103,9 @@ class ClusterConfig:
     refine_n_init: int = 8
     max_iter: int = 300
     sample_size: int = 5000  # above this many invocations, silhouette is scored on a seeded sample
-    fit_size: int = 2000  # the sweep's k-means runs on at most this many (sampled) invocations
+    # the sweep's k-means runs on the scored distinct embeddings; above this many of them, on
+    # this many sampled invocations
+    fit_size: int = 2000
     representative: str = "work_mean"  # work_mean (project) | medoid | first (paper) | random; docs/plans.md
     normalize: bool = False  # L2-normalise embeddings first (cosine geometry of the contrastive loss)
     # Weight of the launch-shape block (log2 CTAs, threads/CTA, shared memory, registers) appended
@@ -417,6 +422,19 @@ def _pick(curve: dict[int, float], tolerance: float) -> int:
     return min(k for k, s in curve.items() if s >= best - tolerance)
 
 
+def _still_rising(curve: dict[int, float], end: int, k_step: int) -> bool:
+    """Whether the sweep should go on past ``end``: the best K so far lies in the last quarter
+    of the block just swept (with ``k_step`` 1..3, it is ``end`` itself).
+
+    Why not "the best K is ``end``": silhouette is noisy in K, and on a curve that still rises
+    the block's last K often scores a hair below one a few K earlier: with that rule, 400 kernels
+    in 20k launches (``bench/cluster_scale.py --kernels 400``) stopped at 150 and took K = 146,
+    with 48 % of the launches in clusters that mix kernels.
+    """
+    best = max(curve, key=lambda k: (curve[k], -k))
+    return best > end - max(1, k_step // 4)
+
+
 def _one_cluster(n: int, cfg: ClusterConfig, random_state: int, work: np.ndarray | None = None) -> ClusterResult:
     labels = np.zeros(n, dtype=np.int64)
     reps = representatives(labels, None, cfg.representative, random_state, work) if n else np.zeros(0, dtype=np.int64)
@@ -495,8 +513,9 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
 
     Three point sets, all weighted distinct embeddings: *all* (every invocation),
     *score* (all, or ``sample_size`` sampled invocations: silhouette is computed
-    here) and *fit* (score, or ``fit_size`` of its invocations: the sweep's k-means
-    runs here). The returned labels always come from Lloyd iterations on *all*.
+    here) and *fit* (score, or ``fit_size`` of its invocations when score has more distinct
+    points than that: the sweep's k-means runs here). The returned labels always come from
+    Lloyd iterations on *all*.
     """
     cfg = ClusterConfig.from_any(cfg)
     emb = np.asarray(emb)
@@ -567,7 +586,9 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
         n_scored = n
     score_set = _Points.of(uniq[s_ids], s_w)
     dist = dist_all if dist_all is not None and not sampled else _pairwise(uniq[s_ids])
-    if n_scored > cfg.fit_size:
+    # fit_size bounds distinct points, not invocations: k-means costs per distinct point, and a
+    # sample of invocations misses the rarely launched kernels, which then share a cluster
+    if s_ids.size > cfg.fit_size:
         f_local, f_w = _subsample(np.repeat(np.arange(s_ids.size), s_w.astype(np.int64)), cfg.fit_size,
                                   _seed(random_state, 0xF1, 0x7))
         fit = _Points.of(score_set.x[f_local], f_w, gram=True)
@@ -584,7 +605,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
         return weighted_silhouette(dist, _compact(score_set.assign(centers)), score_set.w)
 
     # sweep: n_init starts per K, the lowest-inertia one is scored; blocks of k_step K, the
-    # next one only while the best K so far is the last K swept
+    # next one only while the best K so far is in the last quarter of the block swept
     curve: dict[int, float] = {}
     centers_of: dict[int, np.ndarray] = {}
     inertia_of: dict[int, float] = {}
@@ -596,7 +617,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
             score = score_of(centers)
             if score is not None:
                 curve[k], centers_of[k] = score, centers
-        if not curve or max(curve, key=lambda k: (curve[k], -k)) != max(curve):
+        if not curve or not _still_rising(curve, end, cfg.k_step):
             break
         start, end = end + 1, min(hi, end + cfg.k_step)
     if not curve:  # no K could be scored (e.g. every K leaves a singleton-only labelling)

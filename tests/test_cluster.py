@@ -15,6 +15,7 @@ from gclsampler.cluster import (
     ClusterConfigError,
     EmbeddingError,
     _pairwise,
+    _still_rising,
     cluster_embeddings,
     run_cluster_stage,
     silhouette_score,
@@ -224,6 +225,40 @@ def test_k_goes_beyond_one_block_when_the_curve_still_rises(rng):
     assert r.k == 60 and max(r.silhouette) == 60
     capped = cluster_embeddings(x, dict(SMALL, k_max=50, k_step=50))
     assert capped.k == 50  # a cap, when asked for, holds
+
+
+def test_the_sweep_goes_on_while_the_best_k_is_in_the_block_s_last_quarter():
+    rising = {k: k / 100 for k in range(2, 51)}
+    assert _still_rising(rising, 50, 50)
+    assert _still_rising({**rising, 50: 0.0, 49: 0.0}, 50, 50)  # a noisy end: best at 48
+    assert not _still_rising({**rising, 22: 1.0}, 50, 50)  # a peak early in the block
+    assert not _still_rising({**rising, 37: 1.0}, 50, 50)  # just before the last quarter
+    assert _still_rising({2: 0.1, 3: 0.2}, 3, 1) and not _still_rising({2: 0.2, 3: 0.1}, 3, 1)
+
+
+def test_a_noisy_rising_curve_does_not_stop_the_sweep_at_a_block_end(rng):
+    """40 kernels, each launched in 3 shapes (near embeddings): the curve still rises at the
+    end of the first block of 20, but its best K there is 19, not 20. The old rule ("the best
+    K is the block's last") stopped at 20 and merged kernels pairwise."""
+    centres = rng.normal(size=(40, 8)) * 10
+    shapes = (centres[:, None, :] + rng.normal(size=(40, 3, 8))).reshape(120, 8)
+    launch = rng.integers(0, 120, 400)
+    r = cluster_embeddings(shapes[launch], dict(SMALL, k_max=0, k_step=20))
+    assert r.k == 40 and max(r.silhouette) > 20
+    kernel = launch // 3
+    assert all(np.unique(kernel[r.labels == c]).size == 1 for c in range(r.k))
+
+
+def test_fit_size_bounds_distinct_embeddings_not_launches(rng):
+    """60 kernels with Zipf launch counts in 3000 launches: a fit on 300 sampled launches
+    misses the rare kernels, so K could not reach them (K = 30 before). With 60 distinct
+    embeddings, fit_size 300 fits all of them and clusters exactly as an unbounded fit does."""
+    centres = rng.normal(size=(60, 8)) * 10
+    p = 1 / np.arange(1, 61) ** 1.5
+    x = centres[rng.choice(60, size=3000, p=p / p.sum())]
+    small = cluster_embeddings(x, dict(SMALL, k_max=0, fit_size=300))
+    big = cluster_embeddings(x, dict(SMALL, k_max=0, fit_size=10**6))
+    assert np.array_equal(small.labels, big.labels) and small.k > 45
 
 
 def test_blocks_do_not_change_a_pick_inside_the_first_block(rng):
