@@ -116,12 +116,20 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
     return m
 
 
+SIM_ROUNDING = 1e-9
+"""How far below ``threshold`` a summed similarity may fall and still count as reaching it.
+Why: a similarity is a float sum over blocks, and two identical BBVs of 7 blocks each 1/7
+summed to 0.9999999999999998, so at ``threshold`` 1.0 a launch did not reuse its exact twin.
+The rounding of such a sum is below 1e-12 up to thousands of blocks; real BBV similarities
+are far coarser than 1e-9."""
+
+
 def photon_assign(bbv: sp.csr_matrix, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Online, in launch order: ``(labels, representatives)``.
 
     Invocation i joins the most similar representative chosen so far (earliest on
-    ties) when the similarity is at least ``threshold``; otherwise it becomes a
-    representative itself. Only representatives sharing a block with i can score
+    ties) when the similarity is at least ``threshold`` (within ``SIM_ROUNDING``); otherwise it
+    becomes a representative itself. Only representatives sharing a block with i can score
     above 0, so each comparison runs against those alone; the loop is compiled
     (``gclsampler._photon_jit``). Ties: scanning the candidates from the earliest, a later one
     replaces the best only when more similar by 1e-12.
@@ -131,7 +139,7 @@ def photon_assign(bbv: sp.csr_matrix, threshold: float) -> tuple[np.ndarray, np.
     bbv = sp.csr_matrix(bbv, dtype=np.float64, copy=True)
     bbv.sum_duplicates()  # also sorts each row's blocks
     return assign(bbv.indptr.astype(np.int64), bbv.indices.astype(np.int64), bbv.data,
-                  bbv.shape[1], float(threshold))
+                  bbv.shape[1], float(threshold) - SIM_ROUNDING)
 
 
 class PhotonSampler(Sampler):
