@@ -19,7 +19,7 @@ Why the code is shaped the way it is:
   makes the choice flip between seeds: each K gets ``n_init`` starts (the lowest
   inertia one is scored) and the top ``refine_top`` K are re-scored with
   ``refine_n_init`` more starts, each scored by silhouette; every K below the one
-  taken gets those starts too (the lowest inertia one is scored), before the
+  taken, up to ``k_step``, gets those starts too (the lowest inertia one is scored), before the
   smallest K within ``tolerance`` of the best score is taken. The sweep's k-means
   runs on the scored distinct embeddings, or on ``fit_size`` sampled invocations
   when there are more of them than that; the returned labelling is
@@ -655,7 +655,10 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     # starts all fell into a poor local optimum (scored low) silently moves the pick up: lu's
     # K = 3 scored 0.71 instead of 0.85 on one seed and the plan became 10 clusters, not 3.
     # So every K below the pick gets the extra starts too, chosen by inertia as in the sweep
-    # (one silhouette each, not one per start: this runs for up to k_max K).
+    # (one silhouette each, not one per start), up to the first block's end: past it a poor
+    # optimum merges a small share of the points among many clusters and moves the score little,
+    # and these restarts were 2/3 of the stage on 400 kernels (bench/cluster_scale.py --kernels)
+    # without moving its pick.
     restarted: set[int] = set()
 
     def restart(k: int) -> None:
@@ -672,7 +675,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     chosen = None
     while curve:
         chosen = _pick(curve, cfg.tolerance)
-        pending = [k for k in curve if k < chosen and k not in refined and k not in restarted]
+        pending = [k for k in curve if k < chosen and k <= cfg.k_step and k not in refined and k not in restarted]
         if pending:
             restart(min(pending))
         elif chosen in refined:
