@@ -30,8 +30,8 @@ Why the code is shaped the way it is:
   byte-identical run to run, independent of which other K were swept; BLAS runs on
   one thread here, so the core count does not move a rounding either.
 * The paper sets no upper K, so the sweep has none of its own; it runs in blocks of
-  ``k_step`` K and stops at the first block whose last quarter does not hold the
-  best K so far.
+  ``k_step`` K (every K in the first, then ``_GROWTH`` apart) and stops at the first
+  block whose last quarter does not hold the best K so far.
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ class ClusterConfig:
     """
 
     k_min: int = 2
-    # The sweep covers K = k_min..k_step first and goes on k_step K at a time while the best
-    # K lies in the last quarter of the block just swept, up to min(invocations - 1, distinct
-    # embeddings, k_max); 0 = no cap of its own (the paper sets none). Why blocks: a sweep to n
-    # costs hours on large workloads, and a silhouette curve that still rises at a block's end
-    # asks for more K.
+    # The sweep covers every K = k_min..k_step first and goes on k_step K at a time, 5 % apart,
+    # while the best K lies in the last quarter of the block just swept, up to
+    # min(invocations - 1, distinct embeddings, k_max); 0 = no cap of its own (the paper sets
+    # none). Why blocks: a sweep to n costs hours on large workloads, and a silhouette curve
+    # that still rises at a block's end asks for more K.
     k_max: int = 0
     k_step: int = 50
     tolerance: float = 0.01  # K within this (absolute) silhouette of the best count as "comparable"
@@ -422,17 +422,37 @@ def _pick(curve: dict[int, float], tolerance: float) -> int:
     return min(k for k, s in curve.items() if s >= best - tolerance)
 
 
-def _still_rising(curve: dict[int, float], end: int, k_step: int) -> bool:
-    """Whether the sweep should go on past ``end``: the best K so far lies in the last quarter
-    of the block just swept (with ``k_step`` 1..3, it is ``end`` itself).
+def _still_rising(curve: dict[int, float], block: Sequence[int]) -> bool:
+    """Whether the sweep should go on past ``block``: the best K so far is among the block's
+    last quarter of K (with fewer than 8 K in the block, it is the block's last K).
 
-    Why not "the best K is ``end``": silhouette is noisy in K, and on a curve that still rises
-    the block's last K often scores a hair below one a few K earlier: with that rule, 400 kernels
-    in 20k launches (``bench/cluster_scale.py --kernels 400``) stopped at 150 and took K = 146,
-    with 48 % of the launches in clusters that mix kernels.
+    Why not "the best K is the block's last": silhouette is noisy in K, and on a curve that
+    still rises the block's last K often scores a hair below one a few K earlier: with that
+    rule, 400 kernels in 20k launches (``bench/cluster_scale.py --kernels 400``) stopped at 150
+    and took K = 146, with 48 % of the launches in clusters that mix kernels.
     """
     best = max(curve, key=lambda k: (curve[k], -k))
-    return best > end - max(1, k_step // 4)
+    return best >= block[-max(1, len(block) // 4)]
+
+
+_GROWTH = 1.05
+"""Past the first block, the sweep's K are this factor apart (at least 1). Why: the weighted
+silhouette of distinct embeddings each launched several times rises towards K = distinct
+embeddings (a cluster of identical points scores 1), so on embeddings with little structure
+the sweep goes on to K in the thousands; every K there cost 216 s for 1500 distinct random
+embeddings in 20k launches. A 5 % grid costs a few dozen K, and the K it skips below the pick
+are swept afterwards, so the pick is the one a dense sweep of the same K range would take
+(up to the restarts and the noise of other K)."""
+
+
+def _later_block(last: int, hi: int, k_step: int) -> list[int]:
+    """The sweep's next ``k_step`` K after ``last``, ``_GROWTH`` apart, up to ``hi`` included."""
+    ks: list[int] = []
+    k = last
+    while len(ks) < k_step and k < hi:
+        k = min(hi, max(k + 1, math.ceil(k * _GROWTH)))
+        ks.append(k)
+    return ks
 
 
 def _one_cluster(n: int, cfg: ClusterConfig, random_state: int, work: np.ndarray | None = None) -> ClusterResult:
@@ -497,7 +517,7 @@ def _subsample(inverse: np.ndarray, size: int, rng: np.random.Generator) -> tupl
     return ids, counts.astype(np.float64)
 
 
-def _progress(ks: range):
+def _progress(ks: Sequence[int]):
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
@@ -604,22 +624,29 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     def score_of(centers: np.ndarray) -> float | None:
         return weighted_silhouette(dist, _compact(score_set.assign(centers)), score_set.w)
 
-    # sweep: n_init starts per K, the lowest-inertia one is scored; blocks of k_step K, the
-    # next one only while the best K so far is in the last quarter of the block swept
+    # sweep: n_init starts per K, the lowest-inertia one is scored; blocks of k_step K (every K
+    # in the first, then _GROWTH apart), the next one only while the best K so far is in the
+    # last quarter of the block swept
     curve: dict[int, float] = {}
     centers_of: dict[int, np.ndarray] = {}
     inertia_of: dict[int, float] = {}
-    start, end = lo, min(hi, max(lo, cfg.k_step))
-    while hi >= 2 and start <= end:
-        for k in _progress(range(start, end + 1)):
+    swept: set[int] = set()
+
+    def sweep(ks: Sequence[int]) -> None:
+        for k in _progress(ks):
+            swept.add(k)
             runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
             centers, inertia_of[k] = min(runs, key=lambda r: r[1])
             score = score_of(centers)
             if score is not None:
                 curve[k], centers_of[k] = score, centers
-        if not curve or not _still_rising(curve, end, cfg.k_step):
+
+    block = list(range(lo, min(hi, max(lo, cfg.k_step)) + 1)) if hi >= 2 else []
+    while block:
+        sweep(block)
+        if not curve or not _still_rising(curve, block):
             break
-        start, end = end + 1, min(hi, end + cfg.k_step)
+        block = _later_block(block[-1], hi, cfg.k_step)
     if not curve:  # no K could be scored (e.g. every K leaves a singleton-only labelling)
         return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, sampled, n_scored, 0)
 
@@ -675,6 +702,12 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     chosen = None
     while curve:
         chosen = _pick(curve, cfg.tolerance)
+        # past the first block the grid skipped K: those between the pick and the K swept
+        # below it are swept now, and the rule runs again
+        gap = range(max((k for k in swept if k < chosen), default=chosen - 1) + 1, chosen)
+        if gap:
+            sweep(gap)
+            continue
         pending = [k for k in curve if k < chosen and k <= cfg.k_step and k not in refined and k not in restarted]
         if pending:
             restart(min(pending))

@@ -15,6 +15,7 @@ from gclsampler.cluster import (
     ClusterConfigError,
     EmbeddingError,
     _pairwise,
+    _later_block,
     _still_rising,
     cluster_embeddings,
     run_cluster_stage,
@@ -253,18 +254,30 @@ def test_k_goes_beyond_one_block_when_the_curve_still_rises(rng):
 
 
 def test_the_sweep_goes_on_while_the_best_k_is_in_the_block_s_last_quarter():
-    rising = {k: k / 100 for k in range(2, 51)}
-    assert _still_rising(rising, 50, 50)
-    assert _still_rising({**rising, 50: 0.0, 49: 0.0}, 50, 50)  # a noisy end: best at 48
-    assert not _still_rising({**rising, 22: 1.0}, 50, 50)  # a peak early in the block
-    assert not _still_rising({**rising, 37: 1.0}, 50, 50)  # just before the last quarter
-    assert _still_rising({2: 0.1, 3: 0.2}, 3, 1) and not _still_rising({2: 0.2, 3: 0.1}, 3, 1)
+    first = list(range(2, 51))
+    rising = {k: k / 100 for k in first}
+    assert _still_rising(rising, first)
+    assert _still_rising({**rising, 50: 0.0, 49: 0.0}, first)  # a noisy end: best at 48
+    assert not _still_rising({**rising, 22: 1.0}, first)  # a peak early in the block
+    assert not _still_rising({**rising, 38: 1.0}, first)  # just before the last quarter (39..50)
+    assert _still_rising({2: 0.1, 3: 0.2}, [2, 3]) and not _still_rising({2: 0.2, 3: 0.1}, [2, 3])
+    later = [53, 56, 59, 62]  # a later block's grid: its last quarter is its last K
+    assert _still_rising({**rising, 62: 0.9}, later) and not _still_rising({**rising, 59: 0.9}, later)
+
+
+def test_later_blocks_sweep_k_five_percent_apart_up_to_the_cap():
+    assert _later_block(50, 10_000, 5) == [53, 56, 59, 62, 66]
+    assert _later_block(10, 10_000, 4) == [11, 12, 13, 14]  # at least 1 apart
+    assert _later_block(50, 57, 50) == [53, 56, 57]  # the cap is swept
+    assert _later_block(57, 57, 50) == []
 
 
 def test_a_noisy_rising_curve_does_not_stop_the_sweep_at_a_block_end(rng):
     """40 kernels, each launched in 3 shapes (near embeddings): the curve still rises at the
     end of the first block of 20, but its best K there is 19, not 20. The old rule ("the best
-    K is the block's last") stopped at 20 and merged kernels pairwise."""
+    K is the block's last") stopped at 20 and merged kernels pairwise. Past the first block K
+    is swept 5 % apart (..., 39, 41, ...), so 40 comes from sweeping the K the grid skipped
+    below the pick."""
     centres = rng.normal(size=(40, 8)) * 10
     shapes = (centres[:, None, :] + rng.normal(size=(40, 3, 8))).reshape(120, 8)
     launch = rng.integers(0, 120, 400)
