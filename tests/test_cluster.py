@@ -118,8 +118,7 @@ def test_a_smaller_k_the_sweep_misscored_gets_more_starts_before_the_pick(rng, m
 def test_only_the_first_block_below_the_pick_gets_restarts(rng, monkeypatch):
     """The extra starts for every K below the pick stop at the first block: past it they cost
     2/3 of the stage on 400 kernels (64 s against 22 s, the same pick; one of six cases moved by
-    5 K). The refined
-    leaders still get theirs."""
+    5 K). The refined leaders still get theirs."""
     import gclsampler.cluster as cl
 
     centres = rng.normal(size=(40, 8)) * 10
