@@ -629,12 +629,10 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     # last quarter of the block swept
     curve: dict[int, float] = {}
     centers_of: dict[int, np.ndarray] = {}
-    inertia_of: dict[int, float] = {}
-    swept: set[int] = set()
+    inertia_of: dict[int, float] = {}  # every K swept, scored or not
 
     def sweep(ks: Sequence[int]) -> None:
         for k in _progress(ks):
-            swept.add(k)
             runs = [_kmeans(fit, k, _seed(random_state, k, s), cfg, tol) for s in range(cfg.n_init)]
             centers, inertia_of[k] = min(runs, key=lambda r: r[1])
             score = score_of(centers)
@@ -704,7 +702,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
         chosen = _pick(curve, cfg.tolerance)
         # past the first block the grid skipped K: those between the pick and the K swept
         # below it are swept now, and the rule runs again
-        gap = range(max((k for k in swept if k < chosen), default=chosen - 1) + 1, chosen)
+        gap = range(max((k for k in inertia_of if k < chosen), default=chosen - 1) + 1, chosen)
         if gap:
             sweep(gap)
             continue
@@ -761,6 +759,13 @@ def representative_work(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any])
     return work_column(emb, cfg) if cfg.representative == "work_mean" else None
 
 
+def _members_sorted_by(labels: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
+    """Each cluster's members (indices), sorted by ``v``: what the cuts below walk."""
+    order = np.lexsort((v, labels))
+    bounds = np.flatnonzero(np.r_[True, labels[order][1:] != labels[order][:-1], True])
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
     """Cut every cluster whose ``work`` values span more than ``tolerance`` into the fewest
     pieces that each span at most ``tolerance``, the cuts at the widest gaps among such
@@ -781,10 +786,7 @@ def split_by_work(labels: np.ndarray, work: np.ndarray, tolerance: float) -> np.
     out = labels.astype(np.int64).copy()
     next_label = int(out.max()) + 1 if out.size else 0
     v = np.asarray(work, dtype=np.float64)
-    order = np.lexsort((v, out))
-    bounds = np.flatnonzero(np.r_[True, out[order][1:] != out[order][:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        members = order[a:b]  # one cluster, sorted by work
+    for members in _members_sorted_by(out, v):
         vals = v[members]
         if vals[-1] - vals[0] <= tolerance:
             continue
@@ -835,9 +837,7 @@ def _cut_at_widest_gaps(labels: np.ndarray, v: np.ndarray, too_wide) -> np.ndarr
     the pieces likewise, until none is; labels renumbered by first appearance."""
     out = labels.astype(np.int64).copy()
     next_label = int(out.max()) + 1 if out.size else 0
-    order = np.lexsort((v, out))
-    bounds = np.flatnonzero(np.r_[True, out[order][1:] != out[order][:-1], True])
-    stack = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    stack = _members_sorted_by(out, v)
     while stack:
         members = stack.pop()  # sorted by v
         if not too_wide(members):
