@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from gclsampler.cluster import ClusterConfig, cluster_embeddings, silhouette_score
+from gclsampler.plan import plan_from_labels
+from gclsampler.score import any_member_error
 
 # The silhouette sweep alone: blobs have no size vector, so gcl's work split (which would cut a
 # random column at 0.5 and report hundreds of clusters) and the work_mean member are off.
@@ -57,15 +59,13 @@ def many_kernels(n: int, kernels: int, seed: int) -> tuple[np.ndarray, np.ndarra
     return shapes.reshape(-1, 64)[shape].astype(np.float32), shape, time_of[shape]
 
 
-def any_member(labels: np.ndarray, times: np.ndarray, draws: int = 200, seed: int = 0) -> float:
-    """Mean |error| (%) of the total time over representatives drawn uniformly per cluster."""
-    rng = np.random.default_rng(seed)
-    order = np.argsort(labels, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0])
-    sizes = np.diff(np.r_[starts, labels.size])
-    errs = [abs((times[order[starts + (rng.random(sizes.size) * sizes).astype(np.int64)]] * sizes).sum()
-                / times.sum() - 1) for _ in range(draws)]
-    return 100 * float(np.mean(errs))
+def any_member(labels: np.ndarray, times: np.ndarray) -> float:
+    """``score.any_member_error`` of one-member-per-cluster plan with these labels (which member
+    the plan names does not matter: every draw redraws it)."""
+    labels = np.unique(labels, return_inverse=True)[1]
+    reps = np.unique(labels, return_index=True)[1]
+    names = np.array(["k"] * labels.size)
+    return any_member_error(plan_from_labels("many_kernels", "bench", labels, reps, names), labels, times)
 
 
 def kernels_study(n: int, kernels: int) -> None:
