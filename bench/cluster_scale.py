@@ -14,6 +14,11 @@ launches in clusters that mix kernels, the any-member cycle error under a made-u
 shape (lognormal per kernel), against one cluster per kernel shape, and the wall time. This is
 where the sweep's stopping rule and ``fit_size`` matter (docs/plans.md).
 
+``--launches N`` instead measures the stage's cost in the number of launches: on the
+``--kernels`` embeddings (100 kernels unless given) at N launches (try 1000000), the distinct-row
+step (``cluster.distinct_rows``) against ``np.unique(axis=0)``, which it replaced (the same
+arrays, and the time ratio), then the whole stage's wall time and peak traced memory.
+
 ``--run RUN`` instead times the cluster stage (defaults) on the trained embeddings of an
 ``evaluate.py`` run (``RUN/train/<workload>/embeddings.npy``, the project encoder's), one call
 per workload, and prints their total: what the stage costs on real embedding geometry.
@@ -27,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gclsampler.cluster import ClusterConfig, cluster_embeddings, silhouette_score
+from gclsampler.cluster import ClusterConfig, cluster_embeddings, distinct_rows, silhouette_score
 from gclsampler.plan import plan_from_labels
 from gclsampler.score import any_member_error
 
@@ -85,6 +90,34 @@ def kernels_study(n: int, kernels: int) -> None:
           f"{any_member(ref, times):.2f} % at {n / (ref.max() + 1):.1f}x")
 
 
+def launches_study(n: int, kernels: int) -> None:
+    import tracemalloc
+
+    print(f"SYNTHETIC embeddings ({kernels} kernels x 3 shapes, {n} launches); timings on this machine")
+    x, _, _ = many_kernels(n, kernels, 0)
+    x64 = x.astype(np.float64)  # what the stage dedupes
+    t = time.perf_counter()
+    want = np.unique(x64, axis=0, return_inverse=True, return_counts=True)
+    t_np = time.perf_counter() - t
+    t = time.perf_counter()
+    got = distinct_rows(x64)
+    t_ours = time.perf_counter() - t
+    same = (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1].reshape(-1))
+            and np.array_equal(got[2], want[2]))
+    print(f"distinct rows ({got[0].shape[0]} of {n}): np.unique(axis=0) {t_np:.2f} s, distinct_rows {t_ours:.2f} s, "
+          f"identical output: {same}; ratio np.unique / distinct_rows = {t_np / t_ours:.1f}")
+    del x64, want, got
+    t = time.perf_counter()
+    r = cluster_embeddings(x, ClusterConfig(**SWEEP), random_state=0)
+    dt = time.perf_counter() - t
+    tracemalloc.start()  # a second run: tracing slows numpy's allocations down
+    cluster_embeddings(x, ClusterConfig(**SWEEP), random_state=0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"cluster stage: K={r.k} in {dt:.1f} s; peak traced memory {peak / 2**20:.0f} MiB "
+          f"({peak / n:.0f} bytes per launch; the float32 embeddings themselves {x.nbytes / 2**20:.0f} MiB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
@@ -93,10 +126,14 @@ def main() -> None:
     ap.add_argument("--k-max", type=int, default=50)
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
     ap.add_argument("--kernels", type=int, help="the many-kernels study with this many kernels instead")
+    ap.add_argument("--launches", type=int, help="the cost-in-launches study at this many launches instead")
     ap.add_argument("--run", type=Path, help="time the cluster stage on this evaluate.py run's trained embeddings instead")
     args = ap.parse_args()
     if args.run is not None:
         time_trained(args.run)
+        return
+    if args.launches is not None:
+        launches_study(args.launches, args.kernels or 100)
         return
     if args.kernels is not None:
         kernels_study(args.n, args.kernels)

@@ -18,6 +18,7 @@ from gclsampler.cluster import (
     _later_block,
     _still_rising,
     cluster_embeddings,
+    distinct_rows,
     run_cluster_stage,
     silhouette_score,
     split_by_work,
@@ -462,3 +463,55 @@ def test_work_split_cuts_at_the_widest_gap_among_the_fewest():
     work = np.array([0.0, 0.1, 0.45, 0.55, 0.6])
     out = split_by_work(np.zeros(5, dtype=np.int64), work, 0.5)
     assert out.tolist() == [0, 0, 1, 1, 1]
+
+
+@st.composite
+def rows_with_repeats(draw):
+    """Float rows drawn from a few values (so rows repeat and columns tie), with -0.0, inf and, at times,
+    NaN among them; in float64, float32 or float16."""
+    dtype = draw(st.sampled_from([np.float64, np.float32, np.float16]))
+    n = draw(st.integers(0, 60))
+    d = draw(st.integers(1, 5))
+    values = draw(st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 3e-8, 6e4, np.inf, np.nan]), min_size=1, max_size=4))
+    pick = draw(st.lists(st.integers(0, len(values) - 1), min_size=n * d, max_size=n * d))
+    return np.array([values[i] for i in pick], dtype=dtype).reshape(n, d)
+
+
+def _same_as_np_unique(x):
+    want = np.unique(x, axis=0, return_inverse=True, return_counts=True)
+    got = distinct_rows(x)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1].reshape(-1))
+    np.testing.assert_array_equal(got[2], want[2])
+    assert got[1].shape == (x.shape[0],) and got[0].dtype == x.dtype
+
+
+@given(rows_with_repeats())
+@settings(max_examples=200, deadline=None)
+def test_distinct_rows_is_np_unique_by_rows(x):
+    """The hashed dedupe returns what np.unique(axis=0) does: same rows in the same order, same
+    inverse and counts, -0.0 counted equal to 0.0, NaN rows falling back to np.unique itself."""
+    _same_as_np_unique(x)
+
+
+def test_distinct_rows_survives_hash_collisions(monkeypatch):
+    """Every row hashed alike (the worst collision): the equality check catches it and the
+    result is still exact, so a weak hash can cost time but never merge different kernels."""
+    import gclsampler.cluster as cluster
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(7, 3))[rng.integers(0, 7, 500)]
+    monkeypatch.setattr(cluster, "_row_hash", lambda a: np.zeros(a.shape[0], dtype=np.uint64))
+    monkeypatch.setattr(cluster, "_ROW_CHUNK", 64)  # the check runs over several chunks
+    _same_as_np_unique(x)
+
+
+def test_distinct_rows_across_chunks(monkeypatch):
+    """Rows repeated far apart (in different chunks of the hashing pass) are one distinct row."""
+    import gclsampler.cluster as cluster
+
+    monkeypatch.setattr(cluster, "_ROW_CHUNK", 16)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(5, 4)).astype(np.float32)[rng.integers(0, 5, 203)]
+    _same_as_np_unique(x)
+    assert distinct_rows(x)[0].shape[0] == np.unique(x, axis=0).shape[0] <= 5
