@@ -19,6 +19,10 @@ where the sweep's stopping rule and ``fit_size`` matter (docs/plans.md).
 step (``cluster.distinct_rows``) against ``np.unique(axis=0)``, which it replaced (the same
 arrays, and the time ratio), then the whole stage's wall time and peak traced memory.
 
+``--launches N --workload DIR --embeddings FILE`` instead times ``gcl``'s whole fit (launch
+features, clustering, time cut, plan) on a workload's profile and trained embeddings repeated
+to N launches (each repeat's times jittered by 3 %, so the plan's representatives are told apart).
+
 ``--run RUN`` instead times the cluster stage (defaults) on the trained embeddings of an
 ``evaluate.py`` run (``RUN/train/<workload>/embeddings.npy``, the project encoder's), one call
 per workload, and prints their total: what the stage costs on real embedding geometry.
@@ -118,6 +122,32 @@ def launches_study(n: int, kernels: int) -> None:
           f"({peak / n:.0f} bytes per launch; the float32 embeddings themselves {x.nbytes / 2**20:.0f} MiB)")
 
 
+def tiled_fit(wl: Path, emb_file: Path, n: int) -> None:
+    import resource
+
+    from gclsampler.samplers import make_sampler
+    from gclsampler.workload import Workload
+
+    base = Workload.load(wl)
+    emb = np.load(emb_file)
+    if emb.shape[0] != base.n_invocations:
+        raise SystemExit(f"{emb_file}: {emb.shape[0]} rows for {base.n_invocations} invocations in {wl}")
+    idx = np.arange(n) % base.n_invocations
+    prof = base.profile.iloc[idx].reset_index(drop=True)
+    jitter = np.random.default_rng(0).normal(1.0, 0.03, n)
+    prof["time_ns"] = prof["time_ns"].to_numpy(float) * jitter
+    prof["cycles"] = prof["cycles"].to_numpy(float) * jitter
+    prof["invocation"] = np.arange(n)
+    w = Workload(f"{base.name}x{n}", prof, None, base.arch, base.synthetic, emb[idx], meta=base.meta)
+    print(f"{wl.name} ({'SYNTHETIC' if base.synthetic else base.data_kind or 'unlabelled'} data) repeated to {n} "
+          f"launches, {emb.shape[1]}-d embeddings; timings on this machine")
+    t = time.perf_counter()
+    plan = make_sampler("gcl").fit(w)
+    dt = time.perf_counter() - t
+    print(f"gcl fit: {len(plan.samples)} representatives in {dt:.1f} s; this process's peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB (the inputs included)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
@@ -127,10 +157,17 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
     ap.add_argument("--kernels", type=int, help="the many-kernels study with this many kernels instead")
     ap.add_argument("--launches", type=int, help="the cost-in-launches study at this many launches instead")
+    ap.add_argument("--workload", type=Path, help="with --launches and --embeddings: time gcl's fit on this workload repeated")
+    ap.add_argument("--embeddings", type=Path, help="the workload's embeddings.npy, for --workload")
     ap.add_argument("--run", type=Path, help="time the cluster stage on this evaluate.py run's trained embeddings instead")
     args = ap.parse_args()
     if args.run is not None:
         time_trained(args.run)
+        return
+    if args.workload is not None:
+        if args.launches is None or args.embeddings is None:
+            ap.error("--workload needs --launches and --embeddings")
+        tiled_fit(args.workload, args.embeddings, args.launches)
         return
     if args.launches is not None:
         launches_study(args.launches, args.kernels or 100)

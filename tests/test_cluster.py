@@ -515,3 +515,22 @@ def test_distinct_rows_across_chunks(monkeypatch):
     x = rng.normal(size=(5, 4)).astype(np.float32)[rng.integers(0, 5, 203)]
     _same_as_np_unique(x)
     assert distinct_rows(x)[0].shape[0] == np.unique(x, axis=0).shape[0] <= 5
+
+
+@pytest.mark.parametrize("representative", ["medoid", "first"])
+def test_float32_embeddings_cluster_as_their_float64_copy(monkeypatch, representative):
+    """The stage keeps float32 embeddings float32 over the launches (only distinct rows become
+    float64), in small chunks here: labels, representatives and the curve must be those of the
+    exact float64 copy, whatever the chunking."""
+    import gclsampler.cluster as cluster
+
+    rng = np.random.default_rng(11)
+    x = blobs(rng, [5], 4, spread=0.2)[rng.integers(0, 20, 300)].astype(np.float32)
+    cfg = dict(SMALL, representative=representative)
+    want = cluster_embeddings(x.astype(np.float64), cfg, random_state=2)
+    monkeypatch.setattr(cluster, "_ROW_CHUNK", 7)
+    got = cluster_embeddings(x, cfg, random_state=2)
+    assert got.k == want.k > 1
+    np.testing.assert_array_equal(got.labels, want.labels)
+    np.testing.assert_array_equal(got.representatives, want.representatives)
+    assert got.silhouette == want.silhouette
