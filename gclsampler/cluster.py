@@ -130,7 +130,7 @@ class ClusterConfig:
     # Deviation (project's gcl): cut a cluster by measured time only where its spread matters to
     # the workload: while one representative drawn from it is expected to miss the cluster's
     # total by more than this share of the workload's time (sum |t - mean| / total), cut it at
-    # its widest log2-time gap. 0.04 sits above what 5 % run-to-run jitter can reach even in a
+    # its heaviest log2-time gap (width x launches on the smaller side). 0.04 sits above what 5 % run-to-run jitter can reach even in a
     # cluster that holds the whole workload (0.8 x 5 %). 0 = off (paper). See docs/plans.md.
     time_split_share: float = 0.04
 
@@ -877,9 +877,17 @@ def _fewest_spans(u: np.ndarray, tolerance: float) -> np.ndarray:
     return np.asarray(cuts[::-1], dtype=np.int64)
 
 
-def _cut_at_widest_gaps(labels: np.ndarray, v: np.ndarray, too_wide) -> np.ndarray:
-    """Cut each cluster for which ``too_wide(members)`` holds at its widest gap in ``v``, then
-    the pieces likewise, until none is; labels renumbered by first appearance."""
+def _cut_at_heaviest_gaps(labels: np.ndarray, v: np.ndarray, too_wide) -> np.ndarray:
+    """Cut each cluster for which ``too_wide(members)`` holds at the gap in ``v`` with the largest
+    width x launches on its smaller side, then the pieces likewise, until none is; labels
+    renumbered by first appearance.
+
+    Why weigh the gap: the widest gap alone (until 2026-11-28) is where launches fall apart when
+    they form groups, but on a smooth spread in log2 the widest gap is always at the short end,
+    so it peeled one launch at a time (1000 launches whose times rise evenly from 1 to 2 became
+    512 clusters). A cut moves the launches on its smaller side away from the wrong mean, so a
+    gap counts as wide as it is times how many launches it separates: groups still come apart
+    at their gap (a few launches 3x faster than the rest do), a smooth spread is halved."""
     out = labels.astype(np.int64).copy()
     next_label = int(out.max()) + 1 if out.size else 0
     stack = _members_sorted_by(out, v)
@@ -887,7 +895,8 @@ def _cut_at_widest_gaps(labels: np.ndarray, v: np.ndarray, too_wide) -> np.ndarr
         members = stack.pop()  # sorted by v
         if not too_wide(members):
             continue
-        cut = int(np.argmax(np.diff(v[members]))) + 1
+        left = np.arange(1, members.size)  # launches below each gap
+        cut = int(np.argmax(np.diff(v[members]) * np.minimum(left, members.size - left))) + 1
         hi = members[cut:]
         out[hi] = next_label
         next_label += 1
@@ -897,7 +906,8 @@ def _cut_at_widest_gaps(labels: np.ndarray, v: np.ndarray, too_wide) -> np.ndarr
 
 def split_by_share(labels: np.ndarray, times: np.ndarray, share: float) -> np.ndarray:
     """Cut every cluster whose ``sum |t - mean|`` exceeds ``share`` of the whole workload's time at
-    its widest log2-time gap, recursively, until none does; labels renumbered by first appearance.
+    its heaviest log2-time gap (width x launches on the smaller side), recursively, until none
+    does; labels renumbered by first appearance.
 
     Why this measure: with one member r simulated and scaled by the cluster size n, the cluster's
     estimate misses its total by n |t_r - mean|, which averages sum |t - mean| over a uniformly
@@ -914,7 +924,7 @@ def split_by_share(labels: np.ndarray, times: np.ndarray, share: float) -> np.nd
     pos = t > 0
     log_t = np.full(t.shape, np.log2(t[pos].min()) - 1.0)  # a zero time: one halving below the shortest
     log_t[pos] = np.log2(t[pos])
-    return _cut_at_widest_gaps(labels, log_t,
+    return _cut_at_heaviest_gaps(labels, log_t,
                                lambda members: np.abs(t[members] - t[members].mean()).sum() > share * total)
 
 
@@ -922,7 +932,7 @@ def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarra
                 representative: str = "medoid", random_state: int = 0, share: float = 0.0,
                 work: np.ndarray | None = None) -> ClusterResult:
     """``result`` with every cluster whose measured times span more than ``tolerance`` (log2)
-    cut at its widest gap (``split_by_work`` on log2 time), then every cluster whose time spread
+    cut into the fewest pieces within it (``split_by_work`` on log2 time), then every cluster whose time spread
     is more than ``share`` of the workload's time cut (``split_by_share``), and representatives
     chosen anew where anything was cut.
 

@@ -21,6 +21,7 @@ from gclsampler.cluster import (
     distinct_rows,
     run_cluster_stage,
     silhouette_score,
+    split_by_share,
     split_by_work,
     weighted_silhouette,
 )
@@ -534,3 +535,49 @@ def test_float32_embeddings_cluster_as_their_float64_copy(monkeypatch, represent
     np.testing.assert_array_equal(got.labels, want.labels)
     np.testing.assert_array_equal(got.representatives, want.representatives)
     assert got.silhouette == want.silhouette
+
+
+def _spreads(labels, t):
+    return [float(np.abs(t[labels == c] - t[labels == c].mean()).sum()) for c in range(labels.max() + 1)]
+
+
+def test_share_cut_halves_a_smooth_spread_instead_of_peeling_it():
+    """1000 launches of one cluster whose times rise evenly from 1 to 2 us: each piece must stay
+    within 4 % of the workload's time. Cutting at the widest log2 gap peeled the shortest launch
+    off, one at a time (512 clusters, and the 489 launches left still held most of the spread);
+    weighing the gap by the launches it separates halves the spread: a few equal pieces."""
+    t = np.linspace(1000.0, 2000.0, 1000)
+    out = split_by_share(np.zeros(1000, dtype=np.int64), t, 0.04)
+    assert out.max() + 1 <= 8
+    assert max(_spreads(out, t)) <= 0.04 * t.sum()
+    assert np.bincount(out).min() >= 100
+
+
+def test_share_cut_still_separates_groups_at_their_gap():
+    """Groups in time come apart where they fall apart (REAL lud's pattern on the H200: 2
+    launches 3x faster than 32 others, and 8 slower ones): one cluster per group."""
+    rng = np.random.default_rng(5)
+    t = np.r_[[2500.0, 2700.0], 7600 + 400 * rng.random(32), 10000 + 300 * rng.random(8)]
+    perm = rng.permutation(t.size)
+    out = split_by_share(np.zeros(t.size, dtype=np.int64), t[perm], 0.04)
+    group = np.r_[np.zeros(2), np.ones(32), np.full(8, 2)][perm]
+    assert out.max() + 1 == 3
+    assert all(np.unique(group[out == c]).size == 1 for c in range(3))
+
+
+@given(st.lists(st.floats(0.0, 1e4), min_size=1, max_size=60), st.integers(1, 4), st.sampled_from([0.01, 0.04, 0.2]))
+@settings(max_examples=200, deadline=None)
+def test_share_cut_refines_into_time_runs_within_the_share(times, k, share):
+    """Every piece is a run of its cluster's launches sorted by time (no interleaving), no two
+    clusters merge, and every piece is within the share."""
+    t = np.asarray(times)
+    labels = np.arange(t.size) % k
+    out = split_by_share(labels, t, share)
+    bound = share * t.sum()
+    for c in range(out.max() + 1):
+        m = out == c
+        assert np.unique(labels[m]).size == 1
+        rest = (labels == labels[m][0]) & ~m
+        lo, hi = t[m].min(), t[m].max()
+        assert not ((t[rest] > lo) & (t[rest] < hi)).any()
+        assert np.abs(t[m] - t[m].mean()).sum() <= bound * (1 + 1e-12)
