@@ -103,7 +103,7 @@ def project_deviations(model) -> list[str]:
     """``["model.inst_stats=true", ...]``: the deviations switched on in ``model`` (a config node,
     a mapping or a ``ModelConfig``); a missing key counts as ``ModelConfig``'s default. Empty for
     the paper's encoder."""
-    from gclsampler.model import ModelConfig
+    from gclsampler.model_config import ModelConfig
 
     get = model.get if hasattr(model, "get") else (lambda k, d: getattr(model, k, d))
     return [f"model.{k}=true" for k in ENCODER_DEVIATIONS if bool(get(k, getattr(ModelConfig, k)))]
@@ -128,7 +128,7 @@ def _run_model_of_width(path: str | os.PathLike, n_columns: int):
 
     Why the width must match: a config.yaml beside the file describes it only if its model
     writes embeddings of the file's width (a file copied next to another run's config does not)."""
-    from gclsampler.model import ModelConfig
+    from gclsampler.model_config import ModelConfig
 
     config_yaml = Path(path).parent / "config.yaml"
     model = _run_model(config_yaml)
@@ -152,7 +152,7 @@ def without_size_vector(path: str | os.PathLike, n_columns: int) -> str | None:
     as ``not_paper_encoder``: the run's ``config.yaml``, else the width alone (the paper
     encoder's ``out_dim``, 256); any other width is not refused.
     """
-    from gclsampler.model import ModelConfig
+    from gclsampler.model_config import ModelConfig
 
     model, config_yaml = _run_model_of_width(path, n_columns)
     if model is not None:
@@ -174,7 +174,7 @@ def not_paper_encoder(path: str | os.PathLike, n_columns: int) -> str | None:
     has only its width: the project's default encoder writes ``out_dim`` + the 8-column size
     vector (264), the paper's ``out_dim`` (256); any other width is not refused.
     """
-    from gclsampler.model import ModelConfig
+    from gclsampler.model_config import ModelConfig
 
     model, config_yaml = _run_model_of_width(path, n_columns)
     if model is not None:

@@ -43,6 +43,9 @@ import torch
 from torch_geometric.data import Data
 
 from gclsampler.errors import GclError, located
+from gclsampler.graph_schema import (EDGE_ADDRESS, EDGE_CONTROL, EDGE_READ, EDGE_TYPE_NAMES, EDGE_WRITE,
+                                     KERNEL_FEATURE_NAMES, N_KERNEL_FEATURES, N_STATS, NODE_INSTRUCTION,
+                                     NODE_PSEUDO, NODE_TYPE_NAMES, NODE_VARIABLE, NUM_EDGE_TYPES, NUM_NODE_TYPES)
 from gclsampler.trace.types import NO_REG, KernelTrace
 
 __all__ = [
@@ -71,15 +74,6 @@ __all__ = [
     "KERNEL_FEATURE_NAMES",
 ]
 
-NUM_NODE_TYPES = 3
-NUM_EDGE_TYPES = 4
-N_STATS = 8
-"""Value statistics per node (mean, std, median, min, max, p25, p75, skewness): the model's
-``n_stats`` must match."""
-NODE_INSTRUCTION, NODE_PSEUDO, NODE_VARIABLE = 0, 1, 2
-EDGE_CONTROL, EDGE_READ, EDGE_WRITE, EDGE_ADDRESS = 0, 1, 2, 3
-NODE_TYPE_NAMES = ("instruction", "pseudo", "variable")
-EDGE_TYPE_NAMES = ("control", "read", "write", "address")
 
 # --------------------------------------------------------------------------------------
 # Vocabularies. Ids are positions in these tuples; id 0 is UNK in every vocabulary so that
@@ -184,10 +178,6 @@ _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 FORMAT_VERSION = 4  # 4: register/memory versions and control edges stay inside a run
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
-N_KERNEL_FEATURES = 8
-"""Columns of ``kfeat``, the per-invocation size vector (see ``kernel_features``)."""
-KERNEL_FEATURE_NAMES = ("insts_per_warp_mean", "insts_per_warp_max", "insts_on_sm", "warps_on_sm",
-                        "ctas_on_sm", "grid_ctas", "threads_per_cta", "addresses_per_warp")
 
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
 INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM = 0, 1, 2

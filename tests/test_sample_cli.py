@@ -200,3 +200,21 @@ def test_options_may_come_before_the_workload(tiny_workload, tmp_path, capsys):
         main(["sample", "random", "--out", str(tmp_path / "c.json")])
     assert exc.value.code == 2 and "workload" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("method", ["gcl", "gcl_stem"])
+def test_gcl_from_embeddings_runs_without_torch(wl, tmp_path, method):
+    """Sampling from a training run's embeddings needs numpy and the encoder's config, not the
+    encoder: importing torch was seconds of every ``gclsampler sample gcl``. Run in a process
+    where ``import torch`` fails, so an import of it anywhere on the path breaks this test."""
+    import subprocess
+    import sys
+
+    emb = tmp_path / "emb.npy"
+    np.save(emb, np.random.default_rng(1).standard_normal((_n_invocations(wl), 264)).astype(np.float32))
+    out = tmp_path / f"{method}.json"
+    code = ("import sys; sys.modules['torch'] = None; from gclsampler.cli import main; "
+            f"sys.exit(main(['sample', '{method}', {str(wl)!r}, '--embeddings', {str(emb)!r}, '--out', {str(out)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _plan(out)["method"] == method
