@@ -184,3 +184,37 @@ def test_bad_trace_raises_one_located_error_and_leaves_no_entry(tmp_path, worker
         GraphDataset(wl, CFG, workers=workers, progress=False)
     idx = wl / ".graph-cache" / "v1" / "index"
     assert len(list(idx.glob("*.json"))) <= 2  # never an entry for the bad trace
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_launches_of_the_same_text_are_parsed_once(tmp_path, workers):
+    """Launches whose traces differ only in the header's kernel id (the same code on the same
+    data) share one graph and are parsed once; any other difference is parsed on its own.
+    Seeds [1, 2, 1, 3, 2]: five launches, three texts."""
+    wl = _workload(tmp_path / "wl", [1, 2, 1, 3, 2])
+    ds = GraphDataset(wl, CFG, workers=workers, progress=False)
+    assert ds.stats["built"] == 5 and ds.n_unique == 3
+    if workers == 1:  # in parallel two workers may both parse a text before either stored it
+        assert ds.stats["parsed"] == 3
+    assert ds.inv_to_graph.tolist() == [0, 1, 0, 2, 1]
+    for i in range(5):  # each launch's graph is what its own trace builds
+        assert _equal(ds[i], build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), CFG))
+    again = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert again.stats["built"] == 0 and again.stats["parsed"] == 0
+
+
+def test_a_changed_body_is_parsed_though_its_twin_was_cached(tmp_path):
+    """The content key covers everything but the kernel id: a trace that differs from a cached
+    one in a register is parsed, and gets its own graph."""
+    wl = _workload(tmp_path / "wl", [1, 2, 1])
+    first = GraphDataset(wl, CFG, workers=1, progress=False)
+    p = wl / "kernel-3.traceg"
+    text = p.read_text()
+    i = text.index(" R", text.index("#BEGIN_TB"))
+    reg = text[i + 2:i + 4].rstrip(" \n")
+    edited = text[:i + 2] + ("9" if reg != "9" else "8") + text[i + 2 + len(reg):]
+    p.write_text(edited)
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["parsed"] == 1
+    assert _equal(b[2], build_graph(read_kernel(p), CFG))
+    assert b[2].num_nodes != first[0].num_nodes or not _equal(b[2], first[0])

@@ -136,5 +136,6 @@ def _build(args) -> int:
     s = ds.stats
     print(json.dumps(s) if args.json else
           f"{s['invocations']} invocations -> {s['unique_graphs']} unique graphs "
-          f"({s['built']} built, {s['cached']} from cache) in {s['seconds']:.2f} s; cache {s['cache_dir']}")
+          f"({s['built']} built, {s['parsed']} of them parsed, {s['cached']} from cache) in {s['seconds']:.2f} s; "
+          f"cache {s['cache_dir']}")
     return 0

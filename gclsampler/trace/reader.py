@@ -1008,7 +1008,8 @@ def _dedup_ldgsts(opcode_names: list[str], opcode: np.ndarray, warp_key: np.ndar
     return keep, int(odd.size), bad
 
 
-def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: dict | None = None) -> KernelTrace:
+def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: dict | None = None,
+                data: bytes | None = None) -> KernelTrace:
     """Parse one kernel trace (grouped or raw, plain or .gz/.xz/.zst).
 
     Raises ``TraceFormatError`` naming ``path:line`` and the field for anything
@@ -1016,10 +1017,11 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
     receives (added to) ``ldgsts_removed``, raw records dropped as the first of an LDGSTS
     pair, and ``ldgsts_unpaired``, lone LDGSTS records kept (with ``ldgsts_unpaired_at``,
     the first one's file:line), so that callers can say what did not become an
-    instruction; without ``facts`` lone records are logged as a warning.
+    instruction; without ``facts`` lone records are logged as a warning. ``data``, when given,
+    is the file's decompressed content, already read (``path`` then only names it).
     """
     path = str(path)
-    data = open_bytes(path)
+    data = open_bytes(path) if data is None else data
     if re.search(rb"\S", data) is None:
         raise TraceFormatError(path, None, "header", "empty trace file")
     header, layout, off, line0 = parse_header(data, path)
