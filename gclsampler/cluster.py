@@ -10,7 +10,9 @@ Why the code is shaped the way it is:
 * Identical kernels give identical graphs and hence identical embeddings, so the
   work is done on the *distinct* embeddings with their multiplicities as weights.
   Weighted k-means and the weighted silhouette below are exactly k-means and the
-  silhouette of the full invocation set, only cheaper.
+  silhouette of the full invocation set, only cheaper. What touches every launch
+  (finding the distinct rows by hash, the medoid) is one chunked pass over the
+  embeddings as they come, so a million launches cost seconds (``distinct_rows``).
 * Exact silhouette is quadratic (DESIGN.md: ~640 s on 50k points). Above
   ``sample_size`` invocations the sweep runs on a seeded uniform sample of
   invocations (~6 s, within ~0.005 of exact); the chosen labelling is then

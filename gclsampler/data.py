@@ -25,7 +25,6 @@ import io
 import json
 import multiprocessing as mp
 import os
-import re
 import sys
 import time
 from collections import OrderedDict
@@ -194,9 +193,6 @@ def _read_entry(paths: _Paths, key: str, at: Path | None = None) -> str | None:
     return h
 
 
-_KERNEL_ID_LINE = re.compile(rb"^-kernel id = [^\n]*\n?", re.M)
-
-
 def _content_key(text: bytes, fingerprint: str) -> str:
     """Cache key of a trace by what the graph is built from: its decompressed text without the
     ``-kernel id`` line, and the graph config.
@@ -206,7 +202,9 @@ def _content_key(text: bytes, fingerprint: str) -> str:
     key, and each was parsed and built again (27 ms a trace, most of it parsing): phi2's 1024
     launches hold 422 distinct texts once the id is left out, exactly its 422 graphs. The graph
     does not read the id (only error messages name it)."""
-    return _digest(b"content:" + _digest(_KERNEL_ID_LINE.sub(b"", text, count=1)).encode() + fingerprint.encode())
+    from gclsampler.trace.workload import launch_text_digest
+
+    return _digest(b"content:" + launch_text_digest(text).encode() + fingerprint.encode())
 
 
 def _build_one(trace_path: str, cfg_dict: dict, cache_root: str, key: str) -> tuple[str, int, float, bool]:

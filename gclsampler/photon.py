@@ -84,8 +84,7 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
 
     Block keys carry the kernel name, and with ``match_launch`` the grid and block too.
     """
-    from gclsampler.trace import iter_kernels
-    from gclsampler.trace.workload import kernelslist_path, trace_files
+    from gclsampler.trace.workload import iter_distinct_kernels, kernelslist_path, trace_files
 
     root = Path(root)
     n = len(trace_files(root))  # kernelslist.g only; iter_kernels reads the headers
@@ -96,18 +95,22 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
                           f"{n_expected} invocations; photon needs one trace per invocation")
     keys: dict[tuple[str, int], int] = {}
     rows, cols, vals = [], [], []
-    for i, trace in enumerate(iter_kernels(root)):
-        starts, counts = kernel_bbv(trace)
-        h = trace.header
-        kernel = (h.name, h.grid, h.block) if match_launch else (h.name,)
-        if starts.size == 0:  # no CTA on the traced SM: one pseudo-block (PC -1, never a real PC)
-            starts, counts = np.array([-1], dtype=np.int64), np.ones(1, dtype=np.int64)
-        idx = np.fromiter((keys.setdefault((kernel, int(s)), len(keys)) for s in starts.tolist()),
-                          dtype=np.int64, count=starts.size)
-        total = counts.sum()
+    row_of: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a launch text's block columns and values
+    for i, (text, trace) in enumerate(iter_distinct_kernels(root)):
+        if trace is not None:  # the first launch of this text (the kernel id aside): its BBV
+            starts, counts = kernel_bbv(trace)
+            h = trace.header
+            kernel = (h.name, h.grid, h.block) if match_launch else (h.name,)
+            if starts.size == 0:  # no CTA on the traced SM: one pseudo-block (PC -1, never a real PC)
+                starts, counts = np.array([-1], dtype=np.int64), np.ones(1, dtype=np.int64)
+            idx = np.fromiter((keys.setdefault((kernel, int(s)), len(keys)) for s in starts.tolist()),
+                              dtype=np.int64, count=starts.size)
+            total = counts.sum()
+            row_of[text] = (idx, counts / total if total else counts.astype(float))
+        idx, val = row_of[text]
         rows.append(np.full(idx.size, i, dtype=np.int64))
         cols.append(idx)
-        vals.append(counts / total if total else counts.astype(float))
+        vals.append(val)
     if not rows:
         return sp.csr_matrix((n, 0))
     m = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),

@@ -135,3 +135,23 @@ def test_match_launch_keeps_launch_shapes_apart(tiny_workload):
     assert np.array_equal(grid[rep], grid) and np.array_equal(block[rep], block)
     # prefill and decode launch the same kernels with different grids: without the shape they merge
     assert loose.representatives_.size < shaped.representatives_.size
+
+
+def test_bbvs_of_repeated_launch_texts_are_each_launchs_own(tiny_workload):
+    """workload_bbvs parses a launch text once (launches differ in the kernel id alone) and gives
+    its row to every launch of it: every row must equal the BBV of that launch's own trace, and
+    the synthetic phi2 must hold repeated texts for the shortcut to have been taken."""
+    from gclsampler.photon import workload_bbvs
+    from gclsampler.trace import iter_kernels
+    from gclsampler.trace.workload import iter_distinct_kernels
+
+    root = tiny_workload.root
+    m = workload_bbvs(root, tiny_workload.n_invocations)
+    pairs = list(iter_distinct_kernels(root))
+    assert any(t is None for _, t in pairs) and len({k for k, _ in pairs}) < len(pairs)
+    for i, trace in enumerate(iter_kernels(root)):
+        starts, counts = kernel_bbv(trace)
+        row = m.getrow(i)
+        assert np.allclose(np.sort(row.data), np.sort(counts / counts.sum()))
+    again = [(k, t is None) for k, t in iter_distinct_kernels(root)]
+    assert again == [(k, t is None) for k, t in pairs]  # deterministic: the first launch of a text parses
