@@ -87,7 +87,7 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
     from gclsampler.trace.workload import iter_distinct_kernels, kernelslist_path, trace_files
 
     root = Path(root)
-    n = len(trace_files(root))  # kernelslist.g only; iter_kernels reads the headers
+    n = len(trace_files(root))  # kernelslist.g only; the traces are read below
     if n_expected is not None and n != n_expected:
         kl = kernelslist_path(root)
         where = f"{kl}: lists" if kl is not None else f"{root}: holds (no kernelslist.g)"
