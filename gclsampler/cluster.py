@@ -21,8 +21,8 @@ Why the code is shaped the way it is:
   makes the choice flip between seeds: each K gets ``n_init`` starts (the lowest
   inertia one is scored) and the top ``refine_top`` K are re-scored with
   ``refine_n_init`` more starts, each scored by silhouette; every K below the one
-  taken, up to ``k_step``, gets those starts too (the lowest inertia one is scored), before the
-  smallest K within ``tolerance`` of the best score is taken. The sweep's k-means
+  taken, up to ``k_step``, gets those starts too (the lowest inertia one is scored), before
+  the smallest K within ``tolerance`` of the best score is taken. The sweep's k-means
   runs on the scored distinct embeddings, or on ``fit_size`` sampled invocations
   when there are more of them than that; the returned labelling is
   always Lloyd iterated on every distinct embedding and its score replaces the
@@ -132,8 +132,9 @@ class ClusterConfig:
     # Deviation (project's gcl): cut a cluster by measured time only where its spread matters to
     # the workload: while one representative drawn from it is expected to miss the cluster's
     # total by more than this share of the workload's time (sum |t - mean| / total), cut it at
-    # its heaviest log2-time gap (width x launches on the smaller side). 0.04 sits above what 5 % run-to-run jitter can reach even in a
-    # cluster that holds the whole workload (0.8 x 5 %). 0 = off (paper). See docs/plans.md.
+    # its heaviest log2-time gap (width x launches on the smaller side). 0.04 sits above what
+    # 5 % run-to-run jitter can reach even in a cluster that holds the whole workload (0.8 x 5 %).
+    # 0 = off (paper). See docs/plans.md.
     time_split_share: float = 0.04
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":
@@ -318,23 +319,21 @@ def distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     invocations that sort was two thirds of the cluster stage (15 s of 23). Here each row is
     hashed to 64 bits, the hashes are sorted, every row is checked equal to the first row of
     its hash, and only one row per hash (a few hundred for a real workload) goes through
-    ``np.unique``, which merges rows equal in value and puts them in its order. A collision between different rows (or a
-    NaN, which equals nothing) fails the check and the record sort runs after all, so the
-    hash only decides the speed.
+    ``np.unique``, which merges rows equal in value and puts them in its order. A collision
+    between different rows (or a NaN, which equals nothing) fails the check and the record sort
+    runs after all, so the hash only decides the speed.
     """
     x = np.asarray(x)
-    if x.ndim != 2 or x.dtype.kind != "f" or x.dtype.itemsize not in (2, 4, 8) or x.shape[0] < 2:
-        uniq, inverse, counts = np.unique(x, axis=0, return_inverse=True, return_counts=True)
-        return uniq, inverse.reshape(-1), counts
-    _, first, of_hash = np.unique(_row_hash(x), return_index=True, return_inverse=True)
-    of_hash = of_hash.reshape(-1)
-    for i in range(0, x.shape[0], _ROW_CHUNK):
-        if not np.array_equal(x[i:i + _ROW_CHUNK], x[first[of_hash[i:i + _ROW_CHUNK]]]):
-            uniq, inverse, counts = np.unique(x, axis=0, return_inverse=True, return_counts=True)
-            return uniq, inverse.reshape(-1), counts
-    uniq, order = np.unique(x[first], axis=0, return_inverse=True)
-    inverse = order.reshape(-1)[of_hash]
-    return uniq, inverse, np.bincount(inverse, minlength=uniq.shape[0])
+    if x.ndim == 2 and x.dtype.kind == "f" and x.dtype.itemsize in (2, 4, 8) and x.shape[0] >= 2:
+        _, first, of_hash = np.unique(_row_hash(x), return_index=True, return_inverse=True)
+        of_hash = of_hash.reshape(-1)
+        if all(np.array_equal(x[i:i + _ROW_CHUNK], x[first[of_hash[i:i + _ROW_CHUNK]]])
+               for i in range(0, x.shape[0], _ROW_CHUNK)):
+            uniq, order = np.unique(x[first], axis=0, return_inverse=True)
+            inverse = order.reshape(-1)[of_hash]
+            return uniq, inverse, np.bincount(inverse, minlength=uniq.shape[0])
+    uniq, inverse, counts = np.unique(x, axis=0, return_inverse=True, return_counts=True)
+    return uniq, inverse.reshape(-1), counts
 
 
 def _row_hash(x: np.ndarray) -> np.ndarray:
@@ -344,7 +343,8 @@ def _row_hash(x: np.ndarray) -> np.ndarray:
     mult = np.arange(x.shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16) | np.uint64(1)
     h = np.empty(x.shape[0], dtype=np.uint64)
     for i in range(0, x.shape[0], _ROW_CHUNK):
-        bits = np.ascontiguousarray(x[i:i + _ROW_CHUNK]).view(f"u{x.dtype.itemsize}").astype(np.uint64, copy=False)
+        rows = np.ascontiguousarray(x[i:i + _ROW_CHUNK])
+        bits = rows.view(f"u{x.dtype.itemsize}").astype(np.uint64, copy=False)
         h[i:i + _ROW_CHUNK] = (bits * mult).sum(axis=1)
     return h
 
@@ -927,16 +927,16 @@ def split_by_share(labels: np.ndarray, times: np.ndarray, share: float) -> np.nd
     log_t = np.full(t.shape, np.log2(t[pos].min()) - 1.0)  # a zero time: one halving below the shortest
     log_t[pos] = np.log2(t[pos])
     return _cut_at_heaviest_gaps(labels, log_t,
-                               lambda members: np.abs(t[members] - t[members].mean()).sum() > share * total)
+                                 lambda members: np.abs(t[members] - t[members].mean()).sum() > share * total)
 
 
 def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarray, tolerance: float,
                 representative: str = "medoid", random_state: int = 0, share: float = 0.0,
                 work: np.ndarray | None = None) -> ClusterResult:
     """``result`` with every cluster whose measured times span more than ``tolerance`` (log2)
-    cut into the fewest pieces within it (``split_by_work`` on log2 time), then every cluster whose time spread
-    is more than ``share`` of the workload's time cut (``split_by_share``), and representatives
-    chosen anew where anything was cut.
+    cut into the fewest pieces within it (``split_by_work`` on log2 time), then every cluster
+    whose time spread is more than ``share`` of the workload's time cut (``split_by_share``), and
+    representatives chosen anew where anything was cut.
 
     Why: an SM-scoped trace does not see work that ran on other SMs (a BFS frontier) or a
     launch slowed by cold caches, so launches with the same SM-0 trace can differ 2x in time;
@@ -1003,16 +1003,21 @@ def representatives(labels: np.ndarray, x: np.ndarray | None, how: str, random_s
     if x is None:  # all members identical: all are tied
         return order[starts + sizes // 2].astype(np.int64)
     sums = np.zeros((k, x.shape[1]))
-    for i in range(0, labels.size, _ROW_CHUNK):  # float64 chunks: add.at casting float32 itself was 3 s at 1M
+    for i in range(0, labels.size, _ROW_CHUNK):  # float64 chunks: add.at casting float32 was 3 s at 1M
         np.add.at(sums, labels[i:i + _ROW_CHUNK], x[i:i + _ROW_CHUNK].astype(np.float64, copy=False))
     means = sums / sizes[:, None]
     d = np.empty(labels.size)
     for i in range(0, labels.size, _ROW_CHUNK):  # in chunks: one N x D difference was 4 s at 1M
         r = x[i:i + _ROW_CHUNK] - means[labels[i:i + _ROW_CHUNK]]
         d[i:i + _ROW_CHUNK] = np.einsum("ij,ij->i", r, r)
+    return _middle_member(_at_cluster_minimum(d, labels, k), labels, k)  # identical rows: bit-identical d
+
+
+def _at_cluster_minimum(d: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """Which members have their cluster's smallest ``d`` (ties included)."""
     d_min = np.full(k, np.inf)
     np.minimum.at(d_min, labels, d)
-    return _middle_member(d == d_min[labels], labels, k)  # identical rows give bit-identical distances
+    return d == d_min[labels]
 
 
 def _middle_member(tied: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
@@ -1030,10 +1035,7 @@ def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.nda
     work = np.exp2(log2_work.astype(np.float64))
     k = int(labels.max()) + 1
     mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
-    d = np.abs(work - mean[labels])
-    d_min = np.full(k, np.inf)
-    np.minimum.at(d_min, labels, d)
-    tied = d == d_min[labels]
+    tied = _at_cluster_minimum(np.abs(work - mean[labels]), labels, k)
     return np.where(tied[medoids], medoids, _middle_member(tied, labels, k))
 
 

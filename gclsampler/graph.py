@@ -178,7 +178,6 @@ _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 FORMAT_VERSION = 4  # 4: register/memory versions and control edges stay inside a run
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
-
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
 INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM = 0, 1, 2
 

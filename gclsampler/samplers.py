@@ -148,7 +148,8 @@ def _cached_clustering(emb: np.ndarray, cfg: ClusterConfig, seed: int) -> Cluste
     so a changed input can never hit a stale entry; the memo holds a few results.
     """
     emb = np.ascontiguousarray(emb)
-    key = (hashlib.sha256(emb.reshape(-1).view(np.uint8)).hexdigest(), str(emb.dtype), emb.shape, repr(asdict(cfg)), int(seed))
+    digest = hashlib.sha256(emb.reshape(-1).view(np.uint8)).hexdigest()  # no bytes copy of the array
+    key = (digest, str(emb.dtype), emb.shape, repr(asdict(cfg)), int(seed))
     hit = _MEMO.get(key)
     if hit is None:
         hit = cluster_embeddings(emb, cfg, seed)
