@@ -279,11 +279,9 @@ def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
         raise EvaluationError(f"{meta}: arch: missing (the arch the profile was measured on, e.g. \"h100\")")
     from gclsampler.validate import require_valid_workload
 
-    require_valid_workload(wdir, traces=None)
+    profile = require_valid_workload(wdir, traces=None)
     if "n_invocations" in d:
-        from gclsampler.profile import read_profile
-
-        rows = len(read_profile(wdir / "profile.csv"))
+        rows = len(profile)
         if not isinstance(d["n_invocations"], int) or d["n_invocations"] != rows:
             raise EvaluationError(f"{meta}: n_invocations: {d['n_invocations']!r}, but profile.csv has {rows} rows")
     return True

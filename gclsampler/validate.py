@@ -21,11 +21,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from gclsampler.errors import GclError, located
 from gclsampler.trace.ampere import REWRITTEN_BINARY_VERSIONS as REWRITTEN
 from gclsampler.trace.kernel_names import same_kernel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ACCELSIM_BINARY_VERSIONS = (70, 75, 80, 86)
 """Binary versions Accel-Sim's simulator knows; others it rejects silently (DESIGN.md)."""
@@ -367,7 +370,7 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
                    bodies: bool = False, progress: bool = False, workers: int = 1,
-                   as_ampere: bool = False) -> list[Problem]:
+                   as_ampere: bool = False, read: dict | None = None) -> list[Problem]:
     """Every consistency problem of the workload at ``root`` (see the module docstring).
 
     Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
@@ -380,7 +383,9 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     parses every trace whole (``validate --full``; minutes on gigabytes of traces), with a
     progress bar when ``progress`` and ``workers`` traces at once; by default only headers
     are read. ``as_ampere``: the traces go to Accel-Sim through ``--as-ampere``, so sm_89/sm_90
-    headers are not warned about.
+    headers are not warned about. ``read``: a dict that receives the parsed profile.csv under
+    ``"profile"`` (when it parsed), so a caller that goes on to use it does not read a
+    million-row file twice.
     """
     from gclsampler.profile import ProfileFormatError, read_profile
 
@@ -428,6 +433,8 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             except OSError as exc:
                 rep.add("error", located(prof_path, None, None, f"cannot read: {exc.strerror or exc}"))
         if prof is not None:
+            if read is not None:
+                read["profile"] = prof
             try:
                 check_profile_usable(prof, prof_path)
             except WorkloadError as exc:
@@ -463,12 +470,16 @@ def errors_and_warnings(problems: Iterable[Problem]) -> tuple[list[Problem], lis
 
 
 def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
-                           warn=None, as_ampere: bool = False) -> None:
+                           warn=None, as_ampere: bool = False) -> pd.DataFrame | None:
     """Raise ``WorkloadError`` (first problem + a count) when ``check_workload`` finds errors.
 
     Warnings go to ``warn`` (default: one line each on stderr) and do not stop the run.
+    Returns profile.csv as ``read_profile`` gave it (None with ``profile=False``), which the
+    caller hands to ``Workload.load`` instead of parsing the file again.
     """
-    errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces, as_ampere=as_ampere))
+    read: dict = {}
+    errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces,
+                                                          as_ampere=as_ampere, read=read))
     if warn is None:
         def warn(text: str) -> None:
             print(f"gclsampler: warning: {text}", file=sys.stderr)
@@ -477,6 +488,7 @@ def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, tra
     if errors:
         more = f" (and {len(errors) - 1} more problem(s); see `gclsampler validate {root}`)" if len(errors) > 1 else ""
         raise WorkloadError(errors[0].text + more)
+    return read.get("profile")
 
 
 # ---------------------------------------------------------------------------------------

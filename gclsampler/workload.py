@@ -83,12 +83,16 @@ class Workload:
         return read_profile(self.root / "profiles" / f"{arch}.csv")
 
     @classmethod
-    def load(cls, root: str | Path, embeddings: np.ndarray | None = None) -> "Workload":
+    def load(cls, root: str | Path, embeddings: np.ndarray | None = None,
+             profile: "pd.DataFrame | None" = None) -> "Workload":
+        """``profile``: root/profile.csv as ``read_profile`` already gave it (the validator's
+        copy, ``require_valid_workload``), so a million-row file is parsed once."""
         from gclsampler.profile import read_profile
 
         root = Path(root)
         meta = declared_meta(root)
-        profile = read_profile(root / "profile.csv")
+        if profile is None:
+            profile = read_profile(root / "profile.csv")
         return cls(
             name=str(meta.get("workload", root.name)),
             profile=profile,

@@ -218,3 +218,24 @@ def test_gcl_from_embeddings_runs_without_torch(wl, tmp_path, method):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _plan(out)["method"] == method
+
+
+@pytest.mark.parametrize("argv", [["sample", "pka"], ["stem"]])
+def test_profile_csv_is_parsed_once(wl, tmp_path, monkeypatch, argv):
+    """The validator's parse is the one the sampler uses: at a million invocations each
+    read of profile.csv costs seconds, and `sample` and `stem` used to read it twice."""
+    import gclsampler.profile as profile_mod
+
+    reads: list[str] = []
+    real = profile_mod.read_profile
+
+    def counting(path):
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(profile_mod, "read_profile", counting)
+    out = tmp_path / "plan.json"
+    where = [str(wl)] if argv[0] == "sample" else [str(wl / "profile.csv"), "--epsilon", "0.25"]
+    assert main([*argv, *where, "--out", str(out)]) == 0
+    assert reads.count(str(wl / "profile.csv")) == 1, reads
+    assert _plan(out)["n_invocations"] == len(real(wl / "profile.csv"))

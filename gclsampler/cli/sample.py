@@ -185,8 +185,8 @@ def _run(args: argparse.Namespace) -> int:
         raise GclError(f"sample {args.method}: needs --embeddings (embeddings.npy from `python train.py`)")
     from gclsampler.validate import require_valid_workload
 
-    require_valid_workload(args.workload)  # profile vs traces, before any fitting
-    wl = Workload.load(args.workload)
+    profile = require_valid_workload(args.workload)  # profile vs traces, before any fitting
+    wl = Workload.load(args.workload, profile=profile)
     if args.embeddings is not None:
         from gclsampler.embeddings import load_embeddings
 

@@ -54,11 +54,13 @@ def _run(args: argparse.Namespace) -> int:
     check_params(args.epsilon, args.z, args.min_samples, args.min_group, args.scope,
                  key=lambda name: "--" + name.replace("_", "-"))
     check_out_file(args.out, "plan", inputs=[args.profile])
+    profile = None
     if args.profile.name == "profile.csv" and (args.profile.parent / "kernelslist.g").exists():
         from gclsampler.validate import require_valid_workload
 
-        require_valid_workload(args.profile.parent)  # profile vs the traces beside it
-    profile = read_profile(args.profile)
+        profile = require_valid_workload(args.profile.parent)  # profile vs the traces beside it
+    if profile is None:
+        profile = read_profile(args.profile)
     from gclsampler.validate import check_profile_usable
 
     if args.time_column not in profile.columns:
