@@ -640,9 +640,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                 raise
             skipped.append(f"{name} ({exc})")
             continue
-        if wdir not in checked:  # synthesized just now
-            require_valid_workload(wdir)
-        workload = Workload.load(wdir)
+        # synthesized just now: checked here, and its profile.csv parsed once
+        profile = require_valid_workload(wdir) if wdir not in checked else None
+        workload = Workload.load(wdir, profile=profile)
         real = workload.data_kind == "real"
         alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
         if real and workload.arch not in (None, suite.trace_arch) and not alt.exists():

@@ -255,9 +255,9 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     from gclsampler.validate import require_valid_workload
 
     # kernelslist.g vs trace headers vs profile.csv: seconds, before minutes of graphs and training
-    require_valid_workload(wdir, profile=post_enabled, traces=True)
-    # read profile.csv now, so a bad profile fails before minutes of training, not after
-    workload = _load_workload(wdir, str(cfg.workload.name)) if post_enabled else None
+    profile = require_valid_workload(wdir, profile=post_enabled, traces=True)
+    # profile.csv is read now (by the validator), so a bad profile fails before minutes of training
+    workload = _load_workload(wdir, str(cfg.workload.name), profile) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
@@ -439,14 +439,16 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
             f"cluster.representative=medoid, or use sampler=gcl_paper")
 
 
-def _load_workload(wdir: Path, name: str):
-    """The workload's profile and metadata, named as the config names it (plan.json's ``workload``)."""
+def _load_workload(wdir: Path, name: str, profile=None):
+    """The workload's profile and metadata, named as the config names it (plan.json's ``workload``).
+
+    ``profile``: profile.csv as the validator already parsed it (None reads it)."""
     from gclsampler.workload import Workload
 
     if not (wdir / "profile.csv").exists():
         raise PipelineError(f"{wdir / 'profile.csv'}: missing; the plan needs kernel names and times "
                             "(import one with `gclsampler profile import`, or set post_embedding=false)")
-    workload = Workload.load(wdir)
+    workload = Workload.load(wdir, profile=profile)
     workload.name = name
     return workload
 
