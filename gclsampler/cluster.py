@@ -1031,9 +1031,21 @@ def _middle_member(tied: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
 
 def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
     """Per cluster, the member whose work ``2**log2_work`` is nearest the members' mean work:
-    ``medoids[c]`` when it is one of the nearest, else the middle launch of those."""
-    work = np.exp2(log2_work.astype(np.float64))
+    ``medoids[c]`` when it is one of the nearest, else the middle launch of those.
+
+    A cluster whose log2 work leaves float64's exponent range (embeddings scaled far from
+    what the encoder writes) is taken relative to its own largest member, by a whole power
+    of two: 2**1100 would be inf and inf - inf no member at all. Clusters in range are not
+    shifted, so their choice is the same bits as before.
+    """
+    log2_work = log2_work.astype(np.float64)
     k = int(labels.max()) + 1
+    hi = np.full(k, -np.inf)
+    np.maximum.at(hi, labels, log2_work)
+    lo = np.full(k, np.inf)
+    np.minimum.at(lo, labels, log2_work)
+    shift = np.where((hi > 1000.0) | (lo < -1000.0), np.floor(hi), 0.0)
+    work = np.exp2(log2_work - shift[labels])
     mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
     tied = _at_cluster_minimum(np.abs(work - mean[labels]), labels, k)
     return np.where(tied[medoids], medoids, _middle_member(tied, labels, k))

@@ -239,3 +239,15 @@ def test_profile_csv_is_parsed_once(wl, tmp_path, monkeypatch, argv):
     assert main([*argv, *where, "--out", str(out)]) == 0
     assert reads.count(str(wl / "profile.csv")) == 1, reads
     assert _plan(out)["n_invocations"] == len(real(wl / "profile.csv"))
+
+
+@pytest.mark.parametrize("method", ["gcl", "gcl_stem"])
+def test_embeddings_far_from_the_encoders_scale_still_give_a_plan(wl, tmp_path, method):
+    """Finite embeddings are accepted at any scale (clustering rescales by a power of two), so
+    the work column far beyond 2**1024 must not crash the work_mean representative."""
+    _, emb = _run_embeddings(wl, tmp_path, 264, None)
+    np.save(emb, np.load(emb) * 2000)
+    out = tmp_path / "p.json"
+    assert main(["sample", method, str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+    doc = _plan(out)
+    assert len({s["cluster"] for s in doc["samples"]}) == len(doc["clusters"])

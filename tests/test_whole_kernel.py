@@ -403,6 +403,10 @@ def test_nearest_mean_work_rule_of_the_representative_study(rows, data):
         assert labels[reps[c]] == c and int(reps[c]) in best
         if int(medoids[c]) in best:
             assert reps[c] == medoids[c]
+    # the same choice whole powers of two beyond float64's range (embeddings scaled far from
+    # the encoder's: 2**1100 is inf, and inf - inf picked no member at all)
+    for offset in (1100.0, -1100.0, 5000.0):
+        assert np.array_equal(nearest_mean_work(labels, log2_work + offset, medoids), reps)
 
 
 @settings(max_examples=60, deadline=None)
