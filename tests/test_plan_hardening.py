@@ -152,6 +152,17 @@ def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
     assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 0
 
 
+@pytest.mark.parametrize("spelling", ["void softmax_B<8>(int *, float *)", "_Z9softmax_BILi8EEvPiPf"])
+def test_show_takes_another_spelling_of_the_same_kernel(tmp_path, capsys, spelling):
+    """One kernel spelt as another tool writes it (demangled with other spaces, or mangled):
+    validate, reconstruct and export-accelsim accept it, so show must too (it compared bytes)."""
+    plan = _plan(names=["gemm_A", "void softmax_B<8>(int*, float*)", "copy_C"])
+    p = plan.save(tmp_path / "plan.json")
+    _profile(names=["gemm_A", spelling, "copy_C"]).to_csv(tmp_path / "profile.csv", index=False)
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 0, _err(capsys)
+    assert "expected speedup" in capsys.readouterr().out
+
+
 def test_reconstruct_csv_compares_kernel_names_when_it_has_them(tmp_path, capsys):
     plan = _plan()
     p = plan.save(tmp_path / "plan.json")

@@ -166,14 +166,14 @@ def _show_profile(plan, path: Path, column: str, out, plan_path: Path | None = N
     if len(prof) != plan.n_invocations:
         raise ResultsFormatError(located(path, None, "invocation",
                                          f"{len(prof)} rows, but the plan covers {plan.n_invocations} invocations"))
-    # the same exact comparison as `gclsampler validate` (profile vs traces)
+    # names compared as `gclsampler validate`, reconstruct and export-accelsim compare them:
+    # one kernel may be spelt mangled, demangled or spaced otherwise in another tool's export
     samples = sorted(plan.samples, key=lambda s: s.invocation)
     inv = np.array([s.invocation for s in samples], dtype=np.int64)
     names = prof["kernel_name"].iloc[inv].astype(str).to_numpy(dtype=object)
-    bad = np.flatnonzero(names != np.array([s.kernel_name for s in samples], dtype=object))
-    if bad.size:
-        s = samples[int(bad[0])]
-        raise _name_mismatch(path, s.invocation + 2, "kernel_name", names[bad[0]], s, plan_path)
+    for name, s in zip(names, samples):
+        if not same_kernel(name, s.kernel_name):
+            raise _name_mismatch(path, s.invocation + 2, "kernel_name", name, s, plan_path)
     if column not in prof.columns:
         raise ResultsFormatError(located(path, 1, column, "no such column (--time-column)"))
     t = numeric_column(prof, column, path)
