@@ -24,7 +24,8 @@ from gclsampler._atomic import write_text_atomic
 from gclsampler._safe_out import first_line, job_order
 from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
-from gclsampler.score import TIE, EvaluationError, head_to_head_counts, method_sort_key, summarize, suite_averages
+from gclsampler.score import (TIE, EvaluationError, averaged_columns, head_to_head_counts, method_sort_key, summarize,
+                              suite_averages)
 
 __all__ = ["EvaluationRun", "load_run", "run_summaries", "per_run_table", "across_runs", "head_to_head",
            "per_workload_table", "write_comparison", "load_runs", "compare_dirs", "find_runs", "expand_runs",
@@ -114,6 +115,9 @@ def _check_values(df, csv: Path) -> None:
             raise EvaluationError(f"{csv}:{r + 2}: {c}: negative ({v[r]:g}); an error is an absolute difference "
                                   "in %, never below 0")
         df[c] = v
+    for c in averaged_columns(df.columns):  # the other metrics' errors and the spread are averaged too
+        if c not in _ERRORS:
+            df[c] = numeric_column(df, c, csv, EvaluationError)
     # a cycle error missing from one row while its workload has it on that arch elsewhere: the
     # row's method was averaged over fewer workloads than the others, and nothing said so (a
     # workload without cycles at all, an nsys-only profile, has none for every method)

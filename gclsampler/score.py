@@ -73,6 +73,7 @@ __all__ = [
     "pareto_counts",
     "evaluate_workload",
     "summarize",
+    "averaged_columns",
     "suite_averages",
     "method_sort_key",
     "write_results_csv",
@@ -391,7 +392,7 @@ RESULT_COLUMNS = [
 ]
 
 
-def _averaged_columns(columns) -> list[str]:
+def averaged_columns(columns) -> list[str]:
     """The per-row percentages averaged arithmetically, over seeds and then over workloads:
     every ``error_*`` column and the representative spread, in the table's column order."""
     return [c for c in columns if c.startswith("error_") or c == "spread_sd"]
@@ -409,7 +410,7 @@ def summarize(results, sweep: bool = False):
     keys = ["workload", "method", "arch", "cross_arch"] + (["epsilon"] if sweep else [])
     if sweep:
         df = df[df["method"].isin(df.loc[df["sweep"], "method"].unique())]
-    err_cols = _averaged_columns(df.columns)
+    err_cols = averaged_columns(df.columns)
     g = df.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup"].mean()
@@ -424,7 +425,7 @@ def suite_averages(summary):
     """Across workloads per method x arch: mean error; speedup arithmetic mean of per-workload
     arithmetic means (GCL style) and harmonic mean of per-workload harmonic means (STEM style)."""
     keys = [k for k in ("method", "arch", "cross_arch", "epsilon") if k in summary.columns]
-    err_cols = _averaged_columns(summary.columns)
+    err_cols = averaged_columns(summary.columns)
     g = summary.groupby(keys, sort=False, dropna=False)
     out = g[err_cols].mean()
     out["speedup_mean"] = g["speedup_mean"].mean()

@@ -147,6 +147,9 @@ def test_tables_from_shared_summaries_equal_their_own(tmp_path):
     (lambda df: df.assign(seed=[0, np.nan] + [0] * (len(df) - 2)), "results.csv:3: seed: empty"),
     (lambda df: df.assign(plan_arch=["turing", "ada"] + ["turing"] * (len(df) - 2)), "plan_arch: plans of one run"),
     (lambda df: df.iloc[:0], "no rows"),
+    # averaged by summarize as well: a text cell there was a pandas TypeError with a traceback
+    (lambda df: df.assign(error_ipc=["unknown"] + ["1"] * (len(df) - 1)), "error_ipc: not numeric (e.g. line 2"),
+    (lambda df: df.assign(spread_sd="x"), "spread_sd: not numeric (e.g. line 2"),
 ])
 def test_bad_results_csv_is_one_located_error(tmp_path, edit, needle):
     df = edit(_rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0}))
