@@ -18,6 +18,7 @@ import io
 import json
 import math
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,7 +233,9 @@ def _export(args: argparse.Namespace) -> int:
     with replace_dir(args.out_dir, "plan export-accelsim", inputs=[args.workload_dir, args.plan]) as tmp:
         written = export_accelsim(args.workload_dir, tmp, invocations=inv, facts=facts, infos=list(infos.values()),
                                   as_ampere=args.as_ampere)
-        plan.save(tmp / "plan.json")
+        # the user's plan byte for byte, which load accepted: saving it again would refuse a
+        # NaN that another tool's json.dump left in its free-form config
+        shutil.copyfile(args.plan, tmp / "plan.json")
     print(f"{args.out_dir}: {len(written)} Accel-Sim traces of {plan.n_invocations} invocations "
           f"+ kernelslist.g + plan.json")
     for line in describe_export(facts):
