@@ -229,6 +229,18 @@ def test_reconstruct_csv_duplicate_column_and_bom(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["totals"]["cycles"] == pytest.approx(100 * plan.n_invocations)
 
 
+def test_reconstruct_csv_with_an_unclosed_quote_is_one_located_error(tmp_path, capsys):
+    """The quote runs on past the csv module's field limit (128 KiB): csv.Error was a traceback."""
+    plan = _plan(30000)
+    p = plan.save(tmp_path / "plan.json")
+    res = tmp_path / "res.csv"
+    quote = ['"' if i == 5 else "" for i in range(plan.n_invocations)]
+    res.write_text("invocation,note,cycles\n" + "".join(f"{i},{q}x,{100 + i}\n" for i, q in enumerate(quote)))
+    assert main(["plan", "reconstruct", str(p), str(res)]) == 2
+    err = _err(capsys)
+    assert err.startswith(f"gclsampler: error: {res}:7: malformed CSV") and "unclosed quote" in err, err
+
+
 # 5 ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("cycles", ["0", "-5"])
 def test_log_cycles_must_be_positive(tmp_path, capsys, cycles):
