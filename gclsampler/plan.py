@@ -293,7 +293,13 @@ def _float_field(d: dict, key: str, parent: str | None, where: str) -> float:
 
 
 def _str_field(d: dict, key: str, parent: str | None, where: str) -> str:
-    return _field(d, key, parent, where, lambda v: isinstance(v, str), "a string")
+    v = _field(d, key, parent, where, lambda v: isinstance(v, str), "a string")
+    try:  # JSON's "\ud800" escape decodes to a lone surrogate, which no output can encode
+        v.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PlanError(f"{where}: {_field_name(key, parent)}: not valid Unicode (a lone surrogate "
+                        f"{v[exc.start]!r} at character {exc.start})") from None
+    return v
 
 
 def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) -> np.ndarray:

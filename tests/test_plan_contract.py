@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -52,6 +53,19 @@ def test_dropped_invocation_is_rejected(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(d))
     with pytest.raises(PlanError, match="cluster 0"):
+        SamplingPlan.load(path)
+
+
+@pytest.mark.parametrize("field", ["workload", "method", "kernel_name"])
+def test_a_lone_surrogate_escape_is_refused_at_load(tmp_path, field):
+    """JSON's "\\ud800" decodes to a lone surrogate: plan show crashed printing it (UnicodeEncodeError)."""
+    plan = plan_from_labels("w", "gcl", np.array([0, 0, 1]), np.array([0, 2]), np.array(list("abc")))
+    d = plan.to_dict()
+    (d["samples"][1] if field == "kernel_name" else d)[field] = "k\ud800"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))  # ensure_ascii: the escape, as another tool writes it
+    where = "samples[1].kernel_name" if field == "kernel_name" else field
+    with pytest.raises(PlanError, match=re.escape(where) + r": not valid Unicode \(a lone surrogate '\\ud800' at character 1\)"):
         SamplingPlan.load(path)
 
 
