@@ -194,6 +194,8 @@ class SamplingPlan:
             if not isinstance(c, dict):
                 raise PlanError(f"{where}: {f}: expected an object, found a JSON {_json_type(c)}")
             bound = None if c.get("error_bound") is None else _float_field(c, "error_bound", f, where)
+            if bound is not None and bound < 0:  # a relative half-width: show printed -100.00%
+                raise PlanError(f"{where}: {f}.error_bound: {bound!r} is negative (a bound on a relative error)")
             clusters.append(ClusterInfo(_int_field(c, "id", f, where), _int_field(c, "size", f, where), bound))
         synthetic = d.get("synthetic", False)
         if not isinstance(synthetic, bool):

@@ -69,6 +69,21 @@ def test_a_lone_surrogate_escape_is_refused_at_load(tmp_path, field):
         SamplingPlan.load(path)
 
 
+@pytest.mark.parametrize("bound, ok", [(-1.0, False), (-1e-300, False), (0.0, True), (0.05, True), (None, True)])
+def test_a_cluster_error_bound_is_never_negative(tmp_path, bound, ok):
+    """A bound on a relative error; plan show printed -100.00% for -1."""
+    plan = plan_from_labels("w", "gcl_stem", np.array([0, 0, 1]), np.array([0, 2]), np.array(list("abc")))
+    d = plan.to_dict()
+    d["clusters"][1]["error_bound"] = bound
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(d))
+    if ok:
+        assert SamplingPlan.load(path).clusters[1].error_bound == bound
+    else:
+        with pytest.raises(PlanError, match=r"clusters\[1\]\.error_bound: .* is negative"):
+            SamplingPlan.load(path)
+
+
 def test_many_clusters_each_within_tolerance_cannot_add_up_to_a_miscount():
     """Each cluster's weights may miss its size by rounding (1e-6 for a small cluster), but 1000
     such misses would add up to a thousandth of an invocation: the whole plan must still sum to
