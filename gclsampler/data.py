@@ -25,6 +25,7 @@ import io
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 from collections import OrderedDict
@@ -267,6 +268,21 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr, unit="inv")
 
 
+def check_graph_cache_dir(cache: Path) -> None:
+    """Refuse a cache directory that holds anything but cache versions (``v1/``): the graphs
+    would be written in among a user's files (``--cache-dir ~/thesis`` put ``v1/`` beside the
+    chapters), as ``simulate --cache-dir`` and every ``--out`` already refuse."""
+    from gclsampler._safe_out import OutputError
+
+    if cache.exists() and not cache.is_dir():
+        raise OutputError(f"graph cache {cache}: is a file, not a directory")
+    if cache.is_dir():
+        other = sorted(p.name for p in cache.iterdir() if not (p.is_dir() and re.fullmatch(r"v\d+", p.name)))
+        if other:
+            raise OutputError(f"graph cache {cache}: holds {other[0]!r}, which is not the graph cache's (it holds "
+                              "only v1/); give an empty or new directory, or an earlier graph cache")
+
+
 class GraphDataset(torch.utils.data.Dataset):
     """The HRGs of every invocation of a workload, built once and reloaded from the cache.
 
@@ -288,6 +304,7 @@ class GraphDataset(torch.utils.data.Dataset):
         self.cfg = GraphConfig.coerce(graph_cfg)
         self.cfg.validate()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else self.workload_dir / ".graph-cache"
+        check_graph_cache_dir(self.cache_dir)
         self._paths = _Paths(self.cache_dir)
         self.memory_graphs = int(memory_graphs)
         self._lru: OrderedDict[int, Data] = OrderedDict()

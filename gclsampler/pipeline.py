@@ -217,7 +217,12 @@ def load_graphs(cfg: DictConfig, wdir: Path):
     cache = cfg.paths.get("cache_dir")
     if cache and not Path(cache).is_absolute():
         cache = _original_cwd() / cache
-    ds = GraphDataset(wdir, gcfg, cache_dir=cache, workers=int(cfg.workers), progress=bool(cfg.train.progress))
+    from gclsampler._safe_out import OutputError
+
+    try:
+        ds = GraphDataset(wdir, gcfg, cache_dir=cache, workers=int(cfg.workers), progress=bool(cfg.train.progress))
+    except OutputError as exc:  # a user's directory as the cache: name the key that chose it
+        raise OutputError(f"paths.cache_dir: {exc}") from None
     invocations = np.asarray(ds.invocations)
     if not np.array_equal(invocations, np.arange(len(invocations))):
         raise PipelineError(f"{wdir}/kernelslist.g: invocations are not 0..N-1 in launch order")

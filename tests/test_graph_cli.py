@@ -55,3 +55,23 @@ def test_graph_cli_range_errors_name_the_option(tmp_path, capsys, cmd, option, v
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(message) and "graph." not in err[0]
     assert not (wl / ".graph-cache").exists()
+
+
+@pytest.mark.parametrize("cmd", ["info", "build"])
+def test_cache_dir_holding_a_users_files_is_refused(tmp_path, capsys, cmd):
+    """--cache-dir ~/thesis wrote v1/ in among the chapters; a cache holds only its versions,
+    and an earlier cache (or a new directory) is still taken."""
+    wl = _workload(tmp_path / "wl", [1, 2])
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("draft")
+    assert main(["graph", cmd, str(wl), "--workers", "1", "--cache-dir", str(mine)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--cache-dir: graph cache {mine}: holds 'chapter1.tex'" in line
+    assert sorted(p.name for p in mine.iterdir()) == ["chapter1.tex"]
+    (tmp_path / "file").write_text("x")
+    assert main(["graph", cmd, str(wl), "--workers", "1", "--cache-dir", str(tmp_path / "file")]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    for _ in range(2):  # new, then the same cache again
+        assert main(["graph", cmd, str(wl), "--workers", "1", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["v1"]

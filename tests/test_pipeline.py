@@ -253,6 +253,19 @@ def test_a_workloads_dir_that_cannot_be_written_names_its_key():
         ensure_workload(cfg)
 
 
+def test_a_graph_cache_holding_a_users_files_names_its_key(tmp_path):
+    from gclsampler._safe_out import OutputError
+    from gclsampler.pipeline import load_graphs
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    cfg = compose_cfg([f"paths.cache_dir={mine}"])
+    with pytest.raises(OutputError, match=rf"^paths.cache_dir: graph cache {re.escape(str(mine))}: holds 'notes.txt'"):
+        load_graphs(cfg, tmp_path / "wl")
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
 def test_missing_explicit_workload_dir_is_an_error(tmp_path):
     from gclsampler.pipeline import PipelineError, ensure_workload
 

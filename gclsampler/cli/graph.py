@@ -18,6 +18,17 @@ OPTIONS = {"max_warps": "--max-warps", "max_insts_per_warp": "--max-insts", "mem
 option the user typed (``--max-warps``), not by the config key train.py would name."""
 
 
+def _dataset(path, cfg, args):
+    """The workload's GraphDataset under ``--cache-dir``, a refusal of that directory naming the option."""
+    from gclsampler._safe_out import OutputError
+    from gclsampler.data import GraphDataset
+
+    try:
+        return GraphDataset(path, cfg, cache_dir=args.cache_dir, workers=args.workers)
+    except OutputError as exc:
+        raise OutputError(f"--cache-dir: {exc}") from None
+
+
 def _option(field: str) -> str:
     return OPTIONS.get(field, f"graph.{field}")  # fields without an option keep their default
 
@@ -106,12 +117,11 @@ def _info(args) -> int:
         print(json.dumps({"invocation": info.invocation, "kernel": info.header.name, **s})
               if args.json else _line(info.invocation, info.header.name, s))
         return 0
-    from gclsampler.data import GraphDataset
     from gclsampler.trace import list_invocations
     from gclsampler.validate import require_valid_workload
 
     require_valid_workload(path, profile=False, traces=True)  # headers only: seconds before minutes of graphs
-    ds = GraphDataset(path, cfg, cache_dir=args.cache_dir, workers=args.workers)
+    ds = _dataset(path, cfg, args)
     names = {i.invocation: i.header.name for i in list_invocations(path)}
     total_nodes = total_edges = 0
     for inv in ds.invocations.tolist():
@@ -127,12 +137,11 @@ def _info(args) -> int:
 
 
 def _build(args) -> int:
-    from gclsampler.data import GraphDataset
     from gclsampler.validate import require_valid_workload
 
     cfg = _cfg(args)
     require_valid_workload(args.dir, profile=False, traces=True)  # headers only: seconds before minutes of graphs
-    ds = GraphDataset(args.dir, cfg, cache_dir=args.cache_dir, workers=args.workers)
+    ds = _dataset(args.dir, cfg, args)
     s = ds.stats
     print(json.dumps(s) if args.json else
           f"{s['invocations']} invocations -> {s['unique_graphs']} unique graphs "
