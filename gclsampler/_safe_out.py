@@ -198,10 +198,30 @@ def check_out_file(out: str | os.PathLike, kind: str,
         raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
     if out.is_dir():
         raise OutputError(f"{out}: is a directory; give a file name")
+    special = _special_file(out)
+    if special:  # the rename would replace it: run as root, --out /dev/null destroyed the device
+        raise OutputError(f"{out}: is {special}, not a regular file; not replaced (give a file name)")
     if out.exists() and not _looks_like(out, kind):
         raise OutputError(f"{out}: exists and is not a {kind} file gclsampler wrote; not replaced "
                           "(remove it yourself or choose another --out)")
     return out
+
+
+def _special_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a directory (a device,
+    a FIFO, a socket), else None. Why: each reads as empty, which passed for an empty output
+    file, and opening a FIFO to look inside waits for a writer that never comes."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, what in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None
 
 
 def _looks_like(path: Path, kind: str) -> bool:

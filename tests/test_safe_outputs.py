@@ -126,6 +126,25 @@ def test_file_outputs_never_replace_inputs_or_foreign_files(wl_copy, tmp_path, c
     _one_line_error(capsys, str(tmp_path), "is a directory")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+@pytest.mark.parametrize("argv", [["stem", "{prof}"], ["sample", "pka", "{wl}"], ["profile", "import", "{prof}"]])
+def test_a_named_pipe_or_device_as_out_file_is_refused(wl_copy, tmp_path, capsys, argv):
+    """Both read as empty, which passed for an empty output file: the rename replaced a device
+    (as root, --out /dev/null destroyed the machine's) and looking inside a FIFO hung."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    args = [a.format(prof=wl_copy / "profile.csv", wl=wl_copy) for a in argv]
+    assert main([*args, "--out", str(fifo)]) == 2
+    _one_line_error(capsys, str(fifo), "is a named pipe (FIFO), not a regular file")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    if os.geteuid() == 0:  # only root may make a device node: a private twin of /dev/null
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        assert main([*args, "--out", str(null)]) == 2
+        _one_line_error(capsys, str(null), "is a character device")
+        assert stat.S_ISCHR(null.stat().st_mode)
+
+
 def test_a_plan_replaces_an_earlier_plan(wl_copy, tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 0
