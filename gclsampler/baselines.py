@@ -242,7 +242,9 @@ class PkaSampler(Sampler):
         self.errors_: dict[int, float] = {}
         all_labels: dict[int, np.ndarray] = {}
         chosen = None
-        for k in range(int(self.k_min), int(self.k_max) + 1):
+        # k_min beyond the distinct points (a 2-invocation workload, k_min=3) starts at their
+        # number, the most clusters k-means can make, rather than trying no K at all
+        for k in range(min(int(self.k_min), n_distinct), int(self.k_max) + 1):
             if k > n_distinct:
                 break
             if k == 1:

@@ -141,6 +141,17 @@ def test_pka_fallback_when_target_unreachable():
     assert s.errors_[s.k_] == min(s.errors_.values())
 
 
+@pytest.mark.parametrize("k_min", [3, 7])
+def test_pka_k_min_beyond_the_distinct_points_starts_at_their_number(k_min):
+    """Two distinct feature vectors: no K >= 3 exists, and the search tried none (min() of nothing)."""
+    feature = np.repeat([1.0, 100.0], 4)
+    cycles = np.repeat([10.0, 1000.0], 4)
+    s = PkaSampler(target_error=0.05, k_min=k_min, k_max=max(k_min, 20), random_state=0)
+    plan = s.fit(wl(_pka_profile(cycles, feature)))
+    assert s.k_ == 2 and list(s.errors_) == [2]
+    assert sorted(plan.invocations.tolist()) == [0, 4]
+
+
 def test_pka_work_mean_takes_the_member_nearest_the_mean_instruction_count():
     # one cluster (k = 1 is under a loose target): mean pka_instructions 4 is invocation 4's
     feature = np.array([1.0, 2, 3, 10, 4])
