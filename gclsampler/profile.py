@@ -1256,7 +1256,7 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
         offset += len(raw) + 1
         try:
             row = next(csv.reader([raw.decode("utf-8")]), [])
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, csv.Error):  # e.g. a bare CR (a progress redraw, CR-only line ends)
             return None
         names = [_split_unit(c.strip())[0] for c in row]
         if ("Name" in names and "GrdX" in names) or ("Kernel Name" in names and "GridXYZ" in names):

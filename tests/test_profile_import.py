@@ -228,6 +228,18 @@ def test_nsys_skips_memcpy_and_orders_by_correlation():
     assert df["cycles"].isna().all()
 
 
+@pytest.mark.parametrize("edit", [
+    lambda t: "Processing [report1.sqlite] with [cuda_gpu_trace.py]...\r 100%\n" + t,  # a progress redraw
+    lambda t: t.replace("\n", "\r"),  # classic-Mac line ends
+])
+def test_nsys_with_a_bare_carriage_return_imports_as_the_clean_file(tmp_path, edit):
+    """The fast path's header scan fed a line holding a CR to csv.reader: a csv.Error traceback."""
+    text = FIXTURES["nsys"].read_text()
+    clean = import_profile(FIXTURES["nsys"], "auto")
+    got = import_profile(_write(tmp_path, "t.csv", edit(text)), "auto")
+    assert got.equals(clean)
+
+
 def test_nsys_time_unit_from_header(tmp_path):
     text = FIXTURES["nsys"].read_text().replace('"Duration (ns)"', '"Duration (us)"')
     df = import_profile(_write(tmp_path, "t.csv", text), "nsys")
