@@ -362,12 +362,38 @@ def test_repeated_header_key_is_refused(tmp_path):
     ("-enable lineinfo = 0", "\u0660", "expected ASCII decimal digits"),
     ("-grid dim = (2,1,1)", "(\u0662,1,1)", "expected (x,y,z)"),
     ("-shmem base_addr = 0x00007f0000000000", "0x7f_00", "expected hex digits"),
+    # nothing a launch can hold: 2**64 ids broke the graph stage's int64 arrays with a traceback,
+    # and the Accel-Sim export copied the rest into headers its simulator reads as fixed-width ints
+    ("-kernel id = {kid}", str(2**63 + 1), "above 9223372036854775808"),
+    ("-kernel id = {kid}", "99999999999999999999", "above"),
+    ("-grid dim = (2,1,1)", "(2147483648,1,1)", "beyond CUDA's grid limits"),
+    ("-grid dim = (2,1,1)", "(2,65536,1)", "beyond CUDA's grid limits"),
+    ("-block dim = (64,1,1)", "(2048,1,1)", "beyond CUDA's block limits"),
+    ("-block dim = (64,1,1)", "(1,1,65)", "beyond CUDA's block limits"),
+    ("-block dim = (64,1,1)", "(64,32,1)", "more than 1024 threads in a block"),
+    ("-nregs = 16", "256", "above 255"),
+    ("-shmem = 0", str(2**32), "above 4294967295"),
+    ("-binary version = 86", str(2**31), "above 2147483647"),
+    ("-accelsim tracer version = 5", "99999999999999999999", "above 2147483647"),
+    ("-cuda stream id = 0", str(2**64), "above 18446744073709551615"),
+    ("-shmem base_addr = 0x00007f0000000000", "0x1ffffffffffffffffff", "above 0xffffffffffffffff"),
 ])
-def test_header_numbers_are_ascii_and_ids_one_based(tmp_path, line, value, why):
+def test_header_numbers_are_ascii_in_range_and_ids_one_based(tmp_path, line, value, why):
     key = line.split("=")[0].strip()
     text = HEADER.replace(line, f"{key} = {value}").format(kid=1) + BODY
     with pytest.raises(TraceFormatError, match=re.escape(f"{key}: bad value {value!r} ({why}")):
         read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
+@pytest.mark.parametrize("line,value", [
+    ("-kernel id = {kid}", str(2**63)), ("-grid dim = (2,1,1)", "(2147483647,65535,65535)"),
+    ("-block dim = (64,1,1)", "(1024,1,1)"), ("-block dim = (64,1,1)", "(16,1,64)"), ("-nregs = 16", "255"),
+    ("-cuda stream id = 0", str(2**64 - 1)), ("-shmem base_addr = 0x00007f0000000000", "0xffffffffffffffff"),
+])
+def test_header_numbers_at_the_limits_are_read(tmp_path, line, value):
+    key = line.split("=")[0].strip()
+    text = HEADER.replace(line, f"{key} = {value}").format(kid=1) + BODY
+    assert read_kernel(_w(tmp_path / "kernel-1.traceg", text)).header is not None
 
 
 def test_structure_numbers_are_ascii(tmp_path, parser):

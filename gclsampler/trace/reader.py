@@ -169,6 +169,20 @@ _REQUIRED = ("kernel name", "kernel id", "grid dim", "block dim")
 _DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$", re.ASCII)
 _DEC = re.compile(r"[0-9]+")  # int() would also take '١', '+1', ' 1' and '1_0'
 _HEX = re.compile(r"(0[xX])?[0-9a-fA-F]+")
+_GRID_MAX = (2**31 - 1, 65535, 65535)
+_BLOCK_MAX = (1024, 1024, 64)
+_UPPER = {  # what a launch can hold (CUDA's limits on every arch) or the field's C type in Accel-Sim
+    "kernel_id": (2**63, "invocation = id - 1 must fit a 64-bit integer"),
+    "nregs": (255, "at most 255 registers per thread"),
+    "shmem": (2**32 - 1, "a 32-bit byte count"),
+    "binary_version": (2**31 - 1, "a 32-bit int"),
+    "tracer_version": (2**31 - 1, "a 32-bit int"),
+    "cuda_stream_id": (2**64 - 1, "a 64-bit handle"),
+    "shmem_base_addr": (2**64 - 1, "a 64-bit address"),
+    "local_mem_base_addr": (2**64 - 1, "a 64-bit address"),
+}
+"""Upper bounds of header numbers. Why: nothing past them came from a launch, and the Accel-Sim
+export copied such a value into a header its simulator reads with fixed-width integers."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +201,13 @@ class TraceLayout:
     pair of one record per memory reference, so there are no pairs to remove."""
 
 
+def _at_most(attr: str, v: int) -> int:
+    top, why = _UPPER.get(attr, (None, ""))
+    if top is not None and v > top:
+        raise ValueError(f"above {top:#x} ({why})" if "addr" in attr else f"above {top} ({why})")
+    return v
+
+
 def _header_value(path, lineno, key, text):
     attr = _KEYS[key]
     try:
@@ -201,11 +222,16 @@ def _header_value(path, lineno, key, text):
             dims = tuple(int(v) for v in m.groups())
             if min(dims) < 1:
                 raise ValueError("dimensions must be >= 1")
+            top = _GRID_MAX if attr == "grid" else _BLOCK_MAX
+            if any(d > t for d, t in zip(dims, top)):
+                raise ValueError(f"beyond CUDA's {attr} limits {top}")
+            if attr == "block" and dims[0] * dims[1] * dims[2] > 1024:
+                raise ValueError("more than 1024 threads in a block")
             return dims
         if attr in ("shmem_base_addr", "local_mem_base_addr"):
             if not _HEX.fullmatch(text):
                 raise ValueError("expected hex digits")
-            return int(text, 16)
+            return _at_most(attr, int(text, 16))
         if attr == "nvbit_version":
             return text
         if not _DEC.fullmatch(text):
@@ -217,7 +243,7 @@ def _header_value(path, lineno, key, text):
             return bool(v)
         if attr == "kernel_id" and v < 1:
             raise ValueError("kernel ids start at 1 (invocation = id - 1)")
-        return v
+        return _at_most(attr, v)
     except ValueError as exc:
         raise TraceFormatError(path, lineno, f"-{key}", f"bad value {text!r} ({exc})") from None
 
