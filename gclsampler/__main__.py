@@ -1,5 +1,3 @@
-import sys
+from gclsampler.cli import console
 
-from gclsampler.cli import main
-
-sys.exit(main())
+console()

@@ -458,3 +458,18 @@ def test_synth_option_errors_are_one_line(tmp_path, capsys):
     assert main(["synth", "phi2", "--out", str(tmp_path / "x"), "--jobs", "abc", "--quiet"]) == 2
     _line(capsys, "gclsampler: error: synth: argument --jobs: invalid int value: 'abc'")
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("status", [0, 2, 130])
+def test_the_console_entry_flushes_and_exits_with_mains_status(status):
+    """An error exit skips the interpreter's teardown (pyarrow's can abort there, exit 134
+    instead of 2): whatever was printed must still reach a pipe, and the status be main's."""
+    code = ("import atexit, gclsampler.cli as c\n"
+            "atexit.register(lambda: print('teardown ran'))\n"
+            f"c.main = lambda: (print('report so far'), {status})[1]\n"
+            "c.console()\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == status, r.stderr
+    expected = ["report so far"] + ([] if status == 2 else ["teardown ran"])
+    assert r.stdout.splitlines() == expected
