@@ -143,6 +143,21 @@ def test_duplicate_and_missing_list_entries(wl_copy, capsys):
     assert f"kernelslist.g:{n}: kernelslist: neither a trace file name nor a Memcpy line" in lines[2]
 
 
+@pytest.mark.parametrize("line, ok", [
+    ("MemcpyHtoD,0x00007f7f99e00000,400004", True), ("MemcpyHtoD,0x0,4", True),
+    (f"MemcpyHtoD,0x{2**64 - 1:016x},{2**64 - 1}", True),  # the tracer's %016llx,%llu at their widest
+    ("MemcpyHtoD,zzz", False), ("MemcpyHtoD,0x10,-5", False), ("MemcpyHtoD,0x10", False),
+    ("MemcpyHtoD,0x10000000000000000,4", False), ("Memcpy", False),
+])
+def test_memcpy_lines_are_read_as_the_tracer_writes_them(wl_copy, capsys, line, ok):
+    """Any line starting 'Memcpy' passed, and went into the Accel-Sim export as it was."""
+    kl = wl_copy / "kernelslist.g"
+    kl.write_text(line + "\n" + kl.read_text())
+    assert main(["validate", str(wl_copy)]) == (0 if ok else 2)
+    if not ok:
+        assert f"kernelslist.g:1: kernelslist: bad Memcpy line {line!r}" in _errors(capsys)[0]
+
+
 def test_entries_outside_the_directory_are_refused(wl_copy, capsys):
     """validate says what every trace command refuses: ``..``/absolute entries and the list itself."""
     kl = wl_copy / "kernelslist.g"

@@ -89,12 +89,19 @@ def kernelslist_lines(text: str) -> Iterator[tuple[int, str, str | None]]:
             yield i, s, kernelslist_entry_problem(s)
 
 
+_MEMCPY = re.compile(r"Memcpy[A-Za-z]+,0[xX][0-9a-fA-F]{1,16},[0-9]{1,20}", re.ASCII)
+"""A copy line as the NVBit tracer writes it (``MemcpyHtoD,0x00007f7f99e00000,400004``)."""
+
+
 def kernelslist_entry_problem(entry: str) -> str | None:
     """Why a stripped kernelslist line cannot be an entry, or None (``gclsampler validate`` says the same)."""
     if not (entry.startswith("Memcpy") or entry.startswith("kernel")):
         return f"neither a trace file name nor a Memcpy line: {entry[:80]!r}"
     if entry.startswith("Memcpy"):
-        return None
+        if _MEMCPY.fullmatch(entry):
+            return None
+        return (f"bad Memcpy line {entry[:80]!r} (the tracer writes MemcpyHtoD,0x<hex address>,<bytes>, which "
+                "Accel-Sim reads with fixed-width integers)")
     if any(c in entry for c in "/\\\0"):
         return f"{entry!r} is not a plain file name (trace files are listed by name, in the kernelslist's own directory)"
     if entry in (KERNELSLIST, "kernelslist"):
