@@ -6,6 +6,7 @@ Fixtures in tests/data/profiles/ are hand-written in each tool's layout (SYNTHET
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -238,6 +239,23 @@ def test_nsys_with_a_bare_carriage_return_imports_as_the_clean_file(tmp_path, ed
     clean = import_profile(FIXTURES["nsys"], "auto")
     got = import_profile(_write(tmp_path, "t.csv", edit(text)), "auto")
     assert got.equals(clean)
+
+
+@pytest.mark.parametrize("fixture", ["ncu", "nsys", "nsys_exec"])
+@pytest.mark.parametrize("ending", ["", "\n", "\r\n\r\n"])
+def test_an_export_cut_inside_its_last_quoted_field_is_refused(tmp_path, fixture, ending):
+    """The csv readers take what is there: ncu's SM count "108" cut to "10" imported a ten times
+    higher IPC, and an nsys kernel name cut short became another kernel's name, both silently."""
+    text = FIXTURES[fixture].read_text().rstrip("\r\n")
+    last = text.rfind('"')  # the closing quote of the last quoted field
+    assert last > 0
+    cut = text[:last - 1] + ending
+    p = _write(tmp_path, "t.csv", cut)
+    line = cut.rstrip("\r\n").count("\n") + 1 if fixture != "nsys" else None  # nsys' mapped reader counts none
+    where = f"t.csv:{line}: " if line else "t.csv: "
+    with pytest.raises(ProfileFormatError, match=re.escape(where + "the file ends inside a quoted field")):
+        import_profile(p, "auto")
+    assert len(import_profile(_write(tmp_path, "whole.csv", text + ending), "auto")) == 4
 
 
 def test_nsys_time_unit_from_header(tmp_path):
