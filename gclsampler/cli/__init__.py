@@ -89,7 +89,7 @@ def console() -> None:
     complete) the process ends at once, without the interpreter's teardown. Why: pandas 3's
     string columns are pyarrow arrays, and tearing down pyarrow's native state at exit
     sometimes calls std::terminate on a loaded machine, so a bad profile.csv exited 134
-    ("terminate called without an active exception") instead of 2: 2-8 of 150 runs of
+    ("terminate called without an active exception") instead of 2: 1-8 of 150 runs of
     `gclsampler profile info` on one beside two busy loops on 2 cores, in the fallback reader
     that names the bad line. Success keeps the normal exit, so atexit work still runs there.
     """
