@@ -35,7 +35,7 @@ import shutil
 import tempfile
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from gclsampler._atomic import current_umask, write_bytes_atomic, write_text_atomic
 from gclsampler.errors import GclError
@@ -205,6 +205,12 @@ def check_out_file(out: str | os.PathLike, kind: str,
         raise OutputError(f"{out}: exists and is not a {kind} file gclsampler wrote; not replaced "
                           "(remove it yourself or choose another --out)")
     return out
+
+
+def foreign_entries(cache: Path, own: Callable[[Path], bool]) -> list[str]:
+    """Names (sorted) of the entries of an existing cache directory that ``own`` does not
+    recognise: the graph cache and ``simulate``'s run cache refuse to write in among them."""
+    return sorted(p.name for p in cache.iterdir() if not own(p)) if cache.is_dir() else []
 
 
 def _special_file(path: Path) -> str | None:

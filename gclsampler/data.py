@@ -272,15 +272,14 @@ def check_graph_cache_dir(cache: Path) -> None:
     """Refuse a cache directory that holds anything but cache versions (``v1/``): the graphs
     would be written in among a user's files (``--cache-dir ~/thesis`` put ``v1/`` beside the
     chapters), as ``simulate --cache-dir`` and every ``--out`` already refuse."""
-    from gclsampler._safe_out import OutputError
+    from gclsampler._safe_out import OutputError, foreign_entries
 
     if cache.exists() and not cache.is_dir():
         raise OutputError(f"graph cache {cache}: is a file, not a directory")
-    if cache.is_dir():
-        other = sorted(p.name for p in cache.iterdir() if not (p.is_dir() and re.fullmatch(r"v\d+", p.name)))
-        if other:
-            raise OutputError(f"graph cache {cache}: holds {other[0]!r}, which is not the graph cache's (it holds "
-                              "only v1/); give an empty or new directory, or an earlier graph cache")
+    other = foreign_entries(cache, lambda p: p.is_dir() and re.fullmatch(r"v\d+", p.name) is not None)
+    if other:
+        raise OutputError(f"graph cache {cache}: holds {other[0]!r}, which is not the graph cache's (it holds "
+                          "only v1/); give an empty or new directory, or an earlier graph cache")
 
 
 class GraphDataset(torch.utils.data.Dataset):

@@ -237,7 +237,7 @@ def _check_cache_dir(cache: Path, inputs: list) -> None:
     a file or a path inside the inputs is refused before anything is written, as ``--out`` is."""
     import re
 
-    from gclsampler._safe_out import OutputError, check_not_input
+    from gclsampler._safe_out import OutputError, check_not_input, foreign_entries
 
     try:
         check_not_input(cache, inputs, directory=True)
@@ -245,13 +245,12 @@ def _check_cache_dir(cache: Path, inputs: list) -> None:
         raise OutputError(f"--cache-dir: {exc}") from None
     if cache.exists() and not cache.is_dir():
         raise OutputError(f"--cache-dir: {cache}: is a file, not a run cache directory")
-    if cache.is_dir():
-        # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files
-        other = [p.name for p in cache.iterdir()
-                 if not (p.is_dir() and (re.fullmatch(r"[0-9a-f]{32}", p.name) or p.name == "submitit"))]
-        if other:
-            raise OutputError(f"--cache-dir: {cache}: holds {other[0]!r}, which is not a simulate run; a run cache "
-                              "holds only run directories (give an empty or new directory, or an earlier OUT/runs)")
+    # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files
+    other = foreign_entries(cache, lambda p: p.is_dir() and (re.fullmatch(r"[0-9a-f]{32}", p.name) is not None
+                                                              or p.name == "submitit"))
+    if other:
+        raise OutputError(f"--cache-dir: {cache}: holds {other[0]!r}, which is not a simulate run; a run cache "
+                          "holds only run directories (give an empty or new directory, or an earlier OUT/runs)")
 
 
 def _check_own_profile(prof: Path) -> None:
