@@ -888,13 +888,13 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
         raise ProfileFormatError(located(path, None, "format", f"unknown format {fmt!r}; choose auto, {', '.join(FORMATS)}"))
     df = _import_nsys_mapped(path, fmt, notes)
     if df is not None:
-        _refuse_cut_last_field(path, _tail_of(path))
+        _refuse_cut_last_field(path, _tail_of(path), counted=False)
         return _fill_cycles(df, path, clock_mhz)
     text = _read_text(path)
     if fmt == "auto":
         fmt = detect_format(path, text)
     if fmt in ("ncu", "nsys"):
-        _refuse_cut_last_field(path, text[-(1 << 16):], text.count("\n"))
+        _refuse_cut_last_field(path, text)
     if fmt == "profile":
         df = read_profile(path)
     elif fmt == "ncu":
@@ -913,16 +913,19 @@ def _tail_of(path: Path) -> str:
         return fh.read().decode("utf-8", "replace")
 
 
-def _refuse_cut_last_field(path: Path, tail: str, newlines: int | None = None) -> None:
+def _refuse_cut_last_field(path: Path, text: str, counted: bool = True) -> None:
     """Refuse an export whose last line opens a quote it never closes: a file cut off inside
     its last field (a copy stopped early, a full disk). Why: the csv readers take what is there,
     so ncu's SM count "108" cut to "10" imported as a ten times higher IPC, without a word.
     A closed quoted field holds an even number of quote characters (inner ones are doubled),
-    so an odd count on the last line is an open one; records spanning lines are not looked at."""
+    so an odd count on the last line is an open one; records spanning lines are not looked at.
+    ``text``: the whole export, or only its tail (``counted=False``: no line number then); only
+    the last 64 KiB are looked at, and lines are counted only for the error."""
+    tail = text[-(1 << 16):]
     body = tail.rstrip("\r\n")
     last = body.rsplit("\n", 1)[-1]
     if last.count('"') % 2:
-        line = None if newlines is None else newlines - tail[len(body):].count("\n") + 1
+        line = text.count("\n", 0, len(text) - len(tail) + len(body)) + 1 if counted else None
         raise ProfileFormatError(located(path, line, None, "the file ends inside a quoted field (an export cut "
                                                            "off before its end?); export it again"))
 
