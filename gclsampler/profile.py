@@ -109,6 +109,7 @@ VALUE_RANGES: dict[str, tuple[float, float, str]] = {
     "l2_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
     "achieved_occupancy": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
     "nregs": (0.0, 255.0, "registers per thread, 0..255"),
+    "pka_divergence_efficiency": (0.0, 32.0, "active threads per warp instruction, 0..32"),
 }
 """Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
 (a percentage) was accepted and silently skewed every metric estimate built on it."""
@@ -1137,6 +1138,10 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
         if inf.any():
             k = int(np.flatnonzero(inf)[0])
             raise ProfileFormatError(located(path, lines[k], name, f"not finite: {records[k][1][j]!r}"))
+        neg = out < 0  # no ncu metric this reader takes (times, counts, rates, sizes) can be below 0
+        if neg.any():
+            k = int(np.flatnonzero(neg)[0])
+            raise ProfileFormatError(located(path, lines[k], name, f"negative value {records[k][1][j].strip()!r}"))
         out = _scale_decimal(out, scale)
         over = np.isinf(out)  # finite as written, too large once scaled by the units row
         if over.any():
@@ -1205,6 +1210,7 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     if "cycles" not in df:
         df["cycles"] = np.full(len(records), np.nan)
     aux = {key: metric(name, kind) for key, name, kind in _NCU_AUX}
+    _check_ncu_launch(path, lines, records, col, df, aux)
     # ipc: warp instructions per cycle per SM that had work, min(#SMs, #CTAs) (the synthetic
     # timing model's definition); from the SM count when known, else ncu's per-SM average
     if "inst_executed" in df and aux["sm_count"] is not None and not np.all(np.isnan(df["cycles"])):
@@ -1234,6 +1240,37 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
         df["shmem"] = aux["shmem_total"]
     table = pd.DataFrame(df)
     return validate_profile(table, path, line_of=lambda r: lines[r])
+
+
+def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int], df: dict[str, Any],
+                      aux: dict[str, np.ndarray | None]) -> None:
+    """Refuse launch facts no launch can have, or that contradict each other in one row.
+
+    Each one silently skewed a derived column: an SM count of 0 left IPC empty for every
+    launch, and a ``launch__grid_size`` that is not the product of ``Grid Size`` (a column
+    pasted from another report) fed PKA's thread-block count while the grid said otherwise.
+    """
+    sm = aux["sm_count"]
+    if sm is not None:
+        zero = np.flatnonzero(sm < 1)  # NaN (n/a) is unknown, not wrong
+        if zero.size:
+            k = int(zero[0])
+            raise ProfileFormatError(located(path, lines[k], "device__attribute_multiprocessor_count",
+                                             f"{records[k][1][col['device__attribute_multiprocessor_count']].strip()!r}: "
+                                             "a GPU has at least one SM"))
+    for key, dim_col, metric_name in (("grid_size", "Grid Size", "launch__grid_size"),
+                                      ("block_size", "Block Size", "launch__block_size")):
+        total = aux[key]
+        if total is None or dim_col not in col:
+            continue
+        dims = dim3_array(pd.Series(df["grid" if key == "grid_size" else "block"])).astype(np.float64).prod(axis=1)
+        differ = np.flatnonzero(~np.isnan(total) & (total != dims))
+        if differ.size:
+            k = int(differ[0])
+            raise ProfileFormatError(located(path, lines[k], metric_name,
+                                             f"{total[k]:.0f}, but {dim_col} {records[k][1][col[dim_col]].strip()!r} "
+                                             f"is {dims[k]:.0f} {'CTAs' if key == 'grid_size' else 'threads'}: the "
+                                             "row mixes two launches' values"))
 
 
 # ---- Nsight Systems ----------------------------------------------------------------------

@@ -247,6 +247,42 @@ def test_ncu_repeated_column_and_missing_kernel_name(tmp_path):
         import_profile(p)
 
 
+def test_ncu_launch_facts_no_launch_can_have(tmp_path):
+    row = ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100"]
+    head = NCU_HEAD + ["sm__cycles_elapsed.max", "smsp__inst_executed.sum", "device__attribute_multiprocessor_count"]
+    units = NCU_UNITS + ["cycle", "inst", ""]
+    assert import_profile(_ncu(tmp_path, head, units, row + ["200", "300", "108"]))["ipc"].notna().all()
+    for sms in ("0", "-1"):
+        with pytest.raises(ProfileFormatError, match=r"n.csv:3: device__attribute_multiprocessor_count: .*at least one SM"
+                                                     if sms == "0" else r"n.csv:3: device__attribute_multiprocessor_count: "
+                                                     r"negative value '-1'"):
+            import_profile(_ncu(tmp_path, head, units, row + ["200", "300", sms]))
+    # a part of the shared memory below 0 no longer hides inside a positive total
+    head = NCU_HEAD + ["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__shared_mem_per_block_dynamic: negative value '-1'"):
+        import_profile(_ncu(tmp_path, head, NCU_UNITS + ["byte/block", "byte/block"], row + ["1024", "-1"]))
+    # threads per warp instruction: at most the 32 lanes of a warp
+    head = NCU_HEAD + ["smsp__thread_inst_executed_per_inst_executed.ratio"]
+    assert import_profile(_ncu(tmp_path, head, NCU_UNITS + [""], row + ["32"]))["pka_divergence_efficiency"].tolist() == [32.0]
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: pka_divergence_efficiency: 99.0 is out of range: active threads"):
+        import_profile(_ncu(tmp_path, head, NCU_UNITS + [""], row + ["99"]))
+
+
+def test_ncu_total_sizes_must_match_the_dims(tmp_path):
+    head = NCU_HEAD + ["launch__grid_size", "launch__block_size"]
+    ok = ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100", "512", "128"]
+    assert import_profile(_ncu(tmp_path, head, NCU_UNITS + ["", ""], ok))["pka_thread_blocks"].tolist() == [512.0]
+    bad = ok[:5] + ["64", "128"]
+    with pytest.raises(ProfileFormatError, match=r"n.csv:4: launch__grid_size: 64, but Grid Size '\(64, 8, 1\)' is 512 "
+                                                 r"CTAs"):
+        import_profile(_ncu(tmp_path, head, NCU_UNITS + ["", ""], ["0"] + ok[1:], ["1"] + bad[1:]))
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__block_size: 256, but Block Size '\(128, 1, 1\)' "
+                                                 r"is 128 threads"):
+        import_profile(_ncu(tmp_path, head, NCU_UNITS + ["", ""], ok[:6] + ["256"]))
+    # n/a (a metric ncu could not collect) is unknown, not a contradiction
+    assert len(import_profile(_ncu(tmp_path, head, NCU_UNITS + ["", ""], ok[:5] + ["n/a", "128"]))) == 1
+
+
 # ---- profile.csv -------------------------------------------------------------------------------
 HEADER = "invocation,kernel_name,grid,block,time_ns,cycles\n"
 ROW0 = '0,k,"(1,1,1)","(1,1,1)",5,\n'
