@@ -445,6 +445,7 @@ class SieveSampler(Sampler):
     name = "sieve"
     stochastic = False
     REPRESENTATIVES = ("dominant_cta", "max_cta", "first", "work_mean")
+    BANDWIDTH_RULES = ("silverman", "scott")
 
     def __init__(self, cov_threshold: float = 0.1, bandwidth: str | float = "silverman",
                  representative: str = "dominant_cta", kde: bool = True,
@@ -463,7 +464,6 @@ class SieveSampler(Sampler):
                 return silverman_bandwidth(x)
             if bw == "scott":
                 return 1.06 * float(np.std(x, ddof=1)) * x.size ** (-0.2) if x.size > 1 else 0.0
-            raise BaselineError(f"sieve: bandwidth: expected 'silverman', 'scott' or a number, found {bw!r}")
         return float(bw)
 
     def missing_inputs(self, workload) -> str | None:
@@ -472,8 +472,12 @@ class SieveSampler(Sampler):
     def fit(self, workload) -> SamplingPlan:
         _check_choice(self.representative, self.REPRESENTATIVES, "representative", "sieve")
         _check_positive(self.cov_threshold, "cov_threshold", "sieve")
-        if not isinstance(self.bandwidth, str):
-            _check_positive(self.bandwidth, "bandwidth", "sieve")
+        # checked before any work: a misspelt rule used to pass until a stratum reached tier 3
+        bw = self.bandwidth
+        if not (bw in self.BANDWIDTH_RULES if isinstance(bw, str) else
+                not isinstance(bw, bool) and isinstance(bw, (int, float)) and math.isfinite(bw) and bw > 0):
+            raise BaselineError(f"sieve: bandwidth: expected {' or '.join(map(repr, self.BANDWIDTH_RULES))} or a "
+                                f"positive number, found {bw!r}")
         inst = _column(workload, self.inst_column, "sieve")
         names = workload.profile["kernel_name"].to_numpy().astype(str)
         ctas = _dim3_product(workload.profile["grid"])

@@ -322,6 +322,18 @@ def test_sieve_plan_on_crafted_strata():
     assert len(SieveSampler(kde=False).fit(wl(df)).clusters) == 2
 
 
+
+def test_sieve_bandwidth_is_checked_before_any_stratum_needs_it():
+    # every name is tier 1 here, so no KDE runs: a misspelt rule used to pass unnoticed
+    df = make_profile(12, 0)
+    df["inst_executed"] = 100.0
+    for bad in ("silvermann", True, 0, -1.0, float("nan")):
+        with pytest.raises(BaselineError, match=r"^sieve: bandwidth: expected 'silverman' or 'scott' or a positive number"):
+            SieveSampler(bandwidth=bad).fit(wl(df))
+    for good in ("silverman", "scott", 3, 0.5):
+        assert SieveSampler(bandwidth=good).fit(wl(df)).validate("sieve plan") is not None
+
+
 # ------------------------------------------------------------------------------------- Random
 @given(n=st.integers(1, 400), frac=st.floats(0.001, 1.0), seed=st.integers(0, 2**16))
 @settings(max_examples=40, deadline=None)
