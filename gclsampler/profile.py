@@ -109,7 +109,6 @@ VALUE_RANGES: dict[str, tuple[float, float, str]] = {
     "l2_hit_rate": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
     "achieved_occupancy": (0.0, 1.0, "a fraction 0..1 (a percentage? divide by 100)"),
     "nregs": (0.0, 255.0, "registers per thread, 0..255"),
-    "pka_divergence_efficiency": (0.0, 32.0, "active threads per warp instruction, 0..32"),
 }
 """Upper bounds of known columns (all numeric columns are also >= 0). Why: a hit rate of 24
 (a percentage) was accepted and silently skewed every metric estimate built on it."""
@@ -1246,7 +1245,7 @@ def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int]
                       aux: dict[str, np.ndarray | None]) -> None:
     """Refuse launch facts no launch can have, or that contradict each other in one row.
 
-    Each one silently skewed a derived column: an SM count of 0 left IPC empty for every
+    Each one silently skewed a column: an SM count of 0 left IPC empty for every
     launch, and a ``launch__grid_size`` that is not the product of ``Grid Size`` (a column
     pasted from another report) fed PKA's thread-block count while the grid said otherwise.
     """
@@ -1258,6 +1257,14 @@ def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int]
             raise ProfileFormatError(located(path, lines[k], "device__attribute_multiprocessor_count",
                                              f"{records[k][1][col['device__attribute_multiprocessor_count']].strip()!r}: "
                                              "a GPU has at least one SM"))
+    lanes = df.get("pka_divergence_efficiency")
+    if lanes is not None:  # ncu's ratio is threads per warp instruction (a profile.csv may hold another unit)
+        over = np.flatnonzero(lanes > 32)
+        if over.size:
+            k = int(over[0])
+            name = "smsp__thread_inst_executed_per_inst_executed.ratio"
+            raise ProfileFormatError(located(path, lines[k], name, f"{records[k][1][col[name]].strip()!r}: threads per "
+                                             "warp instruction, at most the 32 lanes of a warp"))
     for key, dim_col, metric_name in (("grid_size", "Grid Size", "launch__grid_size"),
                                       ("block_size", "Block Size", "launch__block_size")):
         total = aux[key]

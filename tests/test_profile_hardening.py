@@ -264,7 +264,7 @@ def test_ncu_launch_facts_no_launch_can_have(tmp_path):
     # threads per warp instruction: at most the 32 lanes of a warp
     head = NCU_HEAD + ["smsp__thread_inst_executed_per_inst_executed.ratio"]
     assert import_profile(_ncu(tmp_path, head, NCU_UNITS + [""], row + ["32"]))["pka_divergence_efficiency"].tolist() == [32.0]
-    with pytest.raises(ProfileFormatError, match=r"n.csv:3: pka_divergence_efficiency: 99.0 is out of range: active threads"):
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: smsp__thread_inst_executed_per_inst_executed.ratio: '99': threads per warp instruction, at most"):
         import_profile(_ncu(tmp_path, head, NCU_UNITS + [""], row + ["99"]))
 
 
