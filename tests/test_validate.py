@@ -103,6 +103,13 @@ def test_traces_without_kernelslist_are_checked_as_the_trace_commands_read_them(
     ("n_invocations", 99, "workload.json: n_invocations: 99, but profile.csv has"),
     ("synthetic", "no", "workload.json: synthetic: expected true or false, found 'no'"),
     ("n_invocations", "57", "workload.json: n_invocations: expected a count, found '57'"),
+    # names: str() of these made names nobody wrote, and an arch names a file under profiles/
+    ("workload", ["bfs"], "workload.json: workload: expected a name, found ['bfs']"),
+    ("workload", "", "workload.json: workload: expected a name, found ''"),
+    ("arch", 7, "workload.json: arch: expected a name (a file stem of profiles/), found 7"),
+    ("arch", "../turing", "workload.json: arch: expected a name (a file stem of profiles/), found '../turing'"),
+    ("archs", "turing", "workload.json: archs: expected a list of arch names, found 'turing'"),
+    ("archs", ["turing", 3], "workload.json: archs: expected a list of arch names, found ['turing', 3]"),
 ])
 def test_workload_json_keys_are_checked(wl_copy, capsys, key, value, needle):
     """A wrong count passed; the string "no" was true, so the workload was labelled SYNTHETIC."""
@@ -116,6 +123,16 @@ def test_workload_json_keys_are_checked(wl_copy, capsys, key, value, needle):
 
         with pytest.raises(GclError, match="synthetic: expected true or false"):
             Workload.load(wl_copy)
+
+
+def test_workload_json_may_start_with_a_bom(wl_copy, capsys):
+    """profile.csv's BOM (Excel, PowerShell) was read; workload.json's was 'not JSON'."""
+    from gclsampler.workload import Workload
+
+    meta = wl_copy / "workload.json"
+    meta.write_bytes(b"\xef\xbb\xbf" + meta.read_bytes())
+    assert main(["validate", str(wl_copy)]) == 0
+    assert Workload.load(wl_copy).name == json.loads(meta.read_text(encoding="utf-8-sig"))["workload"]
 
 
 def test_a_misspelt_metric_column_is_a_warning(wl_copy, capsys):

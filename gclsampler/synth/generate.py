@@ -128,8 +128,6 @@ def _synth_meta(meta_path: Path) -> dict | None:
     v = meta.get("seed", 0)
     if isinstance(v, bool) or not isinstance(v, int):
         raise SynthConfigError(located(meta_path, None, "seed", f"expected an integer, found {v!r:.60}"))
-    if "arch" in meta and not isinstance(meta["arch"], str):
-        raise SynthConfigError(located(meta_path, None, "arch", f"expected a name, found {meta['arch']!r:.60}"))
     return meta
 
 
