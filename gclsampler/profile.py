@@ -865,9 +865,12 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
             # "Kernel Name" may be the column that is missing: the importer then names it
             if "Kernel Name" in s or "__" in s:
                 return "ncu"
-        if _is_nsys_header(next(csv.reader([s]))):
+        row = [c.strip() for c in next(csv.reader([s]))]
+        if _is_nsys_header(row):
             return "nsys"
-        if s.startswith(("invocation,", '"invocation"')):
+        # a profile.csv's columns may come in any order (read_profile puts them in its own);
+        # one that starts with invocation but lacks a column is the importer's to name
+        if row[0] == "invocation" or set(REQUIRED_COLUMNS) <= set(row):
             return "profile"
     raise ProfileFormatError(
         located(path, 1, None, "unrecognised export: expected an Nsight Compute --csv --page raw file, "

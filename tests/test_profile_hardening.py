@@ -12,6 +12,7 @@ import json
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import gclsampler.cli as cli
@@ -335,6 +336,17 @@ def test_profile_with_quoted_header_imports(tmp_path):
     p = _write(tmp_path, "p.csv", '"invocation","kernel_name","grid","block","time_ns","cycles"\n' + ROW0)
     assert detect_format(p) == "profile"
     assert list(import_profile(p)["kernel_name"]) == ["k"]
+
+
+def test_profile_with_reordered_columns_is_detected(tmp_path):
+    """read_profile takes the columns in any order; --format auto called such a file unrecognised."""
+    p = _write(tmp_path, "p.csv", HEADER + ROW0)
+    q = _write(tmp_path, "q.csv", 'kernel_name,time_ns,invocation,grid,block,cycles\nk,5,0,"(1,1,1)","(1,1,1)",\n')
+    assert detect_format(q) == "profile"
+    pd.testing.assert_frame_equal(import_profile(q), import_profile(p))
+    r = _write(tmp_path, "r.csv", 'kernel_name,time_ns,grid,block,cycles\nk,5,"(1,1,1)","(1,1,1)",\n')
+    with pytest.raises(ProfileFormatError, match="unrecognised export"):  # no invocation column: not a profile.csv
+        detect_format(r)
 
 
 @pytest.mark.parametrize("col", ["time_ns", "cycles"])

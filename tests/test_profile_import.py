@@ -380,6 +380,16 @@ def test_cli_info_refuses_a_top_below_1(tmp_path, capsys, top):
     assert "top 1 kernel names by time:" in capsys.readouterr().out
 
 
+def test_cli_info_shares_of_huge_times_are_finite(tmp_path, capsys):
+    """A total just inside float64 is accepted; its shares printed as inf%."""
+    p = _write(tmp_path, "p.csv", 'invocation,kernel_name,grid,block,time_ns,cycles\n'
+               '0,kA,"(1,1,1)","(1,1,1)",1.2e308,\n1,kB,"(1,1,1)","(1,1,1)",0.4e308,\n')
+    assert main(["profile", "info", str(p)]) == 0
+    text = capsys.readouterr().out
+    assert "   75.0%         1 x  kA" in text and "   25.0%         1 x  kB" in text and "inf%" not in text
+    assert "total time   1.6e+302 ms" in text
+
+
 def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
     bad = _write(tmp_path, "raw.csv", _ncu_text("furlong", ["1"]))
     assert main(["profile", "import", str(bad), "--out", str(tmp_path / "p.csv")]) == 2

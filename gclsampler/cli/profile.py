@@ -70,7 +70,8 @@ def _info(args: argparse.Namespace) -> int:
     print(f"profile      {args.profile}")
     print(f"invocations  {len(df)}")
     print(f"kernel names {df['kernel_name'].nunique()}")
-    print(f"total time   {total / 1e6:.3f} ms")
+    ms = total / 1e6
+    print(f"total time   {ms:.3f} ms" if ms < 1e12 else f"total time   {ms:.6g} ms")  # not 300 digits
     print(f"cycles       {cycles_known}/{len(df)} rows" + ("" if cycles_known == len(df) else " (missing where the source has no cycle counter)"))
     print(f"metrics      {', '.join(optional) or '-'}")
     print(f"PKA metrics  {len(pka)}/12" + ("" if len(pka) in (0, 12) else f" (missing: {', '.join(c for c in PKA_METRICS if c not in pka)})"))
@@ -80,6 +81,6 @@ def _info(args: argparse.Namespace) -> int:
         per = df.groupby("kernel_name", sort=False)["time_ns"].agg(["size", "sum"]).sort_values("sum", ascending=False)
         print(f"top {min(args.top, len(per))} kernel names by time:")
         for name, row in per.head(args.top).iterrows():
-            share = 100.0 * row["sum"] / total if total > 0 else 0.0
+            share = row["sum"] / total * 100.0 if total > 0 else 0.0  # divided first: 100 * 1e308 is inf
             print(f"  {share:5.1f}%  {int(row['size']):>8} x  {name}")
     return 0
