@@ -317,6 +317,16 @@ def test_repeated_thread_block_and_warp_are_refused(tmp_path, parser):
         read_kernel(p)
 
 
+def test_a_thread_block_section_without_its_cta_line_is_refused(tmp_path, parser):
+    """Read as nothing, an empty section passed for an empty launch, or a CTA lost from a full one."""
+    for body, line in (("#BEGIN_TB\n#END_TB\n", 17), (BODY + "#BEGIN_TB\n\n#END_TB\n", 25)):
+        p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body)
+        with pytest.raises(TraceFormatError, match=rf"kernel-1\.traceg:{line}: #END_TB: a #BEGIN_TB section without "
+                                                   r"its 'thread block = x,y,z' line$"):
+            read_kernel(p)
+    assert read_kernel(_w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + BODY)).n_insts == 2
+
+
 # ----------------------------------------------------------------------------- 7 trace info counts once
 
 def test_trace_info_refuses_duplicate_entries(tmp_path, capsys):

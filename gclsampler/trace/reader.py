@@ -933,6 +933,8 @@ def _structure_walk(body: _Lines, header: KernelHeader, s_lines: np.ndarray, n_a
                 body.fail(li, "#END_TB", "without #BEGIN_TB")
             if pending_warp is not None:
                 body.fail(li, "insts", f"warp {pending_warp} has no 'insts =' line")
+            if cta is None:  # read as nothing, a lost CTA section passed for an empty launch
+                body.fail(li, "#END_TB", "a #BEGIN_TB section without its 'thread block = x,y,z' line")
             in_tb = False
         elif not in_tb:
             body.fail(li, key, f"{text!r} outside a #BEGIN_TB/#END_TB section")
