@@ -85,7 +85,8 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
     ``trace info`` counted one invocation fewer.
     """
     from gclsampler.trace import TraceFormatError
-    from gclsampler.trace.workload import kernelslist_path, kernelslist_lines, repeat_problem, trace_files
+    from gclsampler.trace.workload import (kernelslist_lines, kernelslist_path, listed_file_problem, repeat_problem,
+                                           trace_files)
 
     p = kernelslist_path(root)  # the trace commands' choice, kernelslist.g before the raw tracer's kernelslist
     if p is None:
@@ -122,9 +123,9 @@ def _kernelslist(root: Path, rep: _Report, required: bool) -> tuple[Path | None,
         if problem:
             rep.add("error", located(p, i, "kernelslist", problem), "error:kernelslist duplicate")
             continue
-        if not (root / s).is_file():
-            rep.add("error", located(p, i, "kernelslist", f"lists {s!r}, which does not exist"),
-                    "error:kernelslist missing file")
+        problem = listed_file_problem(root, s)
+        if problem:
+            rep.add("error", located(p, i, "kernelslist", problem), "error:kernelslist missing file")
             continue
         entries.append((i, s))
     if not seen and not any(pr.severity == "error" for pr in rep.problems):

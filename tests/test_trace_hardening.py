@@ -446,6 +446,24 @@ def test_missing_listed_file_names_the_kernelslist_line(tmp_path, capsys):
     assert line.endswith("kernelslist.g:3: kernelslist: lists 'kernel-2.traceg', which does not exist")
 
 
+@pytest.mark.parametrize("command", [["trace", "info"], ["graph", "info"], ["validate"]])
+def test_a_listed_directory_or_fifo_is_named_for_what_it_is(tmp_path, capsys, command):
+    """A directory was called missing (and a FIFO hung the trace reader)."""
+    import os
+
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\nkernel-2.traceg\n")
+    (wl / "kernel-2.traceg").mkdir()
+    capsys.readouterr()
+    assert main([*command, str(wl)]) == 2
+    err = capsys.readouterr().err
+    assert "kernelslist.g:2: kernelslist: lists 'kernel-2.traceg', which is a directory, not a trace file" in err
+    (wl / "kernel-2.traceg").rmdir()
+    os.mkfifo(wl / "kernel-2.traceg")
+    assert main([*command, str(wl)]) == 2
+    assert "lists 'kernel-2.traceg', which is a special file (FIFO, device, socket), not a trace file" in \
+        capsys.readouterr().err
+
+
 def test_kernelslist_listing_itself_is_refused(tmp_path):
     wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\nkernelslist.g\n")
     with pytest.raises(TraceFormatError,

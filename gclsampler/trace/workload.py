@@ -140,11 +140,23 @@ def repeat_problem(first: dict[str, tuple[int, str]], line: int, entry: str, key
     return None
 
 
+def listed_file_problem(root: Path, entry: str) -> str | None:
+    """Why a kernelslist.g entry names no trace file to read, or None (what the error says after
+    the list's line): a directory was called missing, so a user looked for a file that is there."""
+    p = root / entry
+    if p.is_file():
+        return None
+    if not p.exists():
+        return f"lists {entry!r}, which does not exist"
+    return f"lists {entry!r}, which is {'a directory' if p.is_dir() else 'a special file (FIFO, device, socket)'}, not a trace file"
+
+
 def _refuse_missing(root: Path, kl: Path, entries: Iterable[tuple[int, str]]) -> None:
     """Name the list's line of a trace that is not there, before any trace is read."""
     for i, s in entries:
-        if not s.startswith("Memcpy") and not (root / s).exists():
-            raise TraceFormatError(kl, i, "kernelslist", f"lists {s!r}, which does not exist")
+        problem = None if s.startswith("Memcpy") else listed_file_problem(root, s)
+        if problem:
+            raise TraceFormatError(kl, i, "kernelslist", problem)
 
 
 def trace_files(root: str | os.PathLike) -> list[str]:
