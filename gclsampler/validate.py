@@ -157,6 +157,7 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
              as_ampere: bool = False) -> list[Any] | None:
     """Trace headers in kernelslist order, or None when one cannot be read."""
     from gclsampler.trace import read_header
+    from gclsampler.trace.workload import launch_order_problem
 
     heads: list[Any] = []
     ok = True
@@ -177,11 +178,9 @@ def _headers(root: Path, kl: Path | None, entries: list[tuple[int, str]], rep: _
                                      f"{h.kernel_id} is also the id of {first[h.kernel_id]}"), "error:duplicate id")
         else:
             first[h.kernel_id] = name
-        if prev is not None and h.kernel_id < prev[1].kernel_id:
-            rep.add("error", located(kl or root, None, "kernelslist",
-                                     f"{name} (-kernel id {h.kernel_id}) is listed after {prev[0]} "
-                                     f"(-kernel id {prev[1].kernel_id}); list traces in launch order"),
-                    "error:order")
+        problem = None if prev is None else launch_order_problem((prev[0], prev[1].kernel_id), name, h.kernel_id)
+        if problem:
+            rep.add("error", located(kl or root, None, "kernelslist", problem), "error:order")
         prev = (name, h)
         if h.binary_version not in ACCELSIM_BINARY_VERSIONS and not (as_ampere and h.binary_version in REWRITTEN):
             unknown.setdefault(h.binary_version, [name, 0])[1] += 1

@@ -464,6 +464,28 @@ def test_a_listed_directory_or_fifo_is_named_for_what_it_is(tmp_path, capsys, co
         capsys.readouterr().err
 
 
+def test_every_trace_command_refuses_a_list_out_of_launch_order(tmp_path, capsys):
+    """validate and the graph stage refused it; trace info, export-accelsim and group read it,
+    pairing each trace with another launch's profile row (and Accel-Sim runs the list in order)."""
+    files = {f"kernel-{k}.traceg": HEADER.format(kid=k) + BODY for k in (1, 2, 3)}
+    wl = _wl(tmp_path / "wl", files, "kernel-2.traceg\nkernel-1.traceg\nkernel-3.traceg\n")
+    why = ("kernelslist: kernel-1.traceg (-kernel id 1) is listed after kernel-2.traceg (-kernel id 2); "
+           "list traces in launch order")
+    for argv in (["trace", "info", str(wl)], ["trace", "export-accelsim", str(wl), str(tmp_path / "out")],
+                 ["validate", str(wl)]):
+        assert main(argv) == 2
+        assert f"{wl / 'kernelslist.g'}: {why}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    raw = _wl(tmp_path / "raw", {f"kernel-{k}.trace": _raw(k) for k in (1, 2)}, None)
+    (raw / "kernelslist").write_text("kernel-2.trace\nkernel-1.trace\n")
+    with pytest.raises(TraceFormatError, match=r"raw/kernelslist: kernelslist: kernel-1\.trace \(-kernel id 1\) is "
+                                               r"listed after kernel-2\.trace"):
+        group_raw_dir(raw, tmp_path / "grouped")
+    assert not (tmp_path / "grouped").exists()
+    (wl / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\nkernel-3.traceg\n")
+    assert [i.path for i in list_invocations(wl)] == ["kernel-1.traceg", "kernel-2.traceg", "kernel-3.traceg"]
+
+
 def test_kernelslist_listing_itself_is_refused(tmp_path):
     wl = _wl(tmp_path / "wl", {"kernel-1.traceg": HEADER.format(kid=1) + BODY}, "kernel-1.traceg\nkernelslist.g\n")
     with pytest.raises(TraceFormatError,

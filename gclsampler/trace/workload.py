@@ -216,16 +216,33 @@ def warps_without_exit(t: KernelTrace) -> int:
     return int((base[t.opcode[last]] != "EXIT").sum())
 
 
-def _headers_with_unique_ids(paths: Iterable[Path]) -> list[tuple[Path, KernelHeader]]:
-    """Each trace's header, refusing a ``-kernel id`` seen before: one invocation twice is
-    counted twice, or exported over itself."""
+def launch_order_problem(prev: tuple[str, int], name: str, kernel_id: int) -> str | None:
+    """Why ``name`` may not follow ``prev`` (its file name and ``-kernel id``) in a trace list, or None.
+
+    Why: invocation i is the list's i-th trace and profile.csv's i-th row; a list out of
+    launch order pairs each trace with another launch's row, and Accel-Sim runs the list in order.
+    """
+    if kernel_id < prev[1]:
+        return (f"{name} (-kernel id {kernel_id}) is listed after {prev[0]} (-kernel id {prev[1]}); "
+                "list traces in launch order")
+    return None
+
+
+def _headers_checked(root: Path, names: Iterable[str], listing: Path | None = None) -> list[tuple[Path, KernelHeader]]:
+    """Each trace's header, refusing a ``-kernel id`` seen before (one invocation twice is
+    counted twice, or exported over itself) and a list out of launch order (``validate``'s rules)."""
     first: dict[int, str] = {}
     out = []
-    for p in paths:
+    for name in names:
+        p = root / name
         header, _ = read_header(p)
         if header.kernel_id in first:
             raise TraceFormatError(p, None, "-kernel id",
                                    f"{header.kernel_id} is also the id of {first[header.kernel_id]}")
+        if out:
+            problem = launch_order_problem((out[-1][0].name, out[-1][1].kernel_id), name, header.kernel_id)
+            if problem:
+                raise TraceFormatError(listing or kernelslist_path(root) or root, None, "kernelslist", problem)
         first[header.kernel_id] = p.name
         out.append((p, header))
     return out
@@ -235,7 +252,7 @@ def list_invocations(root: str | os.PathLike) -> list[InvocationInfo]:
     """Invocations in launch order with header metadata; bodies are not parsed."""
     root = Path(root)
     return [InvocationInfo(invocation=header.invocation, path=p.name, header=header, n_bytes=p.stat().st_size)
-            for p, header in _headers_with_unique_ids(root / name for name in trace_files(root))]
+            for p, header in _headers_checked(root, trace_files(root))]
 
 
 def iter_kernels(root: str | os.PathLike, invocations: Sequence[int] | None = None) -> Iterator[KernelTrace]:
@@ -537,8 +554,9 @@ def group_raw_dir(raw_dir: str | os.PathLike, out_dir: str | os.PathLike, *, val
     _refuse_repeats(kl, entries, lambda e: _grouped_name(e, compress))
     if kl != raw_dir:
         _refuse_missing(raw_dir, kl, entries)
-    # and two traces of one invocation: every command would refuse the grouped workload
-    _headers_with_unique_ids(raw_dir / e for _, e in entries if not e.startswith("Memcpy"))
+    # and two traces of one invocation, or a list out of launch order: every command would
+    # refuse the grouped workload
+    _headers_checked(raw_dir, (e for _, e in entries if not e.startswith("Memcpy")), kl)
     if facts is not None and kl != raw_dir:
         facts["unlisted"] = [raw_dir / n for n in unlisted_traces(raw_dir, (e for _, e in entries))]
     out_dir.mkdir(parents=True, exist_ok=True)
