@@ -228,7 +228,11 @@ class GclSampler(Sampler):
 
     def _cluster(self, workload) -> ClusterResult:
         cfg = self.effective_cluster_config()
-        self.cluster_config_ = cfg
+        self.cluster_config_ = cfg  # what the plan records
+        if not self.simulates_representatives and cfg.representative == "work_mean":
+            # its members are never simulated: embeddings without the size vector must not be
+            # refused over a work column nothing reads (labels do not depend on the rule)
+            cfg = replace(cfg, representative="first")
         emb = _embeddings_of(workload, self.name, self.embedding_attr)
         self.embedding_dims_ = int(np.shape(emb)[1])
         launch = launch_features(workload) if cfg.launch_weight > 0 else None

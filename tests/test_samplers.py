@@ -100,6 +100,21 @@ def test_gcl_stem_bounds_every_cluster(root):
         assert c.error_bound == pytest.approx(np.sqrt(var) / tot)
 
 
+def test_gcl_stem_never_reads_the_work_column_its_representatives_would_need():
+    """STEM draws gcl_stem's members, so cluster.representative (default work_mean, which reads
+    the size vector's work column) picks nothing: embeddings narrower than that column were
+    refused over it, and the rule must not change the plan."""
+    w = toy_workload(5)
+    w.embeddings = w.embeddings[:, :4]  # no size vector: split_column -6 is outside them
+    knobs = {k: v for k, v in SMALL.items() if k != "representative"}
+    with pytest.raises(ClusterConfigError, match="split_column: -6 is outside embeddings of 4 columns"):
+        GclSampler(cluster={**knobs, "representative": "work_mean"}).fit(w)
+    plans = [GclStemSampler(cluster={**knobs, "representative": rule}, epsilon=0.1, random_state=1).fit(w)
+             for rule in ("work_mean", "first", "medoid")]
+    assert plans[0].config["cluster"]["representative"] == "work_mean"  # recorded as given
+    assert len({tuple((x.invocation, x.weight) for x in p.samples) for p in plans}) == 1
+
+
 def test_gcl_stem_epsilon_is_the_knob():
     w = toy_workload(3)
     t = w.profile["time_ns"].to_numpy()
