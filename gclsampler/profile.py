@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from gclsampler._atomic import atomic_path
+from gclsampler._csv_records import csv_records
 from gclsampler.errors import GclError, located
 
 __all__ = [
@@ -763,26 +764,6 @@ def _times_pow10(v: np.ndarray, q: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return np.where(ok, np.where(q >= 0, v * _POW10[j], v / _POW10[j]), 0.0)
 
 
-class _Lines:
-    """Iterate text lines while remembering the 1-based number of the last one read.
-
-    Lines end only at LF, CR or CRLF, as for pandas and pyarrow (``str.splitlines`` also
-    splits at form feeds and U+2028, which moved every later line number).
-    """
-
-    def __init__(self, text: str):
-        self._it = iter(io.StringIO(text, newline=""))
-        self.line = 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> str:
-        s = next(self._it)
-        self.line += 1
-        return s
-
-
 def _read_text(path: Path) -> str:
     """The export's text; ``.gz``, ``.xz`` and ``.zst`` are read through (the compressions a
     trace may have: exports are kept beside traces, as ``real/*/raw/`` keeps them)."""
@@ -819,16 +800,11 @@ def _read_text(path: Path) -> str:
 
 
 def _csv_rows(path: Path, text: str):
-    """Yield ``(line, row)`` for every CSV record (line = where the record starts)."""
-    lines = _Lines(text)
-    reader = csv.reader(lines)
-    start = 1
-    try:
-        for row in reader:
-            yield start, row
-            start = lines.line + 1
-    except csv.Error as exc:
-        raise ProfileFormatError(located(path, lines.line, None, f"malformed CSV: {exc}")) from None
+    """Yield ``(line, row)`` for every CSV record (line = where the record starts). Lines end
+    only at LF, CR or CRLF, as for pandas and pyarrow (``str.splitlines`` also splits at form
+    feeds and U+2028, which moved every later line number)."""
+    return csv_records(csv.reader(io.StringIO(text, newline="")),
+                       lambda line, why: ProfileFormatError(located(path, line, None, why)))
 
 
 def _number(text: str) -> float:

@@ -122,6 +122,19 @@ def test_ragged_row_is_located(tmp_path):
         read_profile(p)
 
 
+def test_an_unclosed_quote_is_named_where_its_record_starts(tmp_path):
+    """The quote runs on until the csv module's 128 KiB field limit, thousands of lines later:
+    that line was named, far from anything to fix."""
+    from gclsampler.profile import import_profile
+
+    rows = "".join(f'{i},{chr(34) if i == 5 else ""}k,(1 1 1),(1 1 1),5,1\n' for i in range(30000))
+    p = _write_text(tmp_path, HEADER + rows)
+    for read in (read_profile, import_profile):
+        with pytest.raises(ProfileFormatError, match=r"profile.csv:7: malformed CSV: field larger than field limit "
+                                                     r"\(131072\) \(an unclosed quote\?\)$"):
+            read(p)
+
+
 def test_write_rejects_bad_table(tmp_path):
     df = _table()
     df.loc[1, "time_ns"] = np.nan

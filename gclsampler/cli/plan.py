@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gclsampler._csv_records import csv_records
 from gclsampler.errors import GclError, located
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
@@ -341,19 +342,6 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, dict[int,
     return out
 
 
-def _records(reader, path: Path):
-    """``(line, row)`` of each record after the header, ``line`` where the record starts; a
-    record the csv module cannot read (an unclosed quote runs on into a field past its size
-    limit) is one located error, not a ``csv.Error`` traceback."""
-    start = reader.line_num + 1
-    try:
-        for row in reader:
-            yield start, row
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise ResultsFormatError(located(path, start, None, f"malformed CSV: {exc} (an unclosed quote?)")) from None
-
-
 def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, dict[int, float]]:
     wanted = set(int(i) for i in plan.invocations)
     try:
@@ -375,7 +363,7 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
         # plan columns that `gclsampler simulate` copies into simulated.csv are not metrics
         cols = [j for j, h in enumerate(header) if j != inv_col and h and h not in ("cluster", "weight")]
         rows: dict[int, tuple[int, list[str]]] = {}
-        for lineno, row in _records(reader, path):
+        for lineno, row in csv_records(reader, lambda line, why: ResultsFormatError(located(path, line, None, why))):
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(header):
