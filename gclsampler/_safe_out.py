@@ -113,10 +113,18 @@ def written_by(directory: str | os.PathLike) -> str | None:
             return "simulate"
     except (OSError, ValueError):
         pass
-    if (d / "results.csv").is_file() and (d / "report.md").is_file() and (d / "plans").is_dir():
-        return "evaluate"  # an evaluate.py run directory from before the marker
-    if (d / "last.pt").is_file() or (d / "run.json").is_file():  # a train.py run from before the marker
-        return "train"
+    # evaluate.py and train.py runs from before the marker, known by what their files say, not
+    # by their names: a user's directory holding a report.md, a results.csv and a plans/ was taken
+    # for a run (and its files overwritten), and any run.json or last.pt for a train.py run
+    if ((first_line(d / "results.csv") or "").startswith("workload,method,") and (d / "plans").is_dir()
+            and (first_line(d / "report.md") or "").startswith("# gclsampler evaluation")):
+        return "evaluate"
+    try:
+        meta = json.loads((d / "run.json").read_text())
+        if isinstance(meta, dict) and {"workload", "invocations", "timings"} <= meta.keys():
+            return "train"
+    except (OSError, ValueError):
+        pass
     return None
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gclsampler._safe_out import OutputError, claim_dir
 from gclsampler.cli import main
 
 
@@ -236,7 +237,38 @@ def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_pa
     old_run = tmp_path / "old-run"
     old_run.mkdir()
     (old_run / "last.pt").write_bytes(b"")
+    (old_run / "run.json").write_text(json.dumps({"workload": "phi2", "invocations": 3, "timings": {}}))
     assert claim_dir(old_run, "train") == old_run  # a run from before the marker can be resumed
+
+
+@pytest.mark.parametrize("files", [
+    {"run.json": '{"tool": "mytool"}', "report.md": "irreplaceable"},  # someone else's run.json
+    {"last.pt": "someone's checkpoint", "config.yaml": "my: config"},
+])
+def test_a_run_json_or_last_pt_alone_does_not_make_a_train_run(tmp_path, files):
+    """Any run.json or last.pt made a directory a train.py run from before the marker, and its
+    report.md and config.yaml were overwritten."""
+    d = tmp_path / "other"
+    d.mkdir()
+    for name, text in files.items():
+        (d / name).write_text(text)
+    with pytest.raises(OutputError, match="not written by `python train.py`"):
+        claim_dir(d, "train")
+    assert {p.name: p.read_text() for p in d.iterdir()} == files
+
+
+def test_a_report_results_and_plans_do_not_make_an_evaluate_run(tmp_path):
+    """Three names made a user's directory an evaluate.py run; its files were overwritten or deleted."""
+    d = tmp_path / "proj"
+    (d / "plans").mkdir(parents=True)
+    (d / "report.md").write_text("my report")
+    (d / "results.csv").write_text("a,b\n")
+    (d / "plans" / "phd_plan.txt").write_text("my plan")
+    with pytest.raises(OutputError, match="not written by `python evaluate.py`"):
+        claim_dir(d, "evaluate")
+    (d / "report.md").write_text("# gclsampler evaluation: suite `full`\n")
+    (d / "results.csv").write_text("workload,method,arch\n")
+    assert claim_dir(d, "evaluate") == d  # what an evaluate.py run from before the marker wrote
 
 
 @pytest.mark.parametrize("script,command", [("train.py", "train"), ("evaluate.py", "evaluate")])
@@ -267,8 +299,8 @@ def test_runs_from_before_the_marker_are_recognised(tmp_path):
 
     ev = tmp_path / "ev"
     (ev / "plans").mkdir(parents=True)
-    (ev / "results.csv").write_text("x\n")
-    (ev / "report.md").write_text("x\n")
+    (ev / "results.csv").write_text("workload,method,arch,plan_arch\n")
+    (ev / "report.md").write_text("# gclsampler evaluation: suite `quick`\n")
     sim = tmp_path / "sim"
     sim.mkdir()
     (sim / "run.json").write_text('{"wall_s": 1, "simulated_now": 2, "launcher": "local"}')
