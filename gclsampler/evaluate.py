@@ -11,6 +11,7 @@ the same way (simulated ground truth: the papers' sampled-versus-full simulation
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -554,19 +555,52 @@ EARLIER_OUTPUTS = ("results.csv", "report.md", "unavailable.csv", "plans", "plot
 """What a run writes into ``out_dir`` and a rerun replaces; ``train/`` stays (``embeddings=cached``)."""
 
 
-def _remove_earlier_outputs(out: Path, written: set[Path]) -> None:
+def earlier_outputs(out: Path) -> set[str] | None:
+    """The files (paths relative to ``out``) an earlier run into ``out`` recorded as its own in
+    the marker, or None when its marker records none (a run of an older version)."""
+    from gclsampler._safe_out import MARKER
+
+    try:
+        listed = json.loads((out / MARKER).read_text(encoding="utf-8")).get("outputs")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return set(map(str, listed)) if isinstance(listed, list) else None
+
+
+def _looks_written_by_evaluate(f: Path, top: str) -> bool:
+    """For a run whose marker lists nothing: whether ``f`` is a file of the kind an evaluate.py
+    run writes there (a plan, a silhouette curve, its unavailable.csv). Plots are never taken
+    for one: a user's figure is a .png too."""
+    from gclsampler._safe_out import first_line
+
+    if top == "plans":
+        try:
+            return str(json.loads(f.read_text(encoding="utf-8")).get("format", "")).startswith("gclsampler-plan/")
+        except (OSError, ValueError, AttributeError):
+            return False
+    head = first_line(f) or ""
+    return (top == "silhouette" and head == "k,score") or (top == "unavailable.csv" and head == "workload,method,reason")
+
+
+def _remove_earlier_outputs(out: Path, written: set[Path], earlier: set[str] | None) -> None:
     """Once this run's results and report are written, delete what an earlier run into the
-    same directory wrote and this one did not: files under ``EARLIER_OUTPUTS`` that are not in
-    ``written`` (plans, silhouette curves, ``unavailable.csv``) or, in ``plots/``, not shown by
-    the new report.md.
+    same directory wrote and this one did not: files under ``EARLIER_OUTPUTS`` that the earlier
+    run recorded (``earlier``; for an older run without a record, files of the kinds it writes)
+    and that are not in ``written`` or, in ``plots/``, not shown by the new report.md. Then
+    record this run's outputs in the marker for the next one.
 
     Why: a rerun (the docs' ``cp -r RUN NEW`` rescoring) left the earlier run's plans and plots
     of methods it no longer runs beside the new report, which names none of them, and an
-    ``unavailable.csv`` it no longer has. Why at the end: a rerun that fails keeps the earlier
-    results rather than leaving neither.
+    ``unavailable.csv`` it no longer has. Why only recorded files: a note or figure the user
+    put into ``plots/`` or ``plans/`` was deleted too. Why at the end: a rerun that fails keeps
+    the earlier results rather than leaving neither.
     """
+    from gclsampler._atomic import write_text_atomic
+    from gclsampler._safe_out import MARKER
+
     report = (out / "report.md").read_text(encoding="utf-8") if (out / "report.md").is_file() else ""
     keep = {p.resolve() for p in written} | {(out / n).resolve() for n in ("results.csv", "report.md")}
+    ours: list[str] = []
     for name in EARLIER_OUTPUTS:
         top = out / name
         files = [top] if not top.is_dir() or top.is_symlink() else sorted(top.rglob("*"), reverse=True)
@@ -577,11 +611,15 @@ def _remove_earlier_outputs(out: Path, written: set[Path]) -> None:
                 continue
             if not (f.exists() or f.is_symlink()):
                 continue
+            rel = f.relative_to(out).as_posix()
             shown = name == "plots" and f"plots/{f.relative_to(top).as_posix()}" in report
-            if f.resolve() not in keep and not shown:
+            if f.resolve() in keep or shown:
+                ours.append(rel)
+            elif rel in earlier if earlier is not None else _looks_written_by_evaluate(f, name):
                 f.unlink()
         if top.is_dir() and not top.is_symlink() and not any(top.iterdir()):
             top.rmdir()
+    write_text_atomic(out / MARKER, json.dumps({"command": "evaluate", "outputs": sorted(ours)}) + "\n")
 
 
 def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[Any], np.ndarray] | None = None,
@@ -602,6 +640,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
 
     # evaluate.py claims it before Hydra's task starts; an API caller's directory is checked here
     out = claim_dir(out_dir, "evaluate", ignore=(".hydra", "evaluate.log"))
+    earlier = earlier_outputs(out)  # what a rerun may delete: the earlier run's own files only
     written: set[Path] = set()  # what this run writes under EARLIER_OUTPUTS (the rest is an earlier run's)
     suite = cfg.suite
     data_dir = suite_data_dir(cfg, launch_dir)
@@ -738,5 +777,5 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                  plan_arch=suite.trace_arch, histograms=histograms, silhouette=silhouettes,
                  config_text=config_text, plots=cfg.plots, notes=notes, silhouette_k=silhouette_k,
                  sections=cluster_sections, unavailable=unavailable)
-    _remove_earlier_outputs(out, written)
+    _remove_earlier_outputs(out, written, earlier)
     return results

@@ -235,6 +235,33 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
 
 
+def test_a_rerun_deletes_only_what_an_earlier_run_wrote(tmp_path):
+    """A rerun deleted every file under plots/, plans/ and silhouette/ it did not write itself:
+    a user's notes and figures too. A run of an older version (its marker lists nothing) loses
+    only files of the kinds evaluate.py writes there, and never a plot."""
+    import gclsampler.evaluate as ev
+
+    data = tmp_path / "data"
+    t = make_profile(60, 0)
+    _write_workload(data / "wa", {"turing": t})
+    common = ["suite=quick", "suite.workloads=[wa]", "suite.archs=[turing]", f"data_dir={data}", "generate=false",
+              "suite.hist_workload=wa", "plots=false", "suite.n_seeds=1"]
+    out = tmp_path / "out"
+    ev.run_suite(_compose([*common, "suite.methods=[pka,sieve]", "suite.hist_methods=[pka]"])[0], out)
+    for legacy in (False, True):
+        if legacy:
+            (out / ".gclsampler-output").write_text('{"command": "evaluate"}\n')
+            (out / "plans" / "wa" / "sieve.json").write_bytes((out / "plans" / "wa" / "pka.json").read_bytes())
+        (out / "plots").mkdir(exist_ok=True)
+        (out / "plots" / "fig1.png").write_bytes(b"my figure")
+        (out / "plans" / "wa" / "phd_plan.txt").write_text("my plan")
+        ev.run_suite(_compose([*common, "suite.methods=[pka]", "suite.hist_methods=[pka]"])[0], out)
+        assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["phd_plan.txt", "pka.json"], legacy
+        assert (out / "plots" / "fig1.png").read_bytes() == b"my figure"
+        assert json.loads((out / ".gclsampler-output").read_text())["outputs"] == [
+            "plans/wa/pka.json", "report.md", "results.csv"]
+
+
 def test_a_rerun_into_a_run_directory_replaces_its_outputs(tmp_path):
     """The docs' rescoring recipe (cp -r RUN NEW, then evaluate into NEW) left the earlier run's
     plans, plots and silhouette curves of methods it no longer ran beside the new report."""
@@ -254,9 +281,14 @@ def test_a_rerun_into_a_run_directory_replaces_its_outputs(tmp_path):
     (out / "unavailable.csv").write_text("workload,method,reason\nwa,gcl,old\n")
     (out / "plots").mkdir(exist_ok=True)
     (out / "plots" / "clusters_wa_sieve.png").write_bytes(b"an earlier run's plot")
+    marker = json.loads((out / ".gclsampler-output").read_text())
+    assert "plans/wa/sieve.json" in marker["outputs"] and marker["command"] == "evaluate"
+    marker["outputs"] += ["unavailable.csv", "plots/clusters_wa_sieve.png"]  # as a run with plots would record
+    (out / ".gclsampler-output").write_text(json.dumps(marker))
+    (out / "plans" / "wa" / "notes.txt").write_text("mine")  # what the user added is kept
     cfg, _ = _compose([*common, "suite.methods=[pka]", "suite.hist_methods=[pka]"])
     ev.run_suite(cfg, out)
-    assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["pka.json"]
+    assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["notes.txt", "pka.json"]
     assert not (out / "plots").exists()  # plots=false: the new report shows none
     assert not (out / "unavailable.csv").exists() and (out / "train" / "kept.npy").read_bytes() == b"embeddings"
     assert set(pd.read_csv(out / "results.csv")["method"]) == {"pka"}
