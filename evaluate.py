@@ -19,7 +19,8 @@ with exit_on_interrupt("evaluate"):  # hydra, pandas, matplotlib: seconds
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    from gclsampler.evaluate import EvaluateConfig, check_suite_keys, register_configs, run_suite, train_setting_hint
+    from gclsampler.evaluate import (EvaluateConfig, check_out_dir_apart, check_suite_keys, register_configs, run_suite,
+                                     train_setting_hint)
 
 register_configs()
 
@@ -37,6 +38,7 @@ def _main(cfg) -> None:
     check_config_keys(cfg)  # unknown keys added with `+` fail too
     typed: EvaluateConfig = OmegaConf.to_object(cfg)
     check_suite_keys(typed, launch)  # before out_dir is created (a missing real workload too)
+    check_out_dir_apart(out, typed, launch)
     from gclsampler._safe_out import claim_dir
 
     # never write into files evaluate did not write; Hydra's run dir is marked too, so a rerun

@@ -439,17 +439,23 @@ def restore_hydra_records() -> None:
     _hydra_records.clear()
 
 
-def _workload_of(config) -> Path | None:
-    """The workload directory a train.py config reads (``pipeline.workload_dir``'s rule, from the
-    launch directory, where Hydra still is at ``on_run_start``); None for other configs."""
+def _workloads_of(config) -> list[Path]:
+    """The workload directories a config reads, from the launch directory (where Hydra still is
+    at ``on_run_start``): train.py's one (``pipeline.workload_dir``'s rule), or evaluate.py's
+    suite (``evaluate.suite_data_dir``'s rule); none for other configs."""
     from omegaconf import OmegaConf
 
+    if OmegaConf.select(config, "suite", default=None) is not None:  # evaluate.py
+        base = (OmegaConf.select(config, "data_dir", default=None)
+                or OmegaConf.select(config, "suite.data_dir", default=None) or "workloads")
+        names = OmegaConf.select(config, "suite.workloads", default=None) or []
+        return [Path(str(base)) / str(n) for n in names]
     given = OmegaConf.select(config, "workload.dir", default=None)
     if given:
-        return Path(str(given))
+        return [Path(str(given))]
     name, base = OmegaConf.select(config, "workload.name", default=None), OmegaConf.select(
         config, "paths.workloads_dir", default=None)
-    return Path(str(base)) / str(name) if name is not None and base is not None else None
+    return [Path(str(base)) / str(name)] if name is not None and base is not None else []
 
 
 class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
@@ -477,9 +483,9 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         try:
             # a run inside its own workload was refused by the task, after Hydra had written .hydra/
             # and the log there: a workload the synthesizer then would not replace
-            wl = _workload_of(config)
-            if wl is not None and _is_within(_resolve(run_dir), _resolve(wl)):  # existing or still to be synthesized
-                raise OutputError(f"{run_dir}: output lies inside the input {wl}; choose a path outside it")
+            for wl in _workloads_of(config):  # existing or still to be synthesized
+                if _is_within(_resolve(run_dir), _resolve(wl)):
+                    raise OutputError(f"{run_dir}: output lies inside the input {wl}; choose a path outside it")
             check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
         except OutputError as exc:
             # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through

@@ -472,6 +472,27 @@ def suite_data_dir(cfg: EvaluateConfig, launch_dir: str | Path | None = None) ->
     return data_dir
 
 
+def check_out_dir_apart(out: Path, cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> None:
+    """Refuse an ``out_dir`` that lies inside a workload of the suite, or a workload that lies
+    inside what the run writes and cleans (``EARLIER_OUTPUTS``, ``train/``), before anything is
+    created. Why: a user's measured workload under ``OUT/plans`` got plans written into it and was
+    deleted by the rerun's cleanup, and an ``out_dir`` inside a workload was refused only after
+    its marker had been left there, which then stopped that workload's synthesis."""
+    from gclsampler._safe_out import OutputError, _is_within, _resolve
+
+    data_dir = suite_data_dir(cfg, launch_dir)
+    o = _resolve(out)
+    managed = [o / n for n in (*EARLIER_OUTPUTS, "train")]
+    for name in cfg.suite.workloads:
+        w = _resolve(data_dir / name)
+        if _is_within(o, w):
+            raise OutputError(f"{out}: out_dir: lies inside workload {name} ({data_dir / name}); choose a path outside it")
+        inside = next((m for m in managed if _is_within(w, m)), None)
+        if inside is not None:
+            raise OutputError(f"{data_dir / name}: data_dir: workload {name} lies inside out_dir's {inside.name}, which "
+                              "evaluate.py writes and cleans; choose a data_dir outside it")
+
+
 def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> None:
     """Values the schema's types let through but the suite cannot use, named by their key.
 
@@ -639,6 +660,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     from gclsampler._safe_out import claim_dir
 
     # evaluate.py claims it before Hydra's task starts; an API caller's directory is checked here
+    check_out_dir_apart(Path(out_dir), cfg, launch_dir)
     out = claim_dir(out_dir, "evaluate", ignore=(".hydra", "evaluate.log"))
     earlier = earlier_outputs(out)  # what a rerun may delete: the earlier run's own files only
     written: set[Path] = set()  # what this run writes under EARLIER_OUTPUTS (the rest is an earlier run's)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import math
 import re
 from pathlib import Path
@@ -233,6 +234,33 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     # byte-identical rerun (fit_seconds excluded: wall-clock)
     again = ev.run_suite(cfg, tmp_path / "out2", embed_fn=embed)
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
+
+
+def test_a_workload_inside_what_the_run_writes_is_refused(tmp_path):
+    """A measured workload under OUT/plans got plans written into it, and the rerun's cleanup
+    deleted it; nothing is created before the refusal."""
+    import gclsampler.evaluate as ev
+    from gclsampler._safe_out import OutputError
+
+    out = tmp_path / "out"
+    t = make_profile(60, 0)
+    for sub in ("plans", "plots", "silhouette", "train"):
+        data = out / sub
+        _write_workload(data / "myapp", {"turing": t})
+        before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+        cfg, _ = _compose(["suite=quick", "suite.workloads=[myapp]", "suite.archs=[turing]", f"data_dir={data}",
+                           "generate=false", "suite.hist_workload=myapp", "plots=false", "suite.n_seeds=1",
+                           "suite.methods=[pka]", "suite.hist_methods=[pka]"])
+        with pytest.raises(OutputError, match=rf"myapp: data_dir: workload myapp lies inside out_dir's {sub}, "):
+            ev.run_suite(cfg, out)
+        assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+        shutil.rmtree(out)
+    data = tmp_path / "data"
+    _write_workload(data / "myapp", {"turing": t})
+    cfg, _ = _compose(["suite=quick", "suite.workloads=[myapp]", f"data_dir={data}", "suite.methods=[pka]"])
+    with pytest.raises(OutputError, match=r"out_dir: lies inside workload myapp"):
+        ev.run_suite(cfg, data / "myapp" / "x")
+    assert not (data / "myapp" / "x").exists()
 
 
 def test_a_rerun_deletes_only_what_an_earlier_run_wrote(tmp_path):

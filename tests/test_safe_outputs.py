@@ -294,6 +294,28 @@ def test_hydra_run_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, 
     assert (mine / ".hydra" / "config.yaml").read_text() == "user: cfg\n"
 
 
+def test_evaluate_run_or_out_dir_inside_a_workload_is_refused_before_anything_is_written(tmp_path):
+    """An out_dir inside a workload was refused only after its marker was left there (and the
+    workload's next synthesis then refused to replace it); Hydra's run dir was not checked."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    wl = tmp_path / "data" / "bfs"
+    wl.mkdir(parents=True)
+    (wl / "keep.txt").write_text("x\n")
+    for key in ("hydra.run.dir", "out_dir"):
+        r = subprocess.run([sys.executable, str(root / "evaluate.py"), "suite=quick", "suite.workloads=[bfs]",
+                            f"data_dir={tmp_path / 'data'}", f"{key}={wl / 'x'}",
+                            *([f"hydra.run.dir={tmp_path / 'run'}"] if key == "out_dir" else [])],
+                           cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert f"{wl / 'x'}" in lines[0] and "inside" in lines[0], lines[0]
+        assert sorted(p.name for p in wl.rglob("*")) == ["keep.txt"], key
+
+
 def test_runs_from_before_the_marker_are_recognised(tmp_path):
     from gclsampler._safe_out import written_by
 
