@@ -527,6 +527,10 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
     from gclsampler.validate import check_sampler_params
 
+    for key in ("sweep_methods", "hist_methods"):  # a misspelt name made no ε-sweep or histogram, silently
+        unknown = [m for m in getattr(suite, key) if m not in _registry()]
+        if unknown:
+            raise EvaluationError(f"suite.{key}: unknown method {unknown[0]!r}; available: {sorted(_registry())}")
     for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
         check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
     if cfg.generate and not suite.real:  # a misspelt name is no workload to synthesize: say so before out_dir exists

@@ -236,6 +236,16 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
 
 
+@pytest.mark.parametrize("key", ["sweep_methods", "hist_methods"])
+def test_misspelt_sweep_and_histogram_methods_are_refused(tmp_path, key):
+    """suite.sweep_methods=[stem_roots] made no ε-sweep while the report said it covered four."""
+    import gclsampler.evaluate as ev
+
+    cfg, _ = _compose(["suite=quick", f"data_dir={tmp_path}", f"suite.{key}=[stem_root,stem_roots]"])
+    with pytest.raises(ev.EvaluationError, match=rf"^suite.{key}: unknown method 'stem_roots'; available: "):
+        ev.check_suite_keys(cfg)
+
+
 def test_a_workload_inside_what_the_run_writes_is_refused(tmp_path):
     """A measured workload under OUT/plans got plans written into it, and the rerun's cleanup
     deleted it; nothing is created before the refusal."""
