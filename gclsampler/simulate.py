@@ -182,6 +182,10 @@ def locate_simulator(root: str | os.PathLike | None = None, config: str = DEFAUL
 
     Raises ``SimulatorNotFound`` with one sentence saying what to install or set.
     """
+    if not config or config in (".", "..") or any(c in config for c in "/\\\0"):
+        # it names profiles/accelsim-<config>.csv too: '../..' wrote the profile outside the workload
+        raise SimulatorNotFound(f"--config: {config!r} is not a tested config's name (a directory name under "
+                                "gpu-simulator/gpgpu-sim/configs/tested-cfgs, e.g. SM86_RTX3070)")
     given = root if root is not None else os.environ.get("ACCELSIM_ROOT")
     if not given:
         raise SimulatorNotFound("no Accel-Sim build: pass --accelsim-root DIR or set ACCELSIM_ROOT to your "
@@ -193,7 +197,10 @@ def locate_simulator(root: str | os.PathLike | None = None, config: str = DEFAUL
         raise SimulatorNotFound(f"{base}: {src}: not an accel-sim-framework checkout (no "
                                 f"gpu-simulator/setup_environment.sh)")
     binary = base / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
+    if binary.exists() and not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise SimulatorNotFound(f"{binary}: not an executable file; rebuild Accel-Sim (cd {base / 'gpu-simulator'} && "
+                                "source setup_environment.sh release && make -j; docs/simulate.md)")
+    if not binary.exists():
         raise SimulatorNotFound(f"{binary}: missing; build Accel-Sim first (cd {base / 'gpu-simulator'} && "
                                 "source setup_environment.sh release && make -j; docs/simulate.md)")
     config_dir = base / "gpu-simulator" / "gpgpu-sim" / "configs" / "tested-cfgs" / config

@@ -100,7 +100,14 @@ def test_locate_errors_say_what_to_set(tmp_path, monkeypatch):
     root = make_stub_root(tmp_path / "as")
     with pytest.raises(S.SimulatorNotFound, match=r"--config SM7_NOPE: .*tested configs of this build: SM86_RTX3070"):
         S.locate_simulator(root, "SM7_NOPE")
-    (root / "gpu-simulator" / "bin" / "release" / "accel-sim.out").unlink()
+    for bad in ("../../../tmp/evil", "..", "a/b", ""):  # it names profiles/accelsim-<config>.csv too
+        with pytest.raises(S.SimulatorNotFound, match=r"^--config: .* is not a tested config's name"):
+            S.locate_simulator(root, bad)
+    binary = root / "gpu-simulator" / "bin" / "release" / "accel-sim.out"
+    binary.chmod(0o644)
+    with pytest.raises(S.SimulatorNotFound, match="accel-sim.out: not an executable file; rebuild"):
+        S.locate_simulator(root)
+    binary.unlink()
     with pytest.raises(S.SimulatorNotFound, match="accel-sim.out: missing; build Accel-Sim first"):
         S.locate_simulator(root)
     bad = make_stub_root(tmp_path / "bad", setup_fails=True)
@@ -395,6 +402,17 @@ def test_all_never_overwrites_a_profile_it_did_not_write(tmp_path, stub, capsys)
     assert "not written by `gclsampler simulate --all`" in capsys.readouterr().err
     assert mine.read_text() == "my own data\n" and stub.calls() == []
     mine.unlink()
+    notes = mine.with_suffix(".json")  # the sidecar's name: a user's file there was overwritten
+    notes.write_text('{"my": "notes"}')
+    assert _simulate(tmp_path, "--all") == 2
+    assert f"{notes}: exists and was not written by `gclsampler simulate --all`" in capsys.readouterr().err
+    notes.unlink()
+    import os
+
+    os.mkfifo(notes)  # replaced by a regular file before
+    assert _simulate(tmp_path, "--all") == 2
+    assert f"{notes}: is a named pipe (FIFO)" in capsys.readouterr().err
+    notes.unlink()
     assert _simulate(tmp_path, "--all") == 0
     assert _simulate(tmp_path, "--all", out="again") == 0  # its own earlier profile is replaced
 

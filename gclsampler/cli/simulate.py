@@ -256,14 +256,22 @@ def _check_cache_dir(cache: Path, inputs: list) -> None:
 def _check_own_profile(prof: Path) -> None:
     """``--all`` replaces ``profiles/accelsim-<config>.csv`` only when an earlier ``--all`` wrote it
     (its sidecar JSON says so): the user's own file of that name is refused, not overwritten."""
-    from gclsampler._safe_out import OutputError
+    from gclsampler._safe_out import OutputError, _special_file
 
-    if not prof.exists():
-        return
+    side = prof.with_suffix(".json")
+    for p in (prof, side):  # a FIFO there was replaced by a regular file
+        what = _special_file(p) or ("a directory" if p.is_dir() else None)
+        if what:
+            raise OutputError(f"{p}: is {what}, not a file `gclsampler simulate --all` wrote; not replaced")
     try:
-        ours = json.loads(prof.with_suffix(".json").read_text()).get("format") == "gclsampler-simulated-profile/1"
+        ours = json.loads(side.read_text()).get("format") == "gclsampler-simulated-profile/1"
     except (OSError, ValueError, AttributeError):
         ours = False
+    if side.exists() and not ours:  # the user's notes of that name were overwritten
+        raise OutputError(f"{side}: exists and was not written by `gclsampler simulate --all`; not replaced: "
+                          "move it, or pass --config")
+    if not prof.exists():
+        return
     if not ours:
         raise OutputError(f"{prof}: exists and was not written by `gclsampler simulate --all` (no "
                           f"{prof.with_suffix('.json').name} beside it); not replaced: move it, or pass --config")
