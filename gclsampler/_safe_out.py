@@ -172,16 +172,30 @@ def _option(command: str) -> str:
     return SCRIPTS[command][1] if command in SCRIPTS else "--out"
 
 
+LEGACY_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "synth": ("kernelslist.g", "profile.csv", "profiles", "workload.json", TRACES),
+    "trace group": ("kernelslist.g", TRACES),
+    "trace export-accelsim": ("kernelslist.g", TRACES),
+    "plan export-accelsim": ("kernelslist.g", "plan.json", TRACES),
+    "compare": ("compare.md", "compare.csv", "compare_workloads.csv", "compare_head_to_head.csv", "plots"),
+}
+"""What each directory-replacing command writes, for markers from before they listed it."""
+
+
 def _added_since(out: Path, entries: list[Path]) -> list[Path]:
     """Entries of an output directory that its command did not write (the marker lists what
     it wrote), other than ``DERIVED`` ones.
 
     Why: a directory is replaced as a whole, and users add to outputs: the README's own
     steps import profile.csv into the directory ``trace group`` wrote, and regrouping (say,
-    with ``--compress``) deleted it. Markers from before the list say nothing and are trusted.
+    with ``--compress``) deleted it. A marker from before the list is read as listing what its
+    command writes (``LEGACY_OUTPUTS``): trusted whole, it let a rerun delete what the user added.
     """
     try:
-        wrote = json.loads((out / MARKER).read_text()).get("wrote")
+        marker = json.loads((out / MARKER).read_text())
+        wrote = marker.get("wrote")
+        if wrote is None:  # a command that writes into its directory (train, evaluate, simulate) lists none
+            wrote = list(LEGACY_OUTPUTS[marker["command"]]) if marker.get("command") in LEGACY_OUTPUTS else None
     except (OSError, ValueError, AttributeError):
         return []
     if not isinstance(wrote, list):

@@ -316,6 +316,28 @@ def test_evaluate_run_or_out_dir_inside_a_workload_is_refused_before_anything_is
         assert sorted(p.name for p in wl.rglob("*")) == ["keep.txt"], key
 
 
+@pytest.mark.parametrize("command, written", [
+    ("trace export-accelsim", ["kernelslist.g", "kernel-1.traceg"]),
+    ("synth", ["workload.json", "profile.csv", "kernelslist.g", "kernel-1.traceg.zst"]),
+])
+def test_a_marker_from_before_its_list_still_protects_what_the_user_added(tmp_path, command, written):
+    """Markers written before they listed their command's outputs were trusted whole: a rerun
+    deleted the user's NOTES.md (or the profile.csv imported into a trace group output)."""
+    from gclsampler._safe_out import check_out_dir
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".gclsampler-output").write_text(json.dumps({"command": command}))
+    for name in written:
+        (out / name).write_text("x")
+    assert check_out_dir(out, command) == out  # what the command itself writes
+    (out / "NOTES.md").write_text("my notes")
+    with pytest.raises(OutputError, match=r"NOTES.md: not written by `gclsampler " + command):
+        check_out_dir(out, command)
+    assert claim_dir(tmp_path / "run", "train") and (tmp_path / "run" / "x.txt").write_text("") == 0
+    assert claim_dir(tmp_path / "run", "train")  # write-into commands list nothing and keep working
+
+
 def test_runs_from_before_the_marker_are_recognised(tmp_path):
     from gclsampler._safe_out import written_by
 
