@@ -487,6 +487,32 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         self.command = command
         self.prog = prog or command  # the prefix the entry point's other errors carry
 
+    def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
+        """``-m``: refuse a ``hydra.sweep.dir`` of someone else's before Hydra writes its
+        ``multirun.yaml`` and the jobs' ``.hydra/`` and logs there (no callback runs between
+        those writes and a job's task). The sweep directory may be new, empty, or a Hydra
+        sweep directory already (its ``multirun.yaml``); each job directory is then checked
+        by its task as a run directory is."""
+        from omegaconf import OmegaConf
+
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir", throw_on_missing=False)
+        if sweep_dir is None:
+            return
+        d = Path(str(sweep_dir))
+        problem = None
+        if d.exists() or d.is_symlink():
+            if not d.is_dir():
+                problem = f"{d}: exists and is not a directory (it is {_special_file(d) or 'a file'})"
+            elif any(d.iterdir()) and first_line(d / "multirun.yaml") != "hydra:":
+                problem = (f"{d}: directory holds files and is not a Hydra sweep directory (no multirun.yaml of "
+                           "Hydra's); Hydra would write its multirun.yaml and job directories among them: choose "
+                           "another hydra.sweep.dir")
+        if problem:
+            import sys
+
+            print(f"{self.prog}: error: hydra.sweep.dir: {problem}", file=sys.stderr)
+            raise SystemExit(2)
+
     def on_run_start(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
 

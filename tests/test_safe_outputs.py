@@ -294,6 +294,32 @@ def test_hydra_run_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, 
     assert (mine / ".hydra" / "config.yaml").read_text() == "user: cfg\n"
 
 
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_a_sweep_dir_of_someone_else_is_refused_before_hydra_writes(tmp_path, script):
+    """-m wrote multirun.yaml over the user's file and the jobs' .hydra/ into the user's
+    directory: only a single run's directory was checked."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "multirun.yaml").write_text("precious\n")
+    (mine / "thesis.txt").write_text("x\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for sweep_dir, why in ((mine, "is not a Hydra sweep directory"), (fifo, "is a named pipe (FIFO)")):
+        r = subprocess.run([sys.executable, str(root / script), "-m",
+                            "debug=default" if script == "train.py" else "suite=quick", "seed=0,1",
+                            f"hydra.sweep.dir={sweep_dir}"], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=300)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert f"error: hydra.sweep.dir: {sweep_dir}: " in lines[0] and why in lines[0], lines[0]
+    assert sorted(p.name for p in mine.iterdir()) == ["multirun.yaml", "thesis.txt"]
+    assert (mine / "multirun.yaml").read_text() == "precious\n"
+
+
 def test_evaluate_run_or_out_dir_inside_a_workload_is_refused_before_anything_is_written(tmp_path):
     """An out_dir inside a workload was refused only after its marker was left there (and the
     workload's next synthesis then refused to replace it); Hydra's run dir was not checked."""
