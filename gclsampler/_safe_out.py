@@ -252,6 +252,17 @@ def _special_file(path: Path) -> str | None:
     return None
 
 
+def special_input_problem(path: str | os.PathLike) -> str | None:
+    """Why an input file cannot be read, when it is a FIFO, device or socket (else None).
+
+    Why: a named pipe nobody writes to blocks the first read forever; the files a workload
+    directory holds (profile.csv, kernelslist.g, workload.json, embeddings.npy) are never
+    streams, so each is refused before it is opened.
+    """
+    what = _special_file(Path(path))
+    return f"is {what}, not a regular file; reading it would wait for a writer" if what else None
+
+
 def _looks_like(path: Path, kind: str) -> bool:
     try:
         with open(path, "rb") as fh:

@@ -59,7 +59,12 @@ def check_embeddings(emb: np.ndarray, where: str | os.PathLike, n_invocations: i
 def load_embeddings(path: str | os.PathLike, n_invocations: int | None = None,
                     profile: str | os.PathLike | None = None) -> np.ndarray:
     """Load ``path`` (a ``.npy`` array; pickles are refused) and ``check_embeddings`` it."""
+    from gclsampler._safe_out import special_input_problem
+
     path = Path(path)
+    problem = special_input_problem(path)
+    if problem:
+        raise EmbeddingsError(located(path, None, None, problem))
     try:
         with open(path, "rb") as fh:
             magic = fh.read(6)

@@ -395,6 +395,13 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
         return [Problem("error", located(root, None, None, "no such directory"))]
     if not root.is_dir():
         return [Problem("error", located(root, None, None, "not a directory (give the workload directory)"))]
+    from gclsampler._safe_out import special_input_problem
+
+    own = [root / n for n in ("workload.json", "kernelslist.g", "kernelslist", "profile.csv")]
+    own += sorted((root / "profiles").glob("*.csv")) if (root / "profiles").is_dir() else []
+    special = [Problem("error", located(p, None, None, special_input_problem(p))) for p in own if special_input_problem(p)]
+    if special:  # each read would block forever (a named pipe with no writer)
+        return special
     meta = root / "workload.json"
     declared_n = None
     if meta.exists():

@@ -139,8 +139,12 @@ def declared_meta(root: str | Path) -> dict:
 
 def read_meta(path: Path) -> dict:
     """``workload.json`` as a dict; anything else is a located ``GclError``, not a traceback."""
+    from gclsampler._safe_out import special_input_problem
     from gclsampler.errors import GclError, located
 
+    problem = special_input_problem(path)
+    if problem:
+        raise GclError(located(path, None, None, problem))
     try:
         meta = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM, as profile.csv may have one
     except UnicodeDecodeError:

@@ -125,6 +125,53 @@ def test_workload_json_keys_are_checked(wl_copy, capsys, key, value, needle):
             Workload.load(wl_copy)
 
 
+def _finishes(fn, timeout=120):
+    """fn() in a daemon thread: a regression that blocks on a FIFO fails the test, not the run."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["r"] = fn()
+        except BaseException as exc:  # re-raised in the test's thread
+            box["e"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), "blocked (reading a named pipe?)"
+    if "e" in box:
+        raise box["e"]
+    return box.get("r")
+
+
+@pytest.mark.parametrize("name", ["workload.json", "kernelslist.g", "profile.csv", "profiles/ampere.csv",
+                                  "embeddings.npy"])
+def test_a_named_pipe_in_a_workload_is_refused_not_waited_on(wl_copy, capsys, name):
+    """train.py, evaluate.py and validate blocked forever on a FIFO at any of these paths."""
+    import os
+
+    from gclsampler.embeddings import EmbeddingsError, load_embeddings
+
+    f = wl_copy / name
+    f.parent.mkdir(exist_ok=True)
+    f.unlink(missing_ok=True)
+    os.mkfifo(f)
+    why = "is a named pipe (FIFO), not a regular file; reading it would wait for a writer"
+    if name == "embeddings.npy":
+        with pytest.raises(EmbeddingsError, match="is a named pipe"):
+            _finishes(lambda: load_embeddings(f))
+        return
+    assert _finishes(lambda: main(["validate", str(wl_copy)])) == 2
+    err = capsys.readouterr().err
+    assert f"{f}: " in err and why in err
+    if name == "kernelslist.g":  # the trace commands read it without validate
+        assert _finishes(lambda: main(["trace", "info", str(wl_copy)])) == 2
+        err = capsys.readouterr().err
+        assert f"{f}: " in err and why in err
+
+
 def test_workload_json_may_start_with_a_bom(wl_copy, capsys):
     """profile.csv's BOM (Excel, PowerShell) was read; workload.json's was 'not JSON'."""
     from gclsampler.workload import Workload

@@ -65,6 +65,11 @@ def _kernelslist_entries(root: str | os.PathLike, p: Path | None = None) -> tupl
     if p is None:
         raise TraceFormatError(root, None, "kernelslist.g", "workload directory has no kernelslist.g")
     out = []
+    from gclsampler._safe_out import special_input_problem
+
+    problem = special_input_problem(p)
+    if problem:
+        raise TraceFormatError(p, None, "kernelslist", problem)
     raw = p.read_bytes()
     try:
         text = raw.decode("utf-8-sig")  # a BOM (Windows editors) is not part of the first name
