@@ -203,6 +203,17 @@ def _simulate(tmp_path, *extra, wl=None, plan=None, out="out"):
     return main(args)
 
 
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "0", "-1"])
+def test_timeout_must_be_finite_and_positive(tmp_path, stub, capsys, value):
+    """--timeout inf passed, then the submitit launchers' int() of it was a traceback (exit 1)
+    after the output directory and its runs/ had been made."""
+    _workload(tmp_path)
+    assert _simulate(tmp_path, "--all", "--launcher", "submitit-local", "--timeout", value) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--timeout {float(value)}: must be a positive number of seconds" in err[0], err
+    assert not (tmp_path / "out").exists() and stub.calls() == []
+
+
 def test_a_broken_workload_json_is_refused_before_simulating(tmp_path, stub, capsys):
     """The true string "no" labelled the estimate SYNTHETIC; a list or broken JSON read as "not"."""
     wl, _ = _workload(tmp_path, synthetic=False)

@@ -118,8 +118,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise GclError("--json: prints estimate.json, which --all does not write (it writes the profile)")
     if args.jobs < 1:
         raise GclError(f"--jobs {args.jobs}: must be at least 1")
-    if args.timeout is not None and not args.timeout > 0:
-        raise GclError(f"--timeout {args.timeout}: must be positive")
+    if args.timeout is not None and not 0 < args.timeout < 10**9:  # inf: the submitit launchers' int() crashed
+        raise GclError(f"--timeout {args.timeout}: must be a positive number of seconds below 1e9 (omit it for no limit)")
     if not (wdir / "kernelslist.g").is_file():
         raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
     S.check_launcher(args.launcher)  # before --out is claimed: a refused launcher leaves nothing behind
