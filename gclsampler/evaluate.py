@@ -505,6 +505,10 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
     from gclsampler.plan import check_seed
 
     check_seed(cfg.seed, "seed")  # else the first sampler checked named it method_params.<m>.random_state
+    for key in ("data_dir", "out_dir"):  # '' fell back to the default silently, as if the key were not given
+        v = getattr(cfg, key, None)
+        if v is not None and not str(v).strip():
+            raise EvaluationError(f"{key}: empty path; give a directory, or null for the default")
     if int(suite.n_seeds) < 1:
         raise EvaluationError(f"suite.n_seeds: must be >= 1 (seeds per stochastic method), got {suite.n_seeds}")
     for eps in suite.epsilons:

@@ -357,6 +357,10 @@ def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConf
     if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
         raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
                             f"got {cfg.get('workers')!r}")
+    paths = cfg.get("paths") or {}
+    for key in ("workloads_dir", "cache_dir"):  # '' was taken as the current directory, and written into
+        if key in paths and paths.get(key) is not None and not str(paths.get(key)).strip():
+            raise PipelineError(f"paths.{key}: empty path; give a directory (or leave the default)")
     model_cfg = _as_dataclass(ModelConfig, cfg.model).validate()
     aug_cfg = _as_dataclass(AugmentConfig, cfg.augment).validate()
     train_cfg = _as_dataclass(TrainConfig, cfg.train).validate()

@@ -236,6 +236,16 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(results.drop(columns="fit_seconds"), again.drop(columns="fit_seconds"))
 
 
+@pytest.mark.parametrize("key", ["data_dir", "out_dir"])
+def test_an_empty_path_is_refused_not_taken_for_the_default(tmp_path, key):
+    """data_dir= synthesized into ./workloads (inside the repository when run from it)."""
+    import gclsampler.evaluate as ev
+
+    cfg, _ = _compose(["suite=quick", f"{key}=''"])
+    with pytest.raises(ev.EvaluationError, match=rf"^{key}: empty path"):
+        ev.check_suite_keys(cfg)
+
+
 @pytest.mark.parametrize("key", ["sweep_methods", "hist_methods"])
 def test_misspelt_sweep_and_histogram_methods_are_refused(tmp_path, key):
     """suite.sweep_methods=[stem_roots] made no ε-sweep while the report said it covered four."""

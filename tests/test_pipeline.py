@@ -696,3 +696,18 @@ def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_
         assert sorted(p.name for p in wl.iterdir()) == before
     else:
         assert not (tmp_path / "wl").exists()
+
+
+@pytest.mark.parametrize("key", ["workloads_dir", "cache_dir"])
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(key):
+    """paths.workloads_dir= wrote the workload and its lock file into the current directory."""
+    from hydra import compose, initialize_config_dir
+
+    from gclsampler.pipeline import PipelineError, check_config
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("config", overrides=["debug=default", f"paths.{key}=''"])
+    with pytest.raises(PipelineError, match=rf"^paths.{key}: empty path"):
+        check_config(cfg)
+
