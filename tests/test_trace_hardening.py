@@ -317,6 +317,17 @@ def test_repeated_thread_block_and_warp_are_refused(tmp_path, parser):
         read_kernel(p)
 
 
+def test_nul_bytes_are_refused_at_their_line(tmp_path, parser):
+    """Bytes below 0x21 separate tokens, so a line of NULs (a crash, a full disk) read as a blank
+    line: trace group dropped an instruction and exited 0."""
+    raw = HEADER.format(kid=1) + "0 0 0 0 0000 ffffffff 1 R1 MOV 0 0 0\n" + "\0" * 40 + "\n" \
+        + "0 0 0 0 0010 ffffffff 0 EXIT 0 0 0\n"
+    for name, text, line in (("kernel-1.trace", raw, 17), ("kernel-1.traceg", HEADER.format(kid=1) + BODY + "\0\0", 23)):
+        p = _w(tmp_path / name, text)
+        with pytest.raises(TraceFormatError, match=rf"{name}:{line}: line: NUL byte: the file was cut or overwritten"):
+            read_kernel(p)
+
+
 def test_a_thread_block_section_without_its_cta_line_is_refused(tmp_path, parser):
     """Read as nothing, an empty section passed for an empty launch, or a CTA lost from a full one."""
     for body, line in (("#BEGIN_TB\n#END_TB\n", 17), (BODY + "#BEGIN_TB\n\n#END_TB\n", 25)):

@@ -1055,9 +1055,15 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
     header, layout, off, line0 = parse_header(data, path)
     # a final newline, then 8 spare bytes so that the numpy hasher's 8-byte word reads at the
     # end of the last line stay in bounds (one copy of the text, not two)
+    nul = data.find(b"\0", off)  # bytes below 0x21 separate tokens: a line of NULs read as blank
     buf = np.frombuffer(data + b"\n" * (8 + (not data.endswith(b"\n"))), dtype=np.uint8)[off:]
+    if nul >= 0:
+        line = data.count(b"\n", off, nul)
     del data
     body = _Lines(path, buf, line0)
+    if nul >= 0:
+        body.fail(line, "line", "NUL byte: the file was cut or overwritten (a crash, a full disk?); trace the "
+                  "kernel again")
     if layout.raw:
         inst_lines = np.flatnonzero(body.le > body.ls)
         cols, names = _parse_all(body, inst_lines, layout, prefix=4)
