@@ -340,7 +340,8 @@ def test_a_sweep_never_replaces_a_summary_of_the_users(tmp_path):
                      f"hydra.sweep.dir={sweep}", f"paths.workloads_dir={tmp_path / 'wl'}")
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{mine}: exists and was not written by a train.py multirun" in lines[0], r.stderr
+    # refused before Hydra writes anything there (RunDirGuard.on_multirun_start): no multirun.yaml of Hydra's
+    assert len(lines) == 1 and f"hydra.sweep.dir: {sweep}: directory holds files and is not a Hydra sweep" in lines[0]
     assert mine.read_text() == "my own summary\n"
     assert sorted(p.name for p in sweep.iterdir()) == ["sweep_summary.md"]  # no job ran, nothing written
     assert not (tmp_path / "wl").exists()
