@@ -91,7 +91,19 @@ def config_error_text(exc: BaseException) -> str | None:
         return f"config: {key}: {msg}" if key else f"config: {msg}"
     if isinstance(exc, HydraException):
         return "config: " + _first_line(str(exc))
+    if isinstance(exc, (ValueError, TypeError)) and _raised_in_hydra_composition(exc):
+        # `workload=null`: Hydra's defaults list raises a plain ValueError, a traceback and exit 1
+        return "config: " + _first_line(str(exc)) + " (a config group such as workload= takes one of its names)"
     return None
+
+
+def _raised_in_hydra_composition(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by Hydra's own config composition (its ``_internal`` package)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and f"{os.sep}hydra{os.sep}_internal{os.sep}" in last.tb_frame.f_code.co_filename
 
 
 @contextlib.contextmanager

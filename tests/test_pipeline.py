@@ -712,3 +712,13 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_directory(key):
     with pytest.raises(PipelineError, match=rf"^paths.{key}: empty path"):
         check_config(cfg)
 
+
+
+@pytest.mark.parametrize("override", ["workload=null", "cluster=3"])
+def test_a_config_group_given_no_name_is_one_line(tmp_path, override):
+    """Hydra's defaults list raises a plain ValueError for these: a 45-line traceback, exit 1."""
+    r = run_train_py(tmp_path, override)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("train.py: error: config: Config group override must be a string or a list")
+    assert not any(tmp_path.iterdir())  # nothing written
