@@ -252,6 +252,13 @@ def _special_file(path: Path) -> str | None:
     return None
 
 
+def is_plain_name(v: object) -> bool:
+    """Whether ``v`` is a non-empty string usable as one path component (no separator, NUL,
+    ``.`` or ``..``): what a name that becomes part of a path (a trace list entry, a workload's
+    arch or name, an Accel-Sim config) must be, so that it cannot point outside its directory."""
+    return isinstance(v, str) and v.strip() != "" and v not in (".", "..") and not any(c in v for c in "/\\\0")
+
+
 def special_input_problem(path: str | os.PathLike) -> str | None:
     """Why an input file cannot be read, when it is a FIFO, device or socket (else None).
 
@@ -498,6 +505,14 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         self.command = command
         self.prog = prog or command  # the prefix the entry point's other errors carry
 
+    def _refuse(self, key: str, problem: str) -> None:
+        """One error line naming ``key``, exit 2: Hydra turns a callback's exception into a
+        warning and carries on; SystemExit it lets through."""
+        import sys
+
+        print(f"{self.prog}: error: {key}: {problem}", file=sys.stderr)
+        raise SystemExit(2) from None
+
     def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
         """``-m``: refuse a ``hydra.sweep.dir`` of someone else's before Hydra writes its
         ``multirun.yaml`` and the jobs' ``.hydra/`` and logs there (no callback runs between
@@ -519,10 +534,7 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
                            "Hydra's); Hydra would write its multirun.yaml and job directories among them: choose "
                            "another hydra.sweep.dir")
         if problem:
-            import sys
-
-            print(f"{self.prog}: error: hydra.sweep.dir: {problem}", file=sys.stderr)
-            raise SystemExit(2)
+            self._refuse("hydra.sweep.dir", problem)
 
     def on_run_start(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
@@ -539,11 +551,7 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
                     raise OutputError(f"{run_dir}: output lies inside the input {wl}; choose a path outside it")
             check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
         except OutputError as exc:
-            # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
-            import sys
-
-            print(f"{self.prog}: error: hydra.run.dir: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+            self._refuse("hydra.run.dir", str(exc))
         rec = Path(str(run_dir)) / ".hydra"
         try:
             files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None

@@ -182,7 +182,9 @@ def locate_simulator(root: str | os.PathLike | None = None, config: str = DEFAUL
 
     Raises ``SimulatorNotFound`` with one sentence saying what to install or set.
     """
-    if not config or config in (".", "..") or any(c in config for c in "/\\\0"):
+    from gclsampler._safe_out import is_plain_name
+
+    if not is_plain_name(config):
         # it names profiles/accelsim-<config>.csv too: '../..' wrote the profile outside the workload
         raise SimulatorNotFound(f"--config: {config!r} is not a tested config's name (a directory name under "
                                 "gpu-simulator/gpgpu-sim/configs/tested-cfgs, e.g. SM86_RTX3070)")

@@ -399,7 +399,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
 
     own = [root / n for n in ("workload.json", "kernelslist.g", "kernelslist", "profile.csv")]
     own += sorted((root / "profiles").glob("*.csv")) if (root / "profiles").is_dir() else []
-    special = [Problem("error", located(p, None, None, special_input_problem(p))) for p in own if special_input_problem(p)]
+    special = [Problem("error", located(p, None, None, why)) for p in own if (why := special_input_problem(p))]
     if special:  # each read would block forever (a named pipe with no writer)
         return special
     meta = root / "workload.json"

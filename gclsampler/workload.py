@@ -171,18 +171,15 @@ def meta_type_problem(meta: dict) -> tuple[str, str] | None:
     v = meta.get("n_invocations")
     if "n_invocations" in meta and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
         return "n_invocations", f"expected a count, found {v!r:.40}"
+    from gclsampler._safe_out import is_plain_name
+
     # names: the workload's labels every plan and report row, an arch names profiles/<arch>.csv;
     # str() of a number or a list made a name nobody wrote ("['turing']")
-    if "workload" in meta and not _is_name(meta["workload"]):
+    if "workload" in meta and not is_plain_name(meta["workload"]):
         return "workload", f"expected a name, found {meta['workload']!r:.40}"
-    if meta.get("arch") is not None and not _is_name(meta["arch"]):  # null: no arch, as when absent
+    if meta.get("arch") is not None and not is_plain_name(meta["arch"]):  # null: no arch, as when absent
         return "arch", f"expected a name (a file stem of profiles/), found {meta['arch']!r:.40}"
     v = meta.get("archs")
-    if "archs" in meta and not (isinstance(v, list) and all(_is_name(a) for a in v)):
+    if "archs" in meta and not (isinstance(v, list) and all(is_plain_name(a) for a in v)):
         return "archs", f"expected a list of arch names, found {v!r:.40}"
     return None
-
-
-def _is_name(v) -> bool:
-    """A non-empty string usable as one path component."""
-    return isinstance(v, str) and v.strip() != "" and v not in (".", "..") and not any(c in v for c in "/\\\0")

@@ -107,7 +107,9 @@ def kernelslist_entry_problem(entry: str) -> str | None:
             return None
         return (f"bad Memcpy line {entry[:80]!r} (the tracer writes MemcpyHtoD,0x<hex address>,<bytes>, which "
                 "Accel-Sim reads with fixed-width integers)")
-    if any(c in entry for c in "/\\\0"):
+    from gclsampler._safe_out import is_plain_name
+
+    if not is_plain_name(entry):
         return f"{entry!r} is not a plain file name (trace files are listed by name, in the kernelslist's own directory)"
     if entry in (KERNELSLIST, "kernelslist"):
         return f"lists {entry!r}, the kernelslist itself, not a trace file"
