@@ -56,3 +56,39 @@ def sigint_recorded() -> Iterator[list[int]]:
         if installed:
             signal.signal(signal.SIGINT, outer)
             sys.unraisablehook = old_hook
+
+
+def _start_worker(initializer, initargs) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+@contextlib.contextmanager
+def process_pool(workers: int, start_method: str, initializer=None, initargs: tuple = ()) -> Iterator:
+    """A ProcessPoolExecutor that Ctrl-C stops, every time.
+
+    Ctrl-C reaches every process of the terminal's group, workers included. A worker that takes
+    the KeyboardInterrupt inside a task reports it as the task's result and waits for more work;
+    one that takes it between tasks dies, possibly halfway through reading the call queue. Either
+    way the pool's shutdown could then wait forever (``gclsampler synth`` hung at exit about one
+    Ctrl-C in ten, its worker blocked reading a call that never came). So the workers ignore
+    SIGINT and only this process decides: when the block raises (the interrupt or anything else),
+    the workers this pool started are terminated before the pool is shut down, instead of being
+    left to finish work nobody will read.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    before = {p.pid for p in mp.active_children()}
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method),
+                               initializer=_start_worker, initargs=(initializer, tuple(initargs)))
+    try:
+        yield pool
+    except BaseException:
+        for p in mp.active_children():
+            if p.pid not in before:
+                p.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -23,13 +23,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import multiprocessing as mp
 import os
 import re
 import sys
 import time
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -39,6 +38,7 @@ import torch
 from torch_geometric.data import Data
 
 from gclsampler._atomic import write_bytes_atomic
+from gclsampler._interrupt import process_pool
 from gclsampler.errors import GclError, located
 from gclsampler.graph import FORMAT_VERSION, GraphBuildError, GraphConfig, build_graph
 
@@ -328,9 +328,8 @@ class GraphDataset(torch.utils.data.Dataset):
                     if bar is not None:
                         bar.update(1)
             else:
-                ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-                with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
-                                         initializer=_worker_init) as pool:
+                start = "fork" if sys.platform.startswith("linux") else "spawn"
+                with process_pool(min(workers, len(todo)), start, initializer=_worker_init) as pool:
                     futs = {pool.submit(_build_task, self._trace_paths[i], cfg_dict, str(self.cache_dir),
                                         self._keys[i]): i for i in todo}
                     for fut in as_completed(futs):

@@ -338,11 +338,12 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
             if bar is not None:
                 bar.update(1)
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
-        ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=ctx) as pool:
+        from gclsampler._interrupt import process_pool
+
+        start = "fork" if sys.platform.startswith("linux") else "spawn"
+        with process_pool(min(workers, len(paths)), start) as pool:
             futs = {pool.submit(_body_check, p): i for i, p in enumerate(paths)}
             for fut in as_completed(futs):
                 got[futs[fut]] = fut.result()

@@ -18,6 +18,7 @@ end, so a crash never leaves a half workload.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -461,14 +462,10 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
             from tqdm import tqdm
             it = tqdm(it, desc=f"synth {name}", unit="kernel", file=sys.stderr)
         window = int(k["batch_window"])
-        pool = None
-        if jobs >= 2:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-            pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        chain = None if pool else _TimingChain(archs, seed)
-        futures = []
-        try:
+        from gclsampler._interrupt import process_pool
+        with (process_pool(1, "spawn") if jobs >= 2 else contextlib.nullcontext()) as pool:
+            chain = None if pool else _TimingChain(archs, seed)
+            futures = []
             done: list[Interpreted] = []
             items: list[tuple] = []
 
@@ -498,9 +495,6 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
                 part = f if pool is None else f.result()
                 for a in archs:
                     rows[a].extend(part[a])
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
         write_kernelslist(tmp, files)
         import pandas as pd
         for a in archs:
