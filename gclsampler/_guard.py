@@ -239,14 +239,19 @@ def exit_on_interrupt(prog: str):
 
     A library may swallow the KeyboardInterrupt in a broad ``except`` and then fail with an
     unrelated error (seen: AttributeError from numpy), so any error after a recorded Ctrl-C
-    counts as the interrupt (``gclsampler._interrupt``).
+    counts as the interrupt (``gclsampler._interrupt``). A worker process that spawn started
+    imports the entry script again, and the terminal's Ctrl-C reaches it too: it leaves quietly,
+    since the main process reports the interrupt (it was printed twice).
     """
+    import multiprocessing
+
     with sigint_recorded() as hit:
         try:
             yield
         except BaseException as exc:
             if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
-                print(f"{prog}: interrupted", file=sys.stderr)
+                if multiprocessing.parent_process() is None:
+                    print(f"{prog}: interrupted", file=sys.stderr)
                 raise SystemExit(EXIT_INTERRUPTED) from None
             raise
 

@@ -376,6 +376,26 @@ def test_ctrl_c_swallowed_by_an_import_then_another_error_is_the_interrupt(capsy
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_spawned_worker_leaves_the_interrupt_to_the_main_process(tmp_path):
+    """A spawned worker imports the entry script again (as ``__mp_main__``), slow imports and
+    all, and a Ctrl-C then reached it too: "train.py: interrupted" came twice (2 runs in 12).
+    The worker leaves with the same status and prints nothing."""
+    script = tmp_path / "entry.py"
+    script.write_text(
+        "import multiprocessing as mp, sys\n"
+        "from gclsampler._guard import exit_on_interrupt\n"
+        "def work():\n"
+        "    with exit_on_interrupt('prog'):\n"
+        "        raise KeyboardInterrupt\n"
+        "if __name__ == '__main__':\n"
+        "    p = mp.get_context('spawn').Process(target=work)\n"
+        "    p.start(); p.join()\n"
+        "    print(p.exitcode)\n"
+        "    work()\n")
+    r = _run([str(script)], cwd=tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (130, "130\n", "prog: interrupted\n")
+
+
 def test_a_ctrl_c_swallowed_by_a_ctypes_callback_prints_one_line(tmp_path):
     """CI saw it: SIGINT landing while numba compiles runs the handler inside llvmlite's ctypes
     callback; ctypes printed "Exception ignored ... KeyboardInterrupt" with its traceback above
