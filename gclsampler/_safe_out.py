@@ -319,14 +319,16 @@ def _alive(pid: int) -> bool:
 def remove_dead_temp_dirs(out: Path) -> list[Path]:
     """Remove the temp directories that a killed earlier build of ``out`` on this host left.
 
-    Why: a build runs in ``.<name>.tmp-<pid>@<host>-XXXXXXXX`` beside ``out``; ``kill -9``, the
-    OOM killer or a scheduler's time limit skip its cleanup, and a grouped LLM trace directory
-    left that way is gigabytes nobody sees. Only the directories of this host and PID namespace
-    (``_this_host``) whose process is gone are removed: on a shared file system another host's
-    build may be running, and in another container another PID's."""
-    pattern = re.compile(rf"\.{re.escape(out.name)}\.tmp-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
+    Why: a build runs in ``.<name>.tmp-<pid>@<host>-XXXXXXXX`` beside ``out``, and the content it
+    replaces waits in ``.<name>.old-<pid>@<host>-XXXXXXXX`` until it is deleted; ``kill -9``, the OOM
+    killer, a scheduler's time limit or a Ctrl-C while the old content is deleted skip that
+    cleanup, and a grouped LLM trace directory left that way is gigabytes nobody sees. Only the
+    directories of this host and PID namespace (``_this_host``) whose process is gone are
+    removed: on a shared file system another host's build may be running, and in another
+    container another PID's."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
     host, removed = _this_host(), []
-    for p in out.parent.glob(f".{glob_escape(out.name)}.tmp-*"):
+    for p in [*out.parent.glob(f".{glob_escape(out.name)}.tmp-*"), *out.parent.glob(f".{glob_escape(out.name)}.old-*")]:
         m = pattern.fullmatch(p.name)
         if m and m.group(2) == host and not _alive(int(m.group(1))) and p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
@@ -334,11 +336,18 @@ def remove_dead_temp_dirs(out: Path) -> list[Path]:
     return removed
 
 
+def _through_link(out: Path) -> Path:
+    """The directory a symbolic link ``out`` names, else ``out``. Why: users link an output to a
+    bigger disk (``data/phi2 -> /scratch/phi2``); a rebuild swapped in beside the link replaced
+    the link with a directory on the small disk (and left the link behind as ``.phi2.old-*``)."""
+    return Path(os.path.realpath(out)) if out.is_symlink() else out
+
+
 def make_temp_dir(out: str | os.PathLike, command: str,
                   inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
     """Check ``out`` (``check_out_dir``), then create the temp directory to build it in (and
     remove what killed earlier builds of it left, ``remove_dead_temp_dirs``)."""
-    out = check_out_dir(out, command, inputs)
+    out = _through_link(check_out_dir(out, command, inputs))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temp_dirs(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}@{_this_host()}-", dir=out.parent))
@@ -351,14 +360,16 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
 
     Re-checks ``out`` just before the swap: another process may have created it meanwhile.
     """
-    tmp, out = Path(tmp), Path(out)
+    tmp, out = Path(tmp), _through_link(Path(out))
     names = [p.name for p in tmp.iterdir() if p.name != MARKER]
     traced = [n for n in names if _TRACE_NAME.fullmatch(n)]
     wrote = sorted(set(names) - set(traced)) + ([TRACES] if traced else [])
     write_text_atomic(tmp / MARKER, json.dumps({"command": command, "wrote": wrote}) + "\n")
     check_out_dir(out, command)
     if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        # an empty directory of a unique name, which the rename replaces: an earlier commit of this
+        # process that a Ctrl-C stopped may have left its own
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}@{_this_host()}-", dir=out.parent))
         os.replace(out, old)
         os.replace(tmp, out)
         shutil.rmtree(old, ignore_errors=True)

@@ -433,3 +433,45 @@ def test_a_killed_builds_temp_dir_is_removed_by_the_next_build(tmp_path):
         (tmp / "kernelslist.g").write_text("")
     assert not stale.exists()
     assert live.exists() and remote.exists() and other.exists()
+
+
+def test_the_old_content_a_ctrl_c_left_is_removed_by_the_next_build(tmp_path):
+    """The replaced content waits in ``.<name>.old-<pid>@<host>-XXXXXXXX`` while it is deleted; a Ctrl-C
+    there (gigabytes of traces take seconds) left it beside the output for good. The next build
+    removes it once its process is gone, like a killed build's temp directory."""
+    import subprocess
+    import sys
+
+    from gclsampler._safe_out import _this_host, replace_dir
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    host = _this_host()
+    out = tmp_path / "wl"
+    stale = tmp_path / f".wl.old-{dead}@{host}-abcd1234"
+    live = tmp_path / f".wl.old-{os.getpid()}@{host}-efgh5678"  # this process's own, from a stopped commit
+    remote = tmp_path / f".wl.old-{dead}@0123456789ab-ijkl9012"
+    for d in (stale, live, remote):
+        d.mkdir()
+        (d / "kernel-1.traceg").write_text("half deleted")
+    for _ in range(2):  # the second build replaces the first: its own old content goes too
+        with replace_dir(out, "trace group") as tmp:
+            (tmp / "kernelslist.g").write_text("")
+    assert not stale.exists()
+    assert live.exists() and remote.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, remote.name, "wl"])
+
+
+def test_a_symlinked_output_is_rebuilt_where_the_link_points(tmp_path, capsys):
+    """Users link an output to a bigger disk. The rebuild used to swap a new directory in for
+    the link itself (on the small disk) and leave the link behind as ``.<name>.old-<pid>``."""
+    big = tmp_path / "scratch" / "bp"
+    assert main(["synth", "backprop", "--out", str(big), "--quiet", "--jobs", "1"]) == 0
+    link = tmp_path / "data" / "bp"
+    link.parent.mkdir()
+    link.symlink_to(big, target_is_directory=True)
+    assert main(["synth", "backprop", "--out", str(link), "--quiet", "--jobs", "1", "--seed", "1"]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(big)
+    assert json.loads((big / "workload.json").read_text())["seed"] == 1
+    assert sorted(p.name for p in link.parent.iterdir()) == ["bp"]
+    assert sorted(p.name for p in big.parent.iterdir()) == ["bp"]
