@@ -277,6 +277,22 @@ def test_size_knobs_below_their_minimum_fail_naming_the_knob(name, tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+@pytest.mark.parametrize("name", workload_names())
+def test_integer_knobs_above_32_bits_fail_naming_the_knob(name, tmp_path):
+    """A knob at 2**64 reached numpy (trace_cap, sample_cap) and ended in an OverflowError
+    traceback with exit 1, or ran for ever (n); 2**31 - 1 is the largest count a launch holds."""
+    from gclsampler.synth.generate import INT_KNOB_MAX, resolve_params
+
+    ints = [k for k, v in workload_defaults(name).items() if isinstance(v, int) and not isinstance(v, bool)]
+    assert "trace_cap" in ints and len(ints) > 6
+    for key in ints:
+        assert resolve_params(name, {key: INT_KNOB_MAX})[key] == INT_KNOB_MAX
+        for big in (INT_KNOB_MAX + 1, 2**64):
+            with pytest.raises(SynthConfigError, match=rf"^synth\.{key}: must be at most {INT_KNOB_MAX} .*, got {big}$"):
+                generate(name, tmp_path / "w", params={key: str(big)}, arch="turing")
+    assert not (tmp_path / "w").exists()
+
+
 @pytest.mark.parametrize("name,key,low,extra", [("nw", "n", 16, {}), ("backprop", "input", 16, {}),
                                                 ("3mm", "n", 1, {}), ("phi2", "decode", 0, {"layers": 1, "prompt": 2})])
 def test_smallest_allowed_size_synthesizes(name, key, low, extra, tmp_path):

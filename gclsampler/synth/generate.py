@@ -54,6 +54,9 @@ def workload_defaults(name: str) -> dict:
     return dict(WORKLOADS[name].defaults)
 
 
+INT_KNOB_MAX = 2**31 - 1
+
+
 def resolve_params(name: str, params: dict | None) -> dict:
     """Defaults + overrides; an unknown key or a value of the wrong type fails before any work."""
     k = workload_defaults(name)
@@ -61,6 +64,10 @@ def resolve_params(name: str, params: dict | None) -> dict:
         if key not in k:
             raise SynthConfigError(f"synth.{key}: unknown knob for workload {name!r}; known: {', '.join(sorted(k))}")
         k[key] = _coerce(name, key, k[key], val)
+    for key, val in k.items():
+        if isinstance(val, int) and not isinstance(val, bool) and val > INT_KNOB_MAX:
+            raise SynthConfigError(f"synth.{key}: must be at most {INT_KNOB_MAX} (counts and sizes here become "
+                                   f"32-bit CUDA launch dimensions and trace fields), got {val!r}")
     for key in ("trace_cap", "max_traced_ctas"):
         if int(k[key]) < 0:
             raise SynthConfigError(f"synth.{key}: must be >= 0 (0 = no cap: the complete trace), got {k[key]!r}")
