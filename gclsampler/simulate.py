@@ -547,7 +547,7 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     from gclsampler.trace.workload import accelsim_export, write_kernelslist
     from gclsampler.trace.writer import write_bytes_atomic
 
-    check_launcher(launcher)  # before any trace is exported (the CLI calls it sooner, before --out exists)
+    check_launcher(launcher, slurm_params)  # before any trace is exported (the CLI calls it sooner, before --out exists)
     t0 = time.perf_counter()
     wdir = Path(workload_dir)
     cache = Path(cache_dir).resolve()  # the simulator runs in its own directory: paths must be absolute
@@ -656,12 +656,17 @@ def _parse_value(v: Any) -> Any:
     return v
 
 
-def check_launcher(launcher: str) -> None:
-    """Refuse a launcher this machine cannot use before any output exists: submitit found no
-    ``srun`` only after ``--out`` had been claimed, and left it behind with a traceback."""
+def check_launcher(launcher: str, slurm_params: dict[str, Any] | None = None) -> None:
+    """Refuse a launcher this machine cannot use, or SLURM parameters it would not take, before
+    any output exists: submitit found no ``srun``, or an unknown ``--slurm`` key, only after
+    ``--out`` had been claimed, and left it behind with a traceback. ``--slurm`` with the local
+    launcher was ignored without a word."""
     if launcher not in ("local", "slurm", "submitit-local"):
         raise SimulatorNotFound(f"--launcher: unknown launcher {launcher!r} (local, slurm, submitit-local)")
     if launcher == "local":
+        if slurm_params:
+            raise GclError(f"--slurm {next(iter(slurm_params))}=...: only --launcher slurm or submitit-local "
+                           "reads SLURM parameters; --launcher local runs here")
         return
     if importlib.util.find_spec("submitit") is None:
         raise SimulatorNotFound(f"--launcher {launcher} needs submitit: pip install 'gclsampler[slurm]' "
@@ -671,6 +676,17 @@ def check_launcher(launcher: str) -> None:
         if missing:
             raise SimulatorNotFound(f"--launcher slurm: {' and '.join(missing)} not on PATH; submit from a SLURM "
                                     "login node, or use --launcher local")
+    if slurm_params:
+        import submitit
+
+        with tempfile.TemporaryDirectory() as folder:  # submitit names the keys its slurm executor takes
+            ex = submitit.AutoExecutor(folder=folder, cluster="local")
+            for k, v in slurm_params.items():
+                try:
+                    ex.update_parameters(**{f"slurm_{k}": _parse_value(v)})
+                except (NameError, ValueError, TypeError) as exc:
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                    raise GclError(f"--slurm {k}={v}: {first}") from None
 
 
 def _run_submitit(todo: list[Job], launcher: str, folder: Path, timeout_s: float | None,
@@ -686,11 +702,8 @@ def _run_submitit(todo: list[Job], launcher: str, folder: Path, timeout_s: float
     ex = submitit.AutoExecutor(folder=str(folder), cluster="slurm" if launcher == "slurm" else "local")
     minutes = int(math.ceil(timeout_s / 60.0)) + 5 if timeout_s else 24 * 60
     ex.update_parameters(name="gclsampler-simulate", timeout_min=minutes, cpus_per_task=1, nodes=1, tasks_per_node=1)
-    if slurm_params:
-        try:
-            ex.update_parameters(**{f"slurm_{k}": _parse_value(v) for k, v in slurm_params.items()})
-        except (ValueError, TypeError) as exc:
-            raise SimulatorNotFound(f"--slurm: {exc}") from None
+    if slurm_params:  # check_launcher has tried each key
+        ex.update_parameters(**{f"slurm_{k}": _parse_value(v) for k, v in slurm_params.items()})
     submitted = ex.map_array(run_job, todo)
     job_of = {id(j): t for j, t in zip(submitted, todo)}
     bar = _progress(len(todo), f"simulate ({launcher})")

@@ -542,6 +542,24 @@ def test_slurm_without_a_cluster_is_one_line_and_leaves_no_output(tmp_path, stub
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("launcher,kv,needle", [
+    ("submitit-local", "nosuchkey=1", "--slurm nosuchkey=1: Unknown argument 'nosuchkey' for executor 'slurm'"),
+    ("local", "partition=gpu", "--slurm partition=...: only --launcher slurm or submitit-local reads SLURM"),
+])
+def test_slurm_parameters_a_launcher_would_not_take_are_refused_before_any_output(tmp_path, stub, capsys,
+                                                                                 launcher, kv, needle):
+    """An unknown key was submitit's NameError traceback (exit 1) after --out had been claimed;
+    with the local launcher, --slurm was ignored without a word."""
+    if launcher != "local":
+        pytest.importorskip("submitit")
+    _workload(tmp_path)
+    assert _simulate(tmp_path, "--launcher", launcher, "--slurm", kv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert needle in line
+    assert not (tmp_path / "out").exists()
+    assert not stub.calls()
+
+
 def test_cluster_errors_from_submitit_are_one_line(capsys):
     """hydra/launcher=slurm fails inside submitit, past any check of ours: the guard words it."""
     pytest.importorskip("submitit")

@@ -122,7 +122,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise GclError(f"--timeout {args.timeout}: must be a positive number of seconds below 1e9 (omit it for no limit)")
     if not (wdir / "kernelslist.g").is_file():
         raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
-    S.check_launcher(args.launcher)  # before --out is claimed: a refused launcher leaves nothing behind
+    slurm = _slurm_params(args.slurm)
+    S.check_launcher(args.launcher, slurm)  # before --out is claimed: a refused launcher leaves nothing behind
     from gclsampler._safe_out import MARKER, check_out_dir, claim_dir
 
     # --out is also the default run cache, so simulate writes into it (a rerun continues
@@ -131,7 +132,6 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.cache_dir is not None:
         _check_cache_dir(args.cache_dir, [wdir, plan_path])
     extra = _sim_args(args.sim_arg)
-    slurm = _slurm_params(args.slurm)
     flags = S.default_flags(one_sm=not args.full_gpu, deadlock_detect=args.deadlock_detect, extra=extra)
 
     plan = None
