@@ -681,3 +681,7 @@ def test_bad_trace_leaves_no_output_behind(tmp_path, stub, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err[-1].startswith("gclsampler: error: ") and "kernel-4.traceg:" in err[-1]
     assert not (tmp_path / "out").exists() and stub.calls() == []
+    # an empty directory made beforehand (mkdir, a job script) is left empty, not marked as a run
+    (tmp_path / "out").mkdir()
+    assert _simulate(tmp_path) == 2
+    assert list((tmp_path / "out").iterdir()) == [] and stub.calls() == []

@@ -165,7 +165,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from gclsampler.workload import declared_data_kind
 
     synthetic = declared_data_kind(wdir) == "synthetic" or bool(plan is not None and plan.synthetic)
-    fresh = not Path(args.out).exists()
+    made = not Path(args.out).exists()  # else a failure before any simulation ran leaves it as it was:
+    was_empty = not made and Path(args.out).is_dir() and not any(Path(args.out).iterdir())  # removed, or emptied
     out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
     for old in ("simulated.csv", "estimate.json"):  # an earlier run's: this one writes them only if it succeeds
         (out / old).unlink(missing_ok=True)
@@ -189,8 +190,12 @@ def _simulate(args: argparse.Namespace) -> int:
     except GclError:
         # a bad trace stops the export before anything ran: a directory this call made holds
         # nothing worth keeping (simulate leaves no finished run's cache behind on this path)
-        if fresh and all(p.name in (MARKER, "runs") for p in out.iterdir()) and _empty_cache(out / "runs"):
-            shutil.rmtree(out, ignore_errors=True)
+        if (made or was_empty) and all(p.name in (MARKER, "runs") for p in out.iterdir()) and _empty_cache(out / "runs"):
+            if made:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                shutil.rmtree(out / "runs", ignore_errors=True)
+                (out / MARKER).unlink(missing_ok=True)
         raise
     run_info = {"wall_s": round(run.wall_s, 3), "simulated_now": run.n_run, "from_cache": run.n_cached,
                 "deduplicated": run.n_dedup, "launcher": run.launcher, "jobs": run.jobs,
