@@ -148,9 +148,11 @@ def check_out_dir(out: str | os.PathLike, command: str,
             raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
                               f"(remove it yourself or choose another {_option(command)})")
         entries = [p for p in sorted(out.iterdir()) if p.name not in ignore]
-        if entries and written_by(out) != command:
+        owner = written_by(out) if entries else command
+        if owner != command:
+            why = f"it holds `{_program(owner)}`'s output" if owner in KNOWN_COMMANDS else f"no {MARKER} marker"
             raise OutputError(f"{out}: directory exists and was not written by `{_program(command)}` "
-                              f"(no {MARKER} marker); not replaced (remove it yourself or choose another path)")
+                              f"({why}); not replaced (remove it yourself or choose another path)")
         added = _added_since(out, entries)
         if added:
             more = f" (and {len(added) - 1} more)" if len(added) > 1 else ""
@@ -162,6 +164,10 @@ def check_out_dir(out: str | os.PathLike, command: str,
 SCRIPTS = {"train": ("python train.py", "hydra.run.dir="), "evaluate": ("python evaluate.py", "out_dir=")}
 """Commands run as entry scripts, not ``gclsampler`` subcommands: how errors name them and
 the key that chooses their output directory."""
+
+KNOWN_COMMANDS = frozenset({*SCRIPTS, "synth", "simulate", "compare", "trace group", "trace export-accelsim",
+                            "plan export-accelsim"})
+"""The commands that mark their output directories (a refusal names the one that wrote it)."""
 
 
 def _program(command: str) -> str:

@@ -48,6 +48,25 @@ def test_synth_refuses_a_directory_it_did_not_write(tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mine.")]  # no temp debris
 
 
+@pytest.mark.parametrize("marker, why", [({"command": "trace group"}, "it holds `gclsampler trace group`'s output"),
+                                         ({"command": "evaluate"}, "it holds `python evaluate.py`'s output"),
+                                         ({"command": "mine"}, "no .gclsampler-output marker"), (None, "no .gclsampler-output marker")])
+def test_a_refusal_names_the_command_whose_output_is_there(tmp_path, marker, why):
+    """It said "no marker" when another command's marker was there, which sent users looking
+    for a file that existed."""
+    from gclsampler._safe_out import check_out_dir
+
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "kernelslist.g").write_text("kernel-1.traceg\n")
+    if marker is not None:
+        (out / ".gclsampler-output").write_text(json.dumps(marker) + "\n")
+    with pytest.raises(OutputError) as e:
+        check_out_dir(out, "synth")
+    assert str(e.value) == (f"{out}: directory exists and was not written by `gclsampler synth` ({why}); not "
+                            "replaced (remove it yourself or choose another path)")
+
+
 def test_synth_refuses_a_regular_file_and_a_path_under_one(tmp_path, capsys):
     f = tmp_path / "notes.txt"
     f.write_text("keep\n")
