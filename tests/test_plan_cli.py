@@ -303,3 +303,20 @@ def test_export_accelsim_writes_only_sampled(tmp_path, capsys):
     p.write_text(json.dumps(doc))
     assert main(["plan", "export-accelsim", str(p), str(wdir), str(out)]) == 0
     assert (out / "plan.json").read_bytes() == p.read_bytes()
+
+
+def test_listings_print_control_characters_escaped(tmp_path, capsys):
+    """A kernel name holding ESC sequences or a carriage return (a plan or profile from
+    elsewhere) was printed raw by plan show: it could clear the terminal or hide rows."""
+    from gclsampler.cli import main as cli_main
+
+    plan, _ = make_plan()
+    doc = plan.to_dict()
+    for s in doc["samples"]:
+        s["kernel_name"] = "k\x1b[2J\rhidden\x9b"
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    assert cli_main(["plan", "show", str(p), "--samples"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+    assert out.count("k\\x1b[2J\\x0dhidden\\x9b") == len(doc["samples"]) + len(plan.clusters)

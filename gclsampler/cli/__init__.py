@@ -11,9 +11,12 @@ shows a traceback (every error does with ``GCLSAMPLER_DEBUG=1``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import re
 import sys
+from typing import Iterator
 
 
 # group name -> (module, one-line help). Keep in the order users meet them.
@@ -59,6 +62,38 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+
+
+class _ControlEscaped:
+    """A text stream that writes control characters as ``\\xNN``.
+
+    Why: listings print names read from input files (kernel names from a plan, a profile or a
+    trace header), and a name holding ESC sequences or a carriage return redrew the user's
+    terminal or hid part of the table. JSON output escapes them itself; this covers the rest."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _stdout_control_escaped() -> Iterator[None]:
+    real = sys.stdout
+    sys.stdout = _ControlEscaped(real)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _ControlEscaped):
+            sys.stdout = real
+
+
 def main(argv: list[str] | None = None) -> int:
     from gclsampler._guard import EXIT_INTERRUPTED, debug_enabled, run_guarded
 
@@ -79,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(SystemExit):
             parser.parse_args([args.group, "--help"])  # argparse exits 0 after printing help
         return 2
-    return run_guarded(lambda: int(handler(args) or 0), "gclsampler")
+    with _stdout_control_escaped():
+        return run_guarded(lambda: int(handler(args) or 0), "gclsampler")
 
 
 def console() -> None:
