@@ -88,6 +88,10 @@ def config_error_text(exc: BaseException) -> str | None:
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None)
         msg = _first_line(str(cause))
+        if key and "." in key and _free_form(getattr(cause, "parent_node", None)):
+            # `suite.synth_params.trace_cap=16`: a dictionary whose keys no schema lists takes a
+            # new one only with `+` (the keys of typed nodes stay checked, check_config_keys)
+            msg += f" ({key.rpartition('.')[0]} is a free-form dictionary: add a key with +{key}=VALUE)"
         return f"config: {key}: {msg}" if key else f"config: {msg}"
     if isinstance(exc, HydraException):
         return "config: " + _first_line(str(exc))
@@ -95,6 +99,15 @@ def config_error_text(exc: BaseException) -> str | None:
         # `workload=null`: Hydra's defaults list raises a plain ValueError, a traceback and exit 1
         return "config: " + _first_line(str(exc)) + " (a config group such as workload= takes one of its names)"
     return None
+
+
+def _free_form(node: Any) -> bool:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        return isinstance(node, DictConfig) and OmegaConf.get_type(node) is dict
+    except Exception:  # noqa: BLE001 - a node we cannot ask about gets no hint
+        return False
 
 
 def _raised_in_hydra_composition(exc: BaseException) -> bool:

@@ -190,6 +190,9 @@ def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
     ("train.epoch=3", "config: train.epoch: Key 'epoch' not in 'TrainConfig'"),
     ("train.lr=abc", "config: train.lr: Value 'abc' of type 'str' could not be converted to Float"),
     ("graph=nope", "config: In 'config': Could not find 'graph/nope' (available: default)"),  # no search path
+    # a new key of a dictionary no schema types needs Hydra's +, and the line says so
+    ("sampler.params.foo=1", "config: sampler.params.foo: Key 'foo' is not in struct (sampler.params is a "
+                             "free-form dictionary: add a key with +sampler.params.foo=VALUE)"),
     # the paper's method on the project's encoder: refused before any work, saying what to add
     ("sampler=gcl_paper", "model.inst_stats=true model.kernel_features=true: the project's encoder, but "
                           "sampler=gcl_paper clusters the paper's encoder's embeddings; add model=paper"),
@@ -205,6 +208,10 @@ def test_evaluate_py_unknown_key_is_one_line_exit_2(tmp_path):
     r = _run([str(ROOT / "evaluate.py"), "+suite.nope=1", f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "suite.nope" in lines[0], r.stderr
+    r = _run([str(ROOT / "evaluate.py"), "suite.nope=1", f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
+    assert r.returncode == 2 and "+" not in r.stderr, r.stderr  # a typed node's misspelling gets no hint to add it
+    r = _run([str(ROOT / "evaluate.py"), "suite.synth_params.trace_cap=16", f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
+    assert r.returncode == 2 and "add a key with +suite.synth_params.trace_cap=VALUE" in r.stderr, r.stderr
 
 
 def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
