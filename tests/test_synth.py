@@ -293,6 +293,15 @@ def test_integer_knobs_above_32_bits_fail_naming_the_knob(name, tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_a_knob_below_32_bits_fails_naming_the_knob(tmp_path):
+    """nw's gap penalty may be negative, and at -2**64 it was an OverflowError traceback."""
+    from gclsampler.synth.generate import INT_KNOB_MAX
+
+    with pytest.raises(SynthConfigError, match=rf"^synth\.penalty: must be at least {-INT_KNOB_MAX - 1} .*, got -{2**64}$"):
+        generate("nw", tmp_path / "w", params={"n": 16, "penalty": -2**64}, arch="turing")
+    assert not (tmp_path / "w").exists()
+
+
 @pytest.mark.parametrize("name,key,low,extra", [("nw", "n", 16, {}), ("backprop", "input", 16, {}),
                                                 ("3mm", "n", 1, {}), ("phi2", "decode", 0, {"layers": 1, "prompt": 2})])
 def test_smallest_allowed_size_synthesizes(name, key, low, extra, tmp_path):

@@ -65,9 +65,10 @@ def resolve_params(name: str, params: dict | None) -> dict:
             raise SynthConfigError(f"synth.{key}: unknown knob for workload {name!r}; known: {', '.join(sorted(k))}")
         k[key] = _coerce(name, key, k[key], val)
     for key, val in k.items():
-        if isinstance(val, int) and not isinstance(val, bool) and val > INT_KNOB_MAX:
-            raise SynthConfigError(f"synth.{key}: must be at most {INT_KNOB_MAX} (counts and sizes here become "
-                                   f"32-bit CUDA launch dimensions and trace fields), got {val!r}")
+        if isinstance(val, int) and not isinstance(val, bool) and not -INT_KNOB_MAX - 1 <= val <= INT_KNOB_MAX:
+            bound = f"at most {INT_KNOB_MAX}" if val > 0 else f"at least {-INT_KNOB_MAX - 1}"
+            raise SynthConfigError(f"synth.{key}: must be {bound} (counts and sizes here become 32-bit CUDA "
+                                   f"launch dimensions, kernel arguments and trace fields), got {val!r}")
     for key in ("trace_cap", "max_traced_ctas"):
         if int(k[key]) < 0:
             raise SynthConfigError(f"synth.{key}: must be >= 0 (0 = no cap: the complete trace), got {k[key]!r}")
