@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+# A shell starts a background job (`pytest &`, `(pytest &)`) with SIGINT ignored, and Python then
+# keeps it ignored: the tests that send themselves (or a child they start) a Ctrl-C failed there
+# (5 of them, in every such run). They test Python's usual handler, so it is put back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
