@@ -165,8 +165,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from gclsampler.workload import declared_data_kind
 
     synthetic = declared_data_kind(wdir) == "synthetic" or bool(plan is not None and plan.synthetic)
-    made = not Path(args.out).exists()  # else a failure before any simulation ran leaves it as it was:
-    was_empty = not made and Path(args.out).is_dir() and not any(Path(args.out).iterdir())  # removed, or emptied
+    # a failure before any simulation ran leaves --out as it found it: absent, or an empty directory
+    made = not Path(args.out).exists()
+    was_empty = not made and Path(args.out).is_dir() and not any(Path(args.out).iterdir())
     out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
     for old in ("simulated.csv", "estimate.json"):  # an earlier run's: this one writes them only if it succeeds
         (out / old).unlink(missing_ok=True)
