@@ -256,13 +256,13 @@ def exit_on_interrupt(prog: str):
     imports the entry script again, and the terminal's Ctrl-C reaches it too: it leaves quietly,
     since the main process reports the interrupt (it was printed twice).
     """
-    import multiprocessing
-
     with sigint_recorded() as hit:
         try:
             yield
         except BaseException as exc:
             if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
+                import multiprocessing
+
                 if multiprocessing.parent_process() is None:
                     print(f"{prog}: interrupted", file=sys.stderr)
                 raise SystemExit(EXIT_INTERRUPTED) from None

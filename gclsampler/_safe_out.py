@@ -334,12 +334,18 @@ def remove_dead_temp_dirs(out: Path) -> list[Path]:
     container another PID's."""
     pattern = re.compile(rf"\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
     host, removed = _this_host(), []
-    for p in [*out.parent.glob(f".{glob_escape(out.name)}.tmp-*"), *out.parent.glob(f".{glob_escape(out.name)}.old-*")]:
+    for p in out.parent.glob(f".{glob_escape(out.name)}.*-*"):
         m = pattern.fullmatch(p.name)
         if m and m.group(2) == host and not _alive(int(m.group(1))) and p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
+
+
+def _sibling_dir(out: Path, kind: str) -> Path:
+    """A new empty directory ``.<name>.<kind>-<pid>@<host>-XXXXXXXX`` beside ``out``: the one
+    naming that ``remove_dead_temp_dirs`` judges by (``kind``: tmp, old)."""
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{kind}-{os.getpid()}@{_this_host()}-", dir=out.parent))
 
 
 def _through_link(out: Path) -> Path:
@@ -356,7 +362,7 @@ def make_temp_dir(out: str | os.PathLike, command: str,
     out = _through_link(check_out_dir(out, command, inputs))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temp_dirs(out)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}@{_this_host()}-", dir=out.parent))
+    tmp = _sibling_dir(out, "tmp")
     os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; outputs follow the umask
     return tmp
 
@@ -375,7 +381,7 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
     if out.exists():
         # an empty directory of a unique name, which the rename replaces: an earlier commit of this
         # process that a Ctrl-C stopped may have left its own
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}@{_this_host()}-", dir=out.parent))
+        old = _sibling_dir(out, "old")
         os.replace(out, old)
         os.replace(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
