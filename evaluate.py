@@ -60,7 +60,7 @@ def check_sweep() -> None:
 
 
 if __name__ == "__main__":
-    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130 (gclsampler._guard)
+    # config errors, bad input, OSError: one line, exit 2; Ctrl-C: exit 130, SIGTERM 143 (gclsampler._guard)
     from gclsampler._guard import run_guarded
 
     sys.exit(run_guarded(check_sweep, "evaluate", train_setting_hint)

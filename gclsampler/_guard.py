@@ -13,6 +13,8 @@ config errors)
 environment (``OSError``: disk full,   2       ``PROG: error: PATH: reason``
 permissions, read-only, not a dir)
 Ctrl-C (``KeyboardInterrupt``)         130     ``PROG: interrupted``
+SIGTERM (``kill``, a scheduler's       143     ``PROG: terminated``
+time limit; ``Terminated``)
 a bug (anything else)                  1       the traceback, to report it
 =====================================  ======  =============================================
 
@@ -27,13 +29,21 @@ import contextlib
 import dataclasses
 import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
-from gclsampler._interrupt import sigint_recorded
+from gclsampler._interrupt import Terminated, sigint_recorded, sigterm_raises
 from gclsampler.errors import GclError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a process the signal ended
+
+
+def interrupt_outcome(exc: BaseException | None) -> tuple[str, int]:
+    """What to print after ``PROG:`` and the exit status, for a Ctrl-C or a SIGTERM."""
+    if isinstance(exc, Terminated):
+        return "terminated", EXIT_TERMINATED
+    return "interrupted", EXIT_INTERRUPTED
 
 
 def debug_enabled() -> bool:
@@ -152,18 +162,24 @@ def cluster_error_text(exc: BaseException) -> str | None:
             "through submitit, which needs a SLURM cluster: run on its login node, or use the local launcher)")
 
 
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is behind ``exc``: Ctrl-C while numba loads a cached kernel
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt behind ``exc``, if any: Ctrl-C while numba loads a cached kernel
     surfaces as SystemError ("returned a result with an exception set") caused by it, and was
     shown as a bug's traceback with exit 1 instead of "interrupted", exit 130."""
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
         if isinstance(e, KeyboardInterrupt):
-            return True
+            return e
         seen.add(id(e))
         e = e.__cause__ or e.__context__
-    return False
+    return None
+
+
+def _stop_interrupted(prog: str, exc: BaseException | None) -> NoReturn:
+    word, status = interrupt_outcome(exc)
+    _say(prog, f"{prog}: {word}")
+    raise SystemExit(status) from None
 
 
 def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> Any:
@@ -181,9 +197,8 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
     except GclError as exc:
         _say(prog, f"{prog}: error: {_hinted(_one_line(str(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
-    except KeyboardInterrupt:
-        _say(prog, f"{prog}: interrupted")
-        raise SystemExit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as exc:
+        _stop_interrupted(prog, exc)
     except BrokenPipeError:  # `gclsampler trace info ... | head`
         _silence_stdout()
         raise SystemExit(0) from None
@@ -192,9 +207,9 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
         _say(prog, f"{prog}: error: {_hinted(_one_line(text or os_error_text(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
-        if _caused_by_interrupt(exc):
-            _say(prog, f"{prog}: interrupted")
-            raise SystemExit(EXIT_INTERRUPTED) from None
+        interrupt = _interrupt_behind(exc)
+        if interrupt is not None:
+            _stop_interrupted(prog, interrupt)
         text = config_error_text(exc) or cluster_error_text(exc)
         if text is None:
             raise
@@ -227,7 +242,8 @@ def _say(prog: str, line: str) -> None:
 def run_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> int:
     """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
     try:
-        result = call_guarded(fn, prog, hint)
+        with sigterm_raises():
+            result = call_guarded(fn, prog, hint)
     except SystemExit as exc:  # sys.exit() / sys.exit(None) is success, like the interpreter treats it
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_ERROR
     return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
@@ -248,7 +264,8 @@ def _silence_stdout() -> None:
 
 @contextlib.contextmanager
 def exit_on_interrupt(prog: str):
-    """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130.
+    """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130
+    (a SIGTERM there: exit 143).
 
     A library may swallow the KeyboardInterrupt in a broad ``except`` and then fail with an
     unrelated error (seen: AttributeError from numpy), so any error after a recorded Ctrl-C
@@ -256,16 +273,17 @@ def exit_on_interrupt(prog: str):
     imports the entry script again, and the terminal's Ctrl-C reaches it too: it leaves quietly,
     since the main process reports the interrupt (it was printed twice).
     """
-    with sigint_recorded() as hit:
+    with sigint_recorded() as hit, sigterm_raises():
         try:
             yield
         except BaseException as exc:
             if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
                 import multiprocessing
 
+                word, status = interrupt_outcome(exc)
                 if multiprocessing.parent_process() is None:
-                    print(f"{prog}: interrupted", file=sys.stderr)
-                raise SystemExit(EXIT_INTERRUPTED) from None
+                    print(f"{prog}: {word}", file=sys.stderr)
+                raise SystemExit(status) from None
             raise
 
 

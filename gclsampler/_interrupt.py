@@ -7,6 +7,9 @@ it (the half-imported module then fails with an unrelated error). Either way the
 carry on as if the user had not pressed Ctrl-C. Recording the signal itself, as well as raising,
 lets the caller see that it came. Where ctypes swallowed it, its "Exception ignored" traceback
 is not printed either: the recorded interrupt is reported once, by the caller.
+
+SIGTERM (``kill``, ``timeout``, a batch scheduler at the time limit) takes the same path as a
+``Terminated`` interrupt, so what a Ctrl-C cleans up a SIGTERM cleans up too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,40 @@ import contextlib
 import signal
 import sys
 from typing import Iterator
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM, raised where Python's default would have ended the process on the spot.
+
+    Why an interrupt: every ``except KeyboardInterrupt`` / ``finally`` that tidies up after a
+    Ctrl-C (temp directories beside an output, pool workers, live simulators) must run on a
+    SIGTERM as well. Dying at once left ``synth``'s ``.NAME.tmp-*`` directory (removed only by a
+    later build on the same host, which a cluster job rarely is), a "leaked semaphore" warning,
+    and its spawned timing worker blocked for good on a call queue nobody would write to.
+    Reported as "terminated", exit 143 (128 + SIGTERM), as a shell reports the signal.
+    """
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Inside the block, SIGTERM raises ``Terminated``. Only where SIGTERM still has its default
+    action, on the main thread: a handler someone else installed (submitit's, in a SLURM job)
+    and an ignored SIGTERM are left alone. The old action is restored after the block."""
+    def on_sigterm(signum, frame):  # noqa: ARG001
+        raise Terminated
+
+    installed = False
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        try:
+            signal.signal(signal.SIGTERM, on_sigterm)
+            installed = True
+        except ValueError:  # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -60,6 +97,10 @@ def sigint_recorded() -> Iterator[list[int]]:
 
 def _start_worker(initializer, initargs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a forked worker inherits the parent's SIGTERM handler (``sigterm_raises``); with it the
+    # pool's own terminate() would become an exception inside a task, and the worker would wait
+    # for more work instead of ending
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if initializer is not None:
         initializer(*initargs)
 
@@ -73,7 +114,8 @@ def process_pool(workers: int, start_method: str, initializer=None, initargs: tu
     one that takes it between tasks dies, possibly halfway through reading the call queue. Either
     way the pool's shutdown could then wait forever (``gclsampler synth`` hung at exit about one
     Ctrl-C in ten, its worker blocked reading a call that never came). So the workers ignore
-    SIGINT and only this process decides: when the block raises (the interrupt or anything else),
+    SIGINT, end at once on SIGTERM, and only this process decides: when the block raises (the
+    interrupt, a ``Terminated``, or anything else),
     the workers this pool started are terminated before the pool is shut down, instead of being
     left to finish work nobody will read.
     """

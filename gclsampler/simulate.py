@@ -43,7 +43,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -862,12 +861,3 @@ def write_profile(path: Path, run: SimulationRun, synthetic: bool, n_invocations
                         "achieved_occupancy": "gpu_occupancy / 100"}}
     write_text_atomic(Path(path).with_suffix(".json"), json.dumps(side, indent=1) + "\n")
     return out
-
-
-def install_sigterm_as_interrupt() -> None:
-    """SIGTERM (a scheduler's or `kill`'s) takes the Ctrl-C path: live simulators are killed."""
-    def _raise(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
-
-    with contextlib.suppress(ValueError):  # not the main thread
-        signal.signal(signal.SIGTERM, _raise)

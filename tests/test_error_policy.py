@@ -223,9 +223,14 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
     SIGINT at exit when it runs a module with ``-m``, even after the interrupt was handled, so
     ``python -m gclsampler`` then dies by the signal (-2 here; a shell still shows 130).
     """
-    import signal
-    import time
+    p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: os.killpg(p.pid, signal.SIGINT))
+    assert p.returncode == 130 and lines == ["gclsampler: interrupted"], lines
+    assert list(tmp_path.iterdir()) == []
 
+
+def _signal_synth_while_it_writes(tmp_path, send) -> tuple[subprocess.Popen, list[str]]:
+    """``gclsampler synth phi2`` in its own session, ``send(process)`` once its output is being
+    written; the ended process and its stderr lines. Skips if synth finished first."""
     out = tmp_path / "phi2"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     entry = "import sys; from gclsampler.cli import main; sys.exit(main())"  # the console script's body
@@ -233,22 +238,113 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
                          env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline, writing = time.time() + 120, False
     while not writing and p.poll() is None and time.time() < deadline:
-        writing = bool(list(tmp_path.glob(".phi2.tmp-*")))  # interrupt once the output is being written
+        writing = bool(list(tmp_path.glob(".phi2.tmp-*")))
         time.sleep(0.05)
     # phi2 takes a minute to synthesize, so its temp dir is seen first; a renamed temp dir (or a
     # crash) fails here instead of letting the run finish and the test skip below
     assert writing, (list(tmp_path.iterdir()), p.poll())
     time.sleep(0.5)
     try:
-        os.killpg(p.pid, signal.SIGINT)
-    except ProcessLookupError:  # it already exited: its status and stderr say why, below
+        send(p)
+    except ProcessLookupError:  # it already exited: its status and stderr say why
         pass
     _, err = p.communicate(timeout=120)
     if p.returncode == 0:
-        pytest.skip("synth finished before the interrupt")
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert p.returncode == 130 and lines == ["gclsampler: interrupted"], err
+        pytest.skip("synth finished before the signal")
+    return p, [ln for ln in err.splitlines() if ln.strip()]
+
+
+def test_sigterm_during_synth_leaves_nothing(tmp_path):
+    """SIGTERM to the main process alone (``kill PID``; a batch scheduler at the time limit):
+    Python's default ended it on the spot, leaving the ``.phi2.tmp-*`` directory (removed only
+    by a later build on the same host) and its spawned timing worker blocked for good on the
+    call queue. Now it cleans up like a Ctrl-C: one line, exit 143, nothing left on disk, and
+    no process of its session left running."""
+    p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: p.send_signal(signal.SIGTERM))
+    assert p.returncode == 143 and lines == ["gclsampler: terminated"], lines
     assert list(tmp_path.iterdir()) == []
+    deadline, alive = time.time() + 30, True
+    while alive and time.time() < deadline:  # multiprocessing's resource tracker takes a moment
+        try:
+            os.killpg(p.pid, 0)
+            time.sleep(0.1)
+        except ProcessLookupError:
+            alive = False
+    if alive:
+        os.killpg(p.pid, signal.SIGKILL)
+    assert not alive, "a process of the terminated synth is still running"
+
+
+def test_sigterm_raises_only_where_it_would_have_killed():
+    """``Terminated`` is an interrupt, so every Ctrl-C clean-up runs for it too. A SIGTERM
+    handler someone else installed (submitit's, in a SLURM job) is left in place, and the
+    default action comes back after the block."""
+    from gclsampler._interrupt import Terminated, sigterm_raises
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with pytest.raises(Terminated) as exc:
+        with sigterm_raises():
+            os.kill(os.getpid(), signal.SIGTERM)
+            _spin()
+    assert isinstance(exc.value, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    seen = []
+
+    def theirs(signum, frame):
+        seen.append(signum)
+
+    old = signal.signal(signal.SIGTERM, theirs)
+    try:
+        with sigterm_raises():
+            os.kill(os.getpid(), signal.SIGTERM)
+            _spin()
+        assert seen == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) is theirs
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def test_sigterm_is_one_line_exit_143(capsys):
+    from gclsampler._guard import call_guarded, exit_on_interrupt, run_guarded
+    from gclsampler._interrupt import Terminated
+
+    def terminated():
+        os.kill(os.getpid(), signal.SIGTERM)
+        _spin()
+
+    assert run_guarded(terminated, "gclsampler") == 143
+    _line(capsys, "gclsampler: terminated")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+    def numba_load():  # a SIGTERM behind another error, as for Ctrl-C
+        try:
+            raise Terminated
+        except KeyboardInterrupt as exc:
+            raise SystemError("returned a result with an exception set") from exc
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(numba_load, "train.py")
+    assert e.value.code == 143
+    _line(capsys, "train.py: terminated")
+    with pytest.raises(SystemExit) as e:
+        with exit_on_interrupt("train.py"):  # the entry scripts' slow imports
+            os.kill(os.getpid(), signal.SIGTERM)
+            _spin()
+    assert e.value.code == 143
+    _line(capsys, "train.py: terminated")
+
+
+def _sigterm_disposition() -> str:
+    return "default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "handled"
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_pool_workers_end_on_sigterm(start):
+    """A forked worker inherits the main process's SIGTERM handler, which would turn the pool's
+    own terminate() into an exception inside a task (the worker then waits for more work)."""
+    from gclsampler._interrupt import process_pool, sigterm_raises
+
+    with sigterm_raises(), process_pool(2, start) as pool:
+        assert [pool.submit(_sigterm_disposition).result() for _ in range(2)] == ["default"] * 2
 
 
 def _sigint_disposition() -> str:

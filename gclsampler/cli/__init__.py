@@ -4,7 +4,7 @@ Each command group lives in its own module under ``gclsampler.cli`` and exposes
 ``register(parser)``. Only the group being run is imported: some groups need torch,
 whose import costs seconds, and ``gclsampler --help`` or ``gclsampler trace info``
 should not pay for it. Errors follow ``gclsampler._guard``'s policy: bad input and
-environment errors are one line on stderr and exit 2, Ctrl-C exits 130, and only a bug
+environment errors are one line on stderr and exit 2, Ctrl-C exits 130 (SIGTERM 143), and only a bug
 shows a traceback (every error does with ``GCLSAMPLER_DEBUG=1``).
 """
 
@@ -95,18 +95,21 @@ def _stdout_control_escaped() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gclsampler._guard import EXIT_INTERRUPTED, debug_enabled, run_guarded
+    from gclsampler._guard import debug_enabled, interrupt_outcome, run_guarded
+    from gclsampler._interrupt import sigterm_raises
 
     argv = sys.argv[1:] if argv is None else list(argv)
     group = next((a for a in argv if not a.startswith("-")), None)
     try:  # building a group's parser may import torch (seconds): Ctrl-C there is no traceback either
-        parser = build_parser(only=group if group in GROUPS else "")
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt:
+        with sigterm_raises():
+            parser = build_parser(only=group if group in GROUPS else "")
+            args = parser.parse_args(argv)
+    except KeyboardInterrupt as exc:
         if debug_enabled():
             raise
-        print("gclsampler: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        word, status = interrupt_outcome(exc)
+        print(f"gclsampler: {word}", file=sys.stderr)
+        return status
     handler = getattr(args, "handler", None)
     if handler is None:  # a group without its subcommand: a usage error, like any missing argument
         import contextlib

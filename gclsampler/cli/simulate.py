@@ -6,7 +6,8 @@
 The work is in ``gclsampler.simulate``; this module parses flags, prints the one-screen
 summary and maps outcomes to exit statuses: 0 done, 1 some simulations failed (each named
 with its log; finished ones stay cached, so rerunning retries only the failed ones),
-2 bad input or no usable simulator (one line saying what to install or set), 130 interrupted.
+2 bad input or no usable simulator (one line saying what to install or set), 130 interrupted,
+143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from gclsampler._guard import interrupt_outcome
 from gclsampler.errors import GclError
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
@@ -179,15 +181,15 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"simulating {what} of {wdir} with Accel-Sim {sim.config} "
               f"({args.launcher}{', ' + str(args.jobs) + ' at a time' if args.launcher == 'local' else ''}); "
               f"runs and logs in {cache}", file=sys.stderr)
-    S.install_sigterm_as_interrupt()
     try:
         run = S.simulate(sim, wdir, wanted, cache, flags=flags, jobs=args.jobs, launcher=args.launcher,
                          timeout_s=args.timeout, dedup=args.dedup, keep_traces=args.keep_traces,
                          slurm_params=slurm, as_ampere=args.as_ampere)
-    except KeyboardInterrupt:
-        print(f"gclsampler: interrupted; finished simulations are cached in {cache}: rerun the same command "
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a SIGTERM (a scheduler's): live simulators were killed
+        word, status = interrupt_outcome(exc)
+        print(f"gclsampler: {word}; finished simulations are cached in {cache}: rerun the same command "
               "to continue", file=sys.stderr)
-        return 130
+        return status
     except GclError:
         # a bad trace stops the export before anything ran: a directory this call made holds
         # nothing worth keeping (simulate leaves no finished run's cache behind on this path)
