@@ -36,11 +36,12 @@ instruction.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import torch
-from torch_geometric.data import Data
+
+if TYPE_CHECKING:  # torch is imported where a graph is made: train.py's config (GraphConfig) does not need it
+    from torch_geometric.data import Data
 
 from gclsampler.errors import GclError, located
 from gclsampler.graph_schema import (EDGE_ADDRESS, EDGE_CONTROL, EDGE_READ, EDGE_TYPE_NAMES, EDGE_WRITE,
@@ -817,6 +818,9 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     np.concatenate(e_src, out=edge_index[0], casting="unsafe")
     np.concatenate(e_dst, out=edge_index[1], casting="unsafe")
     edge_type = np.concatenate(e_typ).astype(np.int64)
+    import torch
+    from torch_geometric.data import Data
+
     return Data(
         node_type=torch.from_numpy(node_type),
         token=torch.from_numpy(token),
@@ -833,6 +837,8 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
 
 def graph_summary(g: Data) -> dict:
     """Node and edge counts per type plus tensor bytes, for ``gclsampler graph info``."""
+    import torch
+
     nt = torch.bincount(g.node_type, minlength=NUM_NODE_TYPES).tolist()
     et = torch.bincount(g.edge_type, minlength=NUM_EDGE_TYPES).tolist()
     nbytes = sum(v.element_size() * v.numel() for _, v in g.items() if torch.is_tensor(v))

@@ -23,21 +23,10 @@ from typing import Any, Optional
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from gclsampler.augment import AugmentConfig
+from gclsampler.augment_config import AugmentConfig
 from gclsampler.errors import GclError
-from gclsampler.model import ModelConfig
-from gclsampler.train import (
-    TrainConfig,
-    atomic_save_npy,
-    atomic_write_text,
-    deterministic_cuda,
-    embed_invocations,
-    fit,
-    intra_op_threads,
-    native_bf16,
-    resolve_device,
-    resolve_precision,
-)
+from gclsampler.model_config import ModelConfig
+from gclsampler.train_config import TrainConfig
 
 log = logging.getLogger("gclsampler.pipeline")
 
@@ -242,6 +231,11 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     # every value is checked before the run directory is claimed or anything is synthesized
     _label_own_workload(cfg)  # a broken workload.json is refused before the run directory is claimed
     model_cfg, aug_cfg, train_cfg = check_config(cfg)
+    # torch (about 3 s) only once the config holds: a config error, and train.py's check of
+    # every swept value, do not wait for it
+    from gclsampler.train import (atomic_save_npy, atomic_write_text, deterministic_cuda, embed_invocations, fit,
+                                  intra_op_threads, native_bf16, resolve_device, resolve_precision)
+
     device = resolve_device(train_cfg.device)  # fail before synthesis/graph building
     # a run directory given by hand (hydra.run.dir=...) may hold someone's files: never overwrite
     # them, and never put a run inside the workload it reads

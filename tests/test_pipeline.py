@@ -308,7 +308,7 @@ def test_synthesis_settings_given_beside_workload_dir_are_named_as_unused(tiny_w
 
 
 def test_summarize_sweep(tmp_path):
-    from gclsampler.train import summarize_sweep
+    from gclsampler.sweep_summary import summarize_sweep
 
     for job, (ov, losses) in enumerate([("augment=default", [2.0, 1.5]), ("augment=drops", [1.9, 1.2, 1.3])]):
         d = tmp_path / str(job)
@@ -346,7 +346,7 @@ def test_a_sweep_never_replaces_a_summary_of_the_users(tmp_path):
     assert sorted(p.name for p in sweep.iterdir()) == ["sweep_summary.md"]  # no job ran, nothing written
     assert not (tmp_path / "wl").exists()
 
-    from gclsampler.train import foreign_sweep_files, summarize_sweep
+    from gclsampler.sweep_summary import foreign_sweep_files, summarize_sweep
 
     mine.unlink()
     job = sweep / "0_backprop"
@@ -365,7 +365,7 @@ def test_sweep_summary_says_which_jobs_are_synthetic(tmp_path, labels, banner):
     """The summary's plan errors were unlabelled, and a job without validation graphs showed nan."""
     import pandas as pd
 
-    from gclsampler.train import summarize_sweep
+    from gclsampler.sweep_summary import summarize_sweep
 
     for job, synthetic in enumerate(labels):
         d = tmp_path / f"{job}_3mm"
@@ -396,7 +396,7 @@ def test_a_workload_sweep_shares_one_sweep_dir(extra):
 
 
 def test_summarize_sweep_orders_jobs_by_number(tmp_path):
-    from gclsampler.train import summarize_sweep
+    from gclsampler.sweep_summary import summarize_sweep
 
     for job in ("10_phi2", "2_phi2", "0_qwen1_5"):
         d = tmp_path / job

@@ -1,0 +1,141 @@
+"""The summary of a ``train.py -m`` multirun: ``sweep_summary.csv`` and ``.md`` in its sweep dir.
+
+Why its own module: Hydra instantiates the callback (conf/hydra/default.yaml) when a run
+starts, before the job's first line, and it lived in ``gclsampler.train``, whose torch import
+(about 3 s) every config error of a job then waited for. It reads only what the jobs wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from gclsampler._atomic import write_text_atomic
+from gclsampler._safe_out import first_line, job_order
+
+
+def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
+    """Compare the jobs of a Hydra multirun: ``sweep_summary.csv`` and ``.md`` in ``multirun_dir``.
+
+    One row per job directory holding a ``train_log.csv``: its overrides, best and final
+    validation loss, epochs, training seconds, and plan error/speedup when the job's
+    ``run.json`` carries them (post-embedding hook). Rows are sorted by best validation
+    loss. Note that each job measures validation loss under its own augmentations, so
+    across augmentation settings plan error is the fairer comparison.
+    """
+    import pandas as pd
+    import yaml
+
+    root = Path(multirun_dir)
+    rows = []
+
+    for job in sorted((p for p in root.iterdir() if p.is_dir()), key=job_order):
+        logf = job / "train_log.csv"
+        if not logf.exists():
+            continue
+        ov_path = job / ".hydra" / "overrides.yaml"
+        overrides = yaml.safe_load(ov_path.read_text()) if ov_path.exists() else []
+        df = pd.read_csv(logf)
+        kept = df[df["best"] == 1] if "best" in df.columns else df.iloc[:0]
+        row = {"job": job.name, "overrides": " ".join(overrides or []),
+               # the kept model's (the last epoch marked best), as run.json says; else the lowest
+               "best_val_loss": float(kept["val_loss"].iloc[-1]) if len(kept) else
+               float(df["val_loss"].min()) if len(df) else float("nan"),
+               "final_val_loss": float(df["val_loss"].iloc[-1]) if len(df) else float("nan"),
+               "final_train_loss": float(df["train_loss"].iloc[-1]) if len(df) else float("nan"),
+               "epochs": int(len(df)), "train_seconds": float(df["seconds"].sum()) if len(df) else 0.0}
+        rj = job / "run.json"
+        if rj.exists():
+            run = json.loads(rj.read_text())
+            row["synthetic"] = bool(run.get("synthetic"))
+            post = run.get("post_embedding") or {}
+            for key in ("error_pct", "error_time_pct", "speedup", "k"):
+                if key in post:
+                    row[key] = post[key]
+        rows.append(row)
+    if not rows:
+        return None
+    table = pd.DataFrame(rows).sort_values("best_val_loss", kind="stable")
+    write_text_atomic(root / "sweep_summary.csv", table.to_csv(index=False))
+    lines = ["# Sweep summary", "", *_sweep_data_note(table),
+             f"{len(table)} jobs in `{root}`, sorted by best validation loss "
+             "(lower is better; each job validates under its own augmentations).", ""]
+    cols = list(table.columns)
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "|".join("---" for _ in cols) + "|")
+    for _, r in table.iterrows():
+        cells = ["n/a" if _missing(v) else f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()]
+        lines.append("| " + " | ".join(cells) + " |")
+    if table["best_val_loss"].isna().any():
+        lines += ["", "n/a validation loss: the job had fewer than 2 validation graphs (InfoNCE needs a "
+                  "negative), so it kept the epoch of lowest training loss."]
+    write_text_atomic(root / "sweep_summary.md", "\n".join(lines) + "\n")
+    return root / "sweep_summary.csv"
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _sweep_data_note(table) -> list[str]:
+    """What the plan errors in the summary are measured against: a synthetic workload's ground
+    truth is the synthesizer's timing model, never hardware, and the table must say so."""
+    if "synthetic" not in table.columns:
+        return []
+    synth = table["synthetic"].fillna(False).astype(bool)
+    if not synth.any():
+        return []
+    which = "Every job" if synth.all() else f"{int(synth.sum())} of {len(table)} jobs (synthetic = True)"
+    return [f"> **SYNTHETIC DATA.** {which} ran on a workload written by `gclsampler.synth`: their plan "
+            "errors are against the synthesizer's timing model, not hardware measurements.", ""]
+
+
+try:
+    from hydra.experimental.callback import Callback as _HydraCallback
+except ImportError:  # pragma: no cover - hydra is a dependency
+    _HydraCallback = object  # type: ignore[assignment,misc]
+
+
+_SWEEP_FILES = {
+    "sweep_summary.md": lambda first: first == "# Sweep summary",
+    "sweep_summary.csv": lambda first: first.startswith("job,overrides,best_val_loss"),
+}
+"""The files a multirun writes into its sweep directory, and how to tell one written here."""
+
+
+def foreign_sweep_files(root: str | os.PathLike) -> list[Path]:
+    """The summary files in ``root`` that ``summarize_sweep`` did not write (an empty file holds
+    nothing to lose): a fixed ``hydra.sweep.dir`` may be a directory of the user's."""
+    out = []
+    for name, ours in _SWEEP_FILES.items():
+        p = Path(root) / name
+        if p.is_symlink() or p.is_dir() or (p.is_file() and p.stat().st_size and not ours(first_line(p) or "")):
+            out.append(p)
+    return out
+
+
+class SweepSummaryCallback(_HydraCallback):  # type: ignore[misc,valid-type]
+    """Hydra callback (conf/hydra/default.yaml): summarise a multirun when it ends.
+
+    A summary file of the user's in the sweep directory stops the multirun before its first
+    job (it was silently replaced after all of them); one that appears during the jobs is
+    kept, and the summary is not written, in one line."""
+
+    def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
+        found = foreign_sweep_files(config.hydra.sweep.dir)
+        if found:  # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
+            print(f"train.py: error: hydra.sweep.dir: {found[0]}: exists and was not written by a train.py "
+                  "multirun; not replaced (move it, or give the sweep another hydra.sweep.dir)", file=sys.stderr)
+            raise SystemExit(2)
+
+    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        found = foreign_sweep_files(config.hydra.sweep.dir)
+        if found:
+            print(f"train.py: warning: {found[0]}: exists and was not written by a train.py multirun; sweep summary not "
+                  "written", file=sys.stderr)
+            return
+        summarize_sweep(config.hydra.sweep.dir)
