@@ -31,7 +31,7 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn
 
-from gclsampler._interrupt import Terminated, sigint_recorded, sigterm_raises
+from gclsampler._interrupt import Terminated, interrupt_for, interrupts_recorded, sigterm_raises
 from gclsampler.errors import GclError
 
 EXIT_ERROR = 2
@@ -273,14 +273,14 @@ def exit_on_interrupt(prog: str):
     imports the entry script again, and the terminal's Ctrl-C reaches it too: it leaves quietly,
     since the main process reports the interrupt (it was printed twice).
     """
-    with sigint_recorded() as hit, sigterm_raises():
+    with sigterm_raises(), interrupts_recorded() as hit:
         try:
             yield
         except BaseException as exc:
             if not debug_enabled() and (isinstance(exc, KeyboardInterrupt) or hit):
                 import multiprocessing
 
-                word, status = interrupt_outcome(exc)
+                word, status = interrupt_outcome(exc if isinstance(exc, KeyboardInterrupt) else interrupt_for(hit[-1]))
                 if multiprocessing.parent_process() is None:
                     print(f"{prog}: {word}", file=sys.stderr)
                 raise SystemExit(status) from None

@@ -9,7 +9,8 @@ lets the caller see that it came. Where ctypes swallowed it, its "Exception igno
 is not printed either: the recorded interrupt is reported once, by the caller.
 
 SIGTERM (``kill``, ``timeout``, a batch scheduler at the time limit) takes the same path as a
-``Terminated`` interrupt, so what a Ctrl-C cleans up a SIGTERM cleans up too.
+``Terminated`` interrupt, so what a Ctrl-C cleans up a SIGTERM cleans up too, and it is
+recorded the same way (a swallowed one was lost: the process went on).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def sigterm_raises() -> Iterator[None]:
     def on_sigterm(signum, frame):  # noqa: ARG001
         raise Terminated
 
+    on_sigterm.raises_terminated = True  # type: ignore[attr-defined]
     installed = False
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         try:
@@ -54,44 +56,63 @@ def sigterm_raises() -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def interrupt_for(signum: int) -> KeyboardInterrupt:
+    """The exception a recorded signal stands for: ``Terminated`` for SIGTERM, else Ctrl-C's."""
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _raises_on(sig: int, handler) -> bool:
+    """Whether ``handler`` is the one that turns ``sig`` into an interrupt here: Python's own for
+    SIGINT, ``sigterm_raises``'s for SIGTERM, or an enclosing recording block's."""
+    if getattr(handler, "records_interrupts", False):
+        return True
+    if sig == signal.SIGINT:
+        return handler is signal.default_int_handler
+    return getattr(handler, "raises_terminated", False)
+
+
 @contextlib.contextmanager
-def sigint_recorded() -> Iterator[list[int]]:
-    """Inside the block, Ctrl-C raises KeyboardInterrupt as usual and is also appended to the
-    yielded list. Only where Python's own handler (or an enclosing block's) is in place (the
-    main thread, SIGINT not ignored): a process started with SIGINT ignored (``cmd &`` in a
-    script) stays immune. Blocks nest: the inner one records and hands the signal on, so a
-    caller's check (the trace parser's warm-up) works under an entry script's as well."""
+def interrupts_recorded() -> Iterator[list[int]]:
+    """Inside the block, Ctrl-C raises KeyboardInterrupt as usual (a SIGTERM, under
+    ``sigterm_raises``, ``Terminated``) and the signal is also appended to the yielded list.
+    Only where that handler (or an enclosing block's) is in place, on the main thread: a process
+    started with SIGINT ignored (``cmd &`` in a script) stays immune, and a SIGTERM nobody turned
+    into an exception keeps its default action. Blocks nest: the inner one records and hands the
+    signal on, so a caller's check (the trace parser's warm-up) works under an entry script's as
+    well. ``interrupt_for(hit[-1])`` is the exception to raise after a swallowed one."""
     hit: list[int] = []
-    outer = signal.getsignal(signal.SIGINT)
+    outer: dict[int, object] = {}
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
         hit.append(signum)
-        if outer is not signal.default_int_handler:
-            outer(signum, frame)  # an enclosing block's: it records too, then raises
-        raise KeyboardInterrupt
+        if getattr(outer[signum], "records_interrupts", False):
+            outer[signum](signum, frame)  # an enclosing block's: it records too, then raises
+        raise interrupt_for(signum)
 
-    on_sigint.records_sigint = True  # type: ignore[attr-defined]
+    on_signal.records_interrupts = True  # type: ignore[attr-defined]
 
     def on_unraisable(unraisable):
         if hit and isinstance(unraisable.exc_value, KeyboardInterrupt):
-            return  # a recorded Ctrl-C, swallowed by a ctypes callback: the caller reports it
+            return  # a recorded interrupt, swallowed by a ctypes callback: the caller reports it
         old_hook(unraisable)
 
-    installed = False
-    if outer is signal.default_int_handler or getattr(outer, "records_sigint", False):
-        try:
-            signal.signal(signal.SIGINT, on_sigint)
-            installed = True
-        except ValueError:  # not the main thread: signals stay as they are
-            pass
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(sig)
+        if _raises_on(sig, current):
+            try:
+                signal.signal(sig, on_signal)
+                outer[sig] = current
+            except ValueError:  # not the main thread: signals stay as they are
+                break
     old_hook = sys.unraisablehook
-    if installed:
+    if outer:
         sys.unraisablehook = on_unraisable
     try:
         yield hit
     finally:
-        if installed:
-            signal.signal(signal.SIGINT, outer)
+        for sig, handler in outer.items():
+            signal.signal(sig, handler)
+        if outer:
             sys.unraisablehook = old_hook
 
 

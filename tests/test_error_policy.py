@@ -530,17 +530,19 @@ def test_a_spawned_worker_leaves_the_interrupt_to_the_main_process(tmp_path):
     assert (r.returncode, r.stdout, r.stderr) == (130, "130\n", "prog: interrupted\n")
 
 
-def test_a_ctrl_c_swallowed_by_a_ctypes_callback_prints_one_line(tmp_path):
+@pytest.mark.parametrize("sig,status,word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_a_ctrl_c_swallowed_by_a_ctypes_callback_prints_one_line(tmp_path, sig, status, word):
     """CI saw it: SIGINT landing while numba compiles runs the handler inside llvmlite's ctypes
     callback; ctypes printed "Exception ignored ... KeyboardInterrupt" with its traceback above
-    the one interrupted line. A ctypes callback stands in for llvmlite's here."""
+    the one interrupted line. A ctypes callback stands in for llvmlite's here. A SIGTERM there
+    was swallowed the same way, and the process went on as if it had not come."""
     script = tmp_path / "cb.py"
     script.write_text(
         "import ctypes, os, signal, sys\n"
         "from gclsampler._guard import exit_on_interrupt\n"
         "CB = ctypes.CFUNCTYPE(None)\n"
         "def body():\n"
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        f"    os.kill(os.getpid(), signal.{sig})\n"
         "    for _ in range(10**6):\n"
         "        pass\n"
         "cb = CB(body)\n"
@@ -550,15 +552,15 @@ def test_a_ctrl_c_swallowed_by_a_ctypes_callback_prints_one_line(tmp_path):
         "    raise RuntimeError('unrelated error after the swallowed Ctrl-C')\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 130, p.stderr
-    assert p.stderr.splitlines() == ["prog: interrupted"], p.stderr
+    assert p.returncode == status, p.stderr
+    assert p.stderr.splitlines() == [f"prog: {word}"], p.stderr
 
 
 def test_an_unraisable_error_that_is_not_a_ctrl_c_is_still_printed():
     """Only the recorded Ctrl-C is silenced; another swallowed error keeps its report."""
     import ctypes
 
-    from gclsampler._interrupt import sigint_recorded
+    from gclsampler._interrupt import interrupts_recorded
 
     seen = []
     old = sys.unraisablehook
@@ -568,7 +570,7 @@ def test_an_unraisable_error_that_is_not_a_ctrl_c_is_still_printed():
         def body():
             raise ValueError("from a callback")
 
-        with sigint_recorded() as hit:
+        with interrupts_recorded() as hit:
             ctypes.CFUNCTYPE(None)(body)()
         assert hit == [] and [type(u.exc_value) for u in seen] == [ValueError]
         assert sys.unraisablehook is hook
@@ -579,25 +581,45 @@ def test_an_unraisable_error_that_is_not_a_ctrl_c_is_still_printed():
 def test_recording_blocks_nest():
     """The trace parser's warm-up records Ctrl-C inside an entry script's block: the inner block
     used to see the outer's handler, install nothing, and miss a Ctrl-C that numba swallowed."""
-    from gclsampler._interrupt import sigint_recorded
+    from gclsampler._interrupt import interrupts_recorded
 
     hook = sys.unraisablehook
-    with sigint_recorded() as outer:
+    with interrupts_recorded() as outer:
         with pytest.raises(KeyboardInterrupt):
-            with sigint_recorded() as inner:
+            with interrupts_recorded() as inner:
                 os.kill(os.getpid(), signal.SIGINT)
                 _spin()
         assert inner == [signal.SIGINT] and outer == [signal.SIGINT]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and sys.unraisablehook is hook
 
 
+def test_a_sigterm_is_recorded_only_where_it_raises():
+    """Under ``sigterm_raises`` (every entry point) a SIGTERM is recorded like a Ctrl-C, nested
+    blocks included, so one swallowed by numba's ctypes callbacks still stops the work; where
+    SIGTERM keeps its default action (a library caller), the blocks leave it alone."""
+    from gclsampler._interrupt import Terminated, interrupts_recorded, sigterm_raises
+
+    with sigterm_raises():
+        raising = signal.getsignal(signal.SIGTERM)
+        with interrupts_recorded() as outer:
+            with pytest.raises(Terminated):
+                with interrupts_recorded() as inner:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    _spin()
+            assert inner == [signal.SIGTERM] and outer == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is raising
+    with interrupts_recorded():
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_an_ignored_ctrl_c_stays_ignored():
     """A job started with SIGINT ignored (`cmd &` in a script) must not become interruptible."""
-    from gclsampler._interrupt import sigint_recorded
+    from gclsampler._interrupt import interrupts_recorded
 
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        with sigint_recorded() as hit:
+        with interrupts_recorded() as hit:
             os.kill(os.getpid(), signal.SIGINT)
             _spin()
         assert hit == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN

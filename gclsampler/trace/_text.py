@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from gclsampler._interrupt import sigint_recorded
+from gclsampler._interrupt import interrupt_for, interrupts_recorded
 
 _JIT_STATE: list = []
 
@@ -54,13 +54,13 @@ def _warm_up(mod):
 
     t0 = time.perf_counter()
     failed = None
-    with sigint_recorded() as hit:
+    with interrupts_recorded() as hit:
         try:
             mod.warm_up()
         except Exception as exc:  # numba raises many error types; any of them means "do not use it"
             failed = exc
-    if hit:  # Ctrl-C during the compile: llvmlite's ctypes callbacks swallow it, or it became the error
-        raise KeyboardInterrupt
+    if hit:  # Ctrl-C (or SIGTERM) during the compile: llvmlite's ctypes callbacks swallow it, or it became the error
+        raise interrupt_for(hit[-1])
     if failed is not None:
         warnings.warn(f"gclsampler: compiled trace parser unavailable ({type(failed).__name__}: {failed}); "
                       "using the numpy parser (about 3.5x slower)", RuntimeWarning, stacklevel=3)
