@@ -116,6 +116,34 @@ def interrupts_recorded() -> Iterator[list[int]]:
             sys.unraisablehook = old_hook
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (or a raising SIGTERM) that arrives inside the block until it ends, then
+    raise it: for steps that must not stop halfway, such as swapping a rebuilt output in for
+    the old one (two renames; stopped between them, neither the old output nor the new one was
+    left). Replacing the Python-level handler is enough whatever thread the OS delivers the
+    signal to, since Python runs handlers on the main thread. Off the main thread, and for
+    signals whose handler does not raise here, nothing changes."""
+    held: list[int] = []
+    outer: dict[int, object] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(sig)
+        if _raises_on(sig, current):
+            try:
+                signal.signal(sig, lambda signum, frame: held.append(signum))
+                outer[sig] = current
+            except ValueError:  # not the main thread
+                break
+    try:
+        yield
+    finally:
+        for sig, handler in outer.items():
+            signal.signal(sig, handler)
+    if held:  # the handler that was in place raises it (an enclosing recording block's records it too)
+        outer[held[-1]](held[-1], None)  # type: ignore[operator]
+        raise interrupt_for(held[-1])  # not reached: each of those handlers raises
+
+
 def _start_worker(initializer, initargs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # a forked worker inherits the parent's SIGTERM handler (``sigterm_raises``); with it the

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from gclsampler._atomic import current_umask, write_bytes_atomic, write_text_atomic
+from gclsampler._interrupt import interrupts_deferred
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
@@ -382,8 +383,9 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
         # an empty directory of a unique name, which the rename replaces: an earlier commit of this
         # process that a Ctrl-C stopped may have left its own
         old = _sibling_dir(out, "old")
-        os.replace(out, old)
-        os.replace(tmp, out)
+        with interrupts_deferred():  # a Ctrl-C between the renames left neither output
+            os.replace(out, old)
+            os.replace(tmp, out)
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, out)

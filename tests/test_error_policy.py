@@ -613,6 +613,32 @@ def test_a_sigterm_is_recorded_only_where_it_raises():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_an_interrupt_inside_a_deferred_block_is_raised_after_it():
+    """What must not stop halfway (swapping an output in) finishes first; the interrupt comes
+    after it, through the handler that was in place, so an enclosing block still records it."""
+    from gclsampler._interrupt import Terminated, interrupts_deferred, interrupts_recorded, sigterm_raises
+
+    done = []
+    with pytest.raises(KeyboardInterrupt) as exc:
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            _spin()
+            done.append("swapped")
+    assert done == ["swapped"] and type(exc.value) is KeyboardInterrupt
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with sigterm_raises(), interrupts_recorded() as hit:
+        with pytest.raises(Terminated):
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                _spin()
+                done.append("swapped again")
+        assert hit == [signal.SIGTERM]
+    assert done == ["swapped", "swapped again"] and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with interrupts_deferred():  # nothing held: nothing raised
+        done.append("quiet")
+    assert done[-1] == "quiet"
+
+
 def test_an_ignored_ctrl_c_stays_ignored():
     """A job started with SIGINT ignored (`cmd &` in a script) must not become interruptible."""
     from gclsampler._interrupt import interrupts_recorded

@@ -494,3 +494,36 @@ def test_a_symlinked_output_is_rebuilt_where_the_link_points(tmp_path, capsys):
     assert json.loads((big / "workload.json").read_text())["seed"] == 1
     assert sorted(p.name for p in link.parent.iterdir()) == ["bp"]
     assert sorted(p.name for p in big.parent.iterdir()) == ["bp"]
+
+
+def test_a_ctrl_c_during_the_swap_leaves_the_new_output(tmp_path, monkeypatch):
+    """A rebuild swaps its temp directory in with two renames (old out aside, temp in). A Ctrl-C
+    between them used to remove the temp directory (the new output) while the old one waited
+    aside for deletion: neither was left. Now the swap finishes and the interrupt comes after."""
+    import signal
+
+    from gclsampler import _safe_out
+    from gclsampler._safe_out import replace_dir
+
+    out = tmp_path / "wl"
+    with replace_dir(out, "trace group") as tmp:
+        (tmp / "kernelslist.g").write_text("old\n")
+    real_replace = os.replace
+    calls = []
+
+    def replace_then_ctrl_c(src, dst):  # os.replace is one function: the marker's atomic write calls it too
+        real_replace(src, dst)
+        calls.append(Path(dst).name)
+        if Path(dst).name.startswith(".wl.old-"):  # the old output is aside; the new one not yet in
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100):  # a handler runs between bytecodes
+                pass
+
+    monkeypatch.setattr(_safe_out.os, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        with replace_dir(out, "trace group") as tmp:
+            (tmp / "kernelslist.g").write_text("new\n")
+    aside = [i for i, n in enumerate(calls) if n.startswith(".wl.old-")]
+    assert aside and "wl" in calls[aside[-1]:]  # the new output went in after the old one was set aside
+    assert (out / "kernelslist.g").read_text() == "new\n"
+    assert not list(tmp_path.glob(".wl.tmp-*"))
