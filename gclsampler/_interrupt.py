@@ -71,6 +71,26 @@ def _raises_on(sig: int, handler) -> bool:
     return getattr(handler, "raises_terminated", False)
 
 
+def _replace_raising_handlers(handler) -> dict[int, object]:
+    """Put ``handler`` in place of SIGINT's and SIGTERM's handlers where they raise here
+    (``_raises_on``), on the main thread only; the replaced handlers, to put back after."""
+    replaced: dict[int, object] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        current = signal.getsignal(sig)
+        if _raises_on(sig, current):
+            try:
+                signal.signal(sig, handler)
+            except ValueError:  # not the main thread: signals stay as they are
+                break
+            replaced[sig] = current
+    return replaced
+
+
+def _put_back(replaced: dict[int, object]) -> None:
+    for sig, handler in replaced.items():
+        signal.signal(sig, handler)
+
+
 @contextlib.contextmanager
 def interrupts_recorded() -> Iterator[list[int]]:
     """Inside the block, Ctrl-C raises KeyboardInterrupt as usual (a SIGTERM, under
@@ -81,7 +101,6 @@ def interrupts_recorded() -> Iterator[list[int]]:
     signal on, so a caller's check (the trace parser's warm-up) works under an entry script's as
     well. ``interrupt_for(hit[-1])`` is the exception to raise after a swallowed one."""
     hit: list[int] = []
-    outer: dict[int, object] = {}
 
     def on_signal(signum, frame):
         hit.append(signum)
@@ -96,22 +115,14 @@ def interrupts_recorded() -> Iterator[list[int]]:
             return  # a recorded interrupt, swallowed by a ctypes callback: the caller reports it
         old_hook(unraisable)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        current = signal.getsignal(sig)
-        if _raises_on(sig, current):
-            try:
-                signal.signal(sig, on_signal)
-                outer[sig] = current
-            except ValueError:  # not the main thread: signals stay as they are
-                break
+    outer = _replace_raising_handlers(on_signal)
     old_hook = sys.unraisablehook
     if outer:
         sys.unraisablehook = on_unraisable
     try:
         yield hit
     finally:
-        for sig, handler in outer.items():
-            signal.signal(sig, handler)
+        _put_back(outer)
         if outer:
             sys.unraisablehook = old_hook
 
@@ -125,20 +136,11 @@ def interrupts_deferred() -> Iterator[None]:
     signal to, since Python runs handlers on the main thread. Off the main thread, and for
     signals whose handler does not raise here, nothing changes."""
     held: list[int] = []
-    outer: dict[int, object] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        current = signal.getsignal(sig)
-        if _raises_on(sig, current):
-            try:
-                signal.signal(sig, lambda signum, frame: held.append(signum))
-                outer[sig] = current
-            except ValueError:  # not the main thread
-                break
+    outer = _replace_raising_handlers(lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
-        for sig, handler in outer.items():
-            signal.signal(sig, handler)
+        _put_back(outer)
     if held:  # the handler that was in place raises it (an enclosing recording block's records it too)
         outer[held[-1]](held[-1], None)  # type: ignore[operator]
         raise interrupt_for(held[-1])  # not reached: each of those handlers raises
