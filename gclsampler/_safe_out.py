@@ -450,7 +450,7 @@ def replace_dir(out: str | os.PathLike, command: str,
         raise
 
 
-try:
+try:  # the base of every Hydra callback here (RunDirGuard; compare.py's and sweep_summary.py's)
     from hydra.experimental.callback import Callback as _HydraCallback
 except ImportError:  # pragma: no cover - hydra is a dependency
     _HydraCallback = object  # type: ignore[assignment,misc]

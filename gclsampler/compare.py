@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
-from gclsampler._safe_out import first_line, job_order
+from gclsampler._safe_out import _HydraCallback, first_line, job_order
 from gclsampler.errors import GclError
 from gclsampler.plan import numeric_column
 from gclsampler.score import (TIE, EvaluationError, averaged_columns, head_to_head_counts, method_sort_key, summarize,
@@ -707,12 +707,6 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None,
 def compare_dirs(paths: Iterable[str | Path], out_dir: str | Path, **kw) -> Path:
     """``write_comparison`` of the runs at ``paths`` (run directories or results.csv files)."""
     return write_comparison(load_runs(paths), out_dir, **kw)
-
-
-try:
-    from hydra.experimental.callback import Callback as _HydraCallback
-except ImportError:  # pragma: no cover - hydra is a dependency
-    _HydraCallback = object  # type: ignore[assignment,misc]
 
 
 _CSV_COLUMNS = {"compare.csv": {"run", "seed", "method", "error_cycles", "worst_error", "worst_workload"},

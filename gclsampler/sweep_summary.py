@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from gclsampler._atomic import write_text_atomic
-from gclsampler._safe_out import first_line, job_order
+from gclsampler._safe_out import _HydraCallback, first_line, job_order
 
 
 def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
@@ -92,12 +92,6 @@ def _sweep_data_note(table) -> list[str]:
     which = "Every job" if synth.all() else f"{int(synth.sum())} of {len(table)} jobs (synthetic = True)"
     return [f"> **SYNTHETIC DATA.** {which} ran on a workload written by `gclsampler.synth`: their plan "
             "errors are against the synthesizer's timing model, not hardware measurements.", ""]
-
-
-try:
-    from hydra.experimental.callback import Callback as _HydraCallback
-except ImportError:  # pragma: no cover - hydra is a dependency
-    _HydraCallback = object  # type: ignore[assignment,misc]
 
 
 _SWEEP_FILES = {
