@@ -335,8 +335,7 @@ def test_sigterm_raises_only_where_it_would_have_killed():
 
 
 def test_sigterm_is_one_line_exit_143(capsys):
-    from gclsampler._guard import call_guarded, exit_on_interrupt, run_guarded
-    from gclsampler._interrupt import Terminated
+    from gclsampler._guard import exit_on_interrupt, run_guarded
 
     def terminated():
         os.kill(os.getpid(), signal.SIGTERM)
@@ -345,17 +344,6 @@ def test_sigterm_is_one_line_exit_143(capsys):
     assert run_guarded(terminated, "gclsampler") == 143
     _line(capsys, "gclsampler: terminated")
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-
-    def numba_load():  # a SIGTERM behind another error, as for Ctrl-C
-        try:
-            raise Terminated
-        except KeyboardInterrupt as exc:
-            raise SystemError("returned a result with an exception set") from exc
-
-    with pytest.raises(SystemExit) as e:
-        call_guarded(numba_load, "train.py")
-    assert e.value.code == 143
-    _line(capsys, "train.py: terminated")
     with pytest.raises(SystemExit) as e:
         with exit_on_interrupt("train.py"):  # the entry scripts' slow imports
             os.kill(os.getpid(), signal.SIGTERM)
@@ -672,15 +660,21 @@ def test_usage_errors_are_one_line_with_exit_2(capsys, argv, needle):
     assert out == "" and len(lines) == 1 and lines[0].startswith(needle) and "--help`)" in lines[0], err
 
 
-def test_an_error_caused_by_ctrl_c_is_the_interrupt(capsys):
+@pytest.mark.parametrize("interrupt,status,word", [("KeyboardInterrupt", 130, "interrupted"),
+                                                    ("Terminated", 143, "terminated")])
+def test_an_error_caused_by_ctrl_c_is_the_interrupt(capsys, interrupt, status, word):
     """Ctrl-C while numba unpickles a cached kernel comes out as SystemError ("returned a result
     with an exception set") whose cause is the KeyboardInterrupt: it was a traceback, exit 1.
-    An error with no interrupt behind it is still a bug's traceback."""
+    A SIGTERM there (``Terminated``) is found the same way. An error with no interrupt behind it
+    is still a bug's traceback."""
     from gclsampler._guard import call_guarded
+    from gclsampler._interrupt import Terminated
+
+    raised = {"KeyboardInterrupt": KeyboardInterrupt, "Terminated": Terminated}[interrupt]
 
     def numba_load():
         try:
-            raise KeyboardInterrupt
+            raise raised
         except KeyboardInterrupt as ki:
             raise SystemError("<function _numba_unpickle> returned a result with an exception set") from ki
 
@@ -692,8 +686,8 @@ def test_an_error_caused_by_ctrl_c_is_the_interrupt(capsys):
 
     with pytest.raises(SystemExit) as e:
         call_guarded(dispatcher, "gclsampler")
-    assert e.value.code == 130
-    _line(capsys, "gclsampler: interrupted")
+    assert e.value.code == status
+    _line(capsys, f"gclsampler: {word}")
     with pytest.raises(SystemError):
         call_guarded(lambda: (_ for _ in ()).throw(SystemError("a real bug")), "gclsampler")
 
