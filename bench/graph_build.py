@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
-from _trace_fixtures import Inst, make_trace, random_trace  # noqa: E402
+from _trace_fixtures import random_trace  # noqa: E402
 
 from gclsampler.graph import GraphConfig, build_graph  # noqa: E402
 from gclsampler.trace.types import KernelTrace  # noqa: E402

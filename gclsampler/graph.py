@@ -653,7 +653,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     # address operands: all sources of a load, the first source of a store/atomic
     r_kind = kind[r_inst]
     r_is_addr = (r_kind == _MEM_LD) | ((r_kind >= _MEM_ST) & (r_col == 0))
-    n_r, n_wver = len(r_idx), len(w_idx)
+    n_wver = len(w_idx)
     ev_key = ir[e_inst] * _REG_KEY_SPAN + e_reg  # one variable per (run, register)
     order = _stable_argsort(ev_key)  # events are already in (instruction, read-first) order
     k_sorted = ev_key[order]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -32,7 +32,6 @@ from torch import Tensor, nn
 
 from gclsampler.graph import N_STATS
 from gclsampler.graph import NODE_INSTRUCTION as INSTRUCTION
-from gclsampler.graph import NODE_PSEUDO as PSEUDO
 from gclsampler.graph import NODE_VARIABLE as VARIABLE
 from gclsampler.model_config import ModelConfig, ModelConfigError  # re-exported: model.ModelConfig is public
 

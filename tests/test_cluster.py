@@ -338,7 +338,6 @@ def test_extreme_magnitudes_cluster_as_their_scaled_copy(rng, scale):
 def test_plan_does_not_depend_on_blas_threads(tmp_path):
     """How a threaded BLAS splits a float32 product changes the rounding of its sums; the
     scores (and so, in a near tie, K) must be the same bytes on 1 and 2 threads."""
-    import hashlib
     import os
     import subprocess
     import sys

@@ -44,8 +44,6 @@ HPC = {
 
 @pytest.mark.parametrize("key", sorted(HPC))
 def test_hpc_family_trace_invariants(key):
-    import gclsampler.synth.families_hpc  # noqa: F401
-
     L = HPC[key]
     prog, res = _run(L, [[0, 0, 0], [L.grid[0] - 1, L.grid[1] - 1, 0]])
     t = res.trace
@@ -75,8 +73,6 @@ def _bfs_mem(rng, n=96):
 
 
 def test_bfs_expand_follows_graph_data(rng):
-    import gclsampler.synth.families_hpc  # noqa: F401
-
     n = 96
     mem, ptr, counts, starts, edges, mask, visited = _bfs_mem(rng, n)
     L = Launch("bfs", "bfs_expand", (3, 1, 1), (32, 1, 1),

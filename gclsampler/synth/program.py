@@ -24,7 +24,7 @@ the low 32 bits (floats as their IEEE bits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np

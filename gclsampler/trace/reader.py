@@ -253,6 +253,7 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
     fields: dict = {}
     key_line: dict[str, int] = {}
     fmt: str | None = None
+    fmt_line = 0  # where fmt was read, for the "appears again" error
     pos = 0
     lineno = 0
     n = len(data)
