@@ -69,6 +69,7 @@ __all__ = [
     "representative_spread",
     "TIE",
     "chance_lower",
+    "chance_at_least",
     "head_to_head_counts",
     "pareto_counts",
     "evaluate_workload",
@@ -307,7 +308,30 @@ def chance_lower(sd_ref, sd_other) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(np.where(unknown, np.nan, x) for x in (lower, equal, higher))  # type: ignore[return-value]
 
 
-def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[str] | None = None):
+def chance_at_least(p_lower, k: int) -> float:
+    """Probability that at least ``k`` of independent workloads, each lower with probability
+    ``p_lower[i]``, come out lower: the Poisson-binomial tail, by the exact recursion over
+    workloads (tens of them, so no approximation is needed). NaN if any probability is unknown.
+
+    Why: an expected count says what chance gives on average, but a target such as "lower on 8
+    of 11" asks for a tail. Where the rival is exact on three workloads and a coin flip on the
+    other eight, the expected count is four and the target holds one time in 256; the tail says
+    whether a count is reachable by a luckier draw or needs tighter clusters."""
+    p = np.asarray(p_lower, dtype=np.float64).ravel()
+    if not np.isfinite(p).all():
+        return float("nan")
+    if k <= 0:
+        return 1.0
+    count = np.zeros(len(p) + 1)  # count[j]: probability that exactly j of the workloads so far are lower
+    count[0] = 1.0
+    for q in np.clip(p, 0.0, 1.0):
+        count[1:] = count[1:] * (1.0 - q) + count[:-1] * q
+        count[0] *= 1.0 - q
+    return float(min(count[k:].sum(), 1.0))
+
+
+def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[str] | None = None,
+                        at_least: int | None = None):
     """Per rival of ``reference`` on ``arch`` (rows of ``summarize``): the workloads where the
     reference's cycle error is lower, equal (within ``TIE``) or higher, and the counts that
     ``chance_lower`` expects from both plans' ``spread_sd`` (NaN unless every workload has both
@@ -318,6 +342,10 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
 
     ``dominates`` / ``dominated``: ``pareto_counts`` of the reference against the rival on error and
     arithmetic-mean speedup (NaN without a ``speedup_mean`` column).
+
+    With ``at_least``, ``chance_at_least`` is the probability under the same chance model that the
+    reference is lower on at least that many workloads (``chance_at_least``; NaN where the chance
+    counts are).
 
     Chance counts model one draw per method: a method averaged over several seeds (stochastic)
     gets none. A workload on which both errors are equal counts as equal in the chance count too:
@@ -355,14 +383,17 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
             p = (np.full(len(diff), np.nan),) * 3
         for name, x in zip(("expected_lower", "expected_tie", "expected_higher"), p):
             row[name] = float(x.sum()) if len(x) and np.isfinite(x).all() else float("nan")
+        if at_least is not None:
+            row["chance_at_least"] = chance_at_least(p[0], at_least) if len(p[0]) else float("nan")
         row["dominates"] = row["dominated"] = float("nan")
         if su is not None:
             row["dominates"], row["dominated"] = pareto_counts(
                 e[reference].to_numpy(dtype=np.float64), su[reference].to_numpy(dtype=np.float64),
                 e[other].to_numpy(dtype=np.float64), su[other].to_numpy(dtype=np.float64))
         rows.append(row)
-    return pd.DataFrame(rows, columns=["method", "lower", "tie", "higher", "n_workloads", "max_lower",
-                                       "expected_lower", "expected_tie", "expected_higher", "dominates", "dominated"])
+    columns = ["method", "lower", "tie", "higher", "n_workloads", "max_lower",
+               "expected_lower", "expected_tie", "expected_higher", "dominates", "dominated"]
+    return pd.DataFrame(rows, columns=columns + (["chance_at_least"] if at_least is not None else []))
 
 
 def pareto_counts(err_a, speedup_a, err_b, speedup_b) -> tuple[float, float]:

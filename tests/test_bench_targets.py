@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from test_compare import _rows, _write
 from test_whole_kernel import _bench_module
 
@@ -37,6 +39,24 @@ def test_targets_count_what_each_run_meets(tmp_path, capsys):
     assert "2 of 2" in lines["speedup ≥ pka's (gcl / pka)"]  # equal speedups hold
     assert "| 10 | 10 | 2 of 2 |" in lines["`gcl_stem` on stem_root's front on ≥ 9"]
     assert "| 1.50 | 4.00 | 1 of 2 |" in lines["cross-arch mean ≤ 3 %"]  # s1's ada errors are 4x
+
+
+def test_targets_give_the_chance_of_each_count_from_the_spreads(tmp_path, capsys):
+    """Equal spreads make every workload a coin flip, except where the rival is exact (spread 0):
+    8 of the 8 others against sieve is 1/256, 8 of 10 against pka 56/1024."""
+    targets = _bench_module("targets")
+    df = _rows(_run({}, sieve_exact=2), seed=0)
+    exact = (df["method"] == "sieve") & (df["error_cycles"] == 0.0)
+    df["spread_sd"] = np.where(exact, 0.0, 1.0)
+    run = _write(tmp_path, "s0", df)
+    assert targets.main([str(run)]) == 0
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| ")}
+    assert "| 5.5 % | mean 5.5 % |" in lines["chance of ≥ 8 lower than pka, from the spreads"]
+    assert "| 0.4 % | mean 0.4 % |" in lines["chance of ≥ 8 lower than sieve, from the spreads"]
+    # without spreads (an older results.csv) there is no chance to give
+    assert targets.main([str(_write(tmp_path, "old", _rows(_run({}), seed=1)))]) == 0
+    assert "| n/a | mean n/a |" in capsys.readouterr().out
 
 
 def test_targets_on_the_second_run_and_bad_input(tmp_path, capsys):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclsampler.score import TIE, chance_lower, head_to_head_counts, pareto_counts
+from gclsampler.score import TIE, chance_at_least, chance_lower, head_to_head_counts, pareto_counts
 
 spreads = st.floats(1e-3, 1e3, allow_nan=False)
 
@@ -36,6 +36,38 @@ def test_chance_edge_cases():
     assert eq[:3].tolist() == [1.0, 0.0, 0.0]
     assert hi[:3].tolist() == [0.0, 0.0, 1.0]
     assert np.isnan([lo[3], lo[4], eq[3], hi[4]]).all()   # an unknown spread has no chance count
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(0, 1), max_size=9), st.integers(-1, 11))
+def test_chance_at_least_is_the_tail_over_every_outcome(p, k):
+    """Against brute force: the sum over all 2^n lower/not-lower outcomes with at least k lower."""
+    import itertools
+
+    want = 0.0
+    for outcome in itertools.product((0, 1), repeat=len(p)):
+        if sum(outcome) >= k:
+            want += float(np.prod([q if o else 1 - q for q, o in zip(p, outcome)]))
+    got = chance_at_least(p, k)
+    assert got == pytest.approx(want, abs=1e-12)
+    assert chance_at_least(p, k + 1) <= got + 1e-12  # fewer ways to reach a higher count
+
+
+def test_chance_at_least_edge_cases():
+    assert chance_at_least([0.5] * 8, 8) == pytest.approx(1 / 256)  # a clean sweep of eight coin flips
+    assert chance_at_least([0.5] * 7 + [0.0], 8) == 0.0  # one workload it cannot win: never
+    assert chance_at_least([], 0) == 1.0 and chance_at_least([], 1) == 0.0
+    assert np.isnan(chance_at_least([0.5, np.nan], 1))
+
+
+def test_head_to_head_gives_the_chance_of_a_target_count():
+    rows = []
+    for i in range(10):  # a coin flip on each: equal spreads, different errors
+        rows += [(f"w{i}", "gcl", 1.0, 1.0, 1), (f"w{i}", "pka", 2.0, 1.0, 1)]
+    rows += [("w10", "gcl", 1.0, 1.0, 1), ("w10", "pka", 1.0, 1.0, 1)]  # the same plan: a tie, never lower
+    c = head_to_head_counts(_summary(rows), "gcl", "turing", at_least=8).iloc[0]
+    assert c["chance_at_least"] == pytest.approx((45 + 10 + 1) / 1024)  # 8, 9 or 10 of the 10 flips
+    assert "chance_at_least" not in head_to_head_counts(_summary(rows), "gcl", "turing").columns
 
 
 def _summary(rows):
