@@ -15,6 +15,8 @@ permissions, read-only, not a dir)
 Ctrl-C (``KeyboardInterrupt``)         130     ``PROG: interrupted``
 SIGTERM (``kill``, a scheduler's       143     ``PROG: terminated``
 time limit; ``Terminated``)
+SIGHUP (the terminal or SSH session    129     ``PROG: hung up``
+went away; ``HungUp``)
 a bug (anything else)                  1       the traceback, to report it
 =====================================  ======  =============================================
 
@@ -31,16 +33,19 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn
 
-from gclsampler._interrupt import Terminated, interrupt_for, interrupts_recorded, sigterm_raises
+from gclsampler._interrupt import HungUp, Terminated, interrupt_for, interrupts_recorded, sigterm_raises
 from gclsampler.errors import GclError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a process the signal ended
+EXIT_HUNG_UP = 129  # 128 + SIGHUP
 
 
 def interrupt_outcome(exc: BaseException | None) -> tuple[str, int]:
-    """What to print after ``PROG:`` and the exit status, for a Ctrl-C or a SIGTERM."""
+    """What to print after ``PROG:`` and the exit status, for a Ctrl-C, a SIGTERM or a SIGHUP."""
+    if isinstance(exc, HungUp):
+        return "hung up", EXIT_HUNG_UP
     if isinstance(exc, Terminated):
         return "terminated", EXIT_TERMINATED
     return "interrupted", EXIT_INTERRUPTED
@@ -222,11 +227,21 @@ def _hinted(text: str, hint: Callable[[str], str] | None) -> str:
     return f"{text} {extra}" if extra else text
 
 
+def stderr_line(line: str) -> None:
+    """Print ``line`` on stderr, or nothing if stderr is gone: after a SIGHUP the terminal it
+    wrote to may be closed (EIO), and failing to say why the command stopped must not turn the
+    clean stop into a traceback and exit 1."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # ValueError: stderr closed
+        pass
+
+
 def _say(prog: str, line: str) -> None:
     """The one line on stderr, and in every log file the root logger writes (a Hydra job's
     ``train.log`` / ``evaluate.log``), so a run directory records why its run stopped.
     Only file handlers: Hydra's console handler would print the line a second time."""
-    print(line, file=sys.stderr)
+    stderr_line(line)
     import logging
 
     handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
@@ -265,7 +280,7 @@ def _silence_stdout() -> None:
 @contextlib.contextmanager
 def exit_on_interrupt(prog: str):
     """Ctrl-C during a slow module-level import (torch) of an entry script: one line, exit 130
-    (a SIGTERM there: exit 143).
+    (a SIGTERM there: exit 143; a SIGHUP: 129).
 
     A library may swallow the KeyboardInterrupt in a broad ``except`` and then fail with an
     unrelated error (seen: AttributeError from numpy), so any error after a recorded Ctrl-C
@@ -282,7 +297,7 @@ def exit_on_interrupt(prog: str):
 
                 word, status = interrupt_outcome(exc if isinstance(exc, KeyboardInterrupt) else interrupt_for(hit[-1]))
                 if multiprocessing.parent_process() is None:
-                    print(f"{prog}: {word}", file=sys.stderr)
+                    stderr_line(f"{prog}: {word}")
                 raise SystemExit(status) from None
             raise
 

@@ -10,7 +10,8 @@ is not printed either: the recorded interrupt is reported once, by the caller.
 
 SIGTERM (``kill``, ``timeout``, a batch scheduler at the time limit) takes the same path as a
 ``Terminated`` interrupt, so what a Ctrl-C cleans up a SIGTERM cleans up too, and it is
-recorded the same way (a swallowed one was lost: the process went on).
+recorded the same way (a swallowed one was lost: the process went on). SIGHUP (the terminal or
+the SSH session that ran the command went away) does too, as ``HungUp``.
 """
 
 from __future__ import annotations
@@ -33,37 +34,56 @@ class Terminated(KeyboardInterrupt):
     """
 
 
+class HungUp(Terminated):
+    """A SIGHUP: the terminal, or the SSH session, that ran the command went away.
+
+    Why a ``Terminated``: the command cannot go on talking to anyone, but what a SIGTERM cleans
+    up (temp directories beside an output, pool workers, live simulators) it must clean up too;
+    Python's default ended the process on the spot. Reported as "hung up", exit 129 (128 +
+    SIGHUP). ``nohup`` ignores SIGHUP before the command starts, and that is left alone.
+    """
+
+
+# the signals whose default action ends the process, and the interrupt each becomes here
+_ENDING = {signal.SIGTERM: Terminated}
+if hasattr(signal, "SIGHUP"):  # not on Windows
+    _ENDING[signal.SIGHUP] = HungUp
+
+
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """Inside the block, SIGTERM raises ``Terminated``. Only where SIGTERM still has its default
-    action, on the main thread: a handler someone else installed (submitit's, in a SLURM job)
-    and an ignored SIGTERM are left alone. The old action is restored after the block."""
-    def on_sigterm(signum, frame):  # noqa: ARG001
-        raise Terminated
+    """Inside the block, SIGTERM raises ``Terminated`` and SIGHUP ``HungUp``. Only where the
+    signal still has its default action, on the main thread: a handler someone else installed
+    (submitit's SIGTERM handler, in a SLURM job) and an ignored signal (``nohup``'s SIGHUP) are
+    left alone. The old action is restored after the block."""
+    def on_ending(signum, frame):  # noqa: ARG001
+        raise _ENDING[signum]
 
-    on_sigterm.raises_terminated = True  # type: ignore[attr-defined]
-    installed = False
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        try:
-            signal.signal(signal.SIGTERM, on_sigterm)
-            installed = True
-        except ValueError:  # not the main thread
-            pass
+    on_ending.raises_terminated = True  # type: ignore[attr-defined]
+    installed = []
+    for sig in _ENDING:
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            try:
+                signal.signal(sig, on_ending)
+            except ValueError:  # not the main thread
+                break
+            installed.append(sig)
     try:
         yield
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for sig in installed:
+            signal.signal(sig, signal.SIG_DFL)
 
 
 def interrupt_for(signum: int) -> KeyboardInterrupt:
-    """The exception a recorded signal stands for: ``Terminated`` for SIGTERM, else Ctrl-C's."""
-    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    """The exception a recorded signal stands for: ``Terminated`` for SIGTERM, ``HungUp`` for
+    SIGHUP, else Ctrl-C's."""
+    return _ENDING.get(signum, KeyboardInterrupt)()
 
 
 def _raises_on(sig: int, handler) -> bool:
     """Whether ``handler`` is the one that turns ``sig`` into an interrupt here: Python's own for
-    SIGINT, ``sigterm_raises``'s for SIGTERM, or an enclosing recording block's."""
+    SIGINT, ``sigterm_raises``'s for SIGTERM and SIGHUP, or an enclosing recording block's."""
     if getattr(handler, "records_interrupts", False):
         return True
     if sig == signal.SIGINT:
@@ -72,10 +92,10 @@ def _raises_on(sig: int, handler) -> bool:
 
 
 def _replace_raising_handlers(handler) -> dict[int, object]:
-    """Put ``handler`` in place of SIGINT's and SIGTERM's handlers where they raise here
+    """Put ``handler`` in place of the SIGINT, SIGTERM and SIGHUP handlers that raise here
     (``_raises_on``), on the main thread only; the replaced handlers, to put back after."""
     replaced: dict[int, object] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, *_ENDING):
         current = signal.getsignal(sig)
         if _raises_on(sig, current):
             try:
@@ -147,13 +167,39 @@ def interrupts_deferred() -> Iterator[None]:
 
 
 def _start_worker(initializer, initargs) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # what the terminal sends to its whole process group (Ctrl-C, and SIGHUP when it goes away)
+    # the parent alone acts on: a worker that died by it could break the pool under a task the
+    # parent is still waiting on, which would then surface as a crash instead of the signal
+    for sig in (signal.SIGINT, *(s for s in _ENDING if s != signal.SIGTERM)):
+        signal.signal(sig, signal.SIG_IGN)
     # a forked worker inherits the parent's SIGTERM handler (``sigterm_raises``); with it the
     # pool's own terminate() would become an exception inside a task, and the worker would wait
     # for more work instead of ending
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _start_resource_tracker_deaf_to_sighup() -> None:
+    """Start multiprocessing's resource tracker (which spawn pools need) with SIGHUP blocked.
+
+    Why: the tracker ignores SIGINT and SIGTERM so that the process it serves can clean up, but
+    not SIGHUP, which a terminal that goes away sends to the whole process group. Killed by it,
+    the tracker was relaunched during the clean-up, and 6 of 8 hung-up ``synth`` runs ended with
+    its warning and traceback on stderr or a segmentation fault instead of "hung up". A signal mask is
+    inherited across the tracker's fork and exec, and the tracker unblocks only SIGINT and
+    SIGTERM. Here SIGHUP is blocked rather than ignored, so one that arrives meanwhile is
+    delivered once the mask is put back. A tracker already running is left as it is."""
+    sighup = getattr(signal, "SIGHUP", None)
+    if sighup is None or not hasattr(signal, "pthread_sigmask"):
+        return
+    from multiprocessing import resource_tracker
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {sighup})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager
@@ -165,8 +211,9 @@ def process_pool(workers: int, start_method: str, initializer=None, initargs: tu
     one that takes it between tasks dies, possibly halfway through reading the call queue. Either
     way the pool's shutdown could then wait forever (``gclsampler synth`` hung at exit about one
     Ctrl-C in ten, its worker blocked reading a call that never came). So the workers ignore
-    SIGINT, end at once on SIGTERM, and only this process decides: when the block raises (the
-    interrupt, a ``Terminated``, or anything else),
+    SIGINT and SIGHUP (the terminal's other signal to the group), end at once on SIGTERM, and
+    only this process decides: when the block raises (the interrupt, a ``Terminated``, or
+    anything else),
     the workers this pool started are terminated before the pool is shut down, instead of being
     left to finish work nobody will read.
     """
@@ -174,6 +221,8 @@ def process_pool(workers: int, start_method: str, initializer=None, initargs: tu
     from concurrent.futures import ProcessPoolExecutor
 
     before = {p.pid for p in mp.active_children()}
+    if start_method != "fork":  # a fork pool's semaphores are unlinked at once and need no tracker
+        _start_resource_tracker_deaf_to_sighup()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method),
                                initializer=_start_worker, initargs=(initializer, tuple(initargs)))
     try:

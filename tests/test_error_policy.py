@@ -259,6 +259,19 @@ def test_ctrl_c_during_synth_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _sighup_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sighup_default():
+    """SIGHUP with its default action for the test, as in a terminal (a runner started under
+    ``nohup`` ignores it), and the runner's disposition back after."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, old)
+
+
 def _signal_synth_while_it_writes(tmp_path, send) -> tuple[subprocess.Popen, list[str]]:
     """``gclsampler synth phi2`` in its own session, ``send(process)`` once its output is being
     written; the ended process and its stderr lines. Skips if synth finished first."""
@@ -266,7 +279,8 @@ def _signal_synth_while_it_writes(tmp_path, send) -> tuple[subprocess.Popen, lis
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     entry = "import sys; from gclsampler.cli import main; sys.exit(main())"  # the console script's body
     p = subprocess.Popen([sys.executable, "-c", entry, "synth", "phi2", "--out", str(out), "--quiet"],
-                         env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=_sighup_default)  # as from a terminal, even if pytest runs under nohup
     deadline, writing = time.time() + 120, False
     while not writing and p.poll() is None and time.time() < deadline:
         writing = bool(list(tmp_path.glob(".phi2.tmp-*")))
@@ -285,6 +299,21 @@ def _signal_synth_while_it_writes(tmp_path, send) -> tuple[subprocess.Popen, lis
     return p, [ln for ln in err.splitlines() if ln.strip()]
 
 
+def _assert_session_ended(p: subprocess.Popen) -> None:
+    """No process of ``p``'s session is left (its workers included); multiprocessing's resource
+    tracker takes a moment to go."""
+    deadline, alive = time.time() + 30, True
+    while alive and time.time() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+            time.sleep(0.1)
+        except ProcessLookupError:
+            alive = False
+    if alive:
+        os.killpg(p.pid, signal.SIGKILL)
+    assert not alive, "a process of the signalled command is still running"
+
+
 def test_sigterm_during_synth_leaves_nothing(tmp_path):
     """SIGTERM to the main process alone (``kill PID``; a batch scheduler at the time limit):
     Python's default ended it on the spot, leaving the ``.phi2.tmp-*`` directory (removed only
@@ -294,16 +323,35 @@ def test_sigterm_during_synth_leaves_nothing(tmp_path):
     p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: p.send_signal(signal.SIGTERM))
     assert p.returncode == 143 and lines == ["gclsampler: terminated"], lines
     assert list(tmp_path.iterdir()) == []
-    deadline, alive = time.time() + 30, True
-    while alive and time.time() < deadline:  # multiprocessing's resource tracker takes a moment
-        try:
-            os.killpg(p.pid, 0)
-            time.sleep(0.1)
-        except ProcessLookupError:
-            alive = False
-    if alive:
-        os.killpg(p.pid, signal.SIGKILL)
-    assert not alive, "a process of the terminated synth is still running"
+    _assert_session_ended(p)
+
+
+def test_sighup_during_synth_leaves_nothing(tmp_path):
+    """The terminal or SSH session goes away: SIGHUP to the whole process group, workers
+    included. Python's default ended the process on the spot, leaving the ``.phi2.tmp-*``
+    directory for a later build to remove. Now it cleans up like a SIGTERM: one line, exit 129,
+    nothing left on disk, no process of its session left running."""
+    p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: os.killpg(p.pid, signal.SIGHUP))
+    assert p.returncode == 129 and lines == ["gclsampler: hung up"], lines
+    assert list(tmp_path.iterdir()) == []
+    _assert_session_ended(p)
+
+
+def test_sighup_raises_only_where_it_would_have_killed(sighup_default):
+    """``HungUp`` is a ``Terminated``, so every clean-up for those runs for it too; a SIGHUP that
+    ``nohup`` ignored before the command started stays ignored."""
+    from gclsampler._interrupt import HungUp, Terminated, sigterm_raises
+
+    with pytest.raises(HungUp) as exc:
+        with sigterm_raises():
+            os.kill(os.getpid(), signal.SIGHUP)
+            _spin()
+    assert isinstance(exc.value, Terminated) and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with sigterm_raises():
+        os.kill(os.getpid(), signal.SIGHUP)
+        _spin()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
 
 
 def test_sigterm_raises_only_where_it_would_have_killed():
@@ -334,22 +382,44 @@ def test_sigterm_raises_only_where_it_would_have_killed():
         signal.signal(signal.SIGTERM, old)
 
 
-def test_sigterm_is_one_line_exit_143(capsys):
+@pytest.mark.parametrize("sig,status,word", [("SIGTERM", 143, "terminated"), ("SIGHUP", 129, "hung up")])
+def test_sigterm_and_sighup_are_one_line_and_their_exit_status(capsys, sighup_default, sig, status, word):
     from gclsampler._guard import exit_on_interrupt, run_guarded
 
-    def terminated():
-        os.kill(os.getpid(), signal.SIGTERM)
+    signum = getattr(signal, sig)
+
+    def ended():
+        os.kill(os.getpid(), signum)
         _spin()
 
-    assert run_guarded(terminated, "gclsampler") == 143
-    _line(capsys, "gclsampler: terminated")
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert run_guarded(ended, "gclsampler") == status
+    _line(capsys, f"gclsampler: {word}")
+    assert signal.getsignal(signum) is signal.SIG_DFL
     with pytest.raises(SystemExit) as e:
         with exit_on_interrupt("train.py"):  # the entry scripts' slow imports
-            os.kill(os.getpid(), signal.SIGTERM)
-            _spin()
-    assert e.value.code == 143
-    _line(capsys, "train.py: terminated")
+            ended()
+    assert e.value.code == status
+    _line(capsys, f"train.py: {word}")
+
+
+def test_the_stop_line_on_a_gone_terminal_is_not_a_traceback(monkeypatch, sighup_default):
+    """After a SIGHUP the terminal stderr wrote to may be closed: printing "hung up" then fails
+    (EIO), and that failure turned the clean stop into a traceback and exit 1."""
+    from gclsampler._guard import run_guarded
+
+    class Gone:
+        def write(self, text):
+            raise OSError(5, "Input/output error")
+
+        def flush(self):
+            raise OSError(5, "Input/output error")
+
+    def hung_up():
+        monkeypatch.setattr(sys, "stderr", Gone())
+        os.kill(os.getpid(), signal.SIGHUP)
+        _spin()
+
+    assert run_guarded(hung_up, "gclsampler") == 129
 
 
 def _sigterm_disposition() -> str:
@@ -370,6 +440,42 @@ def _sigint_disposition() -> str:
     import signal
 
     return "ignored" if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else "raises"
+
+
+def _sighup_disposition() -> str:
+    import signal
+
+    return "ignored" if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else "not ignored"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the tracker's signal mask from /proc")
+def test_a_spawn_pool_starts_the_resource_tracker_deaf_to_sighup(tmp_path):
+    """multiprocessing's resource tracker ignores SIGINT and SIGTERM but died by the terminal's
+    SIGHUP: relaunched during the clean-up, it left a warning and a traceback on stderr, and some
+    hung-up synth runs ended in a segmentation fault. A fresh interpreter, as the tracker is
+    started once per process."""
+    probe = (
+        "import signal\n"
+        "from multiprocessing import resource_tracker\n"
+        "from gclsampler._interrupt import process_pool, sigterm_raises\n"
+        "with sigterm_raises(), process_pool(1, 'spawn') as pool:\n"
+        "    pool.submit(abs, -1).result()\n"
+        "    pid = resource_tracker._resource_tracker._pid\n"
+        "    status = open(f'/proc/{pid}/status').read()\n"
+        "    blocked = int(status.split('SigBlk:')[1].split()[0], 16)\n"
+        "    print(bool(blocked >> (signal.SIGHUP - 1) & 1), signal.pthread_sigmask(signal.SIG_BLOCK, []) == set())\n")
+    r = _run(["-c", probe], cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "True True\n"), r.stderr  # and this process's mask is back
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_pool_workers_leave_sighup_to_the_main_process(start, sighup_default):
+    """A terminal that goes away sends SIGHUP to the whole group; a worker that died by it could
+    break the pool under a task the main process waits on, a crash instead of "hung up"."""
+    from gclsampler._interrupt import process_pool, sigterm_raises
+
+    with sigterm_raises(), process_pool(2, start) as pool:
+        assert [pool.submit(_sighup_disposition).result() for _ in range(2)] == ["ignored"] * 2
 
 
 def _sleep(seconds: float) -> None:

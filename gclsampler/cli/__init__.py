@@ -95,7 +95,7 @@ def _stdout_control_escaped() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gclsampler._guard import debug_enabled, interrupt_outcome, run_guarded
+    from gclsampler._guard import debug_enabled, interrupt_outcome, run_guarded, stderr_line
     from gclsampler._interrupt import sigterm_raises
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug_enabled():
             raise
         word, status = interrupt_outcome(exc)
-        print(f"gclsampler: {word}", file=sys.stderr)
+        stderr_line(f"gclsampler: {word}")
         return status
     handler = getattr(args, "handler", None)
     if handler is None:  # a group without its subcommand: a usage error, like any missing argument

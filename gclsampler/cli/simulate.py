@@ -20,7 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from gclsampler._guard import interrupt_outcome
+from gclsampler._guard import interrupt_outcome, stderr_line
 from gclsampler.errors import GclError
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
@@ -185,10 +185,10 @@ def _simulate(args: argparse.Namespace) -> int:
         run = S.simulate(sim, wdir, wanted, cache, flags=flags, jobs=args.jobs, launcher=args.launcher,
                          timeout_s=args.timeout, dedup=args.dedup, keep_traces=args.keep_traces,
                          slurm_params=slurm, as_ampere=args.as_ampere)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or a SIGTERM (a scheduler's): live simulators were killed
+    except KeyboardInterrupt as exc:  # Ctrl-C, a SIGTERM (a scheduler's) or a SIGHUP: live simulators were killed
         word, status = interrupt_outcome(exc)
-        print(f"gclsampler: {word}; finished simulations are cached in {cache}: rerun the same command "
-              "to continue", file=sys.stderr)
+        stderr_line(f"gclsampler: {word}; finished simulations are cached in {cache}: rerun the same command "
+                    "to continue")
         return status
     except GclError:
         # a bad trace stops the export before anything ran: a directory this call made holds
