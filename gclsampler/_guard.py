@@ -33,7 +33,7 @@ import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn
 
-from gclsampler._interrupt import HungUp, Terminated, interrupt_for, interrupts_recorded, sigterm_raises
+from gclsampler._interrupt import HungUp, Terminated, interrupt_for, interrupts_recorded, termination_signals_raise
 from gclsampler.errors import GclError
 
 EXIT_ERROR = 2
@@ -257,7 +257,7 @@ def _say(prog: str, line: str) -> None:
 def run_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> int:
     """Call ``fn`` under the policy above; returns the exit status (``fn``'s int result, else 0)."""
     try:
-        with sigterm_raises():
+        with termination_signals_raise():
             result = call_guarded(fn, prog, hint)
     except SystemExit as exc:  # sys.exit() / sys.exit(None) is success, like the interpreter treats it
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_ERROR
@@ -288,7 +288,7 @@ def exit_on_interrupt(prog: str):
     imports the entry script again, and the terminal's Ctrl-C reaches it too: it leaves quietly,
     since the main process reports the interrupt (it was printed twice).
     """
-    with sigterm_raises(), interrupts_recorded() as hit:
+    with termination_signals_raise(), interrupts_recorded() as hit:
         try:
             yield
         except BaseException as exc:

@@ -51,7 +51,7 @@ if hasattr(signal, "SIGHUP"):  # not on Windows
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
+def termination_signals_raise() -> Iterator[None]:
     """Inside the block, SIGTERM raises ``Terminated`` and SIGHUP ``HungUp``. Only where the
     signal still has its default action, on the main thread: a handler someone else installed
     (submitit's SIGTERM handler, in a SLURM job) and an ignored signal (``nohup``'s SIGHUP) are
@@ -83,7 +83,7 @@ def interrupt_for(signum: int) -> KeyboardInterrupt:
 
 def _raises_on(sig: int, handler) -> bool:
     """Whether ``handler`` is the one that turns ``sig`` into an interrupt here: Python's own for
-    SIGINT, ``sigterm_raises``'s for SIGTERM and SIGHUP, or an enclosing recording block's."""
+    SIGINT, ``termination_signals_raise``'s for SIGTERM and SIGHUP, or an enclosing recording block's."""
     if getattr(handler, "records_interrupts", False):
         return True
     if sig == signal.SIGINT:
@@ -114,7 +114,7 @@ def _put_back(replaced: dict[int, object]) -> None:
 @contextlib.contextmanager
 def interrupts_recorded() -> Iterator[list[int]]:
     """Inside the block, Ctrl-C raises KeyboardInterrupt as usual (a SIGTERM, under
-    ``sigterm_raises``, ``Terminated``) and the signal is also appended to the yielded list.
+    ``termination_signals_raise``, ``Terminated``) and the signal is also appended to the yielded list.
     Only where that handler (or an enclosing block's) is in place, on the main thread: a process
     started with SIGINT ignored (``cmd &`` in a script) stays immune, and a SIGTERM nobody turned
     into an exception keeps its default action. Blocks nest: the inner one records and hands the
@@ -172,7 +172,7 @@ def _start_worker(initializer, initargs) -> None:
     # parent is still waiting on, which would then surface as a crash instead of the signal
     for sig in (signal.SIGINT, *(s for s in _ENDING if s != signal.SIGTERM)):
         signal.signal(sig, signal.SIG_IGN)
-    # a forked worker inherits the parent's SIGTERM handler (``sigterm_raises``); with it the
+    # a forked worker inherits the parent's SIGTERM handler (``termination_signals_raise``); with it the
     # pool's own terminate() would become an exception inside a task, and the worker would wait
     # for more work instead of ending
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -340,15 +340,15 @@ def test_sighup_during_synth_leaves_nothing(tmp_path):
 def test_sighup_raises_only_where_it_would_have_killed(sighup_default):
     """``HungUp`` is a ``Terminated``, so every clean-up for those runs for it too; a SIGHUP that
     ``nohup`` ignored before the command started stays ignored."""
-    from gclsampler._interrupt import HungUp, Terminated, sigterm_raises
+    from gclsampler._interrupt import HungUp, Terminated, termination_signals_raise
 
     with pytest.raises(HungUp) as exc:
-        with sigterm_raises():
+        with termination_signals_raise():
             os.kill(os.getpid(), signal.SIGHUP)
             _spin()
     assert isinstance(exc.value, Terminated) and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    with sigterm_raises():
+    with termination_signals_raise():
         os.kill(os.getpid(), signal.SIGHUP)
         _spin()
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
@@ -358,11 +358,11 @@ def test_sigterm_raises_only_where_it_would_have_killed():
     """``Terminated`` is an interrupt, so every Ctrl-C clean-up runs for it too. A SIGTERM
     handler someone else installed (submitit's, in a SLURM job) is left in place, and the
     default action comes back after the block."""
-    from gclsampler._interrupt import Terminated, sigterm_raises
+    from gclsampler._interrupt import Terminated, termination_signals_raise
 
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     with pytest.raises(Terminated) as exc:
-        with sigterm_raises():
+        with termination_signals_raise():
             os.kill(os.getpid(), signal.SIGTERM)
             _spin()
     assert isinstance(exc.value, KeyboardInterrupt)
@@ -374,7 +374,7 @@ def test_sigterm_raises_only_where_it_would_have_killed():
 
     old = signal.signal(signal.SIGTERM, theirs)
     try:
-        with sigterm_raises():
+        with termination_signals_raise():
             os.kill(os.getpid(), signal.SIGTERM)
             _spin()
         assert seen == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) is theirs
@@ -430,9 +430,9 @@ def _sigterm_disposition() -> str:
 def test_pool_workers_end_on_sigterm(start):
     """A forked worker inherits the main process's SIGTERM handler, which would turn the pool's
     own terminate() into an exception inside a task (the worker then waits for more work)."""
-    from gclsampler._interrupt import process_pool, sigterm_raises
+    from gclsampler._interrupt import process_pool, termination_signals_raise
 
-    with sigterm_raises(), process_pool(2, start) as pool:
+    with termination_signals_raise(), process_pool(2, start) as pool:
         assert [pool.submit(_sigterm_disposition).result() for _ in range(2)] == ["default"] * 2
 
 
@@ -457,8 +457,8 @@ def test_a_spawn_pool_starts_the_resource_tracker_deaf_to_sighup(tmp_path):
     probe = (
         "import signal\n"
         "from multiprocessing import resource_tracker\n"
-        "from gclsampler._interrupt import process_pool, sigterm_raises\n"
-        "with sigterm_raises(), process_pool(1, 'spawn') as pool:\n"
+        "from gclsampler._interrupt import process_pool, termination_signals_raise\n"
+        "with termination_signals_raise(), process_pool(1, 'spawn') as pool:\n"
         "    pool.submit(abs, -1).result()\n"
         "    pid = resource_tracker._resource_tracker._pid\n"
         "    status = open(f'/proc/{pid}/status').read()\n"
@@ -472,9 +472,9 @@ def test_a_spawn_pool_starts_the_resource_tracker_deaf_to_sighup(tmp_path):
 def test_pool_workers_leave_sighup_to_the_main_process(start, sighup_default):
     """A terminal that goes away sends SIGHUP to the whole group; a worker that died by it could
     break the pool under a task the main process waits on, a crash instead of "hung up"."""
-    from gclsampler._interrupt import process_pool, sigterm_raises
+    from gclsampler._interrupt import process_pool, termination_signals_raise
 
-    with sigterm_raises(), process_pool(2, start) as pool:
+    with termination_signals_raise(), process_pool(2, start) as pool:
         assert [pool.submit(_sighup_disposition).result() for _ in range(2)] == ["ignored"] * 2
 
 
@@ -688,12 +688,12 @@ def test_recording_blocks_nest():
 
 
 def test_a_sigterm_is_recorded_only_where_it_raises():
-    """Under ``sigterm_raises`` (every entry point) a SIGTERM is recorded like a Ctrl-C, nested
+    """Under ``termination_signals_raise`` (every entry point) a SIGTERM is recorded like a Ctrl-C, nested
     blocks included, so one swallowed by numba's ctypes callbacks still stops the work; where
     SIGTERM keeps its default action (a library caller), the blocks leave it alone."""
-    from gclsampler._interrupt import Terminated, interrupts_recorded, sigterm_raises
+    from gclsampler._interrupt import Terminated, interrupts_recorded, termination_signals_raise
 
-    with sigterm_raises():
+    with termination_signals_raise():
         raising = signal.getsignal(signal.SIGTERM)
         with interrupts_recorded() as outer:
             with pytest.raises(Terminated):
@@ -710,7 +710,7 @@ def test_a_sigterm_is_recorded_only_where_it_raises():
 def test_an_interrupt_inside_a_deferred_block_is_raised_after_it():
     """What must not stop halfway (swapping an output in) finishes first; the interrupt comes
     after it, through the handler that was in place, so an enclosing block still records it."""
-    from gclsampler._interrupt import Terminated, interrupts_deferred, interrupts_recorded, sigterm_raises
+    from gclsampler._interrupt import Terminated, interrupts_deferred, interrupts_recorded, termination_signals_raise
 
     done = []
     with pytest.raises(KeyboardInterrupt) as exc:
@@ -720,7 +720,7 @@ def test_an_interrupt_inside_a_deferred_block_is_raised_after_it():
             done.append("swapped")
     assert done == ["swapped"] and type(exc.value) is KeyboardInterrupt
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with sigterm_raises(), interrupts_recorded() as hit:
+    with termination_signals_raise(), interrupts_recorded() as hit:
         with pytest.raises(Terminated):
             with interrupts_deferred():
                 os.kill(os.getpid(), signal.SIGTERM)

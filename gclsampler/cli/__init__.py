@@ -96,12 +96,12 @@ def _stdout_control_escaped() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> int:
     from gclsampler._guard import debug_enabled, interrupt_outcome, run_guarded, stderr_line
-    from gclsampler._interrupt import sigterm_raises
+    from gclsampler._interrupt import termination_signals_raise
 
     argv = sys.argv[1:] if argv is None else list(argv)
     group = next((a for a in argv if not a.startswith("-")), None)
     try:  # building a group's parser may import torch (seconds): Ctrl-C there is no traceback either
-        with sigterm_raises():
+        with termination_signals_raise():
             parser = build_parser(only=group if group in GROUPS else "")
             args = parser.parse_args(argv)
     except KeyboardInterrupt as exc:
