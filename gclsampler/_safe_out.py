@@ -385,7 +385,11 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
         old = _sibling_dir(out, "old")
         with interrupts_deferred():  # a Ctrl-C between the renames left neither output
             os.replace(out, old)
-            os.replace(tmp, out)
+            try:
+                os.replace(tmp, out)
+            except OSError:  # the old output goes back where it was, not to the next build's clean-up
+                os.replace(old, out)
+                raise
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, out)

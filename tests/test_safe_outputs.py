@@ -496,6 +496,31 @@ def test_a_symlinked_output_is_rebuilt_where_the_link_points(tmp_path, capsys):
     assert sorted(p.name for p in big.parent.iterdir()) == ["bp"]
 
 
+def test_a_failed_swap_puts_the_old_output_back(tmp_path, monkeypatch):
+    """The old output is set aside, then the new one cannot be renamed in (an I/O error): the
+    old one stayed aside as ``.wl.old-*``, which the next build of ``wl`` deletes, so neither
+    output was left where the user looks. Now it goes back, and the error is reported."""
+    from gclsampler import _safe_out
+    from gclsampler._safe_out import replace_dir
+
+    out = tmp_path / "wl"
+    with replace_dir(out, "trace group") as tmp:
+        (tmp / "kernelslist.g").write_text("old\n")
+    real_replace = os.replace
+
+    def second_rename_fails(src, dst):
+        if Path(src).name.startswith(".wl.tmp-") and Path(dst) == out:
+            raise OSError(5, "Input/output error", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_safe_out.os, "replace", second_rename_fails)
+    with pytest.raises(OSError):
+        with replace_dir(out, "trace group") as tmp:
+            (tmp / "kernelslist.g").write_text("new\n")
+    assert (out / "kernelslist.g").read_text() == "old\n"
+    assert not list(tmp_path.glob(".wl.old-*"))
+
+
 def test_a_ctrl_c_during_the_swap_leaves_the_new_output(tmp_path, monkeypatch):
     """A rebuild swaps its temp directory in with two renames (old out aside, temp in). A Ctrl-C
     between them used to remove the temp directory (the new output) while the old one waited
