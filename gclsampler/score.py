@@ -435,7 +435,6 @@ def summarize(results, sweep: bool = False):
     Returns a DataFrame with ``error_*`` (arithmetic mean over seeds), ``speedup_mean``
     (arithmetic), ``speedup_hmean`` (harmonic), ``n_simulated`` (mean), ``n_seeds``.
     """
-
     df = results[results["sweep"] == sweep] if not sweep else results.copy()
     keys = ["workload", "method", "arch", "cross_arch"] + (["epsilon"] if sweep else [])
     if sweep:
