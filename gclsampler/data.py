@@ -1,6 +1,7 @@
 """Graph dataset of a workload: built in parallel, cached on disk, deduplicated.
 
-Cache layout (default ``<workload_dir>/.graph-cache``)::
+Cache layout (default ``<workload_dir>/.graph-cache``; the root, its version and the memo of
+trace content hashes are ``gclsampler.workload_cache``'s, shared with photon's BBV tables)::
 
     v<CACHE_VERSION>/index/<key>.json   key = H(trace file bytes, GraphConfig, format versions)
                                          -> {"graph": <graph hash>, ...}
@@ -20,11 +21,9 @@ is bounded by a few graphs per worker whatever the workload's length.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
-import re
 import sys
 import time
 from collections import OrderedDict
@@ -41,12 +40,13 @@ from gclsampler._atomic import write_bytes_atomic
 from gclsampler._interrupt import process_pool
 from gclsampler.errors import GclError, located
 from gclsampler.graph import FORMAT_VERSION, GraphBuildError, GraphConfig, build_graph
+from gclsampler.workload_cache import CACHE_VERSION, check_cache_dir, default_cache_dir, trace_memo_dir
+from gclsampler.workload_cache import digest as _digest
+from gclsampler.workload_cache import trace_digest as _trace_digest
 
 __all__ = ["GraphDataset", "make_loader", "GraphCacheError", "CACHE_VERSION", "save_graph_bytes",
            "load_graph_bytes"]
 
-CACHE_VERSION = 1
-"""Layout/serialisation version of the cache files (graph semantics: ``graph.FORMAT_VERSION``)."""
 
 _MAGIC = b"GCLHRG1\n"
 _FIELDS = ("node_type", "token", "pc", "stats", "edge_index", "edge_type", "warp", "n_warps", "kfeat")
@@ -102,45 +102,6 @@ def load_graph_bytes(buf: bytes | bytearray | memoryview, where: str = "<graph>"
     return Data(num_nodes=int(header["num_nodes"]), **fields)
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _trace_digest(path: Path, memo_dir: Path, rehash: bool) -> str:
-    """Content hash of a trace file, memoised by (size, mtime_ns, ctime_ns, inode).
-
-    Hashing gigabytes of traces would dominate a warm reload; the memo only skips
-    re-reading a file whose size, nanosecond mtime and ctime and inode are unchanged since
-    it was hashed, and the cache key is still the content hash. The ctime is there because
-    a same-size edit can carry its old mtime back (``touch -r``, ``rsync -t``, an editor
-    that preserves it); no user call sets ctime, and every write or utime moves it.
-    """
-    st = path.stat()
-    ident = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-    memo = memo_dir / f"{_digest(str(path.resolve()).encode())}.json"
-    if not rehash:
-        try:
-            m = json.loads(memo.read_text())
-            if m["stat"] == ident and isinstance(m["digest"], str):
-                return m["digest"]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    d = _file_digest(path)
-    try:
-        _write_atomic(memo, json.dumps({"stat": ident, "digest": d, "path": str(path)}).encode())
-    except OSError:  # read-only cache: still correct, just slower next time
-        pass
-    return d
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     write_bytes_atomic(path, data)
 
@@ -164,7 +125,7 @@ class _Paths:
 
     @property
     def trace_memo(self) -> Path:
-        return self.root / f"v{CACHE_VERSION}" / "trace-hashes"
+        return trace_memo_dir(self.root)
 
     def graph(self, h: str) -> Path:
         return self.graphs / f"{h}.hrg"
@@ -268,20 +229,6 @@ def _progress(total: int, desc: str):
     return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr, unit="inv")
 
 
-def check_graph_cache_dir(cache: Path) -> None:
-    """Refuse a cache directory that holds anything but cache versions (``v1/``): the graphs
-    would be written in among a user's files (``--cache-dir ~/thesis`` put ``v1/`` beside the
-    chapters), as ``simulate --cache-dir`` and every ``--out`` already refuse."""
-    from gclsampler._safe_out import OutputError, foreign_entries
-
-    if cache.exists() and not cache.is_dir():
-        raise OutputError(f"graph cache {cache}: is a file, not a directory")
-    other = foreign_entries(cache, lambda p: p.is_dir() and re.fullmatch(r"v\d+", p.name) is not None)
-    if other:
-        raise OutputError(f"graph cache {cache}: holds {other[0]!r}, which is not the graph cache's (it holds "
-                          "only v1/); give an empty or new directory, or an earlier graph cache")
-
-
 class GraphDataset(torch.utils.data.Dataset):
     """The HRGs of every invocation of a workload, built once and reloaded from the cache.
 
@@ -302,8 +249,8 @@ class GraphDataset(torch.utils.data.Dataset):
         self.workload_dir = Path(workload_dir)
         self.cfg = GraphConfig.coerce(graph_cfg)
         self.cfg.validate()
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else self.workload_dir / ".graph-cache"
-        check_graph_cache_dir(self.cache_dir)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir(self.workload_dir)
+        check_cache_dir(self.cache_dir)
         self._paths = _Paths(self.cache_dir)
         self.memory_graphs = int(memory_graphs)
         self._lru: OrderedDict[int, Data] = OrderedDict()

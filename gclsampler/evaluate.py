@@ -713,6 +713,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         profile = require_valid_workload(wdir) if wdir not in checked else None
         workload = Workload.load(wdir, profile=profile)
         real = workload.data_kind == "real"
+        if real:  # its directory is committed data: derived tables go where its graphs go
+            workload.cache_dir = (Path(launch_dir) / ".cache" / "graphs" if launch_dir is not None
+                                  else out / "graph-cache").resolve()
         alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
         if real and workload.arch not in (None, suite.trace_arch) and not alt.exists():
             # measured on one GPU: its plans are fitted on that measured profile (rows say plan_arch)

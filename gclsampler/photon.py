@@ -38,10 +38,17 @@ would, and unscaled reuse across them is off by the CTA ratio.
 Traces are whatever the tracer captured: by default every instruction of every
 CTA on SM 0 (the paper's scope), so the BBV describes SM 0's share of the kernel,
 and with opt-in capped traces (``trace_cap``, ``max_traced_ctas``) only their start.
+
+The BBV table of a workload is kept in its derived-data cache (``gclsampler.workload_cache``,
+``<workload>/.graph-cache/v1/photon/``), keyed by the content of every trace in launch order,
+``match_launch`` and ``BBV_VERSION``: reading and parsing every trace was two thirds of a suite
+rescore, and the table depends on nothing else.
 """
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +63,10 @@ __all__ = ["PhotonSampler", "PhotonError", "kernel_bbv", "workload_bbvs", "photo
 CONTROL_OPCODES = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "BPT", "BREAK",
                              "BSYNC", "WARPSYNC", "YIELD"})
 """SASS opcodes after which a basic block ends even when execution falls through."""
+
+BBV_VERSION = 1
+"""What a cached BBV table was computed by: bump it with any change to ``kernel_bbv`` or to how
+``workload_bbvs`` keys and normalises blocks, so tables from the code before are never read."""
 
 
 class PhotonError(GclError):
@@ -79,20 +90,36 @@ def kernel_bbv(trace: KernelTrace) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.bincount(block, minlength=starts.size).astype(np.int64)
 
 
-def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch: bool = True) -> sp.csr_matrix:
+def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch: bool = True,
+                  cache: bool = True, cache_dir: str | Path | None = None) -> sp.csr_matrix:
     """Normalised BBVs of every invocation of a workload directory, one row each, launch order.
 
-    Block keys carry the kernel name, and with ``match_launch`` the grid and block too.
+    Block keys carry the kernel name, and with ``match_launch`` the grid and block too. With
+    ``cache``, the table is read from (or written to) the workload's cache (``cache_dir``,
+    default ``<root>/.graph-cache``); a cache that cannot be used is passed by, never an error.
     """
-    from gclsampler.trace.workload import iter_distinct_kernels, kernelslist_path, trace_files
+    from gclsampler.trace.workload import kernelslist_path, trace_files
 
     root = Path(root)
-    n = len(trace_files(root))  # kernelslist.g only; the traces are read below
+    files = trace_files(root)  # kernelslist.g only; the traces are read below
+    n = len(files)
     if n_expected is not None and n != n_expected:
         kl = kernelslist_path(root)
         where = f"{kl}: lists" if kl is not None else f"{root}: holds (no kernelslist.g)"
         raise PhotonError(f"{where} {n} traces but profile.csv has "
                           f"{n_expected} invocations; photon needs one trace per invocation")
+    at = _bbv_cache_path(root, files, match_launch, cache_dir) if cache else None
+    m = _read_bbvs(at, n) if at is not None else None
+    if m is None:
+        m = _compute_bbvs(root, n, match_launch)
+        if at is not None:
+            _write_bbvs(at, m)
+    return m
+
+
+def _compute_bbvs(root: Path, n: int, match_launch: bool) -> sp.csr_matrix:
+    from gclsampler.trace.workload import iter_distinct_kernels
+
     keys: dict[tuple[str, int], int] = {}
     rows, cols, vals = [], [], []
     row_of: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a launch text's block columns and values
@@ -117,6 +144,48 @@ def workload_bbvs(root: str | Path, n_expected: int | None = None, match_launch:
                       shape=(n, len(keys)))
     m.sort_indices()
     return m
+
+
+def _bbv_cache_path(root: Path, files: list[str], match_launch: bool, cache_dir) -> Path | None:
+    """Where this workload's BBV table is cached, or None where the cache cannot be used (a
+    directory of someone else's files, an unreadable trace: the read below then says why)."""
+    from gclsampler.workload_cache import (CACHE_VERSION, check_cache_dir, default_cache_dir, digest, trace_digest,
+                                           trace_memo_dir)
+
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir(root)
+    try:
+        check_cache_dir(cache)
+        memo = trace_memo_dir(cache)
+        traces = [trace_digest(root / f, memo) for f in files]
+    except (GclError, OSError):
+        return None
+    key = digest(json.dumps({"bbv": BBV_VERSION, "match_launch": bool(match_launch), "traces": traces}).encode())
+    return cache / f"v{CACHE_VERSION}" / "photon" / f"{key}.npz"
+
+
+def _read_bbvs(path: Path, n: int) -> sp.csr_matrix | None:
+    """The cached table, or None when it is missing or cannot be trusted (then it is recomputed)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            shape = tuple(int(x) for x in z["shape"])
+            m = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
+        m.check_format(full_check=True)
+    except Exception:  # missing, truncated, or not what this code writes: recompute
+        return None
+    if shape[0] != n or m.data.dtype != np.float64 or not m.has_sorted_indices:
+        return None
+    return m
+
+
+def _write_bbvs(path: Path, m: sp.csr_matrix) -> None:
+    from gclsampler._atomic import write_bytes_atomic
+
+    buf = io.BytesIO()
+    np.savez(buf, data=m.data, indices=m.indices, indptr=m.indptr, shape=np.asarray(m.shape, dtype=np.int64))
+    try:
+        write_bytes_atomic(path, buf.getvalue())
+    except OSError:  # a read-only workload: still correct, just slower next time
+        pass
 
 
 SIM_ROUNDING = 1e-9
@@ -181,7 +250,8 @@ class PhotonSampler(Sampler):
         root = getattr(workload, "root", None)
         if root is None:
             raise PhotonError(f"photon: workload {workload.name!r} has no directory, and BBVs come from its traces")
-        bbv = workload_bbvs(root, workload.n_invocations, bool(self.match_launch))
+        bbv = workload_bbvs(root, workload.n_invocations, bool(self.match_launch),
+                            cache_dir=getattr(workload, "cache_dir", None))
         labels, reps = photon_assign(bbv, float(self.threshold))
         names = workload.profile["kernel_name"].to_numpy().astype(str)
         self.labels_, self.representatives_, self.n_blocks_ = labels, reps, int(bbv.shape[1])

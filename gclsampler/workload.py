@@ -44,6 +44,9 @@ class Workload:
     embeddings: np.ndarray | None = None
     paper_embeddings: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    cache_dir: Path | None = None
+    """Where what is derived from the traces is cached (photon's BBVs); None: the workload's own
+    ``.graph-cache``. Set elsewhere for a directory that must stay as it is (a REAL workload)."""
 
     @property
     def n_invocations(self) -> int:

@@ -155,3 +155,71 @@ def test_bbvs_of_repeated_launch_texts_are_each_launchs_own(tiny_workload):
         assert np.allclose(np.sort(row.data), np.sort(counts / counts.sum()))
     again = [(k, t is None) for k, t in iter_distinct_kernels(root)]
     assert again == [(k, t is None) for k, t in pairs]  # deterministic: the first launch of a text parses
+
+
+@pytest.fixture
+def wl_dir(tiny_workload, tmp_path):
+    """A private copy of the workload's directory, without any cache a test left in it."""
+    import shutil
+
+    dst = tmp_path / "wl"
+    shutil.copytree(tiny_workload.root, dst, ignore=shutil.ignore_patterns(".graph-cache"))
+    return dst
+
+
+def test_bbv_table_is_cached_by_trace_content(wl_dir, monkeypatch):
+    """The table is read back instead of parsing every trace again (two thirds of a suite
+    rescore), and it is the same table; a trace whose content changes is parsed again."""
+    import gclsampler.trace.workload as tw
+    from gclsampler.photon import workload_bbvs
+
+    fresh = workload_bbvs(wl_dir, cache=False)
+    assert not (wl_dir / ".graph-cache").exists()  # cache=False writes nothing
+    first = workload_bbvs(wl_dir)
+    assert list((wl_dir / ".graph-cache" / "v1" / "photon").glob("*.npz"))
+    real_iter = tw.iter_distinct_kernels
+
+    def no_parsing(*a, **k):
+        raise AssertionError("a cached table was parsed again")
+
+    monkeypatch.setattr(tw, "iter_distinct_kernels", no_parsing)
+    warm = workload_bbvs(wl_dir)
+    for m in (first, warm):
+        assert m.shape == fresh.shape and (m != fresh).nnz == 0 and m.dtype == np.float64
+        assert np.array_equal(m.indptr, fresh.indptr) and np.array_equal(m.indices, fresh.indices)
+    # launch 0's trace now holds launch 1's text: its key changes, so the table is computed again
+    import zstandard
+
+    from gclsampler.trace.reader import open_bytes
+
+    files = tw.trace_files(wl_dir)
+    a, b = wl_dir / files[0], wl_dir / files[1]
+    text = bytes(open_bytes(b)).replace(b"-kernel id = 2\n", b"-kernel id = 1\n", 1)
+    assert a.suffix == ".zst" and b"-kernel id = 1\n" in text
+    a.write_bytes(zstandard.ZstdCompressor().compress(text))
+    with pytest.raises(AssertionError, match="parsed again"):
+        workload_bbvs(wl_dir)
+    monkeypatch.setattr(tw, "iter_distinct_kernels", real_iter)
+    changed = workload_bbvs(wl_dir)
+    assert (changed != workload_bbvs(wl_dir, cache=False)).nnz == 0
+    # the launch shape is in the key: the other setting is its own table
+    assert (workload_bbvs(wl_dir, match_launch=False) != workload_bbvs(wl_dir, match_launch=False,
+                                                                         cache=False)).nnz == 0
+
+
+def test_a_bad_or_unusable_bbv_cache_is_passed_by(wl_dir, tmp_path):
+    """A truncated table is computed again (and rewritten); a cache directory holding someone
+    else's files is neither written to nor an error: the cache only saves time."""
+    from gclsampler.photon import workload_bbvs
+
+    fresh = workload_bbvs(wl_dir, cache=False)
+    workload_bbvs(wl_dir)
+    (entry,) = (wl_dir / ".graph-cache" / "v1" / "photon").glob("*.npz")
+    entry.write_bytes(entry.read_bytes()[:40])
+    assert (workload_bbvs(wl_dir) != fresh).nnz == 0
+    assert entry.stat().st_size > 40  # rewritten whole
+    theirs = tmp_path / "thesis"
+    theirs.mkdir()
+    (theirs / "chapter1.tex").write_text("x")
+    assert (workload_bbvs(wl_dir, cache_dir=theirs) != fresh).nnz == 0
+    assert sorted(p.name for p in theirs.iterdir()) == ["chapter1.tex"]
