@@ -60,19 +60,11 @@ def termination_signals_raise() -> Iterator[None]:
         raise _ENDING[signum]
 
     on_ending.raises_terminated = True  # type: ignore[attr-defined]
-    installed = []
-    for sig in _ENDING:
-        if signal.getsignal(sig) is signal.SIG_DFL:
-            try:
-                signal.signal(sig, on_ending)
-            except ValueError:  # not the main thread
-                break
-            installed.append(sig)
+    replaced = _install(on_ending, _ENDING, lambda sig, current: current is signal.SIG_DFL)
     try:
         yield
     finally:
-        for sig in installed:
-            signal.signal(sig, signal.SIG_DFL)
+        _put_back(replaced)
 
 
 def interrupt_for(signum: int) -> KeyboardInterrupt:
@@ -91,19 +83,25 @@ def _raises_on(sig: int, handler) -> bool:
     return getattr(handler, "raises_terminated", False)
 
 
-def _replace_raising_handlers(handler) -> dict[int, object]:
-    """Put ``handler`` in place of the SIGINT, SIGTERM and SIGHUP handlers that raise here
-    (``_raises_on``), on the main thread only; the replaced handlers, to put back after."""
+def _install(handler, signals, where) -> dict[int, object]:
+    """Put ``handler`` in place of each of ``signals`` whose current handler ``where(sig,
+    current)`` accepts, on the main thread only; the replaced handlers, to put back after."""
     replaced: dict[int, object] = {}
-    for sig in (signal.SIGINT, *_ENDING):
+    for sig in signals:
         current = signal.getsignal(sig)
-        if _raises_on(sig, current):
+        if where(sig, current):
             try:
                 signal.signal(sig, handler)
             except ValueError:  # not the main thread: signals stay as they are
                 break
             replaced[sig] = current
     return replaced
+
+
+def _replace_raising_handlers(handler) -> dict[int, object]:
+    """Put ``handler`` in place of the SIGINT, SIGTERM and SIGHUP handlers that raise here
+    (``_raises_on``), on the main thread only; the replaced handlers, to put back after."""
+    return _install(handler, (signal.SIGINT, *_ENDING), _raises_on)
 
 
 def _put_back(replaced: dict[int, object]) -> None:
