@@ -675,8 +675,11 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     suite = cfg.suite
     data_dir = suite_data_dir(cfg, launch_dir)
     needs_emb = any(m in EMBEDDING_METHODS for m in suite.methods)
+    # what is derived from a REAL workload's traces (graphs, photon's BBVs) is cached here, since
+    # its own directory is committed data
+    real_cache = (Path(launch_dir) / ".cache" / "graphs" if launch_dir is not None else out / "graph-cache").resolve()
     if needs_emb and embed_fn is None:
-        embed_fn = default_embed_fn(cfg, out, None if launch_dir is None else Path(launch_dir) / ".cache" / "graphs")
+        embed_fn = default_embed_fn(cfg, out, real_cache)
     method_params = {k: dict(v or {}) for k, v in dict(cfg.method_params).items()}
     from gclsampler.validate import require_valid_workload
 
@@ -713,9 +716,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         profile = require_valid_workload(wdir) if wdir not in checked else None
         workload = Workload.load(wdir, profile=profile)
         real = workload.data_kind == "real"
-        if real:  # its directory is committed data: derived tables go where its graphs go
-            workload.cache_dir = (Path(launch_dir) / ".cache" / "graphs" if launch_dir is not None
-                                  else out / "graph-cache").resolve()
+        if real:
+            workload.cache_dir = real_cache
         alt = wdir / "profiles" / f"{suite.trace_arch}.csv"
         if real and workload.arch not in (None, suite.trace_arch) and not alt.exists():
             # measured on one GPU: its plans are fitted on that measured profile (rows say plan_arch)
