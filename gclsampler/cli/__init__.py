@@ -4,7 +4,7 @@ Each command group lives in its own module under ``gclsampler.cli`` and exposes
 ``register(parser)``. Only the group being run is imported: some groups need torch,
 whose import costs seconds, and ``gclsampler --help`` or ``gclsampler trace info``
 should not pay for it. Errors follow ``gclsampler._guard``'s policy: bad input and
-environment errors are one line on stderr and exit 2, Ctrl-C exits 130 (SIGTERM 143), and only a bug
+environment errors are one line on stderr and exit 2, Ctrl-C exits 130 (SIGTERM 143, SIGHUP 129), and only a bug
 shows a traceback (every error does with ``GCLSAMPLER_DEBUG=1``).
 """
 

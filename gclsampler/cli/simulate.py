@@ -7,7 +7,8 @@ The work is in ``gclsampler.simulate``; this module parses flags, prints the one
 summary and maps outcomes to exit statuses: 0 done, 1 some simulations failed (each named
 with its log; finished ones stay cached, so rerunning retries only the failed ones),
 2 bad input or no usable simulator (one line saying what to install or set), 130 interrupted,
-143 terminated (SIGTERM).
+143 terminated (SIGTERM),
+129 hung up (SIGHUP).
 """
 
 from __future__ import annotations
