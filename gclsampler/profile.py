@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import shlex
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -348,6 +349,8 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         return fast
     raw_header = _profile_header(path)
     header = [c.strip() for c in raw_header] if raw_header else None
+    if not header or not set(REQUIRED_COLUMNS) <= set(header):
+        _refuse_profiler_export(path)
     if header:
         # pandas renames a repeated column (time_ns.1), fills a short row with NaN and takes
         # extra fields as an index: all three are decided here, from the file itself
@@ -377,6 +380,33 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         raise ProfileFormatError(located(path, 2, None, f"malformed CSV: more fields than the header's {len(df.columns)}{_HINT}"))
     df.columns = [str(c).strip() for c in df.columns]
     return validate_profile(df, path, line_of=ProfileRowLines(path))
+
+
+_EXPORT_NAMES = {"ncu": "an Nsight Compute export", "nsys": "an Nsight Systems export",
+                 "torch": "a torch.profiler trace"}
+
+
+def _refuse_profiler_export(path: Path) -> None:
+    """Raise when a file given as profile.csv is a profiler's export, which ``profile import`` converts.
+
+    Why: copying ``ncu --csv --page raw`` output straight into a workload is the likely mistake,
+    and its ``==PROF==`` lines (or nsys's preamble, or torch's JSON) were taken for the header, so
+    the error spoke of field counts. Only the head of the file is read, and only on this path:
+    a profile.csv with its required columns never gets here.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return  # the reader that follows names it
+    try:
+        fmt = detect_format(path, head)
+    except ProfileFormatError:
+        return
+    if fmt in _EXPORT_NAMES:
+        raise ProfileFormatError(located(
+            path, None, None, f"this is {_EXPORT_NAMES[fmt]}, not a profile.csv: convert it with "
+            f"`gclsampler profile import {shlex.quote(str(path))} --out profile.csv`"))
 
 
 def _profile_header(path: Path) -> list[str] | None:

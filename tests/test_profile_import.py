@@ -65,6 +65,27 @@ def test_detect_format(key, fmt):
     assert detect_format(FIXTURES[key]) == fmt
 
 
+@pytest.mark.parametrize("key", list(FIXTURES))
+def test_an_export_given_as_profile_csv_is_named_and_the_import_command_given(key, tmp_path, capsys):
+    """A profiler export copied straight into a workload used to be reported as a CSV whose
+    lines have more fields than its header (the ``==PROF==`` line taken for it)."""
+    where = tmp_path / "my wl" / "profile.csv"
+    where.parent.mkdir()
+    where.write_bytes(FIXTURES[key].read_bytes())
+    assert main(["profile", "info", str(where)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "not a profile.csv" in err and "fields" not in err
+    assert f"gclsampler profile import '{where}' --out profile.csv" in err
+
+
+def test_a_profile_csv_missing_a_column_is_not_taken_for_an_export(tmp_path, capsys):
+    where = tmp_path / "profile.csv"
+    where.write_text("invocation,kernel_name,grid,block\n0,k,\"(1,1,1)\",\"(32,1,1)\"\n")
+    assert main(["profile", "info", str(where)]) == 2
+    err = capsys.readouterr().err
+    assert "time_ns" in err and "not a profile.csv" not in err
+
+
 def test_ncu_metrics_scaled_and_named():
     df = import_ncu(FIXTURES["ncu"])
     assert all(c in df.columns for c in PKA_METRICS)
