@@ -21,12 +21,13 @@ the user creates (a plan handed to a colleague, a shared cache).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["atomic_path", "current_umask", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["atomic_path", "current_umask", "errors_name", "write_bytes_atomic", "write_text_atomic"]
 
 
 def current_umask() -> int:
@@ -47,6 +48,49 @@ def current_umask() -> int:
     return old
 
 
+# what only a write raises: a file-less one of these is the output's
+_WRITE_ERRNOS = {e for e in (getattr(errno, n, None) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS")) if e is not None}
+
+
+def _named(exc: OSError, path: Path, tmp: str | None) -> OSError | None:
+    """``exc`` about ``path`` instead of the temp file (or directory) it was being built in;
+    None when it is about something else (an input read inside the block) or has no errno."""
+    if exc.errno is None:
+        return None
+    where = exc.filename
+    if where is None:
+        if exc.errno not in _WRITE_ERRNOS:
+            return None  # e.g. EIO while reading an input inside the block: not the output's
+        name = str(path)  # write() and close() say "No space left on device" and no file
+    else:
+        where = os.fsdecode(where) if isinstance(where, (str, bytes)) else str(where)
+        if tmp is not None and (where == tmp or where.startswith(tmp + os.sep)):
+            name = str(path) + where[len(tmp):]
+        elif os.path.dirname(where) == str(path.parent) and os.path.basename(where).startswith(f".{path.name}."):
+            name = str(path)  # mkstemp's own name, before ``tmp`` was known
+        else:
+            return None
+    return OSError(exc.errno, exc.strerror, name)
+
+
+@contextlib.contextmanager
+def errors_name(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -> Iterator[None]:
+    """Re-raise an OSError about the temp file or directory an output is built in (or about no
+    file at all) as one about the output ``path`` itself.
+
+    Why: a full disk raised "No space left on device" from ``write()``, which names no file, and a
+    read-only directory named ``.plan.json.ono56h_l.tmp``: neither is what the user gave as
+    ``--out``. A file inside a temp directory becomes the same file inside ``path``.
+    """
+    try:
+        yield
+    except OSError as exc:
+        named = _named(exc, Path(path), None if tmp is None else os.fspath(tmp))
+        if named is None:
+            raise
+        raise named from exc
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: bool = True) -> Iterator[str]:
     """Yield a temp path next to ``path``; rename it onto ``path`` if the block succeeds.
@@ -61,12 +105,14 @@ def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: 
     path = Path(path)
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    with errors_name(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     try:
-        yield tmp
-        os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, path)
+        with errors_name(path, tmp):
+            yield tmp
+            os.chmod(tmp, 0o666 & ~current_umask())
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):  # never hide the original error behind a cleanup one
             os.unlink(tmp)

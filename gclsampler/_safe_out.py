@@ -37,7 +37,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from gclsampler._atomic import current_umask, write_bytes_atomic, write_text_atomic
+from gclsampler._atomic import current_umask, errors_name, write_bytes_atomic, write_text_atomic
 from gclsampler._interrupt import interrupts_deferred
 from gclsampler.errors import GclError
 
@@ -447,8 +447,9 @@ def replace_dir(out: str | os.PathLike, command: str,
     """Yield a temp directory; on success it replaces ``out`` (see the module docstring)."""
     tmp = make_temp_dir(out, command, inputs)
     try:
-        yield tmp
-        commit_dir(tmp, out, command)
+        with errors_name(out, tmp):
+            yield tmp
+            commit_dir(tmp, out, command)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,8 +1,13 @@
 """gclsampler._atomic: a write either lands completely or leaves the old file alone."""
 
+import errno
+import os
+
 import pytest
 
+from gclsampler import _guard
 from gclsampler._atomic import atomic_path, write_bytes_atomic, write_text_atomic
+from gclsampler._safe_out import replace_dir
 
 
 class Boom(Exception):
@@ -36,4 +41,59 @@ def test_error_before_first_write_creates_nothing(tmp_path):
         with atomic_path(tmp_path / "x.npy", suffix=".npy") as tmp:
             assert tmp.endswith(".npy")
             raise Boom
+    assert list(tmp_path.iterdir()) == []
+
+
+needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+
+
+def _fill_the_disk() -> None:
+    """What a full disk does to a write: ENOSPC from flush(), with no file name."""
+    with open("/dev/full", "w") as fh:
+        fh.write("x")
+
+
+@needs_dev_full
+def test_a_full_disk_names_the_output_not_the_temp_file(tmp_path):
+    out = tmp_path / "plan.json"
+    out.write_text("old\n")
+    with pytest.raises(OSError) as info, atomic_path(out):
+        _fill_the_disk()
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(out)
+    assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+    assert _guard.os_error_text(info.value) == f"{out}: No space left on device"
+
+
+def test_a_temp_file_that_cannot_be_created_names_the_output(tmp_path, monkeypatch):
+    out = tmp_path / "plan.json"
+
+    def refused(prefix, suffix, dir):  # what mkstemp raises in a directory the user cannot write
+        raise PermissionError(errno.EACCES, "Permission denied", os.path.join(dir, prefix + "ab12cd" + suffix))
+
+    monkeypatch.setattr("gclsampler._atomic.tempfile.mkstemp", refused)
+    with pytest.raises(PermissionError) as info:
+        write_text_atomic(out, "x")
+    assert info.value.filename == str(out)
+
+
+def test_an_input_error_inside_the_block_keeps_its_own_file_name(tmp_path):
+    missing = tmp_path / "no-such-input.csv"
+    with pytest.raises(FileNotFoundError) as info, atomic_path(tmp_path / "out.csv"):
+        missing.read_text()
+    assert info.value.filename == str(missing)
+    with pytest.raises(OSError) as info, atomic_path(tmp_path / "out.csv"):
+        raise OSError(errno.EIO, "Input/output error")  # no file, and not one only writes raise
+    assert info.value.filename is None
+
+
+@needs_dev_full
+def test_a_full_disk_under_a_temp_output_dir_names_the_file_in_the_output(tmp_path):
+    out = tmp_path / "export"
+    with pytest.raises(OSError) as info, replace_dir(out, "trace export-accelsim") as tmp:
+        (tmp / "kernel-1.traceg").write_text("")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "kernel-1.traceg"))
+    assert info.value.filename == str(out / "kernel-1.traceg")
+    with pytest.raises(OSError) as info, replace_dir(out, "trace export-accelsim"):
+        _fill_the_disk()
+    assert info.value.filename == str(out)
     assert list(tmp_path.iterdir()) == []
