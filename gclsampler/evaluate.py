@@ -113,9 +113,9 @@ def _no_traces(workload) -> str | None:
     root = getattr(workload, "root", None)
     if root is None:
         return None
-    from gclsampler.trace.workload import no_trace_list
+    from gclsampler.trace.workload import no_traces
 
-    why = no_trace_list(root)
+    why = no_traces(root)
     return why and f"{why}: no SASS traces to build graphs from (a profile-only workload)"
 
 

@@ -239,9 +239,9 @@ class PhotonSampler(Sampler):
         root = getattr(workload, "root", None)
         if root is None:
             return "no workload directory: Photon's BBVs come from the traces"
-        from gclsampler.trace.workload import no_trace_list
+        from gclsampler.trace.workload import no_traces
 
-        why = no_trace_list(root)
+        why = no_traces(root)
         return why and f"{why}: Photon's BBVs come from the traces"
 
     def fit(self, workload) -> SamplingPlan:

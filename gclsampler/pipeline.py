@@ -152,11 +152,11 @@ def ensure_workload(cfg: DictConfig) -> Path:
     if cfg.workload.get("dir"):
         if not wdir.is_dir():
             raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
-        if not (wdir / "kernelslist.g").exists():
-            raw = (wdir / "kernelslist").exists() or any(wdir.glob("kernel-*.trace")) or any(wdir.glob("kernel-*.trace.*"))
-            raise PipelineError(f"workload.dir: {wdir} has no kernelslist.g (not a workload directory)" + (
-                f"; it holds the tracer's raw output: group it first, gclsampler trace group {wdir} OUT_DIR, "
-                "and train on OUT_DIR" if raw else ""))
+        from gclsampler.trace.workload import no_traces
+
+        why = no_traces(wdir)
+        if why:
+            raise PipelineError(f"workload.dir: {why} (not a workload directory with traces)")
         given = [(o, o.split("=", 1)[0].lstrip("+~")) for o in _command_line_overrides()]  # (override, key)
         unused = [o for o, key in given if key in _SYNTH_ONLY or key.startswith("workload.synth.")]
         if unused:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import gclsampler.config  # noqa: F401  registers the schema
+from gclsampler.trace.workload import trace_files
 
 CONF = str(Path(__file__).resolve().parents[1] / "conf")
 TINY = ["debug=default", "workload.synth.prompt=2", "workload.synth.decode=1", "workload.synth.trace_cap=16",
@@ -274,12 +276,57 @@ def test_missing_explicit_workload_dir_is_an_error(tmp_path):
         ensure_workload(cfg)
     (tmp_path / "empty").mkdir()
     cfg = compose_cfg([f"workload.dir={tmp_path / 'empty'}"])
-    with pytest.raises(PipelineError, match=r"has no kernelslist.g \(not a workload directory\)$"):
+    with pytest.raises(PipelineError, match=r": no kernelslist.g and no kernel-<N>.traceg files \(not a workload "
+                                            r"directory with traces\)$"):
         ensure_workload(cfg)
-    # the tracer's raw output (which validate and trace info read) is named, with the step it needs
-    (tmp_path / "empty" / "kernelslist").write_text("kernel-1.trace\n")
-    with pytest.raises(PipelineError, match=r"holds the tracer's raw output: group it first, gclsampler trace group"):
-        ensure_workload(cfg)
+
+
+def _ungrouped(grouped: str) -> str:
+    """A grouped .traceg's text as the tracer's raw .trace: its header, then every instruction
+    line prefixed by ``cta_x cta_y cta_z warp``."""
+    out, cta, warp, body = [], None, None, False
+    for line in grouped.splitlines():
+        s = line.strip()
+        if not body:
+            out.append(line)
+            body = s.startswith("#traces format")
+        elif s.startswith("thread block ="):
+            cta = s.split("=")[1].replace(",", " ").split()
+        elif s.startswith("warp ="):
+            warp = s.split("=")[1].strip()
+        elif s and not s.startswith(("insts =", "#")):
+            out.append(" ".join([*cta, warp, s]))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("layout", ["listless", "raw"])
+def test_a_workload_dir_the_trace_readers_read_is_one_train_takes(tiny_workload, tmp_path, layout):
+    """Grouped traces without kernelslist.g (read in -kernel id order) and the tracer's raw output
+    were read by validate, the trace commands and photon, and refused by train.py."""
+    from gclsampler.pipeline import ensure_workload, load_graphs
+    from gclsampler.trace.workload import no_traces
+
+    wl = tmp_path / layout
+    if layout == "listless":
+        shutil.copytree(tiny_workload, wl)
+        (wl / "kernelslist.g").unlink()
+    else:  # what the NVBit tool writes: one line per warp instruction, prefixed by its CTA and warp
+        wl.mkdir()
+        names = trace_files(tiny_workload)
+        for n in names:
+            (wl / n.replace(".traceg", ".trace")).write_text(_ungrouped((tiny_workload / n).read_text()))
+        (wl / "kernelslist").write_text("".join(f"{n.replace('.traceg', '.trace')}\n" for n in names))
+        shutil.copyfile(tiny_workload / "profile.csv", wl / "profile.csv")
+    assert no_traces(wl) is None
+    from gclsampler.photon import PhotonSampler
+    from gclsampler.workload import Workload
+
+    assert PhotonSampler().missing_inputs(Workload.load(wl)) is None
+    cfg = compose_cfg([f"workload.dir={wl}"])
+    assert ensure_workload(cfg) == wl
+    ds, _, inv_to_graph = load_graphs(cfg, wl)
+    _, _, listed = load_graphs(compose_cfg([f"workload.dir={tiny_workload}"]), tiny_workload)
+    assert np.array_equal(inv_to_graph, listed)
 
 
 def test_synthesis_settings_given_beside_workload_dir_are_named_as_unused(tiny_workload, monkeypatch, caplog):

@@ -45,11 +45,11 @@ def _run(args: argparse.Namespace) -> int:
     if errors:
         return 2
     if not args.quiet:
-        from gclsampler.trace.workload import no_trace_list
+        from gclsampler.trace.workload import no_traces
 
         scope = "" if args.full else " (trace headers; --full also parses every trace body)"
-        if not args.no_profile and no_trace_list(args.workload):
-            scope = (" as a profile-only workload (profile.csv, no kernelslist.g): train.py and the methods that read "
+        if not args.no_profile and no_traces(args.workload):
+            scope = (" as a profile-only workload (profile.csv, no traces): train.py and the methods that read "
                      "traces refuse it; `gclsampler sample --list` says which run")
         print(f"{args.workload}: ok{scope}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return 0
