@@ -328,6 +328,16 @@ def test_nul_bytes_are_refused_at_their_line(tmp_path, parser):
             read_kernel(p)
 
 
+@pytest.mark.parametrize("cut, field", [
+    ("0000", "mask"), ("0000 ffffffff", "dest_num"), ("0000 ffffffff 1", "reg_dests"), ("0000 ffffffff 1 R1", "opcode"),
+    ("0000 ffffffff 1 R1 MOV", "src_num"), ("0000 ffffffff 1 R1 MOV 1 R2", "mem_width")])
+def test_a_line_cut_short_names_the_first_field_it_lacks(tmp_path, parser, cut, field):
+    """A line cut after its mask was reported as lacking the PC it has."""
+    p = _w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", cut))
+    with pytest.raises(TraceFormatError, match=rf"kernel-1\.traceg:20: {field}: "):
+        read_kernel(p)
+
+
 def test_a_thread_block_section_without_its_cta_line_is_refused(tmp_path, parser):
     """Read as nothing, an empty section passed for an empty launch, or a CTA lost from a full one."""
     for body, line in (("#BEGIN_TB\n#END_TB\n", 17), (BODY + "#BEGIN_TB\n\n#END_TB\n", 25)):

@@ -464,12 +464,17 @@ def _is_number(text: str, base: int, allow_0x: bool) -> bool:
     return bool(text) and all(c in "0123456789abcdefABCDEF"[:base + 6 * (base == 16)] for c in text)
 
 
-def _need(body: _Body, cur, end, count, lines, field):
+def _need(body: _Body, cur, end, count, lines, field, then: tuple[str, ...] = ()):
+    """Fail on the first line with fewer than ``count`` tokens left. ``field`` names the first
+    ``count - len(then)`` of them and ``then`` the single tokens after, so a line cut short names
+    the first field it lacks (``0030 ffffffff`` lacks dest_num, not the PC it has)."""
     bad = cur + count > end
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        body.fail(lines[i], field, "line ends before this field (missing tokens: "
-                  "mask/address/operand count does not match the tokens present)")
+        have = int(end[i] - cur[i])
+        lead = int(count[i] if np.ndim(count) else count) - len(then)
+        body.fail(lines[i], field if have < lead else then[have - lead], "line ends before this field (missing "
+                  "tokens: mask/address/operand count does not match the tokens present)")
 
 
 class _OpcodeTable:
@@ -532,13 +537,13 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
         _need(body, cur, end, 1, lines, "line_num")
         out["line_num"] = body.uint(cur, lines, "line_num", 10, max_value=2**31 - 1).astype(np.int32)
         cur += 1
-    _need(body, cur, end, 3, lines, "PC")
+    _need(body, cur, end, 3, lines, "PC", ("mask", "dest_num"))
     out["pc"] = body.uint(cur, lines, "PC", 16, allow_0x=True, max_value=2**63 - 1).astype(np.int64)
     mask = body.uint(cur + 1, lines, "mask", 16, allow_0x=True, max_value=0xFFFFFFFF).astype(np.uint32)
     out["mask"] = mask
     ndst = body.uint(cur + 2, lines, "dest_num", 10, max_value=255).astype(np.int64)
     cur += 3
-    _need(body, cur, end, ndst + 2, lines, "reg_dests")
+    _need(body, cur, end, ndst + 2, lines, "reg_dests", ("opcode", "src_num"))
     dmax = int(ndst.max(initial=0))
     dst = np.full((M, dmax), NO_REG, dtype=np.int16)
     for j in range(dmax):
@@ -549,7 +554,7 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
     out["opcode"] = opcodes.intern(body, body.ts[cur], body.te[cur], lines)
     nsrc = body.uint(cur + 1, lines, "src_num", 10, max_value=255).astype(np.int64)
     cur += 2
-    _need(body, cur, end, nsrc + 1, lines, "reg_srcs")
+    _need(body, cur, end, nsrc + 1, lines, "reg_srcs", ("mem_width",))
     smax = int(nsrc.max(initial=0))
     src = np.full((M, smax), NO_REG, dtype=np.int16)
     for j in range(smax):
