@@ -14,6 +14,7 @@ run, so a run's row here is exactly the row its own ``report.md`` shows.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -744,7 +745,7 @@ def check_comparison_files(out: str | Path, plots: bool = True) -> None:
         path = out / rel
         if (path.exists() or path.is_symlink()) and not _written_by_compare(path, out):
             raise OutputError(f"{path}: exists and was not written by gclsampler compare; not replaced (move it, "
-                              f"or write the comparison elsewhere: gclsampler compare {out} --out DIR)")
+                              f"or write the comparison elsewhere: gclsampler compare {shlex.quote(str(out))} --out DIR)")
 
 
 _CLOCK_SLACK_S = 2.0

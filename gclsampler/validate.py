@@ -18,6 +18,7 @@ memory that differ between profile and trace) and do not stop a run.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -494,7 +495,7 @@ def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, tra
     for w in warnings:
         warn(w.text)
     if errors:
-        more = f" (and {len(errors) - 1} more problem(s); see `gclsampler validate {root}`)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more problem(s); see `gclsampler validate {shlex.quote(str(root))}`)" if len(errors) > 1 else ""
         raise WorkloadError(errors[0].text + more)
     return read.get("profile")
 

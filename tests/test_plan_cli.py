@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 
 import numpy as np
@@ -241,7 +242,12 @@ def test_reconstruct_accelsim_errors(tmp_path, capsys):
 
     log.write_text(accelsim_log(ks[:-1]))  # simulation cut short
     assert main(["plan", "reconstruct", str(p), str(log)]) == 2
-    assert f"{len(ks) - 1} simulated kernels, but the plan samples {len(ks)}" in capsys.readouterr().err
+    assert f"{len(ks) - 1} simulated kernels, but the plan samples {len(ks)} invocations (was the simulation cut " \
+        "short?)" in capsys.readouterr().err
+    log.write_text(accelsim_log(ks + ks[:1]))  # one too many: not a run cut short
+    assert main(["plan", "reconstruct", str(p), str(log)]) == 2
+    err = capsys.readouterr().err
+    assert f"{len(ks) + 1} simulated kernels, but the plan samples {len(ks)}" in err and "cut short" not in err
 
     bad = list(ks)
     bad[1] = ("other_kernel", 5, 5)
@@ -289,8 +295,12 @@ def test_export_accelsim_writes_only_sampled(tmp_path, capsys):
         files.append(f"kernel-{i + 1}.traceg")
     write_kernelslist(wdir, files)
     p = plan.save(tmp_path / "plan.json")
-    out = tmp_path / "sim"
+    out = tmp_path / "sim out"  # a space: the printed next steps must still paste as one argument each
+    capsys.readouterr()
     assert main(["plan", "export-accelsim", str(p), str(wdir), str(out)]) == 0
+    steps = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if ": gclsampler " in line]
+    assert shlex.split(steps[0])[:4] == ["gclsampler", "plan", "reconstruct", str(out / "plan.json")]
+    assert shlex.split(steps[1])[:4] == ["gclsampler", "simulate", str(p), str(wdir)]
     sampled = sorted(s.invocation for s in plan.samples)
     listed = [line for line in (out / "kernelslist.g").read_text().split("\n") if line]
     assert listed == [f"kernel-{i + 1}.traceg" for i in sampled]

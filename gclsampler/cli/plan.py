@@ -18,6 +18,7 @@ import io
 import json
 import math
 import re
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -241,10 +242,11 @@ def _export(args: argparse.Namespace) -> int:
           f"+ kernelslist.g + plan.json")
     for line in describe_export(facts):
         print(f"  note: {line}")
+    q = shlex.quote  # lines to paste into a shell: a path with a space must stay one argument
     print("  run Accel-Sim on kernelslist.g, then: gclsampler plan reconstruct "
-          f"{Path(args.out_dir) / 'plan.json'} <accel-sim stdout log>")
-    print(f"  or let gclsampler run it, one process per invocation: gclsampler simulate {args.plan} "
-          f"{args.workload_dir} --out DIR" + (" --as-ampere" if args.as_ampere else ""))
+          f"{q(str(Path(args.out_dir) / 'plan.json'))} <accel-sim stdout log>")
+    print(f"  or let gclsampler run it, one process per invocation: gclsampler simulate {q(str(args.plan))} "
+          f"{q(str(args.workload_dir))} --out DIR" + (" --as-ampere" if args.as_ampere else ""))
     return 0
 
 
@@ -323,7 +325,8 @@ def _values_from_log(plan, path: Path, check_names: bool) -> dict[str, dict[int,
     if len(launches) != len(samples):
         raise ResultsFormatError(located(path, None, "kernel_name",
                                          f"{len(launches)} simulated kernels, but the plan samples {len(samples)} "
-                                         "invocations (was the simulation cut short?)"))
+                                         "invocations" + (" (was the simulation cut short?)" if len(launches) < len(samples)
+                                                          else " (a log of another kernelslist, or of two runs?)")))
     if all(b.uids for b in launches):  # uid i = i-th launch of the exported kernelslist
         uids = sorted(b.uids[0] for b in launches)
         if uids != list(range(1, len(samples) + 1)):
