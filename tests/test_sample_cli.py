@@ -138,6 +138,7 @@ def test_gcl_refuses_embeddings_without_the_size_vector(wl, tmp_path, capsys, me
     (["photon", "--set", "thresh=0.9"], "--set thresh: photon has no parameter 'thresh'; it takes: threshold, match_launch"),
     (["photon", "--set", "threshold"], "expected KEY=VALUE"),
     (["gcl"], "needs --embeddings"),
+    (["photon", "--set", "threshold=0.9", "--set", "threshold=0.8"], "--set threshold: given twice"),
 ])
 def test_bad_requests_are_one_line_errors(wl, tmp_path, capsys, argv, message):
     method, *rest = argv
@@ -145,6 +146,16 @@ def test_bad_requests_are_one_line_errors(wl, tmp_path, capsys, argv, message):
     assert main(["sample", method, str(wl), "--out", str(out), *rest]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_out_is_required_and_says_so_in_the_usage(wl, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["sample", "pka", str(wl)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "required: --out" in err
+    with pytest.raises(SystemExit):
+        main(["sample", "--help"])
+    assert "--out OUT" in capsys.readouterr().out.replace("[--out OUT]", "")
 
 
 @pytest.mark.parametrize("method", ["pka", "sieve"])

@@ -32,7 +32,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", help="method name (see --list)")
     parser.add_argument("workload", type=Path,
                         help="workload directory (profile.csv, kernelslist.g, traces, workload.json)")
-    parser.add_argument("--out", type=Path, help="plan.json to write (atomically)")
+    parser.add_argument("--out", type=Path, required=True, help="plan.json to write (atomically)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random_state of the method, an integer in [0, 2**32) (default 0)")
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
@@ -83,6 +83,8 @@ def _parse_params(items: list[str]) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise GclError(f"--set {item!r}: expected KEY=VALUE")
+        if key.strip() in out:  # the last one silently won: a sweep typed by hand ran one value
+            raise GclError(f"--set {key.strip()}: given twice")
         try:
             out[key.strip()] = yaml.load(value, Loader=loader) if value.strip() else ""
         except yaml.YAMLError as exc:
@@ -152,8 +154,6 @@ def _run(args: argparse.Namespace) -> int:
 
     from gclsampler.errors import GclError
 
-    if args.out is None:
-        raise GclError("sample: --out: missing (the plan.json to write)")
     from gclsampler.evaluate import EMBEDDING_METHODS, _registry
     from gclsampler.workload import Workload
 
