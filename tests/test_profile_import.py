@@ -366,6 +366,15 @@ def test_clock_fills_only_missing_cycles():
     assert ncu["cycles"][0] == 164281  # measured cycles are kept
 
 
+@pytest.mark.parametrize("clock", ["0", "-5", "nan", "inf"])
+def test_a_bad_clock_names_the_option_not_the_input(tmp_path, capsys, clock):
+    out = tmp_path / "profile.csv"
+    assert main(["profile", "import", str(FIXTURES["nsys"]), "--out", str(out), f"--clock-mhz={clock}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gclsampler: error: --clock-mhz {clock}: must be a finite number > 0") and not out.exists()
+    assert str(FIXTURES["nsys"]) not in err
+
+
 def test_unrecognised_and_unknown_format(tmp_path):
     p = _write(tmp_path, "x.txt", "hello\n")
     with pytest.raises(ProfileFormatError, match="unrecognised export"):

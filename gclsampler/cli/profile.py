@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def _import(args: argparse.Namespace) -> int:
     from gclsampler._safe_out import check_out_file
     from gclsampler.errors import GclError, located
 
+    if args.clock_mhz is not None and not (math.isfinite(args.clock_mhz) and args.clock_mhz > 0):
+        raise GclError(f"--clock-mhz {args.clock_mhz:g}: must be a finite number > 0 (the SM clock in MHz)")
     if Path(args.file).is_dir():  # else the output check answered first, "output lies inside the input"
         raise GclError(located(args.file, None, None, "is a directory; give the exported file (ncu/nsys CSV, "
                                                       "torch.profiler JSON)"))
