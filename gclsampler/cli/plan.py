@@ -37,8 +37,8 @@ class ResultsFormatError(GclError):
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="plan_command", metavar="COMMAND")
-    sub.required = True  # `gclsampler plan` alone is a usage error (exit 2), as argparse has it
+    # `gclsampler plan` alone prints this group's help on stderr and exits 2, as trace, graph and profile do
+    sub = parser.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
 
     p = sub.add_parser("show", help="clusters, samples and weights of a plan (expected speedup with --profile)",
                        description="Summarise plan.json: one line per cluster with its size, samples and error bound.")
