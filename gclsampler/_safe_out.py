@@ -220,6 +220,8 @@ def check_out_file(out: str | os.PathLike, kind: str,
     header starts with the profile's required columns); an existing file of another
     kind is the user's and stays.
     """
+    if str(out) == "-":  # Unix's "standard output": it wrote a file named "-" in the working directory
+        raise OutputError(f"{str(out)!r}: give a file name (standard output is not written to)")
     out = Path(out)
     check_not_input(out, inputs, directory=False)
     blocker = _blocking_file(out)

@@ -165,6 +165,15 @@ def test_a_named_pipe_or_device_as_out_file_is_refused(wl_copy, tmp_path, capsys
         assert stat.S_ISCHR(null.stat().st_mode)
 
 
+@pytest.mark.parametrize("argv", [["stem", "{prof}"], ["sample", "pka", "{wl}"], ["profile", "import", "{prof}"]])
+def test_dash_as_out_file_is_refused_not_written_as_a_file_named_dash(wl_copy, tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    args = [a.format(prof=wl_copy / "profile.csv", wl=wl_copy) for a in argv]
+    assert main([*args, "--out", "-"]) == 2
+    _one_line_error(capsys, "'-'", "give a file name (standard output is not written to)")
+    assert not (tmp_path / "-").exists()
+
+
 def test_a_plan_replaces_an_earlier_plan(wl_copy, tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["stem", str(wl_copy / "profile.csv"), "--out", str(out)]) == 0
