@@ -322,10 +322,11 @@ def test_a_workload_dir_the_trace_readers_read_is_one_train_takes(tiny_workload,
     from gclsampler.workload import Workload
 
     assert PhotonSampler().missing_inputs(Workload.load(wl)) is None
-    cfg = compose_cfg([f"workload.dir={wl}"])
+    cache = f"paths.cache_dir={tmp_path / 'cache'}"  # tiny_workload is shared: no graph cache in it
+    cfg = compose_cfg([f"workload.dir={wl}", cache])
     assert ensure_workload(cfg) == wl
     ds, _, inv_to_graph = load_graphs(cfg, wl)
-    _, _, listed = load_graphs(compose_cfg([f"workload.dir={tiny_workload}"]), tiny_workload)
+    _, _, listed = load_graphs(compose_cfg([f"workload.dir={tiny_workload}", cache]), tiny_workload)
     assert np.array_equal(inv_to_graph, listed)
 
 
