@@ -370,3 +370,12 @@ def test_warp_range_keeps_each_warp_whole(seed):
                 assert [s.opcode_table[o] for o in s.opcode[a:b]] == [t.opcode_table[o] for o in t.opcode[c:c + b - a]]
             assert not np.shares_memory(s.pc, t.pc) and (s.values is None or not np.shares_memory(s.values, t.values))
             assert len(s.opcode_table) == len(set(s.opcode.tolist()))  # only the opcodes the range uses
+
+
+def test_synth_usage_shows_out_as_required(capsys):
+    from gclsampler.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["synth", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "WORKLOAD --out DIR" in usage and "[--out" not in usage

@@ -16,11 +16,14 @@ from gclsampler.errors import GclError
 
 
 def register(parser: argparse.ArgumentParser) -> None:
+    # written out: argparse's own shows [--out OUT], which only --list may leave out
+    parser.usage = ("%(prog)s WORKLOAD --out DIR [--arch ARCH] [--seed SEED] [--jobs N] [--no-rerun] [--quiet] "
+                    "[KEY=VALUE ...]\n       %(prog)s --list")
     parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
                         help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in); "
                              "archs=[turing,ampere] limits the ground-truth archs")
-    parser.add_argument("--out", help="output workload directory (replaced atomically when empty or an earlier synth output; anything else is refused)")
+    parser.add_argument("--out", metavar="DIR", help="required: output workload directory (replaced atomically when empty or an earlier synth output; anything else is refused)")
     parser.add_argument("--arch", default="turing",
                         help="arch whose ground truth becomes profile.csv (default turing, as train.py's and evaluate.py's)")
     parser.add_argument("--rerun", action=argparse.BooleanOptionalAction, default=True,
