@@ -546,12 +546,36 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         if unknown and (not cfg.skip_unavailable or len(unknown) == len(suite.workloads)):
             raise EvaluationError(f"suite.workloads: {unknown[0]!r} is neither a synthetic workload "
                                   f"({', '.join(sorted(synth))}) nor a workload in {data_dir}")
+        _check_synth_params(suite, data_dir, synth, cfg.seed)
     if not cfg.generate:  # nothing will make a missing workload: skipped (skip_unavailable), or an error
         missing = [n for n in suite.workloads
                    if not (data_dir / n / "profile.csv").exists() and not _declared_real(data_dir / n)]
         if missing and (not cfg.skip_unavailable or len(missing) == len(suite.workloads)):
             raise EvaluationError(f"{data_dir / missing[0]}: data_dir: workload {missing[0]!r} not found and "
                                   "generate=false" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+
+
+def _check_synth_params(suite: SuiteConfig, data_dir: Path, synth: set[str], seed: int) -> None:
+    """Every synthetic workload of the suite takes ``suite.synth_params``' knobs, checked before any work.
+
+    Why: a knob one workload lacks (``layers`` is the LLMs') was found when that workload's turn
+    came, and ``skip_unavailable`` then dropped the workload from the tables with a line in
+    report.md only: ``+suite.synth_params.layers=2`` on the full suite scored 3 of its 11.
+    """
+    from gclsampler.synth.generate import check_request
+
+    params = dict(suite.synth_params or {})
+    per = params.pop("per_workload", {}) or {}
+    for name in suite.workloads:
+        if name not in synth or _declared_real(data_dir / name):
+            continue
+        try:
+            check_request(name, {**params, **(per.get(name, {}) or {})} or None, suite.trace_arch, seed)
+        except GclError as exc:
+            knob = str(exc).split(":", 1)[0].removeprefix("synth.")
+            hint = (f"; a knob only some workloads take goes under suite.synth_params.per_workload.<workload>.{knob}"
+                    if knob in params else "")
+            raise EvaluationError(f"suite.synth_params: workload {name!r}: {exc}{hint}") from None
 
 
 def _check_suite_archs(suite: SuiteConfig, data_dir: Path, on_disk: set[Path]) -> None:

@@ -517,6 +517,21 @@ def test_a_misspelt_workload_fails_by_key_before_any_output(tmp_path):
     check_suite_keys(cfg)
 
 
+def test_a_synth_knob_one_workload_lacks_fails_by_key_before_any_output(tmp_path):
+    """A knob only the LLMs take, given to the whole suite, dropped every other workload from the
+    tables (skip_unavailable), with a line in report.md and exit 0."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys, run_suite
+
+    suite = SuiteConfig(workloads=["phi2", "bfs"], methods=["pka"], synth_params={"layers": 1})
+    cfg = EvaluateConfig(suite=suite, data_dir=str(tmp_path / "data"))
+    with pytest.raises(EvaluationError, match=r"^suite\.synth_params: workload 'bfs': synth\.layers: unknown knob .*"
+                                              r"suite\.synth_params\.per_workload\.<workload>\.layers$"):
+        run_suite(cfg, tmp_path / "out", embed_fn=lambda w, *a: None)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+    suite.synth_params = {"per_workload": {"phi2": {"layers": 1}}, "trace_cap": 8}
+    check_suite_keys(cfg)
+
+
 @pytest.mark.parametrize("override, needle", [
     ("train.epoch=3", "suite.train_overrides: config: train.epoch: "),
     ("+train.epoch=3", "suite.train_overrides: config: train.epoch: unknown key"),
