@@ -382,16 +382,18 @@ def train_setting_hint(text: str) -> str:
 
 
 def check_train_overrides(cfg: "EvaluateConfig") -> None:
-    """Compose the training config with ``suite.train_overrides`` before any work, and name that
-    key in what fails. Why: they were first composed at the first workload's training, after
+    """Compose the training config with ``suite.train_overrides`` and check its keys and values
+    (``pipeline.check_config``) before any work, naming that key in what fails. Why: they were first composed at the first workload's training, after
     synthesis, and the error named ``train.epoch`` but not where it had been written."""
     if not cfg.suite.train_overrides:
         return
     from gclsampler._guard import check_config_keys, prefixed_errors
+    from gclsampler.pipeline import check_config
 
     with prefixed_errors("suite.train_overrides", EvaluationError):
-        check_config_keys(_compose_train_config(["post_embedding=false", *cfg.suite.train_overrides],
-                                                cfg.train_config_dir))
+        composed = _compose_train_config(["post_embedding=false", *cfg.suite.train_overrides], cfg.train_config_dir)
+        check_config_keys(composed)
+        check_config(composed)  # the values too: train.lr=-1 failed at the first training, after synthesis
 
 
 def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,

@@ -536,6 +536,8 @@ def test_a_synth_knob_one_workload_lacks_fails_by_key_before_any_output(tmp_path
     ("train.epoch=3", "suite.train_overrides: config: train.epoch: "),
     ("+train.epoch=3", "suite.train_overrides: config: train.epoch: unknown key"),
     ("model=nosuch", "suite.train_overrides: config: "),
+    ("train.lr=-1", "suite.train_overrides: train.lr: must be a finite number > 0"),  # a value, not a key
+    ("workers=0", "suite.train_overrides: workers: must be at least 1"),
 ])
 def test_a_bad_train_override_names_suite_train_overrides_before_any_output(override, needle, tmp_path):
     from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys, run_suite
