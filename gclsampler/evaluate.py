@@ -537,6 +537,13 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         unknown = [m for m in getattr(suite, key) if m not in _registry()]
         if unknown:
             raise EvaluationError(f"suite.{key}: unknown method {unknown[0]!r}; available: {sorted(_registry())}")
+    import inspect
+
+    with_eps = sorted(m for m, c in _registry().items() if "epsilon" in inspect.signature(c.__init__).parameters)
+    no_eps = [m for m in suite.sweep_methods if m not in with_eps]
+    if no_eps:  # found when the sweep set its epsilon, after every model had been trained
+        raise EvaluationError(f"suite.sweep_methods: {no_eps[0]!r} takes no epsilon to sweep; those that do: "
+                              f"{', '.join(with_eps)}")
     for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
         check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
     if cfg.generate and not suite.real:  # a misspelt name is no workload to synthesize: say so before out_dir exists

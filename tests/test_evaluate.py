@@ -553,6 +553,16 @@ def test_a_bad_train_override_names_suite_train_overrides_before_any_output(over
     check_suite_keys(no_gcl)  # nothing is trained, so nothing composes them
 
 
+def test_a_sweep_method_without_epsilon_is_refused_before_any_work():
+    """pka in sweep_methods failed at its sweep, after every model had been trained."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
+
+    with pytest.raises(EvaluationError, match=r"^suite\.sweep_methods: 'pka' takes no epsilon to sweep; those that "
+                                              r"do: allegro, gcl_stem, stem_root$"):
+        check_suite_keys(EvaluateConfig(suite=SuiteConfig(workloads=["lu"], sweep_methods=["stem_root", "pka"])))
+    check_suite_keys(EvaluateConfig(suite=SuiteConfig(workloads=["lu"], sweep_methods=["allegro"])))
+
+
 def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
     from gclsampler.evaluate import EvaluateConfig, SuiteConfig, check_suite_keys
 
