@@ -139,6 +139,15 @@ def _command_line_overrides() -> list[str]:
         return []
 
 
+def _name_in(wdir: Path) -> str:
+    """The workload's own name: its workload.json's ``workload``, else the directory's name."""
+    try:
+        name = json.loads((wdir / "workload.json").read_text()).get("workload")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    return name if isinstance(name, str) and name.strip() else wdir.name
+
+
 def ensure_workload(cfg: DictConfig) -> Path:
     """Return the workload directory, synthesizing it first when it does not exist.
 
@@ -158,6 +167,12 @@ def ensure_workload(cfg: DictConfig) -> Path:
         if why:
             raise PipelineError(f"workload.dir: {why} (not a workload directory with traces)")
         given = [(o, o.split("=", 1)[0].lstrip("+~")) for o in _command_line_overrides()]  # (override, key)
+        keys = {key for _, key in given}  # this run's own: evaluate.py's training composes workload.dir itself
+        if "workload.dir" in keys and not keys & {"workload", "workload.name"}:
+            # the default group's name (phi2) labelled someone's bfs traces in the run dir, plan and report
+            raise PipelineError(f"workload.dir: give workload.name too (e.g. workload.name={_name_in(wdir)}): "
+                                f"without it this run, its plan.json and report are labelled "
+                                f"{str(cfg.workload.name)!r}, the default workload's name")
         unused = [o for o, key in given if key in _SYNTH_ONLY or key.startswith("workload.synth.")]
         if unused:
             log.warning("not used with workload.dir (nothing is synthesized): %s", " ".join(unused))

@@ -334,25 +334,41 @@ def test_synthesis_settings_given_beside_workload_dir_are_named_as_unused(tiny_w
     from gclsampler import pipeline
 
     cfg = compose_cfg([f"workload.dir={tiny_workload}"])
-    given = ["debug=default", f"workload.dir={tiny_workload}", "workload.arch=bogus", "+workload.synth.layers=3",
-             "workload.seed=4", "train.epochs=2"]
+    given = ["debug=default", "workload.name=tiny", f"workload.dir={tiny_workload}", "workload.arch=bogus",
+             "+workload.synth.layers=3", "workload.seed=4", "train.epochs=2"]
     monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given)
     with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
         assert pipeline.ensure_workload(cfg) == tiny_workload
     (rec,) = [r for r in caplog.records if "not used with workload.dir" in r.getMessage()]
     assert rec.getMessage().endswith("workload.arch=bogus +workload.synth.layers=3 workload.seed=4")
     caplog.clear()
-    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:2] + given[-1:])
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:3] + given[-1:])
     with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
         pipeline.ensure_workload(cfg)
     assert not caplog.records
     # the label, which README once told users to set, comes from the directory's workload.json
-    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:2] + ["workload.synthetic=false"])
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: given[:3] + ["workload.synthetic=false"])
     with caplog.at_level("WARNING", logger="gclsampler.pipeline"):
         pipeline.ensure_workload(cfg)
     (rec,) = caplog.records
     assert "not used with workload.dir: workload.synthetic=false" in rec.getMessage()
     assert "labelled by its workload.json" in rec.getMessage()
+
+
+@pytest.mark.parametrize("named", [[], ["workload.name=mine"], ["workload=bfs"]])
+def test_workload_dir_without_a_name_is_refused_before_the_default_names_the_run(tiny_workload, monkeypatch, named):
+    """`train.py workload.dir=D` labelled D's run, plan.json and report with the default group's name (phi2)."""
+    from gclsampler import pipeline
+
+    cfg = compose_cfg([f"workload.dir={tiny_workload}"])
+    monkeypatch.setattr(pipeline, "_command_line_overrides", lambda: ["debug=default", f"workload.dir={tiny_workload}",
+                                                                      *named])
+    if named:
+        assert pipeline.ensure_workload(cfg) == tiny_workload
+    else:
+        with pytest.raises(pipeline.PipelineError, match=r"^workload\.dir: give workload\.name too \(e\.g\. "
+                                                         r"workload\.name=phi2\): .* labelled 'phi2'"):
+            pipeline.ensure_workload(cfg)
 
 
 def test_summarize_sweep(tmp_path):
