@@ -42,6 +42,9 @@ from gclsampler._interrupt import interrupts_deferred
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
+RUN_LOCK = ".gclsampler-run.lock"
+"""Locked (``flock``) by the process running in a Hydra run or sweep directory, removed when the
+run ends; the OS drops the lock of a process that dies, so a stale file is taken over."""
 """File written into every output directory: ``{"command": "<name>"}``, and for a directory
 built whole (``commit_dir``) ``"wrote"``: the entries the command wrote, traces as one pattern."""
 
@@ -136,7 +139,7 @@ def check_out_dir(out: str | os.PathLike, command: str,
     ``ignore``: entries that do not make the directory someone else's (Hydra's ``.hydra/``
     and job log, which Hydra writes into the run directory before the task starts).
     """
-    ignore = set(ignore)
+    ignore = set(ignore) | {RUN_LOCK}
     out = Path(out)
     check_not_input(out, inputs, directory=True)
     blocker = _blocking_file(out)
@@ -481,6 +484,49 @@ def job_order(job: Path) -> tuple:
     return (0, int(num), job.name) if num.isdigit() else (1, 0, job.name)
 
 
+_held: dict[Path, object] = {}  # run and sweep directories this process holds: their open, locked RUN_LOCK
+
+
+def hold_dir(d: Path) -> str | None:
+    """Lock ``d`` (created if missing) for this process until ``release_dir`` or its exit; the
+    problem, when another live process holds it.
+
+    Why: Hydra names a run directory by the second (``outputs/<workload>/<time>``), so two runs
+    started in the same second shared one: both exited 0, with one run's ``.hydra/`` record,
+    the other's ``config.yaml`` and both logs interleaved, or one refused to resume the
+    checkpoint the other had just written. A file system without ``flock`` (some NFS mounts)
+    gets no lock, as before."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    d.mkdir(parents=True, exist_ok=True)
+    fh = open(d / RUN_LOCK, "a")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return (f"{d}: in use by another run (Hydra names run directories by the second): give each run "
+                "its own directory, or run them as one sweep with -m")
+    except OSError:
+        fh.close()
+        return None
+    _held[d] = fh
+    import atexit
+
+    atexit.register(release_dir, d)  # a run that ends by an error exit never reaches on_run_end
+    return None
+
+
+def release_dir(d: Path) -> None:
+    """End ``hold_dir(d)``: the lock file goes first, so the directory is left as the run wrote it."""
+    fh = _held.pop(d, None)
+    if fh is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(d / RUN_LOCK)
+        fh.close()
+
+
 _hydra_records: dict[Path, dict[str, bytes]] = {}
 """Run dir -> the bytes of the files its ``.hydra/`` held before this process's Hydra run."""
 
@@ -565,8 +611,16 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
                 problem = (f"{d}: directory holds files and is not a Hydra sweep directory (no multirun.yaml of "
                            "Hydra's); Hydra would write its multirun.yaml and job directories among them: choose "
                            "another hydra.sweep.dir")
+        problem = problem or hold_dir(d)
         if problem:
             self._refuse("hydra.sweep.dir", problem)
+
+    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        from omegaconf import OmegaConf
+
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir", throw_on_missing=False)
+        if sweep_dir is not None:
+            release_dir(Path(str(sweep_dir)))
 
     def on_run_start(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
@@ -584,6 +638,12 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
             check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
         except OutputError as exc:
             self._refuse("hydra.run.dir", str(exc))
+        # evaluate.py with out_dir= writes its outputs there: its run dir keeps .hydra/ and the log only,
+        # and two suites started in the same second into their own out_dirs are not one run
+        if not OmegaConf.select(config, "out_dir", default=None):
+            problem = hold_dir(Path(str(run_dir)))
+            if problem:
+                self._refuse("hydra.run.dir", problem)
         rec = Path(str(run_dir)) / ".hydra"
         try:
             files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None
@@ -591,3 +651,10 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
             files = None
         if files:
             _hydra_records[Path(str(run_dir))] = files
+
+    def on_run_end(self, config, **kwargs) -> None:  # noqa: D401
+        from omegaconf import OmegaConf
+
+        run_dir = OmegaConf.select(config, "hydra.run.dir", throw_on_missing=False)
+        if run_dir is not None:
+            release_dir(Path(str(run_dir)))

@@ -359,7 +359,8 @@ def test_evaluate_run_or_out_dir_inside_a_workload_is_refused_before_anything_is
     wl.mkdir(parents=True)
     (wl / "keep.txt").write_text("x\n")
     for key in ("hydra.run.dir", "out_dir"):
-        r = subprocess.run([sys.executable, str(root / "evaluate.py"), "suite=quick", "suite.workloads=[bfs]",
+        # suite=full: quick's synth_params are the LLMs' knobs (layers), which bfs lacks
+        r = subprocess.run([sys.executable, str(root / "evaluate.py"), "suite=full", "suite.workloads=[bfs]",
                             f"data_dir={tmp_path / 'data'}", f"{key}={wl / 'x'}",
                             *([f"hydra.run.dir={tmp_path / 'run'}"] if key == "out_dir" else [])],
                            cwd=tmp_path, capture_output=True, text=True,
@@ -433,6 +434,39 @@ def test_a_failed_run_keeps_the_earlier_hydra_record_and_logs_why(tmp_path, earl
         assert {p.name: p.read_text() for p in (run / ".hydra").iterdir()} == record
     else:  # a fresh run dir keeps Hydra's record of the failed run
         assert "workload.dir=" + str(missing) in (run / ".hydra" / "overrides.yaml").read_text()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="flock is POSIX")
+def test_a_run_dir_another_run_holds_is_refused_and_left_alone(tmp_path):
+    """Hydra names run dirs by the second: two train.py runs started in one second wrote into one
+    directory, one's .hydra record beside the other's config.yaml, their logs interleaved."""
+    import subprocess
+    import sys
+
+    from gclsampler._safe_out import RUN_LOCK, hold_dir, release_dir
+
+    root = Path(__file__).resolve().parents[1]
+    run = tmp_path / "run"
+    argv = [sys.executable, str(root / "train.py"), "debug=default", "workload.name=x",
+            f"workload.dir={tmp_path / 'no-such-workload'}", f"hydra.run.dir={run}"]
+    env = {**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}
+    assert hold_dir(run) is None  # the run that started first
+    try:
+        assert hold_dir(run) is not None  # a second open of the lock conflicts, in this process too
+        r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert lines[0].startswith(f"train.py: error: hydra.run.dir: {run}: in use by another run")
+        assert [p.name for p in run.iterdir()] == [RUN_LOCK]  # nothing of the refused run's
+    finally:
+        release_dir(run)
+    assert list(run.iterdir()) == []
+    # alone, it runs (here into its error: no such workload) and leaves no lock file behind
+    r = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2 and "no-such-workload" in r.stderr and RUN_LOCK not in os.listdir(run)
+    from gclsampler._safe_out import check_out_dir
+
+    check_out_dir(run, "train", ignore=(".hydra", "train.log"))
 
 
 def test_a_killed_builds_temp_dir_is_removed_by_the_next_build(tmp_path):
