@@ -525,6 +525,11 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         # a known workload outside a narrowed suite.workloads (full.yaml's cfd with workloads=[lu]) just has no histogram
         raise EvaluationError(f"suite.hist_workload: {suite.hist_workload!r} names no workload "
                               f"(suite.workloads: {', '.join(suite.workloads)})")
+    for key in ("workloads", "methods", "archs"):  # each row of results.csv twice, and gcl trained twice
+        seen = getattr(suite, key)
+        twice = next((x for i, x in enumerate(seen) if x in seen[:i]), None)
+        if twice is not None:
+            raise EvaluationError(f"suite.{key}: {twice!r} is listed twice")
     data_dir = suite_data_dir(cfg, launch_dir)
     if suite.real:  # a misnamed real workload stops the run before its output directory exists
         for name in suite.workloads:

@@ -553,6 +553,16 @@ def test_a_bad_train_override_names_suite_train_overrides_before_any_output(over
     check_suite_keys(no_gcl)  # nothing is trained, so nothing composes them
 
 
+@pytest.mark.parametrize("key, value", [("workloads", ["lu", "bfs", "lu"]), ("methods", ["pka", "pka"]),
+                                        ("archs", ["turing", "turing"])])
+def test_a_name_listed_twice_is_refused_before_any_work(key, value):
+    """suite.workloads=[bfs,bfs] doubled every row of results.csv, and trained gcl twice."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
+
+    with pytest.raises(EvaluationError, match=rf"^suite\.{key}: '{value[-1]}' is listed twice$"):
+        check_suite_keys(EvaluateConfig(suite=SuiteConfig(**{"workloads": ["lu"], key: value})))
+
+
 def test_a_sweep_method_without_epsilon_is_refused_before_any_work():
     """pka in sweep_methods failed at its sweep, after every model had been trained."""
     from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
