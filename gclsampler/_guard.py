@@ -103,7 +103,12 @@ def config_error_text(exc: BaseException) -> str | None:
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None)
         msg = _first_line(str(cause))
-        if key and "." in key and _free_form(getattr(cause, "parent_node", None)):
+        parent = getattr(cause, "parent_node", None)
+        if key and key.startswith("workload.synth.") and key.count(".") == 2 and _free_form(parent):
+            # a workload group's yaml lists every knob its workload takes (tests hold them to the
+            # synthesizer's): `+` would only reach synth's own "unknown knob" refusal
+            msg = f"not a synth knob of this workload; its knobs: {', '.join(sorted(map(str, parent.keys())))}"
+        elif key and "." in key and _free_form(parent):
             # `suite.synth_params.trace_cap=16`: a dictionary whose keys no schema lists takes a
             # new one only with `+` (the keys of typed nodes stay checked, check_config_keys)
             msg += f" ({key.rpartition('.')[0]} is a free-form dictionary: add a key with +{key}=VALUE)"

@@ -193,6 +193,9 @@ def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
     # a new key of a dictionary no schema types needs Hydra's +, and the line says so
     ("sampler.params.foo=1", "config: sampler.params.foo: Key 'foo' is not in struct (sampler.params is a "
                              "free-form dictionary: add a key with +sampler.params.foo=VALUE)"),
+    # but a workload's yaml lists every synth knob it has: a + would only reach synth's refusal
+    ("workload.synth.nodes=5", "config: workload.synth.nodes: not a synth knob of this workload; its knobs: "
+                                "archs, batch_insts,"),
     # the paper's method on the project's encoder: refused before any work, saying what to add
     ("sampler=gcl_paper", "model.inst_stats=true model.kernel_features=true: the project's encoder, but "
                           "sampler=gcl_paper clusters the paper's encoder's embeddings; add model=paper"),
