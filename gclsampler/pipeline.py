@@ -484,6 +484,12 @@ def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_di
     from gclsampler.plan import SamplingPlan
     from gclsampler.samplers import run_plan_stage
 
+    # what only some samplers write: a rerun into this run dir with another sampler (stem_root
+    # after gcl) left gcl's, and its report then drew gcl's clusters.csv as stem_root's clusters
+    plots = out_dir / "plots"
+    for old in [out_dir / "clusters.csv", out_dir / "silhouette.csv", plots / "silhouette.png",
+                *(plots.glob("clusters_*.png") if plots.is_dir() else [])]:
+        old.unlink(missing_ok=True)
     summary = run_plan_stage(workload, cfg.sampler, cfg.cluster, out_dir, int(cfg.seed))
     plan = SamplingPlan.load(out_dir / "plan.json")
     labels = None

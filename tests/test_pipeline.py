@@ -87,6 +87,22 @@ def tiny_run(tmp_path_factory):
     return cfg, root, summary
 
 
+def test_a_rerun_with_another_sampler_leaves_none_of_the_first_samplers_outputs(tiny_run, tmp_path):
+    """sampler=stem_root into a gcl run's dir kept gcl's clusters.csv, silhouette.csv and plots, and
+    its report drew gcl's clusters.csv as stem_root's clusters."""
+    from gclsampler.pipeline import run
+
+    cfg, root, _ = tiny_run
+    out = tmp_path / "run"
+    shutil.copytree(root / "run", out)
+    assert (out / "clusters.csv").exists() and list((out / "plots").glob("clusters_*_gcl.png"))
+    run(compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "sampler=stem_root"]), out_dir=out)
+    assert json.loads((out / "plan.json").read_text())["method"] == "stem_root"
+    assert not (out / "clusters.csv").exists() and not (out / "silhouette.csv").exists()
+    assert not list((out / "plots").glob("clusters_*_gcl.png")) and not (out / "plots" / "silhouette.png").exists()
+    assert "_gcl.png" not in (out / "report.md").read_text()
+
+
 def test_a_refused_resume_keeps_the_runs_config_yaml(tiny_run, tmp_path):
     """config.yaml was written before the checkpoint refused the changed settings, so it no
     longer described last.pt and model.pt."""
