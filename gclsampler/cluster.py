@@ -195,7 +195,25 @@ class ClusterConfig:
         unknown = sorted(set(items) - known)
         if unknown:
             raise ClusterConfigError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
-        return cls(**items).validate(where)
+        return cls(**_as_field_types(cls, items)).validate(where)
+
+
+def _as_field_types(cls, items: dict[str, Any]) -> dict[str, Any]:
+    """``items`` with an integer given for a float field made a float, as Hydra's typed config does.
+
+    Why: ``cluster.split_tolerance=0`` from train.py arrives as 0.0, and ``--set 'cluster={split_tolerance:
+    0}'`` from ``gclsampler sample`` as 0; the plan records its settings, so the two plans differed
+    by that one byte."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = dict(items)
+    for key, value in items.items():
+        hint = hints.get(key)
+        floats = hint is float or float in typing.get_args(hint)
+        if floats and isinstance(value, int) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out
 
 
 @dataclass

@@ -580,3 +580,16 @@ def test_share_cut_refines_into_time_runs_within_the_share(times, k, share):
         lo, hi = t[m].min(), t[m].max()
         assert not ((t[rest] > lo) & (t[rest] < hi)).any()
         assert np.abs(t[m] - t[m].mean()).sum() <= bound * (1 + 1e-12)
+
+
+@given(st.sampled_from(["tolerance", "split_tolerance", "launch_weight", "identical_tol"]), st.integers(0, 5))
+def test_an_integer_for_a_float_setting_becomes_a_float_as_hydra_makes_it(key, value):
+    """`--set 'cluster={split_tolerance: 0}'` recorded 0 in the plan where train.py's typed config
+    recorded 0.0: the same settings gave plans a byte apart."""
+    from dataclasses import asdict
+
+    from gclsampler.cluster import ClusterConfig
+
+    got = asdict(ClusterConfig.from_any({key: value}))
+    assert type(got[key]) is float and got[key] == value
+    assert type(asdict(ClusterConfig.from_any({"k_max": 7}))["k_max"]) is int  # int fields stay ints
