@@ -42,11 +42,11 @@ from gclsampler._interrupt import interrupts_deferred
 from gclsampler.errors import GclError
 
 MARKER = ".gclsampler-output"
+"""File written into every output directory: ``{"command": "<name>"}``, and for a directory
+built whole (``commit_dir``) ``"wrote"``: the entries the command wrote, traces as one pattern."""
 RUN_LOCK = ".gclsampler-run.lock"
 """Locked (``flock``) by the process running in a Hydra run or sweep directory, removed when the
 run ends; the OS drops the lock of a process that dies, so a stale file is taken over."""
-"""File written into every output directory: ``{"command": "<name>"}``, and for a directory
-built whole (``commit_dir``) ``"wrote"``: the entries the command wrote, traces as one pattern."""
 
 DERIVED = frozenset({".graph-cache"})
 """Entries other commands add to an output directory that are derived from what is in it

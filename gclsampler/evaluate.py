@@ -383,8 +383,9 @@ def train_setting_hint(text: str) -> str:
 
 def check_train_overrides(cfg: "EvaluateConfig") -> None:
     """Compose the training config with ``suite.train_overrides`` and check its keys and values
-    (``pipeline.check_config``) before any work, naming that key in what fails. Why: they were first composed at the first workload's training, after
-    synthesis, and the error named ``train.epoch`` but not where it had been written."""
+    (``pipeline.check_config``) before any work, naming that key in what fails. Why: they were
+    first composed at the first workload's training, after synthesis, and the error named
+    ``train.epoch`` but not where it had been written."""
     if not cfg.suite.train_overrides:
         return
     from gclsampler._guard import check_config_keys, prefixed_errors
