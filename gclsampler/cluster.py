@@ -132,9 +132,10 @@ class ClusterConfig:
     # Deviation (project's gcl): cut a cluster by measured time only where its spread matters to
     # the workload: while one representative drawn from it is expected to miss the cluster's
     # total by more than this share of the workload's time (sum |t - mean| / total), cut it at
-    # its heaviest log2-time gap (width x launches on the smaller side). 0.04 sits above what
-    # 5 % run-to-run jitter can reach even in a cluster that holds the whole workload (0.8 x 5 %).
-    # 0 = off (paper). See docs/plans.md.
+    # its heaviest log2-time gap (width x launches on the smaller side). 0.04 is what 5 %
+    # run-to-run jitter gives on average in a cluster that holds the whole workload (0.8 x 5 %),
+    # so only clusters short of that stay clear of jitter; docs/plans.md says how often one that
+    # holds nearly all crosses it. 0 = off (paper).
     time_split_share: float = 0.04
 
     def validate(self, where: str = "cluster") -> "ClusterConfig":

@@ -336,7 +336,9 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
     reference's cycle error is lower, equal (within ``TIE``) or higher, and the counts that
     ``chance_lower`` expects from both plans' ``spread_sd`` (NaN unless every workload has both
     spreads). Ties are their own column because a census and a workload of one kernel per cluster
-    give 0 % to every method. ``max_lower`` is the most workloads the reference could be lower on:
+    give 0 % to every method that simulates them whole (not pka, whose 5 % rule may merge 3mm's
+    GEMMs, nor random): a 0 % census against pka's 0.01 % at 3x counts as lower, and the Pareto
+    column shows it is a trade-off. ``max_lower`` is the most workloads the reference could be lower on:
     those where the rival is not already exact (0 % within ``TIE``), so a reader sees when a
     target count asks for a clean sweep of the rest.
 
