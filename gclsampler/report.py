@@ -508,6 +508,9 @@ def data_banner(results) -> list[str]:
                      "`gclsampler.synth` (ground truth from an analytical timing model, not hardware); rows marked "
                      f"(REAL) are scored against times measured on the GPU: {gpus}. Averages over all workloads "
                      "mix the two kinds.")
+    elif "synthetic" in present:  # with unlabelled rows: the banner cannot say "every number"
+        lines.append("> **SYNTHETIC DATA in rows marked (SYNTHETIC):** they come from `gclsampler.synth` "
+                     "(ground truth from an analytical timing model), not from hardware measurements.")
     elif "real" in present:
         lines.append(f"> **REAL DATA.** Ground truth measured on the GPU: {gpus} (workload.json). Where a workload has "
                      "traces, they are NVBit SASS traces of the same program, scoped to SM 0; a workload with a "
@@ -530,6 +533,8 @@ def plot_stamp(results, labelled_in: str = "report.md") -> str | None:
     real = "REAL DATA" + (f" ({gpus[0]})" if len(gpus) == 1 else "")
     if kinds >= {"synthetic", "real"}:
         return f"SYNTHETIC + REAL DATA (rows labelled in {labelled_in})"
+    if "synthetic" in kinds and "" in kinds:  # the unlabelled rows may be measured ones
+        return f"SYNTHETIC + UNLABELLED DATA (rows labelled in {labelled_in})"
     if "synthetic" in kinds:
         return "SYNTHETIC DATA"
     return real if "real" in kinds else None

@@ -172,6 +172,14 @@ def test_plot_stamps_follow_the_data():
     assert plot_stamp(rows.iloc[1:]) == f"REAL DATA ({GPU})"
     assert plot_stamp(rows.iloc[:1]) == "SYNTHETIC DATA"
     assert plot_stamp(rows.iloc[1:].assign(data="")) is None  # workload.json said neither: no label
+    # synthetic beside unlabelled rows (perhaps measured): neither the stamp nor the banner says "all synthetic"
+    mixed = rows.assign(data=["synthetic", ""])
+    assert plot_stamp(mixed) == "SYNTHETIC + UNLABELLED DATA (rows labelled in report.md)"
+    from gclsampler.report import SYNTHETIC_BANNER, data_banner
+
+    banner = "\n".join(data_banner(mixed))
+    assert SYNTHETIC_BANNER not in banner and "SYNTHETIC DATA in rows marked (SYNTHETIC)" in banner
+    assert "Workloads b: workload.json does not say" in banner
 
 
 def test_missing_real_workload_is_one_line_exit_2(tmp_path):
