@@ -455,78 +455,73 @@ def generate(name: str, out_dir, *, params: dict | None = None, arch: str = "amp
     except ImportError:  # pragma: no cover - profile stage always present in the tree
         write_profile = None
 
-    from gclsampler._atomic import errors_name
-    from gclsampler._safe_out import commit_dir, make_temp_dir
+    from gclsampler._safe_out import replace_dir
 
     out_dir = Path(out_dir)
-    tmp = make_temp_dir(out_dir, "synth")  # refuses a directory synth did not write (never deleted)
     t0 = time.time()
-    try:
-        with errors_name(out_dir, tmp):  # a full disk names out_dir, not the temp dir
-            (tmp / "profiles").mkdir()
-            suffix = ".traceg" + (f".{k['compress']}" if k["compress"] else "")
-            rows = {a: [] for a in archs}
-            files = []
-            it = range(len(launches))
-            if progress and sys.stderr.isatty() and not os.environ.get("CI"):
-                from tqdm import tqdm
-                it = tqdm(it, desc=f"synth {name}", unit="kernel", file=sys.stderr)
-            window = int(k["batch_window"])
-            from gclsampler._interrupt import process_pool
-            with (process_pool(1, "spawn") if jobs >= 2 else contextlib.nullcontext()) as pool:
-                chain = None if pool else _TimingChain(archs, seed)
-                futures = []
-                done: list[Interpreted] = []
-                items: list[tuple] = []
+    # refuses a directory synth did not write (never deleted); an error or Ctrl-C removes the temp dir,
+    # and an OSError about it names out_dir
+    with replace_dir(out_dir, "synth") as tmp:
+        (tmp / "profiles").mkdir()
+        suffix = ".traceg" + (f".{k['compress']}" if k["compress"] else "")
+        rows = {a: [] for a in archs}
+        files = []
+        it = range(len(launches))
+        if progress and sys.stderr.isatty() and not os.environ.get("CI"):
+            from tqdm import tqdm
+            it = tqdm(it, desc=f"synth {name}", unit="kernel", file=sys.stderr)
+        window = int(k["batch_window"])
+        from gclsampler._interrupt import process_pool
+        with (process_pool(1, "spawn") if jobs >= 2 else contextlib.nullcontext()) as pool:
+            chain = None if pool else _TimingChain(archs, seed)
+            futures = []
+            done: list[Interpreted] = []
+            items: list[tuple] = []
 
-                def trace_file(kernel_id: int) -> str:
-                    return f"kernel-{kernel_id}{suffix}"
+            def trace_file(kernel_id: int) -> str:
+                return f"kernel-{kernel_id}{suffix}"
 
-                def emit(traced: KernelTrace) -> None:
-                    write_kernel(traced, tmp / trace_file(traced.header.kernel_id), values=bool(k["values"]))
+            def emit(traced: KernelTrace) -> None:
+                write_kernel(traced, tmp / trace_file(traced.header.kernel_id), values=bool(k["values"]))
 
-                for i in it:
-                    if i % window == 0:
-                        done = interpret(launches[i:i + window], i + 1, mem, k, n_sm, emit=emit)
-                    L, r = launches[i], done[i % window]
-                    files.append(trace_file(i + 1))  # written by emit
-                    work = WorkSummary(header=r.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
-                                       insts_scale=r.insts_scale)
-                    items.append((i, L.name, L.grid, L.block, r.nregs, r.shmem, work))
-                    if len(items) == window or i == len(launches) - 1:
-                        if pool is None:
-                            futures.append(chain.run(items))
-                        else:
-                            while sum(not f.done() for f in futures) >= 2:  # bound queued samples
-                                time.sleep(0.05)
-                            futures.append(pool.submit(_timing_task, archs, int(seed), items))
-                        items = []
-                for f in futures:
-                    part = f if pool is None else f.result()
-                    for a in archs:
-                        rows[a].extend(part[a])
-            write_kernelslist(tmp, files)
-            import pandas as pd
-            for a in archs:
-                df = pd.DataFrame(rows[a])
-                if write_profile is not None:
-                    write_profile(df, tmp / "profiles" / f"{a}.csv")
-                else:
-                    df.to_csv(tmp / "profiles" / f"{a}.csv", index=False)
-            shutil.copyfile(tmp / "profiles" / f"{arch}.csv", tmp / "profile.csv")
-            meta = {
-                "workload": name, "arch": arch, "synthetic": True, "seed": int(seed), "archs": archs,
-                "generator": "gclsampler.synth", "n_invocations": len(launches),
-                "synth": {kk: v for kk, v in k.items()},
-                "timing_model": "gclsampler.synth.timing (analytical, SYNTHETIC)",
-                "note": "SYNTHETIC workload: traces from a SASS-level interpreter, ground truth from an analytical "
-                        "timing model; not hardware measurements.",
-            }
-            (tmp / "workload.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-            commit_dir(tmp, out_dir, "synth")
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            for i in it:
+                if i % window == 0:
+                    done = interpret(launches[i:i + window], i + 1, mem, k, n_sm, emit=emit)
+                L, r = launches[i], done[i % window]
+                files.append(trace_file(i + 1))  # written by emit
+                work = WorkSummary(header=r.header, sample=r.sample, sample_cta_ids=r.sample_ctas,
+                                   insts_scale=r.insts_scale)
+                items.append((i, L.name, L.grid, L.block, r.nregs, r.shmem, work))
+                if len(items) == window or i == len(launches) - 1:
+                    if pool is None:
+                        futures.append(chain.run(items))
+                    else:
+                        while sum(not f.done() for f in futures) >= 2:  # bound queued samples
+                            time.sleep(0.05)
+                        futures.append(pool.submit(_timing_task, archs, int(seed), items))
+                    items = []
+            for f in futures:
+                part = f if pool is None else f.result()
+                for a in archs:
+                    rows[a].extend(part[a])
+        write_kernelslist(tmp, files)
+        import pandas as pd
+        for a in archs:
+            df = pd.DataFrame(rows[a])
+            if write_profile is not None:
+                write_profile(df, tmp / "profiles" / f"{a}.csv")
+            else:
+                df.to_csv(tmp / "profiles" / f"{a}.csv", index=False)
+        shutil.copyfile(tmp / "profiles" / f"{arch}.csv", tmp / "profile.csv")
+        meta = {
+            "workload": name, "arch": arch, "synthetic": True, "seed": int(seed), "archs": archs,
+            "generator": "gclsampler.synth", "n_invocations": len(launches),
+            "synth": {kk: v for kk, v in k.items()},
+            "timing_model": "gclsampler.synth.timing (analytical, SYNTHETIC)",
+            "note": "SYNTHETIC workload: traces from a SASS-level interpreter, ground truth from an analytical "
+                    "timing model; not hardware measurements.",
+        }
+        (tmp / "workload.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     if progress:
         print(f"synth {name}: {len(launches)} invocations in {time.time() - t0:.1f}s -> {out_dir} (SYNTHETIC)",
               file=sys.stderr)
