@@ -299,9 +299,7 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
         return wdir
     if suite.real:
         check_real_workload(wdir, name, required=True)  # raises: not a real workload
-    params = dict(suite.synth_params or {})
-    per = params.pop("per_workload", {}) or {}
-    params.update(per.get(name, {}) or {})
+    params = _synth_params(suite, name)
     from gclsampler.synth.generate import stale_reason, with_second_run, workload_names
 
     if suite.rerun and name in workload_names():
@@ -570,6 +568,15 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
                                   "generate=false" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
 
 
+def _synth_params(suite: SuiteConfig, name: str) -> dict:
+    """The synth knobs the suite gives workload ``name``: ``suite.synth_params`` with its
+    ``per_workload.<name>`` entries over them."""
+    params = dict(suite.synth_params or {})
+    per = params.pop("per_workload", {}) or {}
+    params.update(per.get(name, {}) or {})
+    return params
+
+
 def _check_synth_params(suite: SuiteConfig, data_dir: Path, synth: set[str], seed: int) -> None:
     """Every synthetic workload of the suite takes ``suite.synth_params``' knobs, checked before any work.
 
@@ -579,17 +586,16 @@ def _check_synth_params(suite: SuiteConfig, data_dir: Path, synth: set[str], see
     """
     from gclsampler.synth.generate import check_request
 
-    params = dict(suite.synth_params or {})
-    per = params.pop("per_workload", {}) or {}
+    shared = set(suite.synth_params or {}) - {"per_workload"}
     for name in suite.workloads:
         if name not in synth or _declared_real(data_dir / name):
             continue
         try:
-            check_request(name, {**params, **(per.get(name, {}) or {})} or None, suite.trace_arch, seed)
+            check_request(name, _synth_params(suite, name) or None, suite.trace_arch, seed)
         except GclError as exc:
             knob = str(exc).split(":", 1)[0].removeprefix("synth.")
             hint = (f"; a knob only some workloads take goes under suite.synth_params.per_workload.<workload>.{knob}"
-                    if knob in params else "")
+                    if knob in shared else "")
             raise EvaluationError(f"suite.synth_params: workload {name!r}: {exc}{hint}") from None
 
 
