@@ -140,12 +140,13 @@ def _command_line_overrides() -> list[str]:
 
 
 def _name_in(wdir: Path) -> str:
-    """The workload's own name: its workload.json's ``workload``, else the directory's name."""
+    """The workload's own name, as ``Workload.load`` gives it (workload.json's, else the directory's)."""
+    from gclsampler.workload import declared_meta
+
     try:
-        name = json.loads((wdir / "workload.json").read_text()).get("workload")
-    except (OSError, ValueError, AttributeError):
-        name = None
-    return name if isinstance(name, str) and name.strip() else wdir.name
+        return str(declared_meta(wdir).get("workload", wdir.name))
+    except GclError:  # a broken workload.json: the workload's validation names it next
+        return wdir.name
 
 
 def ensure_workload(cfg: DictConfig) -> Path:
