@@ -239,14 +239,14 @@ def _plan_arch_rows(run: EvaluationRun):
     return df[~df["sweep"] & (df["arch"] == df["plan_arch"])]
 
 
-_KINDS = {"synthetic": "synthetic", "real": "real", "": "unlabelled"}
+_KINDS = {"synthetic": "synthetic", "real": "real", "simulated": "simulated", "": "unlabelled"}
 """``report.data_kinds``'s per-row kinds as the ``data`` column of compare's CSVs writes them."""
 
 
 def data_of(rows) -> str:
     """What the ground truth of these results.csv rows is, for a ``data`` column:
-    ``synthetic``, ``real``, ``unlabelled`` (workload.json says neither), or several joined
-    by ``+``. Why: a number copied out of compare.csv must still say whether it was measured."""
+    ``synthetic``, ``real``, ``simulated`` (scored on a simulator's cycles), ``unlabelled``
+    (workload.json says neither), or several joined by ``+``. Why: a number copied out of compare.csv must still say whether it was measured."""
     from gclsampler.report import data_kinds
 
     present = set(data_kinds(rows))
@@ -254,7 +254,7 @@ def data_of(rows) -> str:
 
 
 def _data_words(data: str) -> str:
-    """``data_of``'s label as compare.md writes it: SYNTHETIC, REAL, unlabelled."""
+    """``data_of``'s label as compare.md writes it: SYNTHETIC, REAL, SIMULATED, unlabelled."""
     return " + ".join(w.upper() if w != "unlabelled" else w for w in data.split("+"))
 
 
@@ -270,12 +270,12 @@ def _one_kind_per_workload(runs: Sequence[EvaluationRun], workloads: list[str]) 
     """Refuse a workload that is SYNTHETIC in one run and REAL in another. Why: its cells were
     averaged into one mean and sd, a synthesizer's timing model pooled with a measurement,
     under a banner promising each row marked; there is no honest label for that mean."""
-    from gclsampler.report import data_kinds
+    from gclsampler.report import workload_kinds
 
     first: dict[str, tuple[str, EvaluationRun]] = {}
     for r in runs:
         df = r.results
-        for at, w, kind in zip(df.index, df["workload"], data_kinds(df)):
+        for at, w, kind in zip(df.index, df["workload"], workload_kinds(df)):
             if w not in workloads or kind not in ("synthetic", "real"):
                 continue
             seen, where = first.setdefault(w, (kind, r))

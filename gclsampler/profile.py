@@ -53,6 +53,7 @@ __all__ = [
     "RERUN_SUFFIX",
     "rerun_arch",
     "rerun_of",
+    "simulated_by",
 ]
 
 RERUN_SUFFIX = "_rerun"
@@ -72,6 +73,28 @@ def rerun_arch(arch: str) -> str:
 def rerun_of(name: str) -> str | None:
     """The arch whose second run ``name`` is, or None when ``name`` is not a second run."""
     return name[: -len(RERUN_SUFFIX)] if name.endswith(RERUN_SUFFIX) and len(name) > len(RERUN_SUFFIX) else None
+
+
+SIMULATED_PREFIX = "accelsim-"
+"""``profiles/accelsim-<config>.csv`` is what ``gclsampler simulate --all`` writes: cycles from
+a simulator, not from a GPU."""
+
+
+def simulated_by(profile: pd.DataFrame, arch: str | None = None) -> str:
+    """Which simulator produced a profile's cycles, or "" for a measured (or synthesized) one.
+
+    Why: a REAL workload scored on a simulated profile has real traces but a simulator's ground
+    truth, and every row scored on it must say so. The profile's ``simulated_by`` column
+    (``gclsampler simulate --all`` writes it on every row) names the run; a profile named
+    ``accelsim-<config>`` without that column (edited, or an older file) is still a simulation.
+    """
+    if "simulated_by" in profile.columns:
+        for v in profile["simulated_by"]:
+            if isinstance(v, str) and v.strip():
+                return v.strip()
+    if arch is not None and str(arch).startswith(SIMULATED_PREFIX):
+        return f"Accel-Sim {str(arch)[len(SIMULATED_PREFIX):]}"
+    return ""
 
 
 REQUIRED_COLUMNS: list[str] = ["invocation", "kernel_name", "grid", "block", "time_ns", "cycles"]

@@ -5,7 +5,8 @@ error/speedup comparison of GCL-Sampler Fig. 4-5 and STEM+ROOT Table 3, the
 cross-architecture Table 3 of GCL-Sampler, the micro-architectural metric errors of
 GCL-Sampler Fig. 6 and the error-bound sweep of STEM+ROOT Fig. 11. A report says in its
 first lines what its ground truth is: SYNTHETIC (``gclsampler.synth``), REAL (measured on the
-GPU its workload.json names), or both, with each row labelled (``data_banner``).
+GPU its workload.json names), SIMULATED (a simulator's cycles, ``simulated_by``), or several,
+with each row labelled (``data_banner``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, TIE, MethodRun, eval
 
 __all__ = ["write_report", "write_text_atomic", "plot_speedup_vs_error", "plot_per_workload_bars",
            "plot_cluster_histograms", "plot_silhouette", "plot_epsilon_sweep", "SYNTHETIC_BANNER",
-           "write_workload_report", "data_banner", "data_kinds", "plot_stamp"]
+           "write_workload_report", "data_banner", "data_kinds", "workload_kinds", "plot_stamp"]
 
 SYNTHETIC_BANNER = ("> **SYNTHETIC DATA.** Every number below comes from synthetic workloads written by "
                     "`gclsampler.synth`, not from hardware measurements.")
@@ -36,7 +37,7 @@ def _savefig(fig, path: Path, synthetic: bool = False, legend_of=None) -> Path:
 
     ``synthetic`` stamps "SYNTHETIC DATA" on the figure: a plot copied out of the report
     (into slides, a paper) must still say its numbers are not hardware measurements. A string
-    is the stamp itself (``plot_stamp``: "REAL DATA (NVIDIA H200 ...)", or both kinds); every
+    is the stamp itself (``plot_stamp``: "REAL DATA (NVIDIA H200 ...)", or the kinds present); every
     ``plot_*`` function's ``synthetic`` argument is passed here as it is.
     ``legend_of``: an axes whose legend goes outside it, to the right, where it hides no point.
     """
@@ -470,20 +471,61 @@ def _sweep_table(sweep_avg, arch: str) -> str:
 
 
 def data_kinds(results):
-    """Per row: ``"synthetic"``, ``"real"`` or ``""`` (unlabelled).
+    """Per row, what its ground truth is: ``"synthetic"``, ``"real"`` (measured on a GPU),
+    ``"simulated"`` or ``""`` (unlabelled).
 
     The ``synthetic`` flag decides synthetic; ``"real"`` needs the ``data`` column to say so
-    (workload.json's explicit ``"synthetic": false``) and the flag to agree. Anything else,
-    including results.csv files written before the ``data`` column, is labelled neither.
+    (workload.json's explicit ``"synthetic": false``) and the flag to agree. A row of a
+    workload that is not synthetic, scored on a simulator's cycles (``simulated_by``, or an
+    ``accelsim-<config>`` arch in results.csv files written before that column), is
+    ``"simulated"``: its traces may be real, its ground truth is not a measurement. Anything
+    else, including results.csv files written before the ``data`` column, is labelled neither.
     """
+    synth = results["synthetic"].astype(bool)
+    data = workload_kinds(results)
+    return data.where(synth | ~_simulated_rows(results), "simulated")
+
+
+def workload_kinds(results):
+    """Per row, what its *workload* is (``"synthetic"``, ``"real"`` or ``""``), whatever ground
+    truth the row is scored on: the traces and profile a REAL workload brought are real even in
+    its rows scored on a simulation."""
     synth = results["synthetic"].astype(bool)
     data = results["data"].astype(object).fillna("").astype(str) if "data" in results.columns else synth.map(lambda _: "")
     return data.where(~synth, "synthetic").where(synth | (data == "real"), "")
 
 
-def _gpus_of(results, kinds) -> dict[str, list[str]]:
-    """GPU name -> real workloads measured on it (in first-appearance order)."""
-    real = results[kinds == "real"]
+def _simulated_rows(results):
+    """Rows scored on a simulated profile (``simulated_by`` set, or an ``accelsim-`` arch)."""
+    import pandas as pd
+
+    from gclsampler.profile import SIMULATED_PREFIX
+
+    none = pd.Series(False, index=results.index)
+    by = results["simulated_by"].astype(object).fillna("").astype(str).str.strip() != "" \
+        if "simulated_by" in results.columns else none
+    return by | (results["arch"].astype(str).str.startswith(SIMULATED_PREFIX) if "arch" in results.columns else none)
+
+
+def _simulators_of(results, kinds) -> dict[str, list[str]]:
+    """Simulator (its ``simulated_by`` label, else the arch) -> the workloads scored on it, for
+    the rows whose ground truth is ``"simulated"``."""
+    sim = results[kinds == "simulated"]
+    label = sim["simulated_by"].astype(object).fillna("").astype(str) if "simulated_by" in sim.columns \
+        else sim["workload"].map(lambda _: "")
+    out: dict[str, list[str]] = {}
+    arch = sim["arch"].astype(str) if "arch" in sim.columns else sim["workload"].map(lambda _: "?")
+    for w, arch, by in zip(sim["workload"], arch, label):
+        names = out.setdefault(f"`{arch}`" + (f" ({by})" if by else ""), [])
+        if w not in names:
+            names.append(w)
+    return out
+
+
+def _gpus_of(results, kinds, kind: str = "real") -> dict[str, list[str]]:
+    """GPU name -> the workloads of rows of ``kind`` measured (or, for simulated rows, traced) on it
+    (in first-appearance order)."""
+    real = results[kinds == kind]
     gpu = real["gpu"].fillna("").astype(str) if "gpu" in real.columns else real["workload"].map(lambda _: "")
     out: dict[str, list[str]] = {}
     for w, g in zip(real["workload"], gpu):
@@ -496,7 +538,8 @@ def _gpus_of(results, kinds) -> dict[str, list[str]]:
 def data_banner(results) -> list[str]:
     """The report's first lines: what the ground truth of its rows is. Synthetic data says
     SYNTHETIC (``SYNTHETIC_BANNER``), measured data REAL with the GPU its workload.json names,
-    a mix says both and which rows are which; unlabelled rows are named as such."""
+    simulated ground truth SIMULATED with the simulator and the workloads it ran; a mix says
+    each and which rows are which; unlabelled rows are named as such."""
     kinds = data_kinds(results)
     present = set(kinds)
     if present == {"synthetic"}:
@@ -508,14 +551,21 @@ def data_banner(results) -> list[str]:
                      "`gclsampler.synth` (ground truth from an analytical timing model, not hardware); rows marked "
                      f"(REAL) are scored against times measured on the GPU: {gpus}. Averages over all workloads "
                      "mix the two kinds.")
-    elif "synthetic" in present:  # with unlabelled rows: the banner cannot say "every number"
+    elif "synthetic" in present:  # with unlabelled or simulated rows: the banner cannot say "every number"
         lines.append("> **SYNTHETIC DATA in rows marked (SYNTHETIC):** they come from `gclsampler.synth` "
                      "(ground truth from an analytical timing model), not from hardware measurements.")
     elif "real" in present:
-        lines.append(f"> **REAL DATA.** Ground truth measured on the GPU: {gpus} (workload.json). Where a workload has "
-                     "traces, they are NVBit SASS traces of the same program, scoped to SM 0; a workload with a "
-                     "profile alone is scored by the methods that read profiles only, and the others are listed "
+        only = "" if "simulated" not in present else " (the rows on measured profiles)"
+        lines.append(f"> **REAL DATA{only}.** Ground truth measured on the GPU: {gpus} (workload.json). Where a "
+                     "workload has traces, they are NVBit SASS traces of the same program, scoped to SM 0; a workload "
+                     "with a profile alone is scored by the methods that read profiles only, and the others are listed "
                      "as not run (`docs/real.md`). Nothing here is synthetic.")
+    if "simulated" in present:
+        sims = "; ".join(f"of {', '.join(ws)} on {g}" for g, ws in _simulators_of(results, kinds).items())
+        traced = "; ".join(f"{', '.join(ws)} on {g}" for g, ws in _gpus_of(results, kinds, "simulated").items())
+        lines.append(f"> **SIMULATED GROUND TRUTH.** Rows {sims} are scored against cycles a simulator computed "
+                     f"from the workloads' traces (traced: {traced}), not against a measurement: they say how well a "
+                     "plan predicts the simulator, not the GPU.")
     unlabelled = list(dict.fromkeys(results.loc[kinds == "", "workload"]))
     if unlabelled:
         lines.append(f"> Workloads {', '.join(unlabelled)}: workload.json does not say `\"synthetic\": true` or "
@@ -525,18 +575,21 @@ def data_banner(results) -> list[str]:
 
 def plot_stamp(results, labelled_in: str = "report.md") -> str | None:
     """What every plot of these rows is stamped with (a figure copied out of the report must
-    still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), or both, then with the
-    document that labels each row (``labelled_in``: compare's plot is next to compare.md)."""
+    still say what its numbers are): SYNTHETIC DATA, REAL DATA (gpu), SIMULATED DATA, or the
+    kinds present joined by +, then with the document that labels each row (``labelled_in``:
+    compare's plot is next to compare.md)."""
     per_row = data_kinds(results)
     kinds = set(per_row)
     gpus = [g for g in _gpus_of(results, per_row) if "workload.json" not in g]
     real = "REAL DATA" + (f" ({gpus[0]})" if len(gpus) == 1 else "")
-    if kinds >= {"synthetic", "real"}:
-        return f"SYNTHETIC + REAL DATA (rows labelled in {labelled_in})"
-    if "synthetic" in kinds and "" in kinds:  # the unlabelled rows may be measured ones
-        return f"SYNTHETIC + UNLABELLED DATA (rows labelled in {labelled_in})"
+    words = [w for k, w in (("synthetic", "SYNTHETIC"), ("real", "REAL"), ("simulated", "SIMULATED"),
+                            ("", "UNLABELLED")) if k in kinds]
+    if len(words) > 1:
+        return f"{' + '.join(words)} DATA (rows labelled in {labelled_in})"
     if "synthetic" in kinds:
         return "SYNTHETIC DATA"
+    if "simulated" in kinds:
+        return "SIMULATED DATA (not measured on hardware)"
     return real if "real" in kinds else None
 
 
@@ -546,8 +599,12 @@ def _workload_tags(results) -> dict[str, str] | None:
     kinds = data_kinds(results)
     if set(kinds) <= {"synthetic"}:
         return None
-    first = dict(zip(results["workload"], kinds))
-    return {w: w + {"synthetic": " (SYNTHETIC)", "real": " (REAL)", "": ""}[k] for w, k in first.items()}
+    first: dict[str, str] = {}
+    for w, k in zip(results["workload"], kinds):  # a REAL workload with some rows simulated is REAL
+        if first.get(w, "simulated") == "simulated":
+            first[w] = k
+    return {w: w + {"synthetic": " (SYNTHETIC)", "real": " (REAL)", "simulated": " (SIMULATED)", "": ""}[k]
+            for w, k in first.items()}
 
 
 def _time_table(summary, avg, arch: str, unavailable=()) -> str:

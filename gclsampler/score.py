@@ -170,6 +170,8 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
     """One row per run x arch: the plan (fitted on ``workload.arch``) against each arch's truth."""
     plan_arch = workload.arch or "native"
     archs = list(archs) if archs else [plan_arch]
+    from gclsampler.profile import simulated_by
+
     truths = {}
     for arch in archs:
         if arch == plan_arch:
@@ -179,6 +181,7 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
         if path is None or not path.exists():
             raise EvaluationError(f"{path or workload.name}: archs: no ground truth for arch {arch!r}")
         truths[arch] = (workload.ground_truth(arch), str(path))
+    simulator = {arch: simulated_by(truths[arch][0], arch) for arch in archs}
     second = _second_run(workload, plan_arch)
     rows = []
     fitted_times = workload.profile["time_ns"].to_numpy(dtype=np.float64)
@@ -202,6 +205,7 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
                 "synthetic": bool(getattr(workload, "synthetic", False)),
                 "data": getattr(workload, "data_kind", "synthetic" if getattr(workload, "synthetic", False) else ""),
                 "gpu": getattr(workload, "gpu", ""),
+                "simulated_by": simulator[arch],
             })
     return rows
 
@@ -422,6 +426,7 @@ RESULT_COLUMNS = [
     "error_cycles_any_member", "error_cycles_rerun", "spread_sd",
     "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
     "data", "gpu",  # "synthetic" / "real" / "" (workload.json says neither); the GPU a real workload was measured on
+    "simulated_by",  # the simulator whose cycles this row is scored on ("" when the ground truth is not simulated)
 ]
 
 

@@ -253,3 +253,64 @@ def test_profile_only_real_workload_runs_the_profile_methods_and_names_the_rest(
         assert sum(s.weight for s in plan.samples) == pytest.approx(n) and plan.n_invocations == n
     report = (out / "report.md").read_text()
     assert "a workload with a profile alone" in report.splitlines()[2]
+
+
+def _simulated_copy(wl: Path, config: str = "SM86_TEST") -> str:
+    """``profiles/accelsim-<config>.csv`` as ``gclsampler simulate --all`` writes it: the same
+    launches, other cycles, and a ``simulated_by`` label on every row."""
+    from gclsampler.profile import read_profile, write_profile
+
+    prof = read_profile(wl / "profile.csv")
+    cyc = np.round(prof["cycles"].to_numpy() * np.linspace(0.5, 2.0, len(prof)))
+    sim = prof[["invocation", "kernel_name", "grid", "block"]].assign(
+        time_ns=cyc / 1.5, cycles=cyc, simulated_by=f"Accel-Sim {config}, one SM (SM 0's share)")
+    (wl / "profiles").mkdir(exist_ok=True)
+    write_profile(sim, wl / "profiles" / f"accelsim-{config}.csv")
+    return f"accelsim-{config}"
+
+
+def test_simulated_ground_truth_of_a_real_workload_is_not_called_measured(tiny_workload, tmp_path):
+    """A REAL workload scored on Accel-Sim's cycles (docs/simulate.md's recipe): those rows say
+    SIMULATED in results.csv (``simulated_by``), in the banner, in the stamp and in compare.csv;
+    the banner's "measured on the GPU" covers only the rows on the measured profile."""
+    from gclsampler.compare import data_of
+    from gclsampler.evaluate import run_suite
+    from gclsampler.report import data_banner, data_kinds, plot_stamp
+
+    wl = make_real(tiny_workload, tmp_path / "data" / "realA", pka=True)
+    arch = _simulated_copy(wl)
+    cfg, text = _compose(["suite=real", "suite.workloads=[realA]", f"suite.data_dir={tmp_path / 'data'}",
+                          "suite.methods=[pka,sieve]", "plots=false", f"suite.archs=[h200,{arch}]"])
+    res = run_suite(cfg, tmp_path / "both", launch_dir=tmp_path, config_text=text)
+    on_sim = res["arch"] == arch
+    assert on_sim.any() and (~on_sim).any()
+    assert res.loc[on_sim, "simulated_by"].str.startswith("Accel-Sim SM86_TEST").all()
+    assert (res.loc[~on_sim, "simulated_by"].fillna("") == "").all()
+    assert set(res["data"]) == {"real"}  # the workload is real; the row's ground truth is what differs
+    assert list(data_kinds(res)[on_sim].unique()) == ["simulated"] and set(data_kinds(res)[~on_sim]) == {"real"}
+    report = (tmp_path / "both" / "report.md").read_text()
+    head = report[:report.index("Workloads:")]
+    assert "**REAL DATA (the rows on measured profiles).**" in head
+    assert f"**SIMULATED GROUND TRUTH.** Rows of realA on `{arch}` (Accel-Sim SM86_TEST" in head
+    assert f"(traced: realA on {GPU})" in head
+    assert "| realA (REAL) |" in report
+    assert plot_stamp(res) == "REAL + SIMULATED DATA (rows labelled in report.md)"
+    assert pd.read_csv(tmp_path / "both" / "results.csv")["simulated_by"].notna().sum() == on_sim.sum()
+
+    # the simulated rows alone (compare.py or a user's filter of results.csv): nothing says measured
+    from gclsampler.report import _workload_tags
+
+    only = res[on_sim]
+    banner = "\n".join(data_banner(only))
+    assert "SIMULATED GROUND TRUTH" in banner and "REAL DATA" not in banner and "measured on the GPU" not in banner
+    assert plot_stamp(only) == "SIMULATED DATA (not measured on hardware)"
+    assert _workload_tags(only) == {"realA": "realA (SIMULATED)"}
+    assert data_of(only) == "simulated" and data_of(res) == "real+simulated"
+
+
+def test_results_written_before_simulated_by_still_label_accelsim_rows_simulated():
+    from gclsampler.report import data_kinds
+
+    old = pd.DataFrame({"workload": ["a", "a", "b"], "arch": ["h200", "accelsim-SM86_RTX3070", "accelsim-SM86_RTX3070"],
+                        "synthetic": [False, False, True], "data": ["real", "real", "synthetic"], "gpu": [GPU, GPU, ""]})
+    assert data_kinds(old).tolist() == ["real", "simulated", "synthetic"]
