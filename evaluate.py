@@ -3,7 +3,8 @@
     python evaluate.py                 # full suite: 11 workloads x all methods x 3 archs
     python evaluate.py suite=quick     # CI-sized
 
-Writes results.csv, report.md, plots/ and plans/ into the Hydra run dir (or ``out_dir``).
+Writes results.csv, report.md, plots/ and plans/ into the Hydra run dir (``out_dir`` when given:
+conf/evaluate.yaml makes it the run dir, so .hydra/ and evaluate.log go with the results).
 The logic lives in ``gclsampler.evaluate``; this file only composes the config.
 """
 

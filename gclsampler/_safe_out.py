@@ -629,6 +629,12 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         if run_dir is None:
             return
         job = OmegaConf.select(config, "hydra.job.name", default=None) or self.command
+        # evaluate.py's out_dir is its run dir (conf/evaluate.yaml); a hydra.run.dir set apart from
+        # out_dir keeps .hydra/ and the log only, and two suites started in the same second into
+        # their own out_dirs are not one run
+        out_dir = OmegaConf.select(config, "out_dir", default=None)
+        is_out = bool(out_dir) and _resolve(str(out_dir)) == _resolve(str(run_dir))
+        key = "out_dir" if is_out else "hydra.run.dir"  # what the user typed
         try:
             # a run inside its own workload was refused by the task, after Hydra had written .hydra/
             # and the log there: a workload the synthesizer then would not replace
@@ -637,13 +643,11 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
                     raise OutputError(f"{run_dir}: output lies inside the input {wl}; choose a path outside it")
             check_out_dir(Path(str(run_dir)), self.command, ignore=(".hydra", f"{job}.log"))
         except OutputError as exc:
-            self._refuse("hydra.run.dir", str(exc))
-        # evaluate.py with out_dir= writes its outputs there: its run dir keeps .hydra/ and the log only,
-        # and two suites started in the same second into their own out_dirs are not one run
-        if not OmegaConf.select(config, "out_dir", default=None):
+            self._refuse(key, str(exc))
+        if not out_dir or is_out:
             problem = hold_dir(Path(str(run_dir)))
             if problem:
-                self._refuse("hydra.run.dir", problem)
+                self._refuse(key, problem)
         rec = Path(str(run_dir)) / ".hydra"
         try:
             files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None

@@ -221,7 +221,7 @@ class EvaluateConfig:
         "gcl": {},
     })
     data_dir: Optional[str] = None  # <data_dir>/<name>; null: suite.data_dir, else workloads/ (train.py's paths.workloads_dir)
-    out_dir: Optional[str] = None  # default: Hydra's run dir
+    out_dir: Optional[str] = None  # default: Hydra's run dir; given, it is Hydra's run dir (conf/evaluate.yaml)
     generate: bool = True  # write missing synthetic workloads with gclsampler.synth
     embeddings: str = "train"  # train | cached (<workload>/embeddings.npy, else train)
     seed: int = 0
@@ -234,8 +234,12 @@ class EvaluateConfig:
 def register_configs() -> None:
     """Store the schema as ``evaluate_schema`` so conf/evaluate.yaml is type-checked."""
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
     ConfigStore.instance().store(name="evaluate_schema", node=EvaluateConfig)
+    # conf/evaluate.yaml's hydra.run.dir: out_dir when given, so .hydra/ and evaluate.log go with the
+    # results rather than into outputs/ under the working directory (oc.select keeps a null out_dir)
+    OmegaConf.register_new_resolver("gcl.out_dir_or", lambda out_dir, default: out_dir or default, replace=True)
 
 
 def _declared_real(wdir: Path) -> bool:

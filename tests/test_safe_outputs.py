@@ -240,6 +240,37 @@ def test_evaluate_py_refuses_a_foreign_out_dir(tmp_path):
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
 
 
+def test_evaluate_out_dir_is_its_run_dir(tiny_workload, tmp_path):
+    """``out_dir=X``: Hydra's .hydra/ and evaluate.log go into X, nothing into the working
+    directory (which may not be writable); a foreign X is refused naming ``out_dir``, not a
+    ``hydra.run.dir`` the user never typed."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "data"
+    shutil.copytree(tiny_workload, data / "phi2")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}
+    args = [sys.executable, str(root / "evaluate.py"), "suite=quick", "suite.workloads=[phi2]", f"data_dir={data}",
+            "generate=false", "suite.trace_arch=ampere", "suite.archs=[ampere]", "suite.methods=[pka]", "plots=false"]
+    r = subprocess.run(args + [f"out_dir={out}"], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert list(cwd.iterdir()) == []  # no outputs/evaluate/<suite>/<time>/ in the working directory
+    assert (out / ".hydra" / "config.yaml").is_file() and (out / "evaluate.log").is_file()
+    assert (out / "results.csv").is_file() and not (out / ".gclsampler-run.lock").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x\n")
+    r = subprocess.run(args + [f"out_dir={mine}"], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"evaluate: error: out_dir: {mine}"), r.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
 def test_train_run_dir_with_someone_elses_files_is_refused(tiny_workload, tmp_path):
     """hydra.run.dir=<a directory with the user's files>: refused before anything is written;
     Hydra's own .hydra/ and train.log, and earlier runs (resume), are fine."""
