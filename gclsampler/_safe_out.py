@@ -531,6 +531,17 @@ _hydra_records: dict[Path, dict[str, bytes]] = {}
 """Run dir -> the bytes of the files its ``.hydra/`` held before this process's Hydra run."""
 
 
+def _keep_hydra_record(run_dir: Path) -> None:
+    """Remember the bytes of ``run_dir/.hydra/`` (if it has one) for ``restore_hydra_records``."""
+    rec = run_dir / ".hydra"
+    try:
+        files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None
+    except OSError:
+        files = None
+    if files:
+        _hydra_records[_resolve(run_dir)] = files
+
+
 def restore_hydra_records() -> None:
     """Put back the ``.hydra/`` record of every run dir ``RunDirGuard`` saw before Hydra wrote
     over it: called when the run fails, so that a refused or failed rerun into an earlier
@@ -575,8 +586,9 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
     before the task starts, so a check inside ``train``/``evaluate`` comes after a user's
     own ``.hydra/config.yaml`` (or ``train.log``) has already been replaced. ``on_run_start``
     runs before that. The rule is ``check_out_dir``'s, with Hydra's own entries ignored.
-    It also keeps a copy of an earlier run's ``.hydra/`` files, which
-    ``restore_hydra_records`` puts back if this run fails (``_guard.run_hydra_main``).
+    It also keeps a copy of an earlier run's ``.hydra/`` files (with ``-m``, of every job
+    directory of an earlier sweep), which ``restore_hydra_records`` puts back if this run (a
+    sweep's job) fails (``_guard.run_hydra_main``).
     """
 
     def __init__(self, command: str, prog: str | None = None) -> None:
@@ -614,6 +626,19 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         problem = problem or hold_dir(d)
         if problem:
             self._refuse("hydra.sweep.dir", problem)
+        # Hydra rewrites a job dir's .hydra/ before that job's task (or any callback of it) runs, so
+        # an earlier sweep's records are kept now; on_job_end drops the ones a job replaced for good
+        for job_dir in sorted(d.iterdir()) if d.is_dir() else ():
+            _keep_hydra_record(job_dir)
+
+    def on_job_end(self, config, job_return=None, **kwargs) -> None:  # noqa: D401
+        """A finished job's new .hydra/ is the record of what is in its directory now."""
+        from omegaconf import OmegaConf
+
+        status = getattr(getattr(job_return, "status", None), "name", None)
+        out = OmegaConf.select(config, "hydra.runtime.output_dir", default=None)
+        if status == "COMPLETED" and out:
+            _hydra_records.pop(_resolve(str(out)), None)
 
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
@@ -648,13 +673,7 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
             problem = hold_dir(Path(str(run_dir)))
             if problem:
                 self._refuse(key, problem)
-        rec = Path(str(run_dir)) / ".hydra"
-        try:
-            files = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} if rec.is_dir() else None
-        except OSError:
-            files = None
-        if files:
-            _hydra_records[Path(str(run_dir))] = files
+        _keep_hydra_record(Path(str(run_dir)))
 
     def on_run_end(self, config, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf

@@ -467,6 +467,34 @@ def test_a_failed_run_keeps_the_earlier_hydra_record_and_logs_why(tmp_path, earl
         assert "workload.dir=" + str(missing) in (run / ".hydra" / "overrides.yaml").read_text()
 
 
+def test_a_failed_sweep_job_keeps_its_earlier_hydra_record(tiny_workload, tmp_path):
+    """``-m`` into an earlier sweep's directory: Hydra rewrites each job dir's .hydra/ before its
+    task runs. The job that fails gets the earlier record back; the one that finished keeps its new
+    one (its directory now holds its outputs)."""
+    import subprocess
+    import sys
+
+    from gclsampler._safe_out import claim_dir
+
+    root = Path(__file__).resolve().parents[1]
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
+    for job in ("0", "1"):
+        claim_dir(sweep / job, "train")
+        (sweep / job / ".hydra").mkdir()
+        (sweep / job / ".hydra" / "overrides.yaml").write_text(f"- earlier_job={job}\n")
+    missing = tmp_path / "no-such-workload"
+    r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload.name=x",
+                        f"workload.dir={tiny_workload},{missing}", f"hydra.sweep.dir={sweep}",
+                        "hydra.sweep.subdir=${hydra.job.num}"], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=600)
+    assert r.returncode == 2 and str(missing) in r.stderr, r.stderr
+    assert f"workload.dir={tiny_workload}" in (sweep / "0" / ".hydra" / "overrides.yaml").read_text()
+    assert (sweep / "0" / "plan.json").is_file()
+    assert (sweep / "1" / ".hydra" / "overrides.yaml").read_text() == "- earlier_job=1\n"
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="flock is POSIX")
 def test_a_run_dir_another_run_holds_is_refused_and_left_alone(tmp_path):
     """Hydra names run dirs by the second: two train.py runs started in one second wrote into one
