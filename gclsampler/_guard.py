@@ -29,12 +29,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sys
 from typing import Any, Callable, Iterator, NoReturn
 
 from gclsampler._interrupt import HungUp, Terminated, interrupt_for, interrupts_recorded, termination_signals_raise
 from gclsampler.errors import GclError
+
+# torch's own logging setup (torch._logging._init_logs, near the end of ``import torch``) makes the
+# "torch" logger WARNING and self-contained; a Ctrl-C before it, during a lazy ``import torch`` inside
+# a Hydra task (root logger at INFO), left it unset, and torch's atexit FakeTensor cache dump then
+# printed three INFO lines after "PROG: interrupted". Set it as torch would, unless someone already has.
+if logging.getLogger("torch").level == logging.NOTSET:
+    logging.getLogger("torch").setLevel(logging.WARNING)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130

@@ -607,6 +607,27 @@ def test_ctrl_c_swallowed_by_an_import_then_another_error_is_the_interrupt(capsy
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_ctrl_c_inside_import_torch_prints_the_one_line_only(tmp_path):
+    """A Ctrl-C in the middle of ``import torch`` (after its FakeTensor module registered an atexit
+    dump, before torch set up its loggers), with the root logger at INFO as in a Hydra task: the
+    dump's INFO lines printed after ``PROG: interrupted``."""
+    script = tmp_path / "interrupted_import.py"
+    script.write_text(
+        "import importlib.abc, logging, sys\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "class Stop(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'torch.func':  # imported after torch._subclasses.fake_tensor, before torch's log setup\n"
+        "            assert 'torch._subclasses.fake_tensor' in sys.modules  # else pick a later module\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Stop())\n"
+        "from gclsampler._guard import exit_on_interrupt\n"
+        "with exit_on_interrupt('prog'):\n"
+        "    import torch\n")
+    r = _run([str(script)], cwd=tmp_path)
+    assert r.returncode == 130 and r.stderr.strip().splitlines() == ["prog: interrupted"], r.stderr
+
+
 def test_a_spawned_worker_leaves_the_interrupt_to_the_main_process(tmp_path):
     """A spawned worker imports the entry script again (as ``__mp_main__``), slow imports and
     all, and a Ctrl-C then reached it too: "train.py: interrupted" came twice (2 runs in 12).
