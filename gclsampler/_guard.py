@@ -213,7 +213,7 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
     try:
         return fn()
     except GclError as exc:
-        _say(prog, f"{prog}: error: {_hinted(_one_line(str(exc)), hint)}")
+        _say(prog, f"{prog}: error: {_hinted(one_line(str(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except KeyboardInterrupt as exc:
         _stop_interrupted(prog, exc)
@@ -222,7 +222,7 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
         raise SystemExit(0) from None
     except OSError as exc:
         text = config_error_text(exc)  # MissingConfigException is an OSError too
-        _say(prog, f"{prog}: error: {_hinted(_one_line(text or os_error_text(exc)), hint)}")
+        _say(prog, f"{prog}: error: {_hinted(one_line(text or os_error_text(exc)), hint)}")
         raise SystemExit(EXIT_ERROR) from None
     except Exception as exc:
         interrupt = _interrupt_behind(exc)
@@ -231,7 +231,7 @@ def call_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | 
         text = config_error_text(exc) or cluster_error_text(exc)
         if text is None:
             raise
-        _say(prog, f"{prog}: error: {_hinted(_one_line(text), hint)}")
+        _say(prog, f"{prog}: error: {_hinted(one_line(text), hint)}")
         raise SystemExit(EXIT_ERROR) from None
 
 
@@ -277,7 +277,9 @@ def run_guarded(fn: Callable[[], Any], prog: str, hint: Callable[[str], str] | N
     return int(result) if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` as one line: a path with a newline in it (or a library's multi-line message)
+    must not split the one line an error is."""
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 

@@ -51,6 +51,16 @@ def test_missing_profile_row(wl_copy, capsys):
     assert "profile.csv: invocation:" in line and "rows, but kernelslist.g lists" in line
 
 
+def test_a_newline_in_the_workload_path_keeps_each_problem_on_one_line(wl_copy, tmp_path, capsys):
+    odd = tmp_path / "runs\nfrom monday"
+    wl_copy.rename(odd)
+
+    _edit_profile(odd, lambda df: df.assign(time_ns=df["time_ns"].where(df.index != 3, -5.0)))
+    assert main(["validate", str(odd)]) == 2
+    (line,) = _errors(capsys)
+    assert line.startswith("gclsampler: error: ") and "runs from monday/profile.csv:5: time_ns:" in line
+
+
 def test_kernel_name_grid_and_block_mismatch(wl_copy, capsys):
     def edit(df):
         df.loc[3, "kernel_name"] = "not_the_traced_kernel"

@@ -33,6 +33,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from gclsampler.validate import check_workload, errors_and_warnings
 
+    from gclsampler._guard import one_line
     from gclsampler.errors import GclError
 
     if args.workers < 1:
@@ -41,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
                               progress=not args.quiet, workers=args.workers)
     errors, warnings = errors_and_warnings(problems)
     for p in problems:
-        print(f"gclsampler: {p.severity}: {p.text}", file=sys.stderr)
+        print(f"gclsampler: {p.severity}: {one_line(p.text)}", file=sys.stderr)  # one line per problem
     if errors:
         return 2
     if not args.quiet:
