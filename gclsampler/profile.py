@@ -285,6 +285,16 @@ def _refuse_repeated_columns(names, where, line: int | None) -> None:
         raise ProfileFormatError(located(where, line, str(dup[0]), "column appears more than once"))
 
 
+def _refuse_unnamed_columns(header: list[str], path: Path) -> None:
+    """A column with an empty header (pandas' ``to_csv`` writes its index so) came back named
+    ``Unnamed: 0`` and moved last; no reader can say what it is, so it is named, not guessed."""
+    blank = [i for i, c in enumerate(header) if not c]
+    if blank:
+        why = " (pandas writes its index so: save the frame with to_csv(..., index=False))" if blank[0] == 0 else ""
+        raise ProfileFormatError(located(path, 1, None, f"column {blank[0] + 1} of the header has no name{why}; "
+                                                        "give it one or remove the column"))
+
+
 def _numeric_column(series: pd.Series, where: str, col: str, line_of) -> np.ndarray:
     if pd.api.types.is_bool_dtype(series.dtype) or (series.dtype == object and
                                                      pd.api.types.infer_dtype(series, skipna=True) in ("boolean", "mixed")):
@@ -378,6 +388,7 @@ def read_profile(path: str | Path) -> pd.DataFrame:
         # pandas renames a repeated column (time_ns.1), fills a short row with NaN and takes
         # extra fields as an index: all three are decided here, from the file itself
         _refuse_repeated_columns(header, path, 1)
+        _refuse_unnamed_columns(header, path)
         _check_field_counts(path, len(header))
     # Every column gclsampler does not read as a number stays the text of the file: pandas
     # would turn an extra column's 007 into 7.0, 1e3 into 1000.0 and TRUE into True, and a

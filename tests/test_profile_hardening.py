@@ -308,6 +308,22 @@ def test_profile_repeated_column_is_an_error(tmp_path):
         read_profile(p)
 
 
+def test_profile_with_an_unnamed_column_is_named_not_renamed(tmp_path):
+    """pandas' ``to_csv`` without ``index=False`` writes an unnamed first column; it came back
+    as ``Unnamed: 0``, moved last, and was written back so."""
+    import pandas as pd
+
+    good = _write(tmp_path, "good.csv", HEADER + '0,k,"(1,1,1)","(1,1,1)",5,10\n1,k,"(1,1,1)","(1,1,1)",6,12\n')
+    read_profile(good).to_csv(tmp_path / "idx.csv")  # index=True, the default
+    with pytest.raises(ProfileFormatError, match=r"idx.csv:1: column 1 of the header has no name \(pandas writes its "
+                                                 r"index so: save the frame with to_csv\(\.\.\., index=False\)\)"):
+        read_profile(tmp_path / "idx.csv")
+    mid = _write(tmp_path, "mid.csv", HEADER.replace("\n", ",,nregs\n") + '0,k,"(1,1,1)","(1,1,1)",5,10,a,3\n')
+    with pytest.raises(ProfileFormatError, match=r"mid.csv:1: column 7 of the header has no name; give it one"):
+        read_profile(mid)
+    assert list(pd.read_csv(good).columns) == list(read_profile(good).columns)
+
+
 def test_profile_booleans_are_not_numbers(tmp_path):
     p = _write(tmp_path, "p.csv", HEADER.replace("\n", ",nregs\n") + '0,k,"(1,1,1)","(1,1,1)",True,10,True\n')
     with pytest.raises(ProfileFormatError, match=r"p.csv:2: time_ns: not a number: True"):
