@@ -542,10 +542,25 @@ def _keep_hydra_record(run_dir: Path) -> None:
         _hydra_records[_resolve(run_dir)] = files
 
 
+_fresh_out_dirs: dict[Path, str] = {}
+"""An ``out_dir`` that is its run's Hydra run dir and did not exist before the run -> the job name."""
+
+
 def restore_hydra_records() -> None:
     """Put back the ``.hydra/`` record of every run dir ``RunDirGuard`` saw before Hydra wrote
     over it: called when the run fails, so that a refused or failed rerun into an earlier
-    run's directory leaves that run's record of its config and overrides as it was."""
+    run's directory leaves that run's record of its config and overrides as it was. An
+    ``out_dir`` the failed run created and left with Hydra's files alone is removed: the user
+    named it for results, and a refused run (a misspelt workload) must not leave it behind."""
+    for d, job in _fresh_out_dirs.items():
+        release_dir(d)
+        try:
+            left = {q.name for q in d.iterdir()}
+            if left <= {".hydra", f"{job}.log", RUN_LOCK, MARKER}:
+                shutil.rmtree(d)
+        except OSError:  # best effort, as below
+            pass
+    _fresh_out_dirs.clear()
     for run_dir, files in _hydra_records.items():
         rec = run_dir / ".hydra"
         try:
@@ -660,6 +675,8 @@ class RunDirGuard(_HydraCallback):  # type: ignore[misc,valid-type]
         out_dir = OmegaConf.select(config, "out_dir", default=None)
         is_out = bool(out_dir) and _resolve(str(out_dir)) == _resolve(str(run_dir))
         key = "out_dir" if is_out else "hydra.run.dir"  # what the user typed
+        if is_out and not os.path.lexists(str(run_dir)):
+            _fresh_out_dirs[Path(str(run_dir))] = job
         try:
             # a run inside its own workload was refused by the task, after Hydra had written .hydra/
             # and the log there: a workload the synthesizer then would not replace

@@ -262,6 +262,13 @@ def test_evaluate_out_dir_is_its_run_dir(tiny_workload, tmp_path):
     assert list(cwd.iterdir()) == []  # no outputs/evaluate/<suite>/<time>/ in the working directory
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "evaluate.log").is_file()
     assert (out / "results.csv").is_file() and not (out / ".gclsampler-run.lock").exists()
+    before = (out / ".hydra" / "overrides.yaml").read_bytes()
+    for target in (out, tmp_path / "new"):  # a refused run: an earlier out_dir kept as it was, a new one not left
+        r = subprocess.run(args + ["suite.workloads=[no_such]", f"out_dir={target}"], cwd=cwd, capture_output=True,
+                           text=True, env=env, timeout=300)
+        assert r.returncode == 2 and "no_such" in r.stderr, r.stderr
+    assert (out / "results.csv").is_file() and (out / ".hydra" / "overrides.yaml").read_bytes() == before
+    assert not (tmp_path / "new").exists() and list(cwd.iterdir()) == []
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "thesis.tex").write_text("x\n")
