@@ -53,6 +53,14 @@ class ClusterInfo:
     error_bound: float | None = None
 
 
+def _numpy_scalar(x: Any) -> Any:
+    """JSON for a numpy scalar in a plan's config (a sampler given ``epsilon=np.float32(0.05)``
+    keeps it as given): the Python number it holds, so the file is the one a float gives."""
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"{type(x).__name__} in a plan's config is not JSON")
+
+
 @dataclass
 class SamplingPlan:
     workload: str
@@ -72,6 +80,8 @@ class SamplingPlan:
         if inv.size and (inv.min() < 0 or inv.max() >= self.n_invocations):
             raise PlanError(f"{where}: samples: invocation outside [0, {self.n_invocations})")
         sizes = {c.id: c.size for c in self.clusters}
+        if len(sizes) != len(self.clusters):  # a dict would keep one of them: save() wrote what load() refuses
+            raise PlanError(f"{where}: clusters: an id appears more than once")
         if sum(sizes.values()) != self.n_invocations:
             raise PlanError(
                 f"{where}: clusters: sizes sum to {sum(sizes.values())}, not n_invocations={self.n_invocations}"
@@ -151,7 +161,7 @@ class SamplingPlan:
     def to_json(self) -> str:
         """Canonical text (samples by invocation, clusters by id, keys in contract order, repr floats),
         so equal plans are equal bytes."""
-        return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False) + "\n"
+        return json.dumps(self.to_dict(), indent=1, sort_keys=False, allow_nan=False, default=_numpy_scalar) + "\n"
 
     def save(self, path: str | Path) -> Path:
         """Validate, then write atomically (temp file in the same directory, then rename)."""
@@ -213,8 +223,6 @@ class SamplingPlan:
             raise PlanError(f"{where}: n_invocations: must be >= 0, found {plan.n_invocations}")
         if any(c.size < 0 for c in plan.clusters):
             raise PlanError(f"{where}: clusters: a size is negative")
-        if len({c.id for c in plan.clusters}) != len(plan.clusters):
-            raise PlanError(f"{where}: clusters: an id appears more than once")
         return plan.validate(where)
 
     @classmethod

@@ -564,15 +564,23 @@ def _progress(n_members: int):
 # ---------------------------------------------------------------------------------------
 # STEM + ROOT
 # ---------------------------------------------------------------------------------------
+def _is_real(x: Any) -> bool:
+    """A real number, numpy's included; not a bool (``True`` is no error bound)."""
+    import numbers
+
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
 def check_bound(epsilon: Any, z: Any, prefix: str = "stem.", error: type[GclError] = StemError) -> None:
     """The error bound's ranges, shared by STEM+ROOT, gcl_stem and Allegro (and their
     up-front checks): ``error(prefix + "epsilon: ...")`` when one is out of range."""
-    # a relative error of 100% or more bounds nothing (an estimate of 0 is within it)
-    if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and 0 < epsilon < 1):
+    # a relative error of 100% or more bounds nothing (an estimate of 0 is within it); numpy
+    # scalars are numbers too (np.float32(0.05) was refused as "must be a number in (0, 1)")
+    if not (_is_real(epsilon) and 0 < epsilon < 1):
         raise error(f"{prefix}epsilon: must be a number in (0, 1), found {epsilon!r}")
     # a normal quantile: beyond 40 the confidence is 1 in double precision, and a z near 0
     # makes the budget (epsilon total / z)^2 overflow
-    if not (isinstance(z, (int, float)) and not isinstance(z, bool) and Z_RANGE[0] <= z <= Z_RANGE[1]):
+    if not (_is_real(z) and Z_RANGE[0] <= z <= Z_RANGE[1]):
         raise error(f"{prefix}z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (1.96 = 95% confidence), "
                     f"found {z!r}")
 

@@ -70,6 +70,30 @@ def test_weight_on_an_empty_cluster_is_rejected(tmp_path, capsys):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_a_cluster_id_twice_is_refused_in_memory_as_in_the_file(tmp_path):
+    """validate() kept cluster sizes in a dict, so two clusters with one id (sizes 3 + 5 for 5
+    invocations) passed, save() wrote them, and load() then refused the file it had written."""
+    plan = SamplingPlan("w", "m", 5, [Sample(0, "k", 0, 5.0)], [ClusterInfo(0, 3), ClusterInfo(0, 5)])
+    with pytest.raises(PlanError, match=r"clusters: an id appears more than once"):
+        plan.save(tmp_path / "plan.json")
+    assert not (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize("sampler", ["stem_root", "allegro"])
+def test_numpy_scalars_are_error_bounds_like_floats(sampler):
+    """``epsilon=np.float64(0.05)`` (a value taken from an array) was refused as "must be a number
+    in (0, 1)"; accepted, it must give the plan a Python float gives, byte for byte."""
+    from gclsampler.baselines import AllegroSampler
+    from gclsampler.stem import StemRootSampler
+
+    cls = {"stem_root": StemRootSampler, "allegro": AllegroSampler}[sampler]
+    wl = Workload("w", _profile())
+    as_numpy = cls(epsilon=np.float64(0.05), z=np.int64(2)).fit(wl).to_json()
+    assert as_numpy == cls(epsilon=0.05, z=2).fit(wl).to_json()
+    with pytest.raises(GclError, match="epsilon"):
+        cls(epsilon=np.bool_(True)).fit(wl)
+
+
 @pytest.mark.parametrize("n", [7, 10**6, 10**12])
 def test_weights_may_round_but_never_count_a_whole_invocation_more(n):
     """N/m weights are not exact in binary, so a sum off by rounding is accepted; one off by a
