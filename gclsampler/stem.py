@@ -40,12 +40,16 @@ judged with the price of variance of the plan it joins: at the Lagrange multipli
 and a split is a candidate when :math:`\phi_L + \phi_R < \phi_P`. Candidates of one
 level are applied only if the re-allocated integer plan is cheaper (if not, the
 better half of them is tried, and so on), so the plan's sampled time falls at every
-accepted level, and ROOT stops when no split makes the integer plan cheaper.
+accepted level, and ROOT stops when no candidate makes the integer plan cheaper. A split
+the price test rejects is never tried, and with few draws, where rounding up leaves the
+variance budget slack, one such split can still make the integer plan cheaper: times
+7, 10, 12, 15, 16 at epsilon 0.5 stay one leaf with 2 draws (24 time units), while their
+2-means split needs 1 + 1 (22.8).
 
-**Scope** is what the bound covers. ``global`` (default, the paper's: the workload's
-total time) solves the allocation once over every leaf; ``group`` solves it per
-group (kernel name or GCL cluster), so each group's total is bounded too, and by
-Theorem 3.1 so is the workload total, at the price of more samples.
+**Scope** is what the bound covers. ``global`` (this project's default: the workload's
+total time) solves the allocation once over every leaf; ``group`` (the paper's
+construction) solves it per group (kernel name or GCL cluster), so each group's total is
+bounded too, and by Theorem 3.1 so is the workload total, at the price of more samples.
 
 Differences from the public reference scripts, each covered by a test:
 
