@@ -478,12 +478,15 @@ def test_a_failed_sweep_job_keeps_its_earlier_hydra_record(tiny_workload, tmp_pa
     """``-m`` into an earlier sweep's directory: Hydra rewrites each job dir's .hydra/ before its
     task runs. The job that fails gets the earlier record back; the one that finished keeps its new
     one (its directory now holds its outputs)."""
+    import shutil
     import subprocess
     import sys
 
     from gclsampler._safe_out import claim_dir
 
     root = Path(__file__).resolve().parents[1]
+    wl = tmp_path / "phi2"  # training writes a graph cache into its workload: not into the shared fixture
+    shutil.copytree(tiny_workload, wl)
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     (sweep / "multirun.yaml").write_text("hydra:\n  mode: MULTIRUN\n")
@@ -493,11 +496,11 @@ def test_a_failed_sweep_job_keeps_its_earlier_hydra_record(tiny_workload, tmp_pa
         (sweep / job / ".hydra" / "overrides.yaml").write_text(f"- earlier_job={job}\n")
     missing = tmp_path / "no-such-workload"
     r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload.name=x",
-                        f"workload.dir={tiny_workload},{missing}", f"hydra.sweep.dir={sweep}",
+                        f"workload.dir={wl},{missing}", f"hydra.sweep.dir={sweep}",
                         "hydra.sweep.subdir=${hydra.job.num}"], cwd=tmp_path, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(root), "GCLSAMPLER_DEBUG": ""}, timeout=600)
     assert r.returncode == 2 and str(missing) in r.stderr, r.stderr
-    assert f"workload.dir={tiny_workload}" in (sweep / "0" / ".hydra" / "overrides.yaml").read_text()
+    assert f"workload.dir={wl}" in (sweep / "0" / ".hydra" / "overrides.yaml").read_text()
     assert (sweep / "0" / "plan.json").is_file()
     assert (sweep / "1" / ".hydra" / "overrides.yaml").read_text() == "- earlier_job=1\n"
 
