@@ -40,11 +40,12 @@ judged with the price of variance of the plan it joins: at the Lagrange multipli
 and a split is a candidate when :math:`\phi_L + \phi_R < \phi_P`. Candidates of one
 level are applied only if the re-allocated integer plan is cheaper (if not, the
 better half of them is tried, and so on), so the plan's sampled time falls at every
-accepted level, and ROOT stops when no candidate makes the integer plan cheaper. A split
-the price test rejects is never tried, and with few draws, where rounding up leaves the
-variance budget slack, one such split can still make the integer plan cheaper: times
-7, 10, 12, 15, 16 at epsilon 0.5 stay one leaf with 2 draws (24 time units), while their
-2-means split needs 1 + 1 (22.8).
+accepted level. The price test is a filter: with few draws, rounding up leaves the
+variance budget slack, and a split it rejects can still make the integer plan cheaper
+(times 7, 10, 12, 15, 16 at epsilon 0.5: one leaf with 2 draws costs 24 time units,
+their 2-means split with 1 + 1 draws 22.8). So when no level of candidates is accepted,
+the ``EXACT_TRIES`` leaves with the best gains are split one at a time and priced
+exactly, and the cheapest is taken if it lowers the plan; ROOT stops when none does.
 
 **Scope** is what the bound covers. ``global`` (this project's default: the workload's
 total time) solves the allocation once over every leaf; ``group`` (the paper's
@@ -496,14 +497,21 @@ def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
     return lv.take(np.flatnonzero(keep)), halves
 
 
+EXACT_TRIES = 16
+"""When no level of price-test candidates makes the integer plan cheaper, how many single
+splits (best price-test gain first) ROOT still tries exactly before it stops."""
+
+
 def _root(xs, lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples, min_group) -> _Leaves:
     """ROOT by the price of variance, one level per pass (module docstring).
 
     Each pass: allocate over the current leaves (multiplier lam per unit); every leaf
     with a cut whose halves lower the Lagrangian cost is a candidate; apply the
     candidates if the re-allocated integer plan is cheaper, else the better half of
-    them (by gain), and so on down to one. New leaves get their cuts in one array pass
-    over their members. Stops when no candidate makes the plan cheaper. A leaf is priced
+    them (by gain), and so on down to one; if none is, the next ``EXACT_TRIES`` leaves by
+    gain (rejected ones too) are split one at a time and the cheapest integer plan taken.
+    New leaves get their cuts in one array pass over their members. Stops when none of
+    those makes the plan cheaper. A leaf is priced
     in its unit's scale (``unit_scale``), where its lam lives; gains are ranked in the
     largest unit's, like the plan's sampled time.
     """
@@ -529,25 +537,36 @@ def _root(xs, lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples, min_
         halves = cost_of(c.cn[:, 0], cmu[:, 0], csd[:, 0]) + cost_of(c.cn[:, 1], cmu[:, 1], csd[:, 1])
         gain = parent - halves
         ok = gain > 1e-12 * np.maximum(parent, 1e-300)
-        if not ok.any():
-            break
-        order = cand[ok][np.argsort(-(gain * common[c.unit])[ok], kind="stable")]
+        ranked = np.argsort(-(gain * common[c.unit]), kind="stable")
         committed = False
-        k = order.size
+        k = int(ok.sum())
+        order = cand[ranked[:k]]  # the candidates (ok), best gain first
         while k >= 1:
             idx = np.sort(order[:k])
             rest, new = _apply_splits(lv, idx)
             trial = _Leaves.concat([rest, new])
             new_cost, new_lam = _plan_cost(trial, unit_scale, epsilon, z, min_samples)
             if new_cost < cost * (1.0 - 1e-12):
-                fresh = _new_leaves(xs, new.S, new.E, new.unit, min_group)
-                lv = _Leaves.concat([rest, fresh])
-                cost, lam = _plan_cost(lv, unit_scale, epsilon, z, min_samples)
                 committed = True
                 break
             k //= 2
         if not committed:
-            break
+            # the price test is a filter: with few draws, rounding up leaves the variance budget
+            # slack, and a split it rejects can still lower the integer plan's time. Try the best
+            # EXACT_TRIES by gain (the one best candidate was tried above) one at a time, exactly.
+            best = None
+            tried = order[0] if order.size else -1
+            for i in [j for j in cand[ranked[:EXACT_TRIES + 1]] if j != tried][:EXACT_TRIES]:
+                r, nw = _apply_splits(lv, np.array([i]))
+                t_cost, _ = _plan_cost(_Leaves.concat([r, nw]), unit_scale, epsilon, z, min_samples)
+                if t_cost < cost * (1.0 - 1e-12) and (best is None or t_cost < best[0]):
+                    best = (t_cost, r, nw)
+            if best is None:
+                break
+            _, rest, new = best
+        fresh = _new_leaves(xs, new.S, new.E, new.unit, min_group)
+        lv = _Leaves.concat([rest, fresh])
+        cost, lam = _plan_cost(lv, unit_scale, epsilon, z, min_samples)
     if bar is not None:
         bar.close()
     return lv

@@ -225,8 +225,12 @@ def _root_oracle(t, g, eps, z, ms, mg, scope):
 
     Leaves are sorted arrays; each pass prices every leaf's best 2-means cut at the
     current multiplier and applies the candidates (all, else the better half, ...)
-    only when the re-allocated integer plan is cheaper.
+    only when the re-allocated integer plan is cheaper; if none is, the EXACT_TRIES
+    leaves with the best gains (after the one tried) are split one at a time and the
+    cheapest integer plan taken, if it is cheaper.
     """
+    from gclsampler.stem import EXACT_TRIES
+
     groups = sorted(set(g.tolist()), key=lambda k: int(np.flatnonzero(g == k)[0]))
     leaves = [(np.sort(t[g == k]), gi if scope == "group" else 0) for gi, k in enumerate(groups)]
 
@@ -250,17 +254,19 @@ def _root_oracle(t, g, eps, z, ms, mg, scope):
 
     c0, lam = cost(leaves)
     while True:
-        cands = []
+        cands, every = [], []
         for i, (x, u) in enumerate(leaves):
             k = split_1d_2means(x, mg)
             if k is None or lam[u] <= 0:
                 continue
             gain = phi(x, lam[u]) - phi(x[:k], lam[u]) - phi(x[k:], lam[u])
+            every.append((-gain, i, k))
             if gain > 1e-12 * phi(x, lam[u]):
                 cands.append((-gain, i, k))
-        if not cands:
+        if not every:
             return leaves
         cands.sort(key=lambda c: c[0])
+        every.sort(key=lambda c: c[0])
         size, done = len(cands), False
         while size >= 1:
             chosen = {i: k for _, i, k in cands[:size]}
@@ -272,8 +278,18 @@ def _root_oracle(t, g, eps, z, ms, mg, scope):
                 leaves, c0, lam, done = trial, c1, lam1, True
                 break
             size //= 2
-        if not done:
-            return leaves
+        if not done:  # no level of candidates: the next EXACT_TRIES leaves by gain, one split each, priced exactly
+            tried = cands[0][1] if cands else None
+            best = None
+            for _, i, k in [c for c in every if c[1] != tried][:EXACT_TRIES]:
+                (x, u) = leaves[i]
+                trial = leaves[:i] + [(x[:k], u), (x[k:], u)] + leaves[i + 1:]
+                c1, lam1 = cost(trial)
+                if c1 < c0 * (1 - 1e-12) and (best is None or c1 < best[0]):
+                    best = (c1, lam1, trial)
+            if best is None:
+                return leaves
+            c0, lam, leaves = best
 
 
 @pytest.mark.parametrize("eps, ms, mg, scope", [(0.05, 1, 2, "global"), (0.02, 30, 2, "group"), (0.1, 1, 5, "group"),
@@ -628,3 +644,43 @@ def test_check_params_takes_numpy_integers_and_refuses_non_integers():
     for bad in (0, 1.5, float("nan"), float("inf"), True, "3"):
         with pytest.raises(StemError, match=r"^stem\.min_samples: must be an integer >= 1"):
             check_params(0.05, 1.96, bad, 1, "global")
+
+
+def test_a_split_the_price_test_rejects_is_still_taken_when_it_makes_the_plan_cheaper():
+    """Times 7, 10, 12, 15, 16 at epsilon 0.5: the price test rejects the only cut, so ROOT
+    kept one leaf with 2 draws (24 time units); the split with 1 + 1 draws costs 22.8."""
+    res = stem_root(np.array([7.0, 10, 12, 15, 16]), epsilon=0.5)
+    assert res.n_leaves == 2 and res.sample_sizes.tolist() == [1, 1]
+    assert res.expected_sampled_time == pytest.approx(8.5 + 43 / 3)
+    assert res.error_bound <= 0.5
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 120), peaks=st.integers(1, 3),
+       eps=st.sampled_from([0.01, 0.05, 0.2, 0.5]), scope=st.sampled_from(["global", "group"]))
+def test_no_single_further_split_makes_a_small_plan_cheaper(seed, n, peaks, eps, scope):
+    """When every leaf with a cut is within ROOT's exact tries, its plan is a local optimum:
+    splitting any one leaf by its 2-means cut and re-allocating does not lower the sampled time."""
+    from gclsampler.stem import EXACT_TRIES, split_1d_2means
+
+    rng = np.random.default_rng(seed)
+    t = np.concatenate([rng.lognormal(rng.normal(0, 1), rng.uniform(0.01, 0.8), max(n // peaks, 2))
+                        for _ in range(peaks)])
+    g = np.arange(t.size) % 2
+    res = stem_root(t, g, epsilon=eps, scope=scope)
+    parts = [(np.sort(t[res.leaf == k]), int(res.leaf_group[k]) if scope == "group" else 0) for k in range(res.n_leaves)]
+
+    def cost(ps):
+        m, _ = stem_allocate(np.array([x.size for x, _ in ps]), np.array([x.mean() for x, _ in ps]),
+                             np.array([x.std() for x, _ in ps]), np.array([u for _, u in ps]), epsilon=eps)
+        return float(np.dot(m, [x.mean() for x, _ in ps]))
+
+    c0 = cost(parts)
+    assert c0 == pytest.approx(res.expected_sampled_time, rel=1e-9)
+    cuts = [(i, split_1d_2means(x, 2)) for i, (x, _) in enumerate(parts)]
+    cuts = [(i, k) for i, k in cuts if k is not None]
+    if len(cuts) > EXACT_TRIES + 1:
+        return
+    for i, k in cuts:
+        x, u = parts[i]
+        assert cost(parts[:i] + [(x[:k], u), (x[k:], u)] + parts[i + 1:]) >= c0 * (1 - 1e-9), i
