@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional  # plain types 
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
+from gclsampler._guard import one_line, stderr_line
 from gclsampler.errors import GclError
 from gclsampler.plan import Sampler
 from gclsampler.report import write_workload_report
@@ -560,7 +561,7 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         synth = set(workload_names())
         unknown = [n for n in suite.workloads if n not in synth and not (data_dir / n / "profile.csv").exists()
                    and not _declared_real(data_dir / n)]
-        if unknown and (not cfg.skip_unavailable or len(unknown) == len(suite.workloads)):
+        if unknown:  # a misspelling, not a workload synth failed to make: skip_unavailable does not hide it
             raise EvaluationError(f"suite.workloads: {unknown[0]!r} is neither a synthetic workload "
                                   f"({', '.join(sorted(synth))}) nor a workload in {data_dir}")
         _check_synth_params(suite, data_dir, synth, cfg.seed)
@@ -760,6 +761,8 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
             if not cfg.skip_unavailable:
                 raise
             skipped.append(f"{name} ({exc})")
+            stderr_line(f"evaluate: warning: skipped workload {name}: {one_line(str(exc))} (named in report.md; "
+                        "skip_unavailable=false makes it an error)")
             continue
         # synthesized just now: checked here, and its profile.csv parsed once
         profile = require_valid_workload(wdir) if wdir not in checked else None

@@ -201,7 +201,7 @@ def _compose(overrides):
     return OmegaConf.to_object(cfg), OmegaConf.to_yaml(cfg)
 
 
-def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
+def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch, capsys):
     import gclsampler.evaluate as ev
 
     data = tmp_path / "data"
@@ -230,6 +230,7 @@ def test_quick_suite_config_composes_and_runs(tmp_path, monkeypatch):
     text = (tmp_path / "out" / "report.md").read_text()
     assert "SYNTHETIC" in text.splitlines()[2]
     assert "Skipped workload wz" in text  # not on disk and generate=false
+    assert "evaluate: warning: skipped workload wz: " in capsys.readouterr().err  # and said where it runs
     assert (tmp_path / "out" / "plans" / "wa" / "random_s1.json").exists()
     # byte-identical rerun (fit_seconds excluded: wall-clock)
     again = ev.run_suite(cfg, tmp_path / "out2", embed_fn=embed)
@@ -512,6 +513,12 @@ def test_a_misspelt_workload_fails_by_key_before_any_output(tmp_path):
     with pytest.raises(EvaluationError, match=r"^suite\.workloads: 'backprp' is neither a synthetic workload \("):
         run_suite(cfg, tmp_path / "out", embed_fn=lambda w, *a: None)
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
+    # beside a good one, too: skip_unavailable (for a workload synth fails to make) dropped it, exit 0
+    cfg.suite.workloads = ["bfs", "bsf"]
+    assert cfg.skip_unavailable
+    with pytest.raises(EvaluationError, match=r"^suite\.workloads: 'bsf' is neither a synthetic workload \("):
+        check_suite_keys(cfg)
+    cfg.suite.workloads = ["backprp"]
     (tmp_path / "data" / "backprp").mkdir(parents=True)
     (tmp_path / "data" / "backprp" / "profile.csv").write_text("")
     check_suite_keys(cfg)
