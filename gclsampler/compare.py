@@ -14,6 +14,7 @@ run, so a run's row here is exactly the row its own ``report.md`` shows.
 from __future__ import annotations
 
 import math
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,7 +200,17 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
         raise EvaluationError(f"{csv}: seed: deterministic methods ran with several seeds ({sorted(fixed)[:4]}); "
                               "expected one evaluate.py run")
     seed = int(fixed[0]) if fixed.size else None
-    return EvaluationRun(label or (p.name if p.is_dir() else p.parent.name), csv, seed, df)
+    return EvaluationRun(label or _default_label(p), csv, seed, df)
+
+
+def _default_label(p: Path) -> str:
+    """A run's name in compare.md: its directory's (``.`` resolved: it was empty), or the CSV's
+    own name when the CSV is not ``results.csv`` (``seed0.csv`` and ``seed1.csv`` side by side
+    were both named after their directory)."""
+    full = Path(os.path.abspath(p))
+    if full.is_dir():
+        return full.name or str(full)
+    return (full.parent.name or str(full.parent)) if full.name == "results.csv" else full.stem
 
 
 def find_runs(root: str | Path) -> list[Path]:
@@ -621,7 +632,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                   "profile it was fitted on (its report.md's second-run table). Cross-arch errors, speedups and "
                   "spreads are unchanged.", ""]
     lines += _md_table(["run", "path", "synthesis seed", "data"],
-                       [[r.label, f"`{r.path}`", "n/a" if r.seed is None else str(r.seed),
+                       [[r.label, f"`{os.path.abspath(r.path)}`", "n/a" if r.seed is None else str(r.seed),
                          _data_words(data_of(main_rows(r, workloads, methods)))] for r in runs]).split("\n")
     lines.append("")
     lines += notes + ([""] if notes else [])
@@ -700,8 +711,8 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None,
     if reference is not None:
         _check_reference(reference, methods)
     labels = [r.label for r in runs]
-    if len(set(labels)) < len(labels):
-        runs = [EvaluationRun(str(r.path.parent), r.path, r.seed, r.results, r.second_run) for r in runs]
+    if len(set(labels)) < len(labels):  # a/run and b/run: the paths as given, which differ (one run twice is refused)
+        runs = [EvaluationRun(str(g), r.path, r.seed, r.results, r.second_run) for g, r in zip(paths, runs)]
     return runs
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclsampler.compare import (across_runs, compare_dirs, find_runs, head_to_head, load_run, per_run_table,
+from gclsampler.compare import (across_runs, compare_dirs, find_runs, head_to_head, load_run, load_runs, per_run_table,
                                 per_workload_table, run_summaries, write_comparison)
 from gclsampler.score import RESULT_COLUMNS, EvaluationError, suite_averages, summarize
 from test_baselines import make_profile
@@ -175,6 +175,30 @@ def test_one_run_given_twice_is_refused(tmp_path):
         with pytest.raises(EvaluationError, match=rf"^{again}: the run {a} again; each run is compared once$"):
             compare_dirs([a, b, again], tmp_path / "o", plots=False)
     assert not (tmp_path / "o").exists()
+
+
+def test_runs_are_named_by_their_files_or_resolved_directories(tmp_path, monkeypatch):
+    """Two CSVs side by side were both named after their directory, and the tables then failed
+    with a traceback; ``compare .`` named its run ""; compare.md's paths were relative to the
+    shell's directory, wrong when read from --out."""
+    d = tmp_path / "csvs"
+    d.mkdir()
+    _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}).to_csv(d / "seed0.csv", index=False)
+    _rows({("w1", "gcl"): 1.5, ("w1", "pka"): 2.5}, seed=1).to_csv(d / "seed1.csv", index=False)
+    compare_dirs([d / "seed0.csv", d / "seed1.csv"], tmp_path / "o", plots=False)
+    text = (tmp_path / "o" / "compare.md").read_text()
+    assert f"| seed0 | `{d / 'seed0.csv'}` | 0 |" in text and f"| seed1 | `{d / 'seed1.csv'}` | 1 |" in text
+    run = _write(tmp_path, "run_a", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}, seed=2))
+    monkeypatch.chdir(run)
+    compare_dirs([".", "../csvs/seed0.csv"], tmp_path / "o2", plots=False)
+    assert f"| run_a | `{run / 'results.csv'}` | 2 |" in (tmp_path / "o2" / "compare.md").read_text()
+    x = _write(tmp_path / "x", "run", _rows({("w1", "gcl"): 1.0}))
+    y = _write(tmp_path / "y", "run", _rows({("w1", "gcl"): 2.0}, seed=3))
+    (tmp_path / "z").mkdir()
+    _rows({("w1", "gcl"): 3.0}, seed=4).to_csv(tmp_path / "z" / "seed0.csv", index=False)
+    assert [r.label for r in load_runs([x, y])] == [str(x), str(y)]  # one name twice: the paths as given
+    z = tmp_path / "z" / "seed0.csv"
+    assert [r.label for r in load_runs([d / "seed0.csv", z])] == [str(d / "seed0.csv"), str(z)]
 
 
 def _cli(*args, cwd=None):
