@@ -329,7 +329,8 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     if varied:
         notes.append("Invocation counts differ between runs for " + "; ".join(
             f"{w} ({', '.join(f'{r.label} {_values(c)}' for r, c in zip(runs, counts[w]))})" for w in varied)
-            + ": a synthesis seed can draw a different program (bfs's graph), so those cells pool different launch counts.")
+            + ": a synthesis seed can draw a different program (bfs's graph), and other synth knobs (another "
+              "suite) other sizes, so those cells pool different launch counts.")
     archs = [sorted(set(d["arch"])) for d in rows]
     if any(a != archs[0] for a in archs):
         notes.append("Archs differ between runs: " + "; ".join(f"{r.label} {', '.join(a)}" for r, a in zip(runs, archs))
@@ -346,7 +347,51 @@ def _same_experiment(runs: Sequence[EvaluationRun], workloads: list[str], method
     if seeds:
         notes.append("Seeds per workload differ between runs for " + "; ".join(seeds)
                      + ": those means are over different numbers of seeds.")
+    settings = run_settings(runs)
+    if settings:
+        notes.append("**Settings differ between runs** besides the seed and paths (`.hydra/overrides.yaml`): "
+                     + "; ".join(f"{r.label}: {', '.join(f'`{o}`' for o in settings[r.label]) or 'defaults'}"
+                                 for r in runs)
+                     + ". Their numbers are pooled below as if they were repeats: ± mixes those settings with "
+                       "the seeds. Compare the runs of one setting for a spread over seeds.")
+    synthetic = [r for r, d in zip(runs, rows) if r.seed is not None and data_of(d) == "synthetic"]
+    by_seed: dict[int, list[str]] = {}
+    for r in synthetic:
+        by_seed.setdefault(int(r.seed), []).append(r.label)
+    shared = {s: labels for s, labels in by_seed.items() if len(labels) > 1}
+    if shared:
+        notes.append("**Runs share a synthesis seed**: " + "; ".join(f"{', '.join(ls)} (seed {s})"
+                                                                  for s, ls in shared.items())
+                     + ". They score the same synthetic workloads, so ± is not a spread over synthesis seeds, "
+                       "and one run counted twice (a copy, or a stale job of an earlier sweep) weighs double.")
     return notes
+
+
+_VARYING = {"seed", "data_dir", "out_dir", "suite.data_dir"}
+"""Overrides expected to differ between repeats of one experiment (``-m seed=0,1 'data_dir=...'``)."""
+
+
+def run_settings(runs: Sequence[EvaluationRun]) -> dict[str, list[str]]:
+    """Each run's overrides (its ``.hydra/overrides.yaml``) that not every run has, the seed and
+    paths aside; {} when all runs have the same, or a run has no record of them.
+    Why: a ``-m method_params.random.fraction=0.1,0.5`` sweep was pooled into one mean ± sd and
+    its run table showed nothing that told the jobs apart."""
+    import yaml
+
+    per: dict[str, list[str]] = {}
+    for r in runs:
+        rec = Path(r.path).parent / ".hydra" / "overrides.yaml"
+        try:
+            items = yaml.safe_load(rec.read_text(encoding="utf-8")) if rec.is_file() else None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            items = None
+        if not isinstance(items, list):
+            return {}
+        keys = [str(o).lstrip("+~").split("=", 1)[0] for o in items]
+        per[r.label] = sorted(str(o) for o, k in zip(items, keys) if k not in _VARYING and not k.startswith("hydra."))
+    common = set.intersection(*(set(v) for v in per.values())) if per else set()
+    return {k: [o for o in v if o not in common] for k, v in per.items()} \
+        if any(set(v) != common for v in per.values()) else {}
 
 
 def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], list[str]]:

@@ -201,6 +201,27 @@ def test_runs_are_named_by_their_files_or_resolved_directories(tmp_path, monkeyp
     assert [r.label for r in load_runs([d / "seed0.csv", z])] == [str(d / "seed0.csv"), str(z)]
 
 
+def test_runs_that_are_not_repeats_over_seeds_are_said_to_be(tmp_path):
+    """A -m sweep of a method parameter (both jobs synthesis seed 0) was pooled into one
+    mean ± sd, described as a spread across runs, with nothing telling the jobs apart."""
+    runs = []
+    for i, (seed, fraction) in enumerate([(0, 0.1), (0, 0.5), (1, 0.1)]):
+        d = _write(tmp_path, f"{i}_full", _rows({("w1", "gcl"): 1.0 + i, ("w1", "pka"): 2.0}, seed=seed))
+        (d / ".hydra").mkdir()
+        (d / ".hydra" / "overrides.yaml").write_text(
+            f"- suite=full\n- seed={seed}\n- data_dir=/w/seed{seed}\n- method_params.random.fraction={fraction}\n")
+        runs.append(d)
+    compare_dirs(runs, tmp_path / "o", plots=False)
+    text = (tmp_path / "o" / "compare.md").read_text()
+    assert ("**Settings differ between runs** besides the seed and paths (`.hydra/overrides.yaml`): "
+            "0_full: `method_params.random.fraction=0.1`; 1_full: `method_params.random.fraction=0.5`; "
+            "2_full: `method_params.random.fraction=0.1`.") in text
+    assert "**Runs share a synthesis seed**: 0_full, 1_full (seed 0)." in text
+    compare_dirs([runs[0], runs[2]], tmp_path / "o2", plots=False)  # one setting, two seeds: repeats
+    text = (tmp_path / "o2" / "compare.md").read_text()
+    assert "Settings differ" not in text and "share a synthesis seed" not in text
+
+
 def _cli(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     return subprocess.run([sys.executable, "-m", "gclsampler", "compare", *map(str, args)], capture_output=True,
