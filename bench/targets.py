@@ -117,11 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     from gclsampler.compare import common_to_all, expand_runs, load_runs, per_run_table, run_summaries
     from gclsampler.errors import GclError
 
+    earlier: list[Path] = []
     try:
-        runs = load_runs(expand_runs(args.runs), reference="gcl", second_run=args.second_run)
+        runs = load_runs(expand_runs(args.runs, earlier=earlier), reference="gcl", second_run=args.second_run)
     except GclError as e:
         print(f"targets: {e}", file=sys.stderr)
         return 2
+    for job in earlier:
+        print(f"targets: {job}: a job of an earlier multirun in its directory (older than multirun.yaml); left out",
+              file=sys.stderr)
     workloads, methods, _ = common_to_all(runs)
     missing = [m for m in NEEDED if m not in methods]
     if missing:

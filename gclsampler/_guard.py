@@ -317,6 +317,17 @@ def exit_on_interrupt(prog: str):
             raise
 
 
+_after_error: list[Callable[[], None]] = []
+"""What ``run_hydra_main`` runs when its run ends in an error (exit 2): registered by a Hydra
+callback whose own end Hydra then never reaches (a multirun stopped by a failed job)."""
+
+
+def after_an_error(fn: Callable[[], None]) -> None:
+    """Run ``fn`` if this process's Hydra run ends in an error (not an interrupt: a Ctrl-C
+    asks to stop, not for more work)."""
+    _after_error.append(fn)
+
+
 def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str] | None = None) -> int:
     """Run a ``@hydra.main`` function so that config errors reach ``run_guarded``.
 
@@ -333,6 +344,9 @@ def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str
             from gclsampler._safe_out import restore_hydra_records
 
             restore_hydra_records()
+        hooks, _after_error[:] = list(_after_error), []
+        for fn in hooks if code == EXIT_ERROR else ():
+            fn()
 
 
 # ---------------------------------------------------------------------------------------

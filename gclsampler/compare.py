@@ -203,6 +203,10 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
     return EvaluationRun(label or _default_label(p), csv, seed, df)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _default_label(p: Path) -> str:
     """A run's name in compare.md: its directory's (``.`` resolved: it was empty), or the CSV's
     own name when the CSV is not ``results.csv`` (``seed0.csv`` and ``seed1.csv`` side by side
@@ -221,26 +225,51 @@ def find_runs(root: str | Path) -> list[Path]:
     return sorted(jobs, key=job_order)
 
 
-def expand_runs(paths: Iterable[str | Path], left_out: list[Path] | None = None) -> list[Path]:
+def expand_runs(paths: Iterable[str | Path], left_out: list[Path] | None = None,
+                earlier: list[Path] | None = None) -> list[Path]:
     """The runs the user named: a path holding results.csv (or the CSV itself) is one run, a
     directory without one stands for the runs inside it (a multirun sweep directory,
     ``find_runs``). Why here: ``gclsampler compare`` and ``bench/targets.py`` read the same runs.
     ``left_out`` receives the job directories of such a sweep (those Hydra made, with ``.hydra/``)
-    that hold no results.csv: a job that failed or is still running, which the caller names."""
+    that hold no results.csv: a job that failed or is still running, which the caller names.
+    A sweep directory reused by several multiruns (a fixed ``hydra.sweep.dir``) also holds the
+    jobs of earlier ones: a results.csv older than the directory's ``multirun.yaml`` (which each
+    multirun writes as it starts) is not of its last multirun, and is left out into ``earlier``
+    (a stale job with a seed the last multirun also ran counted it twice)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir() and not (p / "results.csv").exists():
             inside = find_runs(p)
+            since = _multirun_start(p)
+            old = [q for q in inside if since is not None and _mtime(q / "results.csv") < since - _CLOCK_SLACK_S]
+            inside = [q for q in inside if q not in old]
             if not inside:
                 raise EvaluationError(f"{p}: no results.csv in it or in its subdirectories; give evaluate.py "
-                                      "output directories")
+                                      "output directories" if not old else
+                                      f"{p}: every results.csv in it is older than its multirun.yaml (jobs of an "
+                                      "earlier multirun); name the job directories to compare them")
             out += inside
+            if earlier is not None:
+                earlier += old
             if left_out is not None:
                 left_out += sorted((q for q in p.iterdir() if q.is_dir() and (q / ".hydra").is_dir()
                                     and not (q / "results.csv").exists()), key=job_order)
         else:
             out.append(p)
     return out
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def _multirun_start(sweep_dir: Path) -> float | None:
+    """When the last multirun into ``sweep_dir`` started (its ``multirun.yaml``), or None."""
+    f = sweep_dir / "multirun.yaml"
+    return f.stat().st_mtime if f.is_file() else None
 
 
 def _plan_arch_rows(run: EvaluationRun):
@@ -666,7 +695,8 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
 
     lines = [f"# {title or _TITLE}", ""]
     lines += data_banner(rows_all)
-    lines += [f"{len(runs)} runs of `evaluate.py`, plans fitted on **{plan_arch}**; {len(workloads)} workloads "
+    lines += [f"{_count(len(runs), 'run')} of `evaluate.py`, plans fitted on **{plan_arch}**; "
+              f"{_count(len(workloads), 'workload')} "
               f"({', '.join(workloads)}). Each run's numbers are those of its own report.md; ± is one sample "
               "standard deviation across runs, so it shows how much a single run's table can be trusted.", ""]
     scored_again = any(r.second_run for r in runs)
@@ -827,10 +857,27 @@ class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
         self._ended: list[Path] = []
 
     def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
+        import contextlib
+        import sys
         import time
 
         self._started = time.time()
         self._ended = []
+        # a comparison an earlier multirun wrote here describes jobs this one overwrites: it would
+        # stay beside them, stale, when this one compares nothing (fewer than 2 jobs, or a failure)
+        root = Path(str(config.hydra.sweep.dir))
+        stale = [root / rel for rel in ("compare.md", *_CSV_COLUMNS, PLOT)
+                 if (root / rel).is_file() and _written_by_compare(root / rel, root)]
+        for f in stale:
+            with contextlib.suppress(OSError):
+                f.unlink()
+        if stale:
+            print(f"evaluate: {root}: removed the comparison of an earlier multirun there (it described other jobs)",
+                  file=sys.stderr)
+        from gclsampler._guard import after_an_error
+
+        # a failed job stops the multirun before on_multirun_end: compare the jobs that finished then
+        after_an_error(lambda: self._compare(root, bool(config.get("plots", True)), "that finished before the error"))
 
     def on_job_end(self, config, job_return, **kwargs) -> None:  # noqa: D401
         from omegaconf import OmegaConf
@@ -848,17 +895,19 @@ class CompareCallback(_HydraCallback):  # type: ignore[misc,valid-type]
         return [d for d in jobs if (d / "results.csv").stat().st_mtime >= self._started - _CLOCK_SLACK_S]
 
     def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        self._compare(Path(config.hydra.sweep.dir), bool(config.get("plots", True)))
+
+    def _compare(self, root: Path, plots: bool, which: str = "") -> None:
         import sys
 
-        root = Path(config.hydra.sweep.dir)
         jobs = self._jobs(root)
         if len(jobs) < 2:
             return
-        plots = bool(config.get("plots", True))
         try:
             check_comparison_files(root, plots)
             md = compare_dirs(jobs, root, plots=plots)
         except (GclError, OSError) as exc:  # the runs succeeded; say why the summary did not (a bug still raises)
             print(f"evaluate: {root}: compare.md not written: {exc}", file=sys.stderr)
             return
-        print(f"evaluate: compared {len(jobs)} runs in {md}")
+        print(f"evaluate: compared {len(jobs)} runs{' ' + which if which else ''} in {md}",
+              file=sys.stderr if which else sys.stdout)

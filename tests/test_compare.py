@@ -281,9 +281,44 @@ def test_evaluate_multirun_writes_compare_md(tmp_path):
     assert "2 runs of `evaluate.py`" in text and "## `pka` head to head" in text  # no gcl: the first method
     per = pd.read_csv(sweep / "compare.csv")
     assert sorted(set(per["seed"])) == [0, 1] and set(per["method"]) == {"pka", "sieve", "random"}
-    # a 1-job multirun into the same sweep dir: job 1 is the earlier multirun's, so nothing is compared
+    # a 1-job multirun into the same sweep dir: job 1 is the earlier multirun's, so nothing is compared,
+    # and the earlier comparison (of jobs this one overwrote) does not stay beside them
     again = subprocess.run([*r.args[:3], "seed=5", *r.args[4:]], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert again.returncode == 0 and "compared" not in again.stdout, again.stderr[-2000:]
+    assert "removed the comparison of an earlier multirun" in again.stderr
+    assert not (sweep / "compare.md").exists() and not (sweep / "compare.csv").exists()
+    # compare of the sweep dir: the earlier multirun's job is left out, by name (dated as minutes
+    # earlier: here the two multiruns ran within the file times' slack of each other)
+    old = (sweep / "multirun.yaml").stat().st_mtime - 600
+    os.utime(sweep / "1_quick" / "results.csv", (old, old))
+    cli = _cli(sweep, "--out", tmp_path / "cmp", "--no-plots")
+    assert cli.returncode == 0, cli.stderr
+    assert f"{sweep / '1_quick'}: results.csv older than" in cli.stderr
+    assert sorted(set(pd.read_csv(tmp_path / "cmp" / "compare.csv")["seed"])) == [5]
+
+
+def test_a_multirun_stopped_by_a_failed_job_compares_the_jobs_that_finished(tmp_path):
+    data = tmp_path / "data0"
+    for i, name in enumerate(["wa", "wb"]):
+        t = make_profile(60, i)
+        _write_workload(data / name, {"turing": t})
+    import shutil
+
+    shutil.copytree(data, tmp_path / "data1")
+    shutil.copytree(data, tmp_path / "data2")
+    prof = tmp_path / "data2" / "wb" / "profile.csv"
+    bad = pd.read_csv(prof)
+    bad.loc[1, "time_ns"] = -3.0
+    bad.to_csv(prof, index=False)
+    sweep = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": "", "CI": "1"}
+    r = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "-m", "seed=0,1,2", "suite=quick",
+                        "suite.workloads=[wa,wb]", "suite.data_dir=null", "suite.archs=[turing]",
+                        "suite.methods=[pka,sieve]", f"data_dir={tmp_path}/data${{seed}}", "generate=false",
+                        "plots=false", f"hydra.sweep.dir={sweep}"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 2 and f"{prof}:3: time_ns: negative value" in r.stderr, r.stderr[-2000:]
+    assert f"compared 2 runs that finished before the error in {sweep / 'compare.md'}" in r.stderr
     assert sorted(set(pd.read_csv(sweep / "compare.csv")["seed"])) == [0, 1]
 
 

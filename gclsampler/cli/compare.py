@@ -39,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
     from gclsampler.compare import expand_runs, load_runs, write_comparison
 
     left_out: list[Path] = []
-    paths = expand_runs(args.runs, left_out)
+    earlier: list[Path] = []
+    paths = expand_runs(args.runs, left_out, earlier)
     runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
     with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
@@ -47,4 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     for job in left_out:  # after the work: an error above stays the one line it is
         print(f"gclsampler: warning: {job}: no results.csv (a job that failed or is still running); left out",
               file=sys.stderr)
+    for job in earlier:
+        print(f"gclsampler: warning: {job}: results.csv older than {job.parent / 'multirun.yaml'} (a job of an earlier "
+              "multirun in this directory); left out: name it to compare it", file=sys.stderr)
     return 0
