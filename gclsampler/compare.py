@@ -500,7 +500,9 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
     import pandas as pd
 
     rows = []
-    for r, summary in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
+    summs = _summaries_of(runs, workloads, methods, summaries)
+    common = scored_in_every_run(runs, summs, methods)
+    for r, summary in zip(runs, summs):
         avg = suite_averages(summary)
         plan_arch = r.results["plan_arch"].iloc[0]
         data = data_of(main_rows(r, workloads, methods))
@@ -510,18 +512,76 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
             d = own[own["method"] == m]
             worst = d.loc[d["error_cycles"].idxmax()] if d["error_cycles"].notna().any() else None
             cross = avg[(avg["method"] == m) & avg["cross_arch"]]
+
+            def mean_of(col: str) -> float:  # over the workloads every run scored on it: one set for all runs
+                if col not in d.columns:
+                    return math.nan
+                if common[m].get(col) is None:  # every run scored the same workloads: report.md's mean
+                    return float(a.get(col, math.nan))
+                v = d.loc[d["workload"].isin(common[m][col]), col]
+                return float(v.mean()) if len(v) else math.nan
             rows.append({
                 "run": r.label, "seed": r.seed, "data": data, "method": m, "arch": plan_arch,
-                "error_cycles": float(a["error_cycles"]),
+                "error_cycles": mean_of("error_cycles"),
                 "worst_error": float(worst["error_cycles"]) if worst is not None else math.nan,
                 "worst_workload": str(worst["workload"]) if worst is not None else "",
                 "error_cross_arch": float(cross["error_cycles"].mean()) if len(cross) else math.nan,
-                "error_cycles_any_member": float(a.get("error_cycles_any_member", math.nan)),
-                "error_cycles_rerun": float(a.get("error_cycles_rerun", math.nan)),
+                "error_cycles_any_member": mean_of("error_cycles_any_member"),
+                "error_cycles_rerun": mean_of("error_cycles_rerun"),
                 "speedup_mean": float(a["speedup_mean"]), "speedup_hmean": float(a["speedup_hmean"]),
                 "n_simulated": float(a["n_simulated"]),
             })
     return pd.DataFrame(rows)
+
+
+_PER_WORKLOAD_MEANS = ("error_cycles", "error_cycles_rerun", "error_cycles_any_member")
+_MEAN_WORDS = {"error_cycles": "cycle error", "error_cycles_rerun": "second-run error",
+               "error_cycles_any_member": "any-member error"}
+
+
+def _left_out_of_means(runs, summaries, workloads: list[str], methods: list[str]) -> list[str]:
+    """Notes naming the workloads ``scored_in_every_run`` keeps out of a mean, and the runs
+    that have no value for them."""
+    common = scored_in_every_run(runs, summaries, methods)
+    notes = []
+    for col in _PER_WORKLOAD_MEANS:
+        by_gap: dict[tuple[str, ...], list[str]] = {}
+        for m in methods:
+            keep = common[m][col]
+            if keep is None:
+                continue
+            gap = tuple(w for w in workloads if w not in keep)
+            by_gap.setdefault(gap, []).append(m)
+        for gap, ms in by_gap.items():
+            lacking = []
+            for w in gap:
+                runs_without = [r.label for r, summ in zip(runs, summaries)
+                                if not ((summ["workload"] == w) & summ["method"].isin(ms) & summ[col].notna()
+                                        & (summ["arch"] == r.results["plan_arch"].iloc[0])).any()]
+                lacking.append(f"{w} (none in {', '.join(runs_without) or 'some runs for some methods'})")
+            notes.append(f"The {_MEAN_WORDS[col]} of {', '.join(ms)} is averaged over the workloads every run has "
+                         f"one for: left out {'; '.join(lacking) or 'none'}; so each run's mean here may differ "
+                         "from its report.md.")
+    return notes
+
+
+def scored_in_every_run(runs: Sequence[EvaluationRun], summaries: Sequence[Any],
+                        methods: list[str]) -> dict[str, dict[str, list[str] | None]]:
+    """method -> column -> the workloads every run has a value for on its plan arch, or None
+    when each run has a value for the same workloads. Why: a run whose bfs has no second run
+    averaged its second-run error over backprop alone, pooled with runs averaging over both,
+    so the second-run column looked better than the first; means over one set stay comparable."""
+    out: dict[str, dict[str, list[str] | None]] = {}
+    for m in methods:
+        out[m] = {}
+        for col in _PER_WORKLOAD_MEANS:
+            sets = []
+            for r, summ in zip(runs, summaries):
+                d = summ[(summ["arch"] == r.results["plan_arch"].iloc[0]) & (summ["method"] == m)]
+                sets.append(frozenset(d.loc[d[col].notna(), "workload"]) if col in d.columns else frozenset())
+            same = all(x == sets[0] for x in sets)
+            out[m][col] = None if same else sorted(frozenset.intersection(*sets))
+    return out
 
 
 def _sd(x) -> float:
@@ -710,6 +770,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                        [[r.label, f"`{os.path.abspath(r.path)}`", "n/a" if r.seed is None else str(r.seed),
                          _data_words(data_of(main_rows(r, workloads, methods)))] for r in runs]).split("\n")
     lines.append("")
+    notes = notes + _left_out_of_means(runs, summ, workloads, methods)
     lines += notes + ([""] if notes else [])
     lines += ["## Methods over runs", "",
               f"Cycle error on {plan_arch} (mean over workloads, then over runs); worst workload, mean: each "
@@ -721,8 +782,8 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     second = bool(across["error_cycles_rerun"].notna().any()) and not scored_again
     if second:
         lines += [f"Second run: the same plans scored on an independent second profile of {plan_arch} "
-                  f"(`profiles/{plan_arch}_rerun.csv`), which no method read; a run without one is left out of "
-                  "that mean.", ""]
+                  f"(`profiles/{plan_arch}_rerun.csv`), which no method read; a workload without one in some "
+                  "run is left out of every run's mean (named in the notes above).", ""]
     rows = []
     for _, a in across.iterrows():
         rows.append([a["method"], _pct(a["error_cycles"], a["error_cycles_sd"]),

@@ -222,6 +222,25 @@ def test_runs_that_are_not_repeats_over_seeds_are_said_to_be(tmp_path):
     assert "Settings differ" not in text and "share a synthesis seed" not in text
 
 
+def test_a_mean_over_workloads_uses_the_workloads_every_run_scored(tmp_path):
+    """A run without a second run of w1 averaged its second-run error over w2 alone, pooled with
+    a run averaging over both: the column looked better than the first. Means over one set."""
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 4.0}
+    a = _rows(errs)
+    a["error_cycles_rerun"] = np.where(a["workload"] == "w1", 10.0, 2.0)
+    b = _rows(errs, seed=1)
+    b["error_cycles_rerun"] = np.where(b["workload"] == "w1", np.nan, 4.0)
+    runs = [_write(tmp_path, "a", a), _write(tmp_path, "b", b)]
+    compare_dirs(runs, tmp_path / "o", plots=False)
+    per = pd.read_csv(tmp_path / "o" / "compare.csv").set_index(["run", "method"])
+    assert per.loc[("a", "gcl"), "error_cycles_rerun"] == pytest.approx(2.0)  # w2 alone, as in b
+    assert per.loc[("b", "gcl"), "error_cycles_rerun"] == pytest.approx(4.0)
+    assert per.loc[("a", "gcl"), "error_cycles"] == pytest.approx(2.0)  # both scored both: report.md's mean
+    text = (tmp_path / "o" / "compare.md").read_text()
+    assert ("The second-run error of gcl, pka is averaged over the workloads every run has one for: "
+            "left out w1 (none in b)") in text
+
+
 def _cli(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GCLSAMPLER_DEBUG": ""}
     return subprocess.run([sys.executable, "-m", "gclsampler", "compare", *map(str, args)], capture_output=True,
