@@ -307,23 +307,28 @@ def _workload_tags(rows) -> dict[str, str]:
 
 
 def _one_kind_per_workload(runs: Sequence[EvaluationRun], workloads: list[str]) -> None:
-    """Refuse a workload that is SYNTHETIC in one run and REAL in another. Why: its cells were
-    averaged into one mean and sd, a synthesizer's timing model pooled with a measurement,
-    under a banner promising each row marked; there is no honest label for that mean."""
+    """Refuse a workload that is SYNTHETIC in one run and REAL (or unlabelled) in another. Why:
+    its cells were averaged into one mean and sd, a synthesizer's timing model pooled with a
+    measurement (or with data nobody labelled), under a banner promising each row marked;
+    there is no honest label for that mean."""
     from gclsampler.report import workload_kinds
 
+    word = {"synthetic": "SYNTHETIC", "real": "REAL", "": "unlabelled (workload.json says neither)"}
     first: dict[str, tuple[str, EvaluationRun]] = {}
     for r in runs:
         df = r.results
         for at, w, kind in zip(df.index, df["workload"], workload_kinds(df)):
-            if w not in workloads or kind not in ("synthetic", "real"):
+            if w not in workloads:
                 continue
             seen, where = first.setdefault(w, (kind, r))
             if seen != kind:
+                why = ("a synthetic ground truth with a measured one" if {kind, seen} == {"synthetic", "real"}
+                       else "a labelled ground truth with one nobody labelled")
                 raise EvaluationError(
-                    f"{r.path}:{int(at) + 2}: data: workload {w!r} is {kind.upper()} here and {seen.upper()} in "
-                    f"{where.path}; a mean over both would pool a synthetic ground truth with a measured one: "
-                    "compare the synthetic runs and the real runs separately")
+                    f"{r.path}:{int(at) + 2}: data: workload {w!r} is {word[kind]} here and {word[seen]} in "
+                    f"{where.path}; a mean over both would pool {why}: compare the "
+                    + " runs and the ".join(word[k].split()[0].lower() for k in word if k in (kind, seen))
+                    + " runs separately")
 
 
 def _distinct(col) -> frozenset:

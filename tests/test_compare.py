@@ -537,6 +537,13 @@ def test_one_workload_synthetic_in_one_run_and_real_in_another_is_refused(tmp_pa
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "data: workload 'w1' is REAL here" in lines[0], r.stderr
     assert not (tmp_path / "o2").exists()
+    # REAL beside unlabelled (workload.json says neither) was pooled under the REAL banner
+    c = _write(tmp_path, "unlabelled", _real(_rows(errs, seed=2)).assign(data=""))
+    with pytest.raises(EvaluationError, match=r"^.*unlabelled/results\.csv:2: data: workload 'w1' is unlabelled "
+                                              r"\(workload\.json says neither\) here and REAL in .*a labelled ground "
+                                              r"truth with one nobody labelled: compare the real runs and the "
+                                              r"unlabelled runs separately$"):
+        compare_dirs([b, c], tmp_path / "o3", plots=False)
 
 
 def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
