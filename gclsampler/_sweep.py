@@ -63,9 +63,22 @@ def check_sweep_values(argv: Sequence[str], config_dir: str | Path, config_name:
     if not swept:
         return 0
     n = 0
+    failed: list[tuple[str, SweepValueError]] = []
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
         for one in swept:
-            with prefixed_errors(f"sweep value {one}", SweepValueError):
-                check(compose(config_name, overrides=[*fixed, one]))
+            try:
+                with prefixed_errors(f"sweep value {one}", SweepValueError):
+                    check(compose(config_name, overrides=[*fixed, one]))
+            except SweepValueError as exc:
+                failed.append((one, exc))
             n += 1
+    if failed:
+        one, exc = failed[0]
+        reasons = {str(e)[len(f"sweep value {v}: "):] for v, e in failed}
+        keys = {v.split("=", 1)[0].lstrip("+~") for v, _ in failed}
+        if len(failed) == len(swept) and len(reasons) == 1 and not any(k in next(iter(reasons)) for k in keys):
+            # every value refused for one reason that names none of the swept keys: a fixed setting's
+            # fault (suite.methods=[pka,bogus] was reported as "sweep value seed=0: suite.methods: ...")
+            raise SweepValueError(reasons.pop())
+        raise exc
     return n

@@ -752,6 +752,9 @@ def test_check_sweep_values_expands_only_basic_multiruns():
         check_sweep_values(["-m", *base, "+train.epoch=1,2"], conf, "config", check)
     with pytest.raises(SweepValueError, match=r"^sweep value workload=nosuch: config: "):
         check_sweep_values(["-m", *base, "workload=3mm,nosuch"], conf, "config", check)
+    # every value refused for a reason of a fixed setting: the line does not blame the swept key
+    with pytest.raises(SweepValueError, match=r"^train\.lr: must be a finite number > 0"):
+        check_sweep_values(["-m", *base, "train.lr=-1", "workload=3mm,backprop"], conf, "config", check)
 
 
 @pytest.mark.parametrize("existing", [False, True])
