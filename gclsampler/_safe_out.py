@@ -368,7 +368,8 @@ def make_temp_dir(out: str | os.PathLike, command: str,
     out = _through_link(check_out_dir(out, command, inputs))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temp_dirs(out)
-    tmp = _sibling_dir(out, "tmp")
+    with errors_name(out):  # /proc/cmp named the hidden .cmp.tmp-<pid>@<host>-... it could not make
+        tmp = _sibling_dir(out, "tmp")
     os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; outputs follow the umask
     return tmp
 

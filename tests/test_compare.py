@@ -656,3 +656,13 @@ def test_callback_never_overwrites_files_compare_did_not_write(tmp_path, capsys)
         CompareCallback().on_multirun_end(cfg)
         assert "compared 2 runs" in capsys.readouterr().out
     assert (tmp_path / "plots" / "compare_speedup_vs_error.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc, where no directory can be made")
+def test_an_out_dir_that_cannot_be_made_is_named_not_its_hidden_temp_dir(tmp_path):
+    a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.5, ("w1", "pka"): 2.5}, seed=1))
+    r = _cli(a, b, "--out", "/proc/gclsampler-compare-test", "--no-plots")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("gclsampler: error: /proc/gclsampler-compare-test: ") and ".tmp-" not in lines[0]
