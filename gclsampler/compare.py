@@ -76,7 +76,8 @@ def on_second_run(run: EvaluationRun) -> EvaluationRun:
         r = int(np.flatnonzero(missing)[0])
         raise EvaluationError(
             f"{run.path}:{r + 2}: error_cycles_rerun: empty for workload {df['workload'].iloc[r]!r} (its data dir "
-            f"has no profiles/{df['plan_arch'].iloc[r]}_rerun.csv; evaluate.py's suite.rerun=true writes one)")
+            f"has no profiles/{df['plan_arch'].iloc[r]}_rerun.csv; evaluate.py's suite.rerun=true writes one for "
+            "a synthetic workload, a second profiler pass of the GPU for a real one)")
     df = df.copy()
     df.loc[own, "error_cycles"] = values[own]
     return EvaluationRun(run.label, run.path, run.seed, df, second_run=True)
@@ -460,11 +461,17 @@ def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], 
         if left:
             notes.append(f"Left out, not in every run: {what} {'; '.join(left)}.")
     if not keep_w or not keep_m:
-        raise EvaluationError("compare: the runs have no workload and method in common")
+        what = "workload" if not keep_w else "method"
+        raise EvaluationError(f"compare: the runs have no {what} in common (" + "; ".join(
+            f"{r.label}: {', '.join(sorted({k[0 if what == 'workload' else 1] for k in s}))}"
+            for r, s in zip(runs, seen)) + ")")
+    plan_arch = runs[0].results["plan_arch"].iloc[0]
     missing = [(w, m, r.path) for w in keep_w for m in keep_m for r, s in zip(runs, seen) if (w, m) not in s]
     if missing:
         w, m, p = missing[0]
-        raise EvaluationError(f"{p}: method {m!r} has no row for workload {w!r}, although both are in the run")
+        raise EvaluationError(f"{p}: method {m!r} has no {plan_arch} row (sweep rows aside) for workload {w!r}, "
+                              "although both are in the run: every method's plan-arch rows of every workload "
+                              "are compared")
     _one_kind_per_workload(runs, keep_w)
     return keep_w, keep_m, notes + _same_experiment(runs, keep_w, keep_m)
 

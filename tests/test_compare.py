@@ -666,3 +666,17 @@ def test_an_out_dir_that_cannot_be_made_is_named_not_its_hidden_temp_dir(tmp_pat
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("gclsampler: error: /proc/gclsampler-compare-test: ") and ".tmp-" not in lines[0]
+
+
+def test_runs_with_nothing_in_common_say_what_each_has(tmp_path):
+    a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    b = _write(tmp_path, "b", _rows({("w2", "gcl"): 1.0, ("w2", "pka"): 2.0}, seed=1))
+    with pytest.raises(EvaluationError, match=r"^compare: the runs have no workload in common \(a: w1; b: w2\)$"):
+        compare_dirs([a, b], tmp_path / "o", plots=False)
+    c = _write(tmp_path, "c", _rows({("w1", "gcl"): 1.0, ("w2", "pka"): 2.0}, seed=2))
+    d = _write(tmp_path, "d", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.0,
+                                     ("w2", "pka"): 2.0}, seed=3))
+    with pytest.raises(EvaluationError, match=r"c/results\.csv: method 'gcl' has no turing row \(sweep rows aside\) "
+                                              r"for workload 'w2', although both are in the run"):
+        compare_dirs([c, d], tmp_path / "o", plots=False)
+    assert not (tmp_path / "o").exists()
