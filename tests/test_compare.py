@@ -676,7 +676,7 @@ def test_runs_with_nothing_in_common_say_what_each_has(tmp_path):
     c = _write(tmp_path, "c", _rows({("w1", "gcl"): 1.0, ("w2", "pka"): 2.0}, seed=2))
     d = _write(tmp_path, "d", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.0,
                                      ("w2", "pka"): 2.0}, seed=3))
-    with pytest.raises(EvaluationError, match=r"c/results\.csv: method 'gcl' has no turing row \(sweep rows aside\) "
-                                              r"for workload 'w2', although both are in the run"):
+    with pytest.raises(EvaluationError, match=r"c/results\.csv: method 'pka' has no turing row \(sweep rows aside\) "
+                                              r"for workload 'w1', although both are in the run"):
         compare_dirs([c, d], tmp_path / "o", plots=False)
     assert not (tmp_path / "o").exists()
