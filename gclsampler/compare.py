@@ -200,8 +200,22 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
     if fixed.size > 1:
         raise EvaluationError(f"{csv}: seed: deterministic methods ran with several seeds ({sorted(fixed)[:4]}); "
                               "expected one evaluate.py run")
+    off = df["cross_arch"].to_numpy(dtype=bool) != (df["arch"] != df["plan_arch"]).to_numpy()
+    if off.any():  # which rows the cross-arch mean takes: an edited flag moved a row in or out of it
+        r = int(np.flatnonzero(off)[0])
+        raise EvaluationError(f"{csv}:{r + 2}: cross_arch: {df['cross_arch'].iloc[r]} for arch "
+                              f"{df['arch'].iloc[r]!r} with plan_arch {df['plan_arch'].iloc[r]!r}; evaluate.py "
+                              "writes cross_arch = (arch != plan_arch)")
     seed = int(fixed[0]) if fixed.size else None
     return EvaluationRun(label or _default_label(p), csv, seed, df)
+
+
+def _seed_cell(run: EvaluationRun, data: str) -> str:
+    """The run table's synthesis seed: none was used for measured data (the seed then only
+    seeds the stochastic methods)."""
+    if run.seed is None:
+        return "n/a"
+    return f"n/a (measured; methods' seed {run.seed})" if data == "real" else str(run.seed)
 
 
 def _count(n: int, noun: str) -> str:
@@ -779,7 +793,7 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                   "profile it was fitted on (its report.md's second-run table). Cross-arch errors, speedups and "
                   "spreads are unchanged.", ""]
     lines += _md_table(["run", "path", "synthesis seed", "data"],
-                       [[r.label, f"`{os.path.abspath(r.path)}`", "n/a" if r.seed is None else str(r.seed),
+                       [[r.label, f"`{os.path.abspath(r.path)}`", _seed_cell(r, data_of(main_rows(r, workloads, methods))),
                          _data_words(data_of(main_rows(r, workloads, methods)))] for r in runs]).split("\n")
     lines.append("")
     notes = notes + _left_out_of_means(runs, summ, workloads, methods)

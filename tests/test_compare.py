@@ -161,7 +161,7 @@ def test_bad_results_csv_is_one_located_error(tmp_path, edit, needle):
 
 def test_runs_fitted_on_different_archs_are_refused(tmp_path):
     a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0}))
-    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere"))
+    b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere", cross_arch=True))
     with pytest.raises(EvaluationError, match="different archs"):
         compare_dirs([a, b], tmp_path / "o", plots=False)
     assert not (tmp_path / "o").exists()
@@ -374,7 +374,7 @@ def test_callback_reports_a_summary_it_cannot_write_in_one_line(tmp_path, capsys
     from gclsampler.compare import CompareCallback
 
     _write(tmp_path, "0", _rows({("w1", "gcl"): 1.0}))
-    _write(tmp_path, "1", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere"))
+    _write(tmp_path, "1", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere", cross_arch=True))
     cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}, "plots": False})
     CompareCallback().on_multirun_end(cfg)
     err = capsys.readouterr().err.strip().splitlines()
@@ -434,6 +434,7 @@ def test_a_negative_error_is_never_shown_as_the_best_score():
     ("speedup", -5.0, "speedup: -5; a plan's speedup is > 0"),
     ("speedup", 0.0, "speedup: 0; a plan's speedup is > 0"),
     ("n_simulated", -1.0, "n_simulated: -1; a plan's n_simulated is >= 1"),
+    ("cross_arch", True, "cross_arch: True for arch 'turing' with plan_arch 'turing'; evaluate.py writes"),
 ])
 def test_a_row_evaluate_never_writes_is_refused_at_its_line(tmp_path, column, value, needle):
     """An empty cycle error in one method's row was averaged over one workload fewer than the
@@ -570,7 +571,7 @@ def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
     c = _write(tmp_path, "c", _real(_rows(errs)))
     d = _write(tmp_path, "d", _real(_rows(errs, seed=1)))
     text = write_comparison([load_run(c), load_run(d)], tmp_path / "o2", plots=False).read_text()
-    assert f"| d | `{d / 'results.csv'}` | 1 | REAL |" in text and "SYNTHETIC" not in text
+    assert f"| d | `{d / 'results.csv'}` | n/a (measured; methods' seed 1) | REAL |" in text and "SYNTHETIC" not in text
     assert set(pd.read_csv(tmp_path / "o2" / "compare.csv")["data"]) == {"real"}
     # results.csv without a data column and not synthetic: unlabelled, said so
     e = _write(tmp_path, "e", _rows(errs, synthetic=False).drop(columns=["data", "gpu"]))
