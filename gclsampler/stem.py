@@ -190,7 +190,13 @@ class StemResult:
 # STEM
 # ---------------------------------------------------------------------------------------
 def stem_sample_size(mu: float, sigma: float, epsilon: float = 0.05, z: float = 1.96) -> int:
-    """Eq. 3 for one cluster, never below 1: a constant cluster still needs one draw."""
+    """Eq. 3 for one cluster, never below 1: a constant cluster still needs one draw.
+
+    The bound is checked (``check_bound``) and sigma must be a finite number >= 0: a negative
+    sigma was squared into a sample size, and epsilon 0 divided by zero."""
+    check_bound(epsilon, z)
+    if not (_is_real(sigma) and math.isfinite(sigma) and sigma >= 0) or not (_is_real(mu) and math.isfinite(mu)):
+        raise StemError(f"stem: mu must be a finite number and sigma one >= 0, found mu={mu!r}, sigma={sigma!r}")
     if mu <= 0:
         return 1
     return max(1, int(math.ceil((z * sigma / (epsilon * mu)) ** 2 - 1e-9)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,6 +30,14 @@ def test_eq3_hand_values():
     assert stem_sample_size(100.0, 10.0, 0.05, 1.96) == 16
     assert stem_sample_size(1.0, 0.5, 0.01, 1.96) == 9604
     assert stem_sample_size(100.0, 0.0) == 1  # sigma = 0 still needs one draw
+
+
+@pytest.mark.parametrize("args, needle", [((1.0, 1.0, 0.0), "epsilon"), ((1.0, -1.0), "sigma=-1"),
+                                          ((1.0, float("nan")), "sigma=nan"), ((float("inf"), 1.0), "mu=inf")])
+def test_eq3_refuses_what_has_no_sample_size(args, needle):
+    """sigma -1 gave 1537 draws (squared away), epsilon 0 a ZeroDivisionError, NaN a ValueError."""
+    with pytest.raises(StemError, match=re.escape(needle)):
+        stem_sample_size(*args)
 
 
 def test_single_cluster_kkt_is_eq3():
