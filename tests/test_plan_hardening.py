@@ -163,6 +163,24 @@ def test_stem_reads_the_label_through_the_checked_reader(tmp_path, capsys, meta,
         assert json.loads((tmp_path / "p.json").read_text())["synthetic"] is meta["synthetic"]
 
 
+def test_stem_on_a_workloads_profiles_csv_reads_the_workload_json_above(tmp_path, capsys):
+    """``stem WL/profiles/ampere.csv`` named the plan "profiles" and did not label it SYNTHETIC; a
+    profile with no workload.json anywhere near it now says its plan carries no label."""
+    wl = _workload_dir(tmp_path, _profile())
+    (wl / "workload.json").write_text(json.dumps({"workload": "mine", "synthetic": True}))
+    (wl / "profiles").mkdir()
+    (wl / "profiles" / "ampere.csv").write_bytes((wl / "profile.csv").read_bytes())
+    assert main(["stem", str(wl / "profiles" / "ampere.csv"), "--out", str(tmp_path / "p.json")]) == 0
+    assert "stem_root plan for mine (SYNTHETIC)" in capsys.readouterr().out
+    plan = json.loads((tmp_path / "p.json").read_text())
+    assert plan["synthetic"] is True and plan["workload"] == "mine"
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "times.csv").write_bytes((wl / "profile.csv").read_bytes())
+    assert main(["stem", str(lone / "times.csv"), "--out", str(tmp_path / "q.json")]) == 0
+    assert "no workload.json beside it" in capsys.readouterr().err
+
+
 # 2 ---------------------------------------------------------------------------------------
 def test_show_refuses_a_profile_of_another_workload(tmp_path, capsys):
     plan = _plan()

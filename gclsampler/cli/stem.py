@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -33,11 +34,19 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _workload_meta(profile: Path) -> tuple[str, bool]:
-    """The workload's name and SYNTHETIC label from the workload.json beside the profile, if any."""
+    """The workload's name and SYNTHETIC label from its workload.json: beside the profile, or
+    above it for a workload's ``profiles/<arch>.csv`` (that plan was named "profiles" and not
+    labelled SYNTHETIC). Without one, a warning: the plan cannot say what its data is."""
     from gclsampler.workload import declared_meta
 
-    meta = declared_meta(profile.parent)
-    return str(meta.get("workload") or profile.parent.resolve().name), bool(meta.get("synthetic"))
+    root = profile.resolve().parent
+    if not (root / "workload.json").is_file() and root.name == "profiles" and (root.parent / "workload.json").is_file():
+        root = root.parent
+    meta = declared_meta(root)
+    if not meta:
+        print(f"gclsampler: warning: {profile}: no workload.json beside it (or above profiles/): the plan is not "
+              "labelled SYNTHETIC, which says nothing about whether the times were measured", file=sys.stderr)
+    return str(meta.get("workload") or root.name), bool(meta.get("synthetic"))
 
 
 def _run(args: argparse.Namespace) -> int:
