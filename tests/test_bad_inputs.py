@@ -93,6 +93,12 @@ CASES = {
                                           "mine", None)[2:],
     "synth-no-jobs": lambda wl, t: (["synth", "backprop", "--out", str(t / "s"), "--jobs", "0", "--quiet"], "--jobs 0",
                                     t / "s"),
+    # synth without its workload printed the list and exited 0 (`synth --out d && train.py` went on with no data)
+    "synth-no-workload": lambda wl, t: (["synth", "--out", str(t / "s"), "--quiet"], "WORKLOAD is required", t / "s"),
+    "synth-knob-twice": lambda wl, t: (["synth", "backprop", "--out", str(t / "s"), "layers=1", "layers=2"],
+                                       "layers given twice", t / "s"),
+    "synth-huge-seed": lambda wl, t: (["synth", "backprop", "--out", str(t / "s"), "--seed", str(2**70)],
+                                      "must be an integer in [0, 2**32)", t / "s"),
     "synth-onto-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv"), "--quiet"], "profile.csv", None),
     "synth-under-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv" / "x"), "--quiet"], "profile.csv", None),
     "export-into-source": lambda wl, t: (["trace", "export-accelsim", str(wl), str(wl)], str(wl), None),

@@ -607,6 +607,20 @@ def test_ctrl_c_swallowed_by_an_import_then_another_error_is_the_interrupt(capsy
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_options_are_not_taken_by_abbreviation(tmp_path):
+    """``stem --eps 0.1`` ran as --epsilon: an abbreviation breaks once a later option makes it
+    ambiguous, and a typo of one option can read as another."""
+    import pandas as pd
+
+    prof = tmp_path / "profile.csv"
+    pd.DataFrame({"invocation": [0, 1], "kernel_name": ["k", "k"], "grid": ["(1,1,1)"] * 2, "block": ["(32,1,1)"] * 2,
+                  "time_ns": [1.0, 2.0], "cycles": [1.0, 2.0]}).to_csv(prof, index=False)
+    r = _run(["-m", "gclsampler", "stem", str(prof), "--out", str(tmp_path / "p.json"), "--eps", "0.1"], cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "unrecognized arguments: --eps 0.1" in lines[0], r.stderr
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_ctrl_c_inside_import_torch_prints_the_one_line_only(tmp_path):
     """A Ctrl-C in the middle of ``import torch`` (after its FakeTensor module registered an atexit
     dump, before torch set up its loggers), with the root logger at INFO as in a Hydra task: the

@@ -39,6 +39,12 @@ class _OneLineParser(argparse.ArgumentParser):
     five lines of usage before it); the usage stays one ``--help`` away. Subcommand parsers
     are made of the same class, so the rule holds at every level."""
 
+    def __init__(self, *args, **kwargs):
+        # --eps for --epsilon, --no-roo for --no-root: an abbreviation a later option makes
+        # ambiguous breaks the scripts that used it, and a typo of one option can read as another
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 

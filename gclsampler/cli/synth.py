@@ -44,11 +44,14 @@ class SynthUsageError(GclError):
 def _run(args) -> int:
     from gclsampler.synth import generate, workload_defaults, workload_names
 
-    if args.list or not args.workload:
+    if args.list:
         for name in workload_names():
             d = workload_defaults(name)
             print(name + ": " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
         return 0
+    if not args.workload:  # it printed the list and exited 0: `synth --out d && train.py ...` went on with no data
+        raise SynthUsageError(f"synth: WORKLOAD is required, one of {', '.join(workload_names())} "
+                              "(gclsampler synth --list gives their knobs)")
     class Tail(argparse.ArgumentParser):
         def error(self, message: str):  # one line, as every other error (argparse printed its usage block first)
             raise SynthUsageError(f"synth: {message}")
@@ -67,11 +70,16 @@ def _run(args) -> int:
         if "=" not in ov:
             raise SynthUsageError(f"synth: override {ov!r} is not KEY=VALUE")
         key, val = ov.split("=", 1)
-        params[key.removeprefix("synth.")] = val
+        key = key.removeprefix("synth.")
+        if key in params:  # the last one won, silently
+            raise SynthUsageError(f"synth: {key} given twice ({key}={params[key]}, {key}={val}); give it once")
+        params[key] = val
     if not args.out:
         raise SynthUsageError("synth: --out DIR is required")
     if args.jobs < 1:
         raise SynthUsageError(f"synth: --jobs {args.jobs}: must be at least 1")
+    if not 0 <= args.seed < 2**32:  # the range every other seed of gclsampler takes
+        raise SynthUsageError(f"synth: --seed {args.seed}: must be an integer in [0, 2**32)")
     workload_defaults(args.workload)  # unknown workload -> clear error
     if args.rerun:
         from gclsampler.synth.generate import with_second_run
