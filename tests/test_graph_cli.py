@@ -44,8 +44,10 @@ def test_graph_info_errors_are_one_line_exit_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("cmd", ["info", "build"])
 @pytest.mark.parametrize("option, value, message", [
-    ("--max-warps", "-1", "--max-warps: must be an integer >= 0 (0 = no cap), got -1"),
-    ("--max-insts", "-2", "--max-insts: must be an integer >= 0 (0 = no cap), got -2"),
+    ("--max-warps", "-1", "--max-warps: must be an integer in [0, 2**62] (0 = no cap), got -1"),
+    ("--max-insts", "-2", "--max-insts: must be an integer in [0, 2**62] (0 = no cap), got -2"),
+    # int64 counts overflowed into an OverflowError traceback
+    ("--max-insts", str(2**63), f"--max-insts: must be an integer in [0, 2**62] (0 = no cap), got {2**63}"),
 ])
 def test_graph_cli_range_errors_name_the_option(tmp_path, capsys, cmd, option, value, message):
     """The command line has no graph.max_warps key: the error named it (and 'graph config'),
