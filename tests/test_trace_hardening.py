@@ -328,6 +328,17 @@ def test_nul_bytes_are_refused_at_their_line(tmp_path, parser):
             read_kernel(p)
 
 
+def test_a_raw_trace_cut_mid_record_is_refused(tmp_path, parser):
+    """A raw trace cut after a digit of its last record ("=20" of "=200") was grouped with the
+    other value and exit 0; the tracer ends every record with a newline."""
+    whole = HEADER.format(kid=1) + "0 0 0 0 0000 ffffffff 1 R1 MOV 0 0 0\n0 0 0 0 0010 ffffffff 0 EXIT 0 0 0\n"
+    read_kernel(_w(tmp_path / "kernel-1.trace", whole))
+    p = _w(tmp_path / "kernel-2.trace", whole[:-1].replace("kernel_id = 1", "kernel_id = 2"))
+    with pytest.raises(TraceFormatError, match=r"kernel-2\.trace:17: line: the last record has no newline: the file "
+                                               r"was cut"):
+        read_kernel(p)
+
+
 @pytest.mark.parametrize("cut, field", [
     ("0000", "mask"), ("0000 ffffffff", "dest_num"), ("0000 ffffffff 1", "reg_dests"), ("0000 ffffffff 1 R1", "opcode"),
     ("0000 ffffffff 1 R1 MOV", "src_num"), ("0000 ffffffff 1 R1 MOV 1 R2", "mem_width")])

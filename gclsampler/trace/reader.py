@@ -1062,7 +1062,8 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
     # a final newline, then 8 spare bytes so that the numpy hasher's 8-byte word reads at the
     # end of the last line stay in bounds (one copy of the text, not two)
     nul = data.find(b"\0", off)  # bytes below 0x21 separate tokens: a line of NULs read as blank
-    buf = np.frombuffer(data + b"\n" * (8 + (not data.endswith(b"\n"))), dtype=np.uint8)[off:]
+    unended = not data.endswith(b"\n")
+    buf = np.frombuffer(data + b"\n" * (8 + unended), dtype=np.uint8)[off:]
     if nul >= 0:
         line = data.count(b"\n", off, nul)
     del data
@@ -1072,6 +1073,11 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
                   "kernel again")
     if layout.raw:
         inst_lines = np.flatnonzero(body.le > body.ls)
+        if unended and inst_lines.size:
+            # the tracer ends every record with a newline: without one the file was cut mid-record, and
+            # a record cut after a digit ("=20" of "=200") parses as another value
+            body.fail(int(inst_lines[-1]), "line", "the last record has no newline: the file was cut (a crash, "
+                      "a full disk, an unfinished copy?); trace the kernel again")
         cols, names = _parse_all(body, inst_lines, layout, prefix=4)
         pre = cols.pop("prefix")
         gx, gy, gz = header.grid
