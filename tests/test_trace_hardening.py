@@ -378,6 +378,17 @@ def test_trace_info_refuses_duplicate_entries(tmp_path, capsys):
     assert trace_info(wl4)["invocations"] == 1 and trace_info(wl4)["instructions"] == 2
 
 
+def test_trace_info_names_a_trace_its_kernelslist_leaves_out(tmp_path, capsys):
+    """graph info and export-accelsim warned; trace info counted one invocation and said nothing."""
+    good = HEADER.format(kid=1) + BODY
+    wl = _wl(tmp_path / "wl", {"kernel-1.traceg": good, "kernel-2.traceg": HEADER.format(kid=2) + BODY},
+             "kernel-1.traceg\n")
+    assert main(["trace", "info", str(wl)]) == 0
+    out, err = capsys.readouterr()
+    assert "invocations         1" in out
+    assert f"{wl / 'kernel-2.traceg'}: not in kernelslist.g, so no command reads it" in err
+
+
 # ----------------------------------------------------------------------------- 8-10 header and opcode text
 
 def test_non_utf8_opcode_is_refused(tmp_path, parser):

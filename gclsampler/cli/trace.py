@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
 
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 
@@ -78,6 +79,10 @@ def _info(args) -> int:
 
     if args.top < 1:
         raise GclError(f"--top {args.top}: must be at least 1")
+    if Path(args.dir).is_dir():  # as graph info and export-accelsim: a trace kernelslist.g leaves out is named
+        from gclsampler.validate import require_valid_workload
+
+        require_valid_workload(args.dir, profile=False, traces=True)
     info = trace_info(args.dir, top=args.top)
     if args.json:
         json.dump(info, sys.stdout, indent=1)
@@ -183,8 +188,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("out_dir", help="output workload directory")
     p.add_argument("--compress", default="", type=lambda v: "." + v.lstrip(".") if v else v,
                    choices=["", ".gz", ".xz", ".zst"],
-                   help="compress the grouped traces: gz, xz or zst (a leading dot is optional, as synth's "
-                        "compress= knob takes it; default: plain text)")
+                   help="compress the grouped traces: gz, xz or zst (or .gz, .xz, .zst; default: plain text)")
     p.add_argument("--no-values", action="store_true", help="drop gclsampler register values")
     p.add_argument("--keep-ldgsts-pairs", action="store_true",
                    help="keep both NVBit records of each LDGSTS (Accel-Sim keeps the second)")
