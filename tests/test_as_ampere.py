@@ -133,6 +133,10 @@ def test_export_cli_rewrites_only_when_asked_and_says_so(tmp_path, capsys):
     for k in (1, 2):
         text = (tmp_path / "ampere" / f"kernel-{k}.traceg").read_bytes()
         assert b"-binary version = 86" in text and _opcode_bases(text) <= AMPERE_OPCODES
+    # said in the output too, not only on the terminal: the headers now claim Ampere
+    note = (tmp_path / "ampere" / "AS_AMPERE.txt").read_text()
+    assert "--as-ampere: 2 of 2 traces of binary version 90" in note and str(wl) in note
+    assert not (tmp_path / "plain" / "AS_AMPERE.txt").exists()
 
 
 def test_export_cli_refuses_a_tensor_core_trace_and_writes_nothing(tmp_path, capsys):

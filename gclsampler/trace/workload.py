@@ -498,10 +498,11 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
         ws = set(want)
         infos = [i for i in infos if i.invocation in ws]
     dst_dir.mkdir(parents=True, exist_ok=True)
-    names, written = [], []
+    names, written, mine = [], [], []
     for info in _progress(infos, len(infos), "export"):
         name = f"kernel-{info.header.kernel_id}.traceg"
         text, fact = accelsim_export(read_kernel(src_dir / info.path), as_ampere=as_ampere)
+        mine.append(fact)
         if facts is not None:
             facts.append({"invocation": info.invocation, **fact})
         write_bytes_atomic(dst_dir / name, text)
@@ -513,7 +514,20 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
         exported = {info.path: name for info, name in zip(infos, names)}
         names = [e if e.startswith("Memcpy") else exported[e] for _, e in _kernelslist_entries(src_dir)[1]]
     write_kernelslist(dst_dir, names)
+    from gclsampler.trace.ampere import describe
+
+    said = describe(mine)
+    if said:  # the traces now say binary version 86: once the terminal scrolls away, only this file says why
+        write_bytes_atomic(dst_dir / AS_AMPERE_NOTE, (
+            "\n".join(said) + "\nThese traces were recorded on a newer GPU and rewritten by gclsampler "
+            f"(--as-ampere) to run on an Ampere model of Accel-Sim; their '-binary version' header says 86. "
+            f"Source: {src_dir}\n").encode())
     return written
+
+
+AS_AMPERE_NOTE = "AS_AMPERE.txt"
+"""Written beside traces ``--as-ampere`` rewrote: the one record in the output that they are
+another GPU's instruction streams (their headers say Ampere)."""
 
 
 def _list_to_group(raw_dir: Path) -> tuple[Path, list[tuple[int, str]]] | None:
