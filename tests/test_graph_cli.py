@@ -40,6 +40,9 @@ def test_graph_info_errors_are_one_line_exit_2(tmp_path, capsys):
     assert main(["graph", "info", str(one), "--invocation", "100"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert f"{one}: --invocation: picks an invocation of a workload directory" in line
+    assert main(["graph", "info", str(one), "--cache-dir", str(tmp_path / "cache")]) == 2  # ignored, silently
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{one}: --cache-dir: caches a workload directory's graphs" in line and not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("cmd", ["info", "build"])

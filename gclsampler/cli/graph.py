@@ -100,6 +100,9 @@ def _info(args) -> int:
         if args.invocation is not None:  # it was ignored: the file's own invocation was shown instead
             raise GraphCliError(located(path, None, "--invocation", "picks an invocation of a workload directory; "
                                         "this is one trace file (give its directory, or drop --invocation)"))
+        if args.cache_dir is not None:  # it was ignored: one file's graph is built, never cached
+            raise GraphCliError(located(path, None, "--cache-dir", "caches a workload directory's graphs; this is "
+                                        "one trace file, whose graph is built and not cached (drop --cache-dir)"))
         t = read_kernel(path)
         s = graph_summary(build_graph(t, cfg))
         print(json.dumps({"invocation": t.header.invocation, "kernel": t.header.name, **s})
