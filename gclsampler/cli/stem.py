@@ -23,7 +23,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0,
                         help="random seed of the draws, an integer in [0, 2**32) (default 0)")
     parser.add_argument("--min-samples", type=int, default=1,
-                        help="minimum draws per leaf, capped at the leaf size (30 = CLT rule of thumb)")
+                        help="minimum draws per leaf, capped at the leaf size (default 1; 30 = CLT rule of thumb)")
     parser.add_argument("--min-group", type=int, default=2, help="smallest leaf ROOT may split off (default 2)")
     parser.add_argument("--no-root", action="store_true", help="plain STEM: one leaf per kernel name")
     parser.add_argument("--scope", choices=["global", "group"], default="global",
@@ -87,7 +87,8 @@ def _run(args: argparse.Namespace) -> int:
     plan.save(args.out)
     res = sampler.result_
     t = numeric_column(profile, args.time_column, args.profile)
-    print(f"{args.out}: stem_root plan for {name}" + (" (SYNTHETIC)" if synthetic else ""))
+    print(f"{args.out}: stem_root plan{' (plain STEM, --no-root)' if args.no_root else ''} for {name}"
+          + (" (SYNTHETIC)" if synthetic else ""))
     print(f"  invocations {len(profile)}, kernel names {plan.config['n_groups']}, ROOT leaves {res.n_leaves}")
     print(f"  samples {len(plan.samples)} invocations (drawn without replacement inside each leaf)")
     print(f"  {scope_description(res.scope)}")
