@@ -179,6 +179,8 @@ def test_stem_on_a_workloads_profiles_csv_reads_the_workload_json_above(tmp_path
     (lone / "times.csv").write_bytes((wl / "profile.csv").read_bytes())
     assert main(["stem", str(lone / "times.csv"), "--out", str(tmp_path / "q.json")]) == 0
     assert "no workload.json beside it" in capsys.readouterr().err
+    assert main(["stem", str(wl / "profile.csv"), "--out", str(tmp_path / "r.json"), "--no-root"]) == 0
+    assert "stem_root plan (plain STEM, --no-root) for mine" in capsys.readouterr().out
 
 
 # 2 ---------------------------------------------------------------------------------------
