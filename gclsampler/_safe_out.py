@@ -149,7 +149,8 @@ def check_out_dir(out: str | os.PathLike, command: str,
         raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
     if out.exists():
         if not out.is_dir():
-            raise OutputError(f"{out}: exists and is a file, not an output directory; not replaced "
+            what = _special_file(out) or "a file"
+            raise OutputError(f"{out}: exists and is {what}, not an output directory; not replaced "
                               f"(remove it yourself or choose another {_option(command)})")
         entries = [p for p in sorted(out.iterdir()) if p.name not in ignore]
         owner = written_by(out) if entries else command
@@ -178,8 +179,14 @@ def _program(command: str) -> str:
     return SCRIPTS[command][0] if command in SCRIPTS else f"gclsampler {command}"
 
 
+_POSITIONAL_OUT = {"trace group": "out_dir", "trace export-accelsim": "dst"}
+"""Commands whose output directory is a positional argument, by the name their usage gives it."""
+
+
 def _option(command: str) -> str:
-    return SCRIPTS[command][1] if command in SCRIPTS else "--out"
+    if command in SCRIPTS:
+        return SCRIPTS[command][1]
+    return _POSITIONAL_OUT.get(command, "--out")
 
 
 LEGACY_OUTPUTS: dict[str, tuple[str, ...]] = {

@@ -99,6 +99,11 @@ CASES = {
                                        "layers given twice", t / "s"),
     "synth-huge-seed": lambda wl, t: (["synth", "backprop", "--out", str(t / "s"), "--seed", str(2**70)],
                                       "must be an integer in [0, 2**32)", t / "s"),
+    # a device was called "a file"; a positional output was called --out
+    "synth-onto-device": lambda wl, t: (["synth", "backprop", "--out", "/dev/null", "--quiet"],
+                                        "/dev/null: exists and is a character device", None),
+    "group-onto-file": lambda wl, t: ((t / "f").write_text("x"), ["trace", "group", str(wl), str(t / "f")],
+                                      "choose another out_dir)", None)[1:],
     "synth-onto-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv"), "--quiet"], "profile.csv", None),
     "synth-under-file": lambda wl, t: (["synth", "backprop", "--out", str(wl / "profile.csv" / "x"), "--quiet"], "profile.csv", None),
     "export-into-source": lambda wl, t: (["trace", "export-accelsim", str(wl), str(wl)], str(wl), None),
