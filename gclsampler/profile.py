@@ -242,7 +242,8 @@ def validate_profile(df: pd.DataFrame, where: str | Path = "profile", *, line_of
             nan = np.isnan(values)
             if nan.any():
                 r = int(np.flatnonzero(nan)[0])
-                raise ProfileFormatError(located(where, line_of(r), col, "missing value"))
+                raise ProfileFormatError(located(where, line_of(r), col, "missing value (empty, NaN or n/a): "
+                                                 "every invocation needs its time"))
         neg = values < 0
         if neg.any():
             r = int(np.flatnonzero(neg)[0])

@@ -324,6 +324,14 @@ def test_profile_with_an_unnamed_column_is_named_not_renamed(tmp_path):
     assert list(pd.read_csv(good).columns) == list(read_profile(good).columns)
 
 
+def test_a_nan_time_is_named_as_what_it_is(tmp_path):
+    """A literal NaN was reported as a bare "missing value", which reads as an empty cell."""
+    p = _write(tmp_path, "p.csv", HEADER + '0,k,"(1,1,1)","(1,1,1)",5,10\n1,k,"(1,1,1)","(1,1,1)",NaN,12\n')
+    with pytest.raises(ProfileFormatError, match=r"p\.csv:3: time_ns: missing value \(empty, NaN or n/a\): every "
+                                                 r"invocation needs its time"):
+        read_profile(p)
+
+
 def test_profile_booleans_are_not_numbers(tmp_path):
     p = _write(tmp_path, "p.csv", HEADER.replace("\n", ",nregs\n") + '0,k,"(1,1,1)","(1,1,1)",True,10,True\n')
     with pytest.raises(ProfileFormatError, match=r"p.csv:2: time_ns: not a number: True"):
