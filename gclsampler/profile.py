@@ -150,7 +150,7 @@ class ProfileFormatError(GclError):
 # ---------------------------------------------------------------------------------------
 # dim3 helpers
 # ---------------------------------------------------------------------------------------
-_DIM3 = re.compile(r"^\s*[\(\[]?\s*(\d+)\s*[,\s]\s*(\d+)\s*[,\s]\s*(\d+)\s*[\)\]]?\s*$")
+_DIM3 = re.compile(r"^\s*[\(\[]?\s*(-?\d+)\s*[,\s]\s*(-?\d+)\s*[,\s]\s*(-?\d+)\s*[\)\]]?\s*$")
 DIM3_MAX = 2**31 - 1
 """Largest launch dimension CUDA allows (grid x); bounds every dim so that (N, 3) int64 arrays
 and products of dims cannot overflow on a corrupt value."""

@@ -324,6 +324,12 @@ def test_profile_with_an_unnamed_column_is_named_not_renamed(tmp_path):
     assert list(pd.read_csv(good).columns) == list(read_profile(good).columns)
 
 
+def test_a_negative_launch_dimension_is_named_as_one(tmp_path):
+    p = _write(tmp_path, "p.csv", HEADER + '0,k,"(-5,1,1)","(1,1,1)",5,10\n')
+    with pytest.raises(ProfileFormatError, match=r"p\.csv:2: grid: .*dimensions must be >= 1"):
+        read_profile(p)
+
+
 def test_a_nan_time_is_named_as_what_it_is(tmp_path):
     """A literal NaN was reported as a bare "missing value", which reads as an empty cell."""
     p = _write(tmp_path, "p.csv", HEADER + '0,k,"(1,1,1)","(1,1,1)",5,10\n1,k,"(1,1,1)","(1,1,1)",NaN,12\n')

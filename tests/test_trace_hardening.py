@@ -414,6 +414,7 @@ def test_repeated_header_key_is_refused(tmp_path):
     ("-nregs = 16", "\u0661\u0666", "expected ASCII decimal digits"),
     ("-enable lineinfo = 0", "\u0660", "expected ASCII decimal digits"),
     ("-grid dim = (2,1,1)", "(\u0662,1,1)", "expected (x,y,z)"),
+    ("-grid dim = (2,1,1)", "(-5,1,1)", "dimensions must be >= 1"),  # was "expected (x,y,z)"
     ("-shmem base_addr = 0x00007f0000000000", "0x7f_00", "expected hex digits"),
     # nothing a launch can hold: 2**64 ids broke the graph stage's int64 arrays with a traceback,
     # and the Accel-Sim export copied the rest into headers its simulator reads as fixed-width ints

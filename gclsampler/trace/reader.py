@@ -166,7 +166,7 @@ _KEYS = {
     "enable lineinfo": "enable_lineinfo",
 }
 _REQUIRED = ("kernel name", "kernel id", "grid dim", "block dim")
-_DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$", re.ASCII)
+_DIM = re.compile(r"^\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)$", re.ASCII)  # a minus sign: "must be >= 1"
 _DEC = re.compile(r"[0-9]+")  # int() would also take '١', '+1', ' 1' and '1_0'
 _HEX = re.compile(r"(0[xX])?[0-9a-fA-F]+")
 _GRID_MAX = (2**31 - 1, 65535, 65535)
