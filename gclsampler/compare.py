@@ -792,9 +792,10 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
                   f"(`error_cycles_rerun`, `profiles/{plan_arch}_rerun.csv`), which no method read, not on the "
                   "profile it was fitted on (its report.md's second-run table). Cross-arch errors, speedups and "
                   "spreads are unchanged.", ""]
+    kinds = [data_of(main_rows(r, workloads, methods)) for r in runs]
     lines += _md_table(["run", "path", "synthesis seed", "data"],
-                       [[r.label, f"`{os.path.abspath(r.path)}`", _seed_cell(r, data_of(main_rows(r, workloads, methods))),
-                         _data_words(data_of(main_rows(r, workloads, methods)))] for r in runs]).split("\n")
+                       [[r.label, f"`{os.path.abspath(r.path)}`", _seed_cell(r, k), _data_words(k)]
+                        for r, k in zip(runs, kinds)]).split("\n")
     lines.append("")
     notes = notes + _left_out_of_means(runs, summ, workloads, methods)
     lines += notes + ([""] if notes else [])

@@ -514,8 +514,8 @@ def _simulators_of(results, kinds) -> dict[str, list[str]]:
     label = sim["simulated_by"].astype(object).fillna("").astype(str) if "simulated_by" in sim.columns \
         else sim["workload"].map(lambda _: "")
     out: dict[str, list[str]] = {}
-    arch = sim["arch"].astype(str) if "arch" in sim.columns else sim["workload"].map(lambda _: "?")
-    for w, arch, by in zip(sim["workload"], arch, label):
+    archs = sim["arch"].astype(str) if "arch" in sim.columns else sim["workload"].map(lambda _: "?")
+    for w, arch, by in zip(sim["workload"], archs, label):
         names = out.setdefault(f"`{arch}`" + (f" ({by})" if by else ""), [])
         if w not in names:
             names.append(w)
@@ -773,7 +773,8 @@ def write_report(results, out_dir: str | Path, *, title: str = "gclsampler evalu
         "(STEM+ROOT's averaging).",
         "",
     ]
-    simulated = [a for a in archs if str(a).startswith("accelsim-")]
+    sim_archs = set(results.loc[_simulated_rows(results), "arch"].astype(str))  # the banner's rule, not a 2nd one
+    simulated = [a for a in archs if str(a) in sim_archs]
     if simulated:
         lines += [f"Ground truth {', '.join(f'`{a}`' for a in simulated)} is SIMULATED by Accel-Sim "
                   "(`gclsampler simulate --all`; one SM unless run with --full-gpu, so cycles are SM 0's share; "

@@ -114,6 +114,7 @@ def _g(v) -> str:
 
 def _simulate(args: argparse.Namespace) -> int:
     from gclsampler import simulate as S
+    from gclsampler.profile import SIMULATED_PREFIX
     from gclsampler.trace.workload import describe_export
 
     plan_path, wdir = _paths(args)
@@ -164,7 +165,7 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         wanted = sorted(infos)
     if plan is None:
-        _check_own_profile(wdir / "profiles" / f"accelsim-{sim.config}.csv")
+        _check_own_profile(wdir / "profiles" / f"{SIMULATED_PREFIX}{sim.config}.csv")
     from gclsampler.workload import declared_data_kind
 
     synthetic = declared_data_kind(wdir) == "synthetic" or bool(plan is not None and plan.synthetic)
@@ -226,7 +227,7 @@ def _simulate(args: argparse.Namespace) -> int:
     label = S.provenance(run, synthetic)
     notes = describe_export(run.export_facts)
     if plan is None:
-        prof = wdir / "profiles" / f"accelsim-{sim.config}.csv"
+        prof = wdir / "profiles" / f"{SIMULATED_PREFIX}{sim.config}.csv"
         S.write_profile(prof, run, synthetic, len(infos))
         _summary_all(run, wdir, out, prof, label, notes)
         return 0

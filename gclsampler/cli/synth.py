@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from gclsampler.errors import GclError
+from gclsampler.errors import GclError, check_seed
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -78,8 +78,7 @@ def _run(args) -> int:
         raise SynthUsageError("synth: --out DIR is required")
     if args.jobs < 1:
         raise SynthUsageError(f"synth: --jobs {args.jobs}: must be at least 1")
-    if not 0 <= args.seed < 2**32:  # the range every other seed of gclsampler takes
-        raise SynthUsageError(f"synth: --seed {args.seed}: must be an integer in [0, 2**32)")
+    check_seed(args.seed, "synth: --seed", SynthUsageError)  # the range every other seed of gclsampler takes
     workload_defaults(args.workload)  # unknown workload -> clear error
     if args.rerun:
         from gclsampler.synth.generate import with_second_run

@@ -498,13 +498,13 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
         ws = set(want)
         infos = [i for i in infos if i.invocation in ws]
     dst_dir.mkdir(parents=True, exist_ok=True)
-    names, written, mine = [], [], []
+    names, written = [], []
+    facts = [] if facts is None else facts
+    first = len(facts)  # this export's facts: AS_AMPERE.txt below says what they say
     for info in _progress(infos, len(infos), "export"):
         name = f"kernel-{info.header.kernel_id}.traceg"
         text, fact = accelsim_export(read_kernel(src_dir / info.path), as_ampere=as_ampere)
-        mine.append(fact)
-        if facts is not None:
-            facts.append({"invocation": info.invocation, **fact})
+        facts.append({"invocation": info.invocation, **fact})
         write_bytes_atomic(dst_dir / name, text)
         names.append(name)
         written.append(dst_dir / name)
@@ -516,7 +516,7 @@ def export_accelsim(src_dir: str | os.PathLike, dst_dir: str | os.PathLike,
     write_kernelslist(dst_dir, names)
     from gclsampler.trace.ampere import describe
 
-    said = describe(mine)
+    said = describe(facts[first:])
     if said:  # the traces now say binary version 86: once the terminal scrolls away, only this file says why
         write_bytes_atomic(dst_dir / AS_AMPERE_NOTE, (
             "\n".join(said) + "\nThese traces were recorded on a newer GPU and rewritten by gclsampler "
