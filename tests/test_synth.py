@@ -310,6 +310,13 @@ def test_smallest_allowed_size_synthesizes(name, key, low, extra, tmp_path):
     assert (out / "kernelslist.g").read_text().strip()
 
 
+def test_an_arch_given_twice_is_refused_before_work(tmp_path):
+    # it was recorded in workload.json as given, so asking again with it once read as a different request
+    with pytest.raises(SynthConfigError, match=r"^synth\.archs: 'ampere' given twice in \['ampere', 'ampere'\]"):
+        generate("3mm", tmp_path / "w", params={"n": 16, "archs": "[ampere,ampere]"}, arch="turing")
+    assert not (tmp_path / "w").exists()
+
+
 def test_negative_seed_is_refused_naming_the_key(tmp_path):
     with pytest.raises(SynthConfigError, match="^seed: must be a non-negative integer, got -1$"):
         generate("3mm", tmp_path / "w", params={"n": 16}, seed=-1)

@@ -75,6 +75,11 @@ def resolve_params(name: str, params: dict | None) -> dict:
     for key in ("sample_cap", "sample_ctas", "batch_window", "batch_insts"):
         if int(k[key]) < 1:
             raise SynthConfigError(f"synth.{key}: must be >= 1, got {k[key]!r}")
+    seen = set()
+    for a in k["archs"]:  # a duplicate was recorded in workload.json as given, so the same request read as stale
+        if a in seen:
+            raise SynthConfigError(f"synth.archs: {a!r} given twice in {list(k['archs'])}; give each arch once")
+        seen.add(a)
     if k["compress"] not in ("", "gz", "xz", "zst"):
         raise SynthConfigError(f"synth.compress: one of '', gz, xz, zst; got {k['compress']!r}")
     for key, low in WORKLOADS[name].minimums.items():
