@@ -859,3 +859,28 @@ def test_the_console_entry_flushes_and_exits_with_mains_status(status):
     assert r.returncode == status, r.stderr
     expected = ["report so far"] + ([] if status == 2 else ["teardown ran"])
     assert r.stdout.splitlines() == expected
+
+
+@pytest.mark.parametrize("argv", [
+    ["stem", "{prof}", "--out", ""],
+    ["sample", "pka", "{wl}", "--out", ""],
+    ["profile", "import", "{prof}", "--out", ""],
+    ["plan", "export-accelsim", "{plan}", "{wl}", ""],
+    ["trace", "group", "{wl}", ""],
+    ["trace", "info", ""],
+    ["validate", ""],
+    ["compare", "", "--out", "c"],
+])
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(argv, tmp_path, monkeypatch, capsys):
+    """``Path("")`` is ``.``: ``stem P --out "$OUT"`` with OUT unset wrote its plan as ``.``, and an
+    empty input path read whatever the working directory held."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    names = {"prof": str(tmp_path / "profile.csv"), "wl": str(tmp_path / "wl"), "plan": str(tmp_path / "plan.json")}
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(**names) for a in argv])
+    assert exc.value.code == 2
+    line = _line(capsys, "empty path")
+    assert line.startswith(f"gclsampler {argv[0]}") and "argument" in line
+    assert list(cwd.iterdir()) == []

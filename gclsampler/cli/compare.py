@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
+
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
@@ -17,10 +19,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         "table. Nothing "
         "is refitted or rescored. A multirun writes the same files into its sweep directory by itself."
     )
-    parser.add_argument("runs", nargs="+", type=Path,
+    parser.add_argument("runs", nargs="+", type=path_arg,
                         help="evaluate.py output directories or their results.csv files; a directory without "
                              "results.csv stands for the runs inside it (a multirun sweep directory)")
-    parser.add_argument("--out", type=Path, required=True,
+    parser.add_argument("--out", type=path_arg, required=True,
                         help="directory for compare.md, compare*.csv and plots/ (new, empty, or an earlier "
                              "`gclsampler compare` output, which is replaced as a whole)")
     parser.add_argument("--reference", default=None, help="method counted head to head against the others "

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
 from gclsampler.errors import GclError, located
 
 
@@ -62,17 +63,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     info = sub.add_parser("info", help="node/edge counts per type and sizes of invocation graphs",
                           description="Build (or reload from the cache) the graphs of DIR and print node and "
                                       "edge counts per type. DIR may also be a single trace file.")
-    info.add_argument("dir", help="workload directory or one kernel-<id>.traceg file")
+    info.add_argument("dir", type=path_arg, help="workload directory or one kernel-<id>.traceg file")
     info.add_argument("--invocation", type=int, default=None, help="only this invocation (0-based)")
-    info.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
+    info.add_argument("--cache-dir", type=path_arg, default=None, help="graph cache (default DIR/.graph-cache)")
     info.add_argument("--workers", type=int, default=2,
                       help="processes building graphs at once (default 2; 1 = in this process)")
     _add_cfg_args(info)
     info.set_defaults(handler=_info)
     build = sub.add_parser("build", help="build the graph cache of a workload in parallel",
                            description="Build every invocation's graph into the cache and report unique graphs.")
-    build.add_argument("dir", help="workload directory")
-    build.add_argument("--cache-dir", default=None, help="graph cache (default DIR/.graph-cache)")
+    build.add_argument("dir", type=path_arg, help="workload directory")
+    build.add_argument("--cache-dir", type=path_arg, default=None, help="graph cache (default DIR/.graph-cache)")
     build.add_argument("--workers", type=int, default=2,
                       help="processes building graphs at once (default 2; 1 = in this process)")
     _add_cfg_args(build)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gclsampler.cli._args import path_arg
 from gclsampler._csv_records import csv_records
 from gclsampler.errors import GclError, located
 from gclsampler.trace.ampere import AS_AMPERE_HELP
@@ -42,8 +43,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("show", help="clusters, samples and weights of a plan (expected speedup with --profile)",
                        description="Summarise plan.json: one line per cluster with its size, samples and error bound.")
-    p.add_argument("plan", type=Path, help="plan.json")
-    p.add_argument("--profile", type=Path, help="profile.csv of the same workload: adds expected speedup and the plan's error on it")
+    p.add_argument("plan", type=path_arg, help="plan.json")
+    p.add_argument("--profile", type=path_arg, help="profile.csv of the same workload: adds expected speedup and the plan's error on it")
     p.add_argument("--time-column", default="time_ns", help="profile column for speedup (default time_ns)")
     p.add_argument("--samples", action="store_true", help="also list every sampled invocation with its weight")
     p.add_argument("--limit", type=int, default=40, help="clusters (and samples) listed at most (default 40; 0 = all)")
@@ -52,9 +53,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("export-accelsim", help="Accel-Sim traces of the sampled invocations + kernelslist.g",
                        description="Write plain Accel-Sim traces of only the plan's sampled invocations, a "
                                    "kernelslist.g listing them in launch order, and a copy of the plan.")
-    p.add_argument("plan", type=Path, help="plan.json")
-    p.add_argument("workload_dir", type=Path, help="workload directory holding the traces")
-    p.add_argument("out_dir", type=Path, help="directory to write (traces, kernelslist.g, plan.json)")
+    p.add_argument("plan", type=path_arg, help="plan.json")
+    p.add_argument("workload_dir", type=path_arg, help="workload directory holding the traces")
+    p.add_argument("out_dir", type=path_arg, help="directory to write (traces, kernelslist.g, plan.json)")
     p.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
     p.set_defaults(handler=_export)
 
@@ -65,8 +66,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                                    "an Accel-Sim stdout log (launches in kernelslist order, i.e. ascending "
                                    "sampled invocation; kernel_launch_uid is used when present) or a CSV "
                                    "with an `invocation` column and numeric metric columns.")
-    p.add_argument("plan", type=Path, help="plan.json")
-    p.add_argument("results", type=Path, help="Accel-Sim output log, or CSV with invocation + metric columns")
+    p.add_argument("plan", type=path_arg, help="plan.json")
+    p.add_argument("results", type=path_arg, help="Accel-Sim output log, or CSV with invocation + metric columns")
     p.add_argument("--format", choices=["auto", "accelsim", "csv"], default="auto",
                    help="results format (default: CSV when the first line has an `invocation` column)")
     p.add_argument("--no-name-check", action="store_true",

@@ -7,6 +7,8 @@ import math
 import sys
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
+
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="profile_command", metavar="SUBCOMMAND")
@@ -21,8 +23,8 @@ def register(parser: argparse.ArgumentParser) -> None:
             "(.json or .json.gz)."
         ),
     )
-    imp.add_argument("file", type=Path, help="the export to read")
-    imp.add_argument("--out", type=Path, required=True, help="profile.csv to write (atomically)")
+    imp.add_argument("file", type=path_arg, help="the export to read")
+    imp.add_argument("--out", type=path_arg, required=True, help="profile.csv to write (atomically)")
     imp.add_argument("--format", default="auto", choices=["auto", "ncu", "nsys", "torch", "profile"],
                      help="export format (default: detect from the content)")
     imp.add_argument("--clock-mhz", type=float, default=None,
@@ -31,7 +33,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     imp.set_defaults(handler=_import)
 
     info = sub.add_parser("info", help="summarise a profile.csv", description="Validate a profile.csv and summarise it.")
-    info.add_argument("profile", type=Path)
+    info.add_argument("profile", type=path_arg)
     info.add_argument("--top", type=int, default=5, help="list the N kernel names with the most time (N >= 1, default 5)")
     info.set_defaults(handler=_info)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
+
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
@@ -30,14 +32,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     # both required: with two optional positionals argparse bound "pka --out p.json WL" as
     # METHOD=pka, WORKLOAD=None and refused WL; --list, which needs neither, acts as --help does
     parser.add_argument("method", help="method name (see --list)")
-    parser.add_argument("workload", type=Path,
+    parser.add_argument("workload", type=path_arg,
                         help="workload directory (profile.csv, kernelslist.g, traces, workload.json)")
-    parser.add_argument("--out", type=Path, required=True, help="plan.json to write (atomically)")
+    parser.add_argument("--out", type=path_arg, required=True, help="plan.json to write (atomically)")
     parser.add_argument("--seed", type=int, default=0,
                         help="random_state of the method, an integer in [0, 2**32) (default 0)")
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
-    parser.add_argument("--embeddings", type=Path,
+    parser.add_argument("--embeddings", type=path_arg,
                         help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem")
     parser.add_argument("--list", action=_ListMethods, help="list the methods and their parameters, then exit")
     parser.set_defaults(handler=_run)

@@ -21,6 +21,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
 from gclsampler._guard import interrupt_outcome, stderr_line
 from gclsampler.errors import GclError
 from gclsampler.trace.ampere import AS_AMPERE_HELP
@@ -39,7 +40,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="plan.json and the workload directory; with --all only the workload directory")
     parser.add_argument("--all", action="store_true",
                         help="simulate every invocation and write WL/profiles/accelsim-<config>.csv")
-    parser.add_argument("--out", type=Path, required=True, help="output directory")
+    parser.add_argument("--out", type=path_arg, required=True, help="output directory")
     parser.add_argument("--accelsim-root", default=None,
                         help="your accel-sim-framework checkout, built (default: $ACCELSIM_ROOT)")
     parser.add_argument("--config", default=None,
@@ -64,7 +65,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "mem_gb=8, array_parallelism=64; repeatable")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="kill a simulation that runs longer (default: no limit)")
-    parser.add_argument("--cache-dir", type=Path, default=None,
+    parser.add_argument("--cache-dir", type=path_arg, default=None,
                         help="where runs and their logs are kept (default OUT/runs); share it between plans "
                              "of one workload to reuse simulations")
     parser.add_argument("--dedup", action="store_true",

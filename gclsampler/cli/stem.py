@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
+
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
@@ -14,8 +16,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "the truth with confidence z: the workload's total (--scope global, default, as in the STEM "
         "paper) or every kernel name's (--scope group). Writes plan.json (gclsampler-plan/1)."
     )
-    parser.add_argument("profile", type=Path, help="profile.csv (one row per invocation)")
-    parser.add_argument("--out", type=Path, required=True, help="plan.json to write (atomically)")
+    parser.add_argument("profile", type=path_arg, help="profile.csv (one row per invocation)")
+    parser.add_argument("--out", type=path_arg, required=True, help="plan.json to write (atomically)")
     parser.add_argument("--epsilon", type=float, default=0.05,
                         help="relative error bound, a number in (0, 1) (default 0.05)")
     parser.add_argument("--z", type=float, default=1.96,

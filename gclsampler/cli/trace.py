@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from gclsampler.cli._args import path_arg
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 
 
@@ -168,7 +169,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="trace_cmd", metavar="SUBCOMMAND")
 
     p = sub.add_parser("info", help="invocations, kernels, instructions, warps, CTAs, top opcodes, bytes")
-    p.add_argument("dir", help="workload directory (kernelslist.g + kernel-N.traceg[.gz|.xz|.zst])")
+    p.add_argument("dir", type=path_arg, help="workload directory (kernelslist.g + kernel-N.traceg[.gz|.xz|.zst])")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--top", type=int, default=10, help="opcodes in the histogram (default 10)")
     p.add_argument("--per-invocation", action="store_true", help="also list every invocation")
@@ -176,16 +177,16 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("export-accelsim",
                        help="plain Accel-Sim traces (values stripped, <=1 dst/<=4 src) + kernelslist.g")
-    p.add_argument("src", help="workload directory")
-    p.add_argument("dst", help="output directory for Accel-Sim")
+    p.add_argument("src", type=path_arg, help="workload directory")
+    p.add_argument("dst", type=path_arg, help="output directory for Accel-Sim")
     p.add_argument("--invocations", default=None,
                    help="0-based invocation ids, e.g. '0,5,7-9' or '@ids.txt' (default: all)")
     p.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
     p.set_defaults(handler=_export)
 
     p = sub.add_parser("group", help="raw NVBit kernel-N.trace[.xz] -> grouped kernel-N.traceg")
-    p.add_argument("raw_dir", help="directory with kernelslist and kernel-N.trace files")
-    p.add_argument("out_dir", help="output workload directory")
+    p.add_argument("raw_dir", type=path_arg, help="directory with kernelslist and kernel-N.trace files")
+    p.add_argument("out_dir", type=path_arg, help="output workload directory")
     p.add_argument("--compress", default="", type=lambda v: "." + v.lstrip(".") if v else v,
                    choices=["", ".gz", ".xz", ".zst"],
                    help="compress the grouped traces: gz, xz or zst (or .gz, .xz, .zst; default: plain text)")

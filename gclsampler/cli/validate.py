@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from gclsampler.cli._args import path_arg
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +18,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "profile.csv (and profiles/*.csv) against each other. Prints one line per problem; exit 2 on "
         "any error, 0 with warnings only. Trace bodies are read only with --full."
     )
-    parser.add_argument("workload", type=Path, help="workload directory (kernelslist.g, traces, profile.csv)")
+    parser.add_argument("workload", type=path_arg, help="workload directory (kernelslist.g, traces, profile.csv)")
     parser.add_argument("--no-profile", action="store_true", help="check the traces only (no profile.csv yet)")
     parser.add_argument("--full", action="store_true",
                         help="also parse every trace whole, as the graph stage does (catches a body cut short or "
