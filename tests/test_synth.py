@@ -386,3 +386,19 @@ def test_synth_usage_shows_out_as_required(capsys):
         main(["synth", "--help"])
     usage = capsys.readouterr().out.split("\n\n")[0]
     assert "WORKLOAD --out DIR" in usage and "[--out" not in usage
+
+
+@pytest.mark.parametrize("argv", [["phi2", "--list"], ["--list", "phi2"], ["phi2", "--out", "x", "--list"]])
+def test_synth_list_with_a_workload_lists_its_knobs(argv, capsys, tmp_path, monkeypatch):
+    """``synth phi2 --list`` said "unrecognized arguments: --list": the workload's REMAINDER took it."""
+    from gclsampler.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["synth", *argv]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("phi2: ") and f"layers={workload_defaults('phi2')['layers']}" in lines[0]
+    assert list(tmp_path.iterdir()) == []  # listing writes nothing, --out or not
+    assert main(["synth", "--list"]) == 0
+    assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines()] == workload_names()
+    assert main(["synth", "phi2", "--list", "layers=2"]) == 2  # not ignored silently
+    assert "--list takes no KEY=VALUE" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from gclsampler.errors import GclError, check_seed
 def register(parser: argparse.ArgumentParser) -> None:
     # written out: argparse's own shows [--out OUT], which only --list may leave out
     parser.usage = ("%(prog)s WORKLOAD --out DIR [--arch ARCH] [--seed SEED] [--jobs N] [--no-rerun] [--quiet] "
-                    "[KEY=VALUE ...]\n       %(prog)s --list")
+                    "[KEY=VALUE ...]\n       %(prog)s [WORKLOAD] --list")
     parser.add_argument("workload", nargs="?", help="workload name (see `gclsampler synth --list`)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY=VALUE ...",
                         help="synth knob overrides, e.g. layers=2 decode=4 (options may be mixed in); "
@@ -32,7 +32,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="synthesis seed: inputs and run-to-run jitter (default 0)")
     parser.add_argument("--jobs", type=int, default=2,
                         help="processes (default 2: the timing model in a worker; output identical)")
-    parser.add_argument("--list", action="store_true", help="list workloads with their default knobs")
+    parser.add_argument("--list", action="store_true", help="list workloads with their default knobs (only WORKLOAD's when one is named)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar / summary line")
     parser.set_defaults(handler=_run)
 
@@ -44,11 +44,8 @@ class SynthUsageError(GclError):
 def _run(args) -> int:
     from gclsampler.synth import generate, workload_defaults, workload_names
 
-    if args.list:
-        for name in workload_names():
-            d = workload_defaults(name)
-            print(name + ": " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
-        return 0
+    if args.list and not args.rest:
+        return _list(args.workload)
     if not args.workload:  # it printed the list and exited 0: `synth --out d && train.py ...` went on with no data
         raise SynthUsageError(f"synth: WORKLOAD is required, one of {', '.join(workload_names())} "
                               "(gclsampler synth --list gives their knobs)")
@@ -63,8 +60,13 @@ def _run(args) -> int:
     tail.add_argument("--quiet", action="store_true", default=args.quiet)
     tail.add_argument("--jobs", type=int, default=args.jobs)
     tail.add_argument("--rerun", action=argparse.BooleanOptionalAction, default=args.rerun)
+    tail.add_argument("--list", action="store_true", default=args.list)
     tail.add_argument("overrides", nargs="*")
     args = tail.parse_intermixed_args(args.rest, namespace=argparse.Namespace(workload=args.workload))
+    if args.list:  # `synth phi2 --list` (argparse's REMAINDER took --list after the workload)
+        if args.overrides:
+            raise SynthUsageError(f"synth: --list takes no KEY=VALUE (got {args.overrides[0]!r})")
+        return _list(args.workload)
     params = {}
     for ov in args.overrides:
         if "=" not in ov:
@@ -89,4 +91,14 @@ def _run(args) -> int:
     check_out_dir(args.out, "synth")  # before any work: never replace a directory synth did not write
     generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet,
              jobs=args.jobs)
+    return 0
+
+
+def _list(workload: str | None) -> int:
+    """Every workload's default knobs, or only WORKLOAD's when one is named."""
+    from gclsampler.synth import workload_defaults, workload_names
+
+    for name in [workload] if workload else workload_names():
+        d = workload_defaults(name)  # an unknown name -> the clear error
+        print(name + ": " + " ".join(f"{k}={v}" for k, v in sorted(d.items())))
     return 0
