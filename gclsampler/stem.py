@@ -661,6 +661,8 @@ def _times(times) -> np.ndarray:
     t = np.asarray(times)
     if t.ndim != 1:
         raise StemError(f"times: expected a 1-D array, found shape {t.shape}")
+    if t.dtype == np.bool_:  # True/False became 1/0: a mask passed where the times belong
+        raise StemError("times: booleans, not execution times")
     try:
         t = t.astype(np.float64, copy=False)
     except (TypeError, ValueError):

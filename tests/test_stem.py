@@ -576,6 +576,7 @@ def test_group_scope_bounds_every_group(rng):
         (dict(times=[1.0], min_group=0), "stem.min_group"),
         (dict(times=[1.0], scope="world"), "stem.scope"),
         (dict(times=[[1.0]]), "times: expected a 1-D array"),
+        (dict(times=np.array([True, False, True])), "times: booleans"),  # were read as 1/0
     ],
 )
 def test_bad_input(kwargs, match):
