@@ -149,7 +149,8 @@ def _run_model_of_width(path: str | os.PathLike, n_columns: int):
 
 
 def without_size_vector(path: str | os.PathLike, n_columns: int) -> str | None:
-    """Why the embeddings in ``path`` (``n_columns`` wide) hold no size vector, or None.
+    """Why the embeddings in ``path`` (``n_columns`` wide) hold no size vector that reads as
+    log2 instructions (none, or one scaled by ``model.kfeat_scale`` other than 1), or None.
 
     Why: gcl's work split and ``work_mean`` representative read the size vector's log2 SM-0
     instructions (``cluster.split_column``, -6). Embeddings of a ``model=paper`` run end in
@@ -162,7 +163,8 @@ def without_size_vector(path: str | os.PathLike, n_columns: int) -> str | None:
     model, config_yaml = _run_model_of_width(path, n_columns)
     if model is not None:
         if bool(model.get("kernel_features", ModelConfig.kernel_features)):
-            return None
+            scale = model.get("kfeat_scale", ModelConfig.kfeat_scale)  # read as log2 instructions: see pipeline
+            return None if scale == 1 else f"its size vector is scaled ({config_yaml}: model.kfeat_scale={scale})"
         return f"trained without the size vector ({config_yaml}: model.kernel_features=false)"
     if n_columns == ModelConfig.out_dim:
         return (f"{n_columns} columns, the width of the paper's encoder (no size vector), and no config.yaml of a "

@@ -450,12 +450,27 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
                 f"cluster.split_column: {cl.split_column} is not a column of the size vector, which "
                 f"{' and '.join(uses)} read{'' if len(uses) > 1 else 's'} as work; counted from the "
                 f"embeddings' end its columns are {names}")
+        scale = cfg.model.get("kfeat_scale", 1.0)
+        if uses and scale != 1:
+            raise PipelineError(kfeat_scale_conflict(scale, uses))
         return
     if uses:
         raise PipelineError(
             f"model.kernel_features=false: {' and '.join(uses)} {'read' if len(uses) > 1 else 'reads'} the size "
             f"vector's work column, which these embeddings lack; add cluster.split_tolerance=0 "
             f"cluster.representative=medoid, or use sampler=gcl_paper")
+
+
+def kfeat_scale_conflict(scale, uses: list[str]) -> str:
+    """Why a scaled size vector is refused where the work column is read.
+
+    Why refused: the work split's tolerance and ``work_mean``'s mean are in log2 instructions,
+    and the embeddings hold them times ``model.kfeat_scale``: at 0.5 a 0.4 tolerance let
+    clusters span 1.74x instead of 1.32x, at 0 the split was off and ``work_mean`` fell back
+    to the medoid, all without a word."""
+    return (f"model.kfeat_scale={scale}: the embeddings' size vector is scaled, but {' and '.join(uses)} "
+            f"{'read' if len(uses) > 1 else 'reads'} its work column as log2 instructions; keep "
+            f"model.kfeat_scale=1, or add cluster.split_tolerance=0 cluster.representative=medoid")
 
 
 def _load_workload(wdir: Path, name: str, profile=None):

@@ -602,6 +602,25 @@ def test_paper_encoder_with_the_work_reading_gcl_is_refused_before_training():
         _check_plan_stage(compose("config", overrides=["debug=default"]))
 
 
+def test_a_scaled_size_vector_is_refused_where_the_work_column_is_read():
+    """The work split's tolerance and work_mean read column -6 as log2 instructions, but the
+    embeddings hold it times model.kfeat_scale: at 0.5 the 1.32x tolerance let 1.74x through,
+    at 0 the split was off, without a word."""
+    from gclsampler.pipeline import PipelineError, _check_plan_stage
+
+    def check(*overrides):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            _check_plan_stage(compose("config", overrides=["debug=default", *overrides]))
+
+    with pytest.raises(PipelineError, match=r"^model.kfeat_scale=0.5: the embeddings' size vector is scaled, but "
+                                            r"cluster.split_tolerance and cluster.representative=work_mean read"):
+        check("model.kfeat_scale=0.5")
+    with pytest.raises(PipelineError, match=r"^model.kfeat_scale=0.0: .* cluster.representative=work_mean reads"):
+        check("model.kfeat_scale=0", "cluster.split_tolerance=0")
+    check("model.kfeat_scale=0.5", "cluster.split_tolerance=0", "cluster.representative=medoid")
+    check("model.kfeat_scale=2", "sampler=gcl_stem")  # STEM draws its members, no work split
+
+
 @pytest.mark.parametrize("column, refused", [(-6, False), (-8, False), (-1, False), (-9, True), (5, True),
                                             (1000, True)])
 def test_a_work_column_outside_the_size_vector_is_refused_before_training(column, refused):

@@ -110,6 +110,9 @@ def test_gcl_paper_refuses_the_projects_embeddings(wl, tmp_path, capsys, columns
     (264, {"inst_stats": False, "kernel_features": False, "out_dim": 264},
      "trained without the size vector ({dir}/config.yaml: model.kernel_features=false)"),
     (264, None, None),  # the project encoder's width: the size vector is its last 8 columns
+    (264, {"inst_stats": True, "kernel_features": True, "out_dim": 256, "kfeat_scale": 0.5},
+     "its size vector is scaled ({dir}/config.yaml: model.kfeat_scale=0.5)"),  # read as log2 instructions
+    (264, {"inst_stats": True, "kernel_features": True, "out_dim": 256, "kfeat_scale": 1.0}, None),
     (256, {"inst_stats": True, "kernel_features": True, "out_dim": 248}, None),
     (40, None, None),  # someone's own embeddings: not refused by width
 ])
