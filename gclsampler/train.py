@@ -26,6 +26,7 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import sys
@@ -45,6 +46,7 @@ from gclsampler.model import GCLModel, ModelConfig
 from gclsampler.train_config import PRECISIONS, TrainConfig, TrainConfigError  # noqa: F401  (re-exported)
 from gclsampler.sweep_summary import SweepSummaryCallback, foreign_sweep_files, summarize_sweep  # noqa: F401  (re-exported)
 
+_log = logging.getLogger("gclsampler.train")
 LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "lr", "n_train", "n_val", "seconds", "best"]
 
 
@@ -127,15 +129,28 @@ def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_
                  gen: Optional[torch.Generator]) -> list[list[int]]:
     """Batches of at most ``batch_size`` graphs and (if > 0) ``max_nodes`` nodes; shuffled when ``gen``.
 
-    A batch with a single graph has no negatives; it is merged into the previous batch.
+    A batch with a single graph has no negatives (its InfoNCE is 0, it trains nothing), so the
+    graphs ``_pack`` leaves alone -- each larger than half of ``max_nodes`` -- are paired in
+    order, over the cap; an odd one out joins the last batch. Only a lone graph is left out.
+    Why not drop them, as before: every graph but the last single one was never trained on
+    nor validated, silently, and those are the largest kernels (``graph.max_insts_per_warp=0``).
     """
     order = list(ids)
     if gen is not None:
         order = [order[i] for i in torch.randperm(len(order), generator=gen).tolist()]
-    batches = _pack(order, sizes, batch_size, max_nodes)
-    if len(batches) > 1 and len(batches[-1]) < 2:
-        batches[-2].extend(batches.pop())
-    return [b for b in batches if len(b) >= 2]
+    batches: list[list[int]] = []
+    alone: Optional[int] = None
+    for b in _pack(order, sizes, batch_size, max_nodes):
+        if len(b) >= 2:
+            batches.append(b)
+        elif alone is None:
+            alone = b[0]
+        else:
+            batches.append([alone, b[0]])
+            alone = None
+    if alone is not None and batches:
+        batches[-1].append(alone)
+    return batches
 
 
 def _two_views(graphs: Sequence[Data], aug: AugmentConfig, gen: torch.Generator, device: torch.device,
@@ -291,6 +306,7 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
     shuffle_gen = torch.Generator().manual_seed(cfg.seed + 11)
     aug_gen = torch.Generator().manual_seed(cfg.seed + 12)
     start_epoch, best, bad_epochs = 0, float("inf"), 0
+    best_in_memory: Optional[dict] = None  # the kept model's weights when there is no out_dir
     log: list[dict] = []
     last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
     run_settings = {**_resume_settings(model_cfg, aug_cfg, cfg),
@@ -320,7 +336,13 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
         if cfg.patience > 0 and bad_epochs >= cfg.patience:
             start_epoch = cfg.epochs  # it stopped early: rerunning a finished run trains no further
 
-    batches_per_epoch = len(make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None))
+    in_order = make_batches(train_ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None)
+    over = sum(sum(sizes[i] for i in b) > cfg.max_nodes_per_batch for b in in_order) if cfg.max_nodes_per_batch > 0 else 0
+    if over:  # memory the cap was meant to bound
+        _log.warning("%d of %d training batches exceed train.max_nodes_per_batch=%d: graphs too large to share a "
+                     "batch under it are paired over it (InfoNCE needs two graphs a batch)",
+                     over, len(in_order), cfg.max_nodes_per_batch)
+    batches_per_epoch = len(in_order)
     bar = _progress((cfg.epochs - start_epoch) * batches_per_epoch, "train", cfg.progress)
     for epoch in range(start_epoch, cfg.epochs):
         te = time.perf_counter()
@@ -345,6 +367,8 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
             if out_dir is not None:
                 save_model(model, model_cfg, Path(out_dir) / "model.pt",
                            extra={"epoch": epoch, "val_loss": val_loss, "train_loss": train_loss})
+            else:  # nowhere to reload it from: without this the caller got the last epoch's weights
+                best_in_memory = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             bad_epochs += 1
         row = {"epoch": epoch, "train_loss": round(train_loss, 6), "val_loss": round(val_loss, 6), "lr": lr,
@@ -365,6 +389,8 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
         if cfg.patience > 0 and bad_epochs >= cfg.patience:
             break
     bar.close()
+    if best_in_memory is not None:
+        model.load_state_dict(best_in_memory)
     best_path = Path(out_dir) / "model.pt" if out_dir is not None else None
     if best_path is not None and best_path.exists():
         try:

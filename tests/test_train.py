@@ -18,6 +18,7 @@ from gclsampler.train import (
     TrainConfig,
     TrainConfigError,
     embed_invocations,
+    evaluate_loss,
     fit,
     load_model,
     make_batches,
@@ -67,6 +68,38 @@ def test_batches_respect_caps_and_never_leave_a_singleton():
     bs = make_batches(list(range(9)), sizes, batch_size=8, max_nodes=30, gen=None)
     assert all(sum(sizes[i] for i in b) <= 30 for b in bs[:-1])
     assert sorted(i for b in bs for i in b) == list(range(9))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 120), min_size=0, max_size=30), st.integers(1, 8), st.integers(0, 150),
+       st.booleans(), st.integers(0, 9))
+@example(sizes=[70] * 10, batch_size=32, max_nodes=120, shuffle=False, seed=0)  # only the last pair was kept
+@example(sizes=[10] * 5 + [150] + [10] * 5, batch_size=32, max_nodes=100, shuffle=False, seed=0)  # 5 was never trained
+def test_every_graph_is_in_exactly_one_batch_of_two_or_more(sizes, batch_size, max_nodes, shuffle, seed):
+    """Graphs too large to share a batch under max_nodes got one of their own and were then
+    dropped: with 10 graphs of 70 nodes under a cap of 120, 8 were never trained on."""
+    gen = torch.Generator().manual_seed(seed) if shuffle else None
+    bs = make_batches(list(range(len(sizes))), sizes, batch_size, max_nodes, gen)
+    flat = [i for b in bs for i in b]
+    assert sorted(flat) == (list(range(len(sizes))) if len(sizes) >= 2 else [])
+    assert all(len(b) >= 2 for b in bs)
+    # the caps bend only by the pairing: two lone graphs, and an odd one out on the last batch
+    assert all(len(b) <= max(batch_size, 2) + 1 for b in bs)
+    if max_nodes > 0 and len(sizes) >= 2 and max(sizes) <= max_nodes // 3:  # all fit three to a batch
+        assert all(sum(sizes[i] for i in b) <= max_nodes for b in bs[:-1])
+
+
+def test_without_out_dir_fit_returns_the_kept_epochs_weights():
+    """The best weights were reloaded only from out_dir/model.pt: without one, fit returned the
+    last epoch's model beside the best epoch's loss (epoch 0 kept, epoch 3 returned)."""
+    g = random_graphs(20, seed=0, n_warps=2, insts_per_warp=6)
+    small = dict(MCFG, hidden_dim=16, out_dim=16, proj_hidden=16, proj_dim=8)
+    cfg = tcfg(epochs=6, lr=0.05, patience=3)
+    r = fit(g, ModelConfig(**small), AugmentConfig(), cfg, None)
+    assert r.best_epoch != r.log[-1]["epoch"]  # else this checks nothing: pick settings where a later epoch is worse
+    sizes = [int(x.num_nodes) for x in g]
+    again = evaluate_loss(r.model, g, r.val_ids, AugmentConfig(), cfg, sizes, torch.device("cpu"))
+    assert again == pytest.approx(r.best_val_loss, abs=1e-5)
 
 
 def test_fit_writes_outputs_and_is_deterministic(tmp_path):
