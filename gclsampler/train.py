@@ -291,7 +291,11 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
     if cfg.max_train_graphs > 0 and len(train_ids) > cfg.max_train_graphs:
         pick = torch.randperm(len(train_ids), generator=torch.Generator().manual_seed(cfg.seed + 1))
         train_ids = sorted(train_ids[i] for i in pick[: cfg.max_train_graphs].tolist())
-        val_ids = val_ids[: max(2, int(round(cfg.max_train_graphs * cfg.val_fraction)))]
+        keep = max(2, int(round(cfg.max_train_graphs * cfg.val_fraction)))
+        if len(val_ids) > keep:  # a seeded subset, as training's: ids follow first launch, so the first
+            # `keep` of them validated on the start of the program only (an LLM's prefill, not its decode)
+            pick = torch.randperm(len(val_ids), generator=torch.Generator().manual_seed(cfg.seed + 2))
+            val_ids = sorted(val_ids[i] for i in pick[:keep].tolist())
     result = TrainResult(model=model, train_ids=train_ids, val_ids=val_ids, precision=cfg.precision)
     if len(train_ids) < 2 or cfg.epochs == 0:
         # one unique kernel graph (or no training asked): nothing to contrast against

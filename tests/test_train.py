@@ -102,6 +102,17 @@ def test_without_out_dir_fit_returns_the_kept_epochs_weights():
     assert again == pytest.approx(r.best_val_loss, abs=1e-5)
 
 
+def test_a_capped_training_set_validates_on_a_spread_of_the_program():
+    """With max_train_graphs, validation kept the lowest graph ids of its split, and ids follow
+    first launch: 51 graphs of ids 0-265 out of 0-999, the start of the program only."""
+    g = random_graphs(1, seed=0, n_warps=1, insts_per_warp=3) * 1000
+    r = fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), None)
+    _, val = split_graphs(1000, 0.2, 0)
+    assert len(r.val_ids) == 51 and set(r.val_ids) <= set(val) and r.val_ids == sorted(r.val_ids)
+    assert max(r.val_ids) > 900 and min(r.val_ids) < 100  # spread over the program, as the training subset is
+    assert fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), None).val_ids == r.val_ids  # seeded
+
+
 def test_fit_writes_outputs_and_is_deterministic(tmp_path):
     graphs = tiny()
     r1 = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(), tmp_path / "a")
