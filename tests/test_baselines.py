@@ -216,6 +216,29 @@ def test_sieve_tiers_by_cov():
     assert tier.tolist() == [1, 2, 3]
 
 
+def test_sieve_cov_equal_to_the_threshold_is_tier_2():
+    """The tiers are CoV == 0, CoV <= threshold, larger: a name whose CoV is exactly the
+    threshold has "little" variation and must not be sent to the KDE split of tier 3."""
+    inst = np.array([9.0, 11.0])  # mean 10, population sd 1: CoV 0.1
+    names = np.array(["k", "k"])
+    assert sieve_tiers(inst, names, cov_threshold=0.1)[1].tolist() == [2]
+    assert sieve_tiers(inst, names, cov_threshold=0.09)[1].tolist() == [3]
+
+
+def test_sieve_dominant_cta_tie_goes_to_the_larger_cta_count():
+    """SieveSampler's docstring: dominant_cta takes the first invocation with the stratum's
+    most frequent CTA count, ties to the larger count. Two counts, twice each: the first
+    launch with the larger count represents the stratum."""
+    grids = ["(4,1,1)", "(16,1,1)", "(4,1,1)", "(16,1,1)"]
+    n = len(grids)
+    df = pd.DataFrame({"invocation": np.arange(n), "kernel_name": ["a"] * n, "grid": grids,
+                       "block": ["(32,1,1)"] * n, "time_ns": [100.0] * n, "cycles": [100.0] * n,
+                       "inst_executed": [500.0] * n})  # constant: one tier-1 stratum
+    plan = SieveSampler().fit(wl(df))
+    assert len(plan.clusters) == 1
+    assert plan.invocations.tolist() == [grids.index("(16,1,1)")]
+
+
 def test_kde_split_separates_modes_and_keeps_unimodal():
     rng = np.random.default_rng(0)
     a = rng.normal(1e6, 1e4, 60)

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _trace_fixtures import Inst, make_trace
+from _trace_fixtures import HEADER_V5, Inst, make_trace
 from gclsampler.photon import SIM_ROUNDING, PhotonError, PhotonSampler, kernel_bbv, photon_assign
 
 
@@ -28,6 +28,20 @@ def test_blocks_split_at_jump_targets_and_after_branches():
     starts, counts = kernel_bbv(make_trace([w1, w2], with_values=False))
     assert starts.tolist() == [0x00, 0x10, 0x20] and counts.tolist() == [1, 2, 4]
     assert counts.sum() == 7  # every warp instruction lands in one block
+
+
+@pytest.mark.parametrize("binary_version, step", [(61, 8), (70, 16), (86, 16)])
+def test_straight_line_code_is_one_block_at_the_arch_instruction_size(binary_version, step):
+    """SASS is 8 bytes per instruction before Volta (sm_70) and 16 from sm_70 on: straight-line
+    code at that spacing is one basic block. With the wrong size every instruction became its
+    own block, and BBVs compared instruction mixes, not control flow."""
+    import dataclasses
+
+    warp = [_at(k * step) for k in range(3)] + [_at(3 * step, "EXIT")]
+    t = make_trace([warp], with_values=False)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, binary_version=binary_version))
+    starts, counts = kernel_bbv(t)
+    assert starts.tolist() == [0] and counts.tolist() == [4]
 
 
 def _sim(a: np.ndarray, b: np.ndarray) -> float:
@@ -76,6 +90,34 @@ def test_identical_bbvs_share_a_representative_and_threshold_one_needs_equality(
     assert reps.tolist() == [0, 3] and labels.tolist() == [0, 0, 0, 1, 0]
     labels, reps = photon_assign(sp.csr_matrix(np.stack([a, b, a, c, b])), 1.0)
     assert reps.tolist() == [0, 1, 3] and labels.tolist() == [0, 1, 0, 2, 1]
+
+
+def test_a_tie_between_representatives_goes_to_the_earliest():
+    """photon_assign's contract: an invocation as similar to two representatives joins the
+    earlier one; a later one wins only when strictly more similar."""
+    a, b = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    labels, reps = photon_assign(sp.csr_matrix(np.array([a, b, [0.5, 0.5, 0.0]])), 0.5)
+    assert reps.tolist() == [0, 1] and labels.tolist() == [0, 1, 0]
+    labels, reps = photon_assign(sp.csr_matrix(np.array([a, b, [0.4, 0.6, 0.0]])), 0.5)
+    assert reps.tolist() == [0, 1] and labels.tolist() == [0, 1, 1]
+
+
+def test_match_launch_keeps_launches_of_another_block_shape_apart(tmp_path):
+    """Two launches of one kernel, one grid, the same code, but 64 and 128 threads per block:
+    with match_launch they must not share a representative (its instruction count is not the
+    other's), without it they do."""
+    from gclsampler.photon import workload_bbvs
+
+    body = ("#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 2\n"
+            "0000 ffffffff 1 R1 MOV 0 0 0\n0010 ffffffff 0 EXIT 0 0 0\n#END_TB\n")
+    head = HEADER_V5.format(kid="{kid}", gx=1, li=0)
+    assert "-block dim = (64,1,1)" in head
+    (tmp_path / "kernel-1.traceg").write_text(head.format(kid=1) + body)
+    (tmp_path / "kernel-2.traceg").write_text(head.format(kid=2).replace("(64,1,1)", "(128,1,1)") + body)
+    shaped = workload_bbvs(tmp_path, 2, match_launch=True, cache=False)
+    assert photon_assign(shaped, 0.95)[1].tolist() == [0, 1]
+    loose = workload_bbvs(tmp_path, 2, match_launch=False, cache=False)
+    assert photon_assign(loose, 0.95)[1].tolist() == [0]
 
 
 @pytest.fixture(scope="module")

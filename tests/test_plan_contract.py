@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gclsampler.plan import PlanError, SamplingPlan, plan_from_labels
+from gclsampler.plan import ClusterInfo, PlanError, Sample, SamplingPlan, plan_from_labels
 
 
 @st.composite
@@ -54,6 +54,17 @@ def test_dropped_invocation_is_rejected(tmp_path):
     path.write_text(json.dumps(d))
     with pytest.raises(PlanError, match="cluster 0"):
         SamplingPlan.load(path)
+
+
+@pytest.mark.parametrize("invocation", [-1, 2])
+def test_a_sample_outside_the_invocations_is_rejected(invocation):
+    """Invocations are 0 .. n_invocations-1: a sample at n_invocations names a launch that does
+    not exist (estimate() then indexed past the end of the times)."""
+    for inv in (0, 1):
+        SamplingPlan("w", "m", 2, [Sample(inv, "k", 0, 2.0)], [ClusterInfo(0, 2)]).validate()
+    bad = SamplingPlan("w", "m", 2, [Sample(invocation, "k", 0, 2.0)], [ClusterInfo(0, 2)])
+    with pytest.raises(PlanError, match=r"invocation outside \[0, 2\)"):
+        bad.validate()
 
 
 @pytest.mark.parametrize("field", ["workload", "method", "kernel_name"])

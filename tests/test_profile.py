@@ -17,6 +17,7 @@ from gclsampler.profile import (
     dim3_array,
     parse_dim3,
     read_profile,
+    validate_profile,
     write_profile,
 )
 
@@ -95,6 +96,27 @@ def test_bad_rows_name_line_and_field(tmp_path, body, where, field):
     msg = str(err.value)
     assert f"{p}{where}: {field}:" in msg
     assert isinstance(err.value, GclError)
+
+
+def test_validating_a_frame_names_the_csv_line_of_the_row():
+    """A frame's row r is line r + 2 of the profile.csv it came from (the header is line 1):
+    an error one line off sends the user to the wrong launch."""
+    df = _table(3)
+    df.loc[1, "grid"] = "(0,1,1)"
+    with pytest.raises(ProfileFormatError, match=r"^profile\.csv:3: grid:"):
+        validate_profile(df, "profile.csv")
+
+
+@pytest.mark.parametrize("col", ["l1_hit_rate", "l2_hit_rate", "achieved_occupancy"])
+def test_fractions_above_one_are_refused_but_one_is_accepted(col):
+    """Hit rates and occupancy are fractions 0..1; 1.005 (a small overshoot, or a mis-scaled
+    value) must be refused, not skew every estimate built on it, while exactly 1 is valid."""
+    df = _table(2)
+    df[col] = [0.5, 1.0]
+    assert validate_profile(df, "profile.csv")[col].tolist() == [0.5, 1.0]
+    df[col] = [0.5, 1.005]
+    with pytest.raises(ProfileFormatError, match=rf"^profile\.csv:3: {col}: 1\.005 is out of range"):
+        validate_profile(df, "profile.csv")
 
 
 def test_missing_required_column_lists_found(tmp_path):

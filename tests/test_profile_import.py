@@ -285,6 +285,28 @@ def test_nsys_time_unit_from_header(tmp_path):
     np.testing.assert_allclose(df["time_ns"], np.array(TIMES_NS) * 1e3)
 
 
+@pytest.mark.parametrize("unit, ns_per_unit", [("ns", 1), ("us", 10**3), ("\u00b5s", 10**3), ("ms", 10**6), ("s", 10**9)])
+def test_nsys_every_duration_unit_scales_to_ns(tmp_path, unit, ns_per_unit):
+    """`nsys stats` writes the unit in the Duration header (--timeunit); a 1.5 ms kernel
+    read as 1500 ns (a wrong factor in the unit table) would make every time, speedup and
+    error built on the profile off by 1000x without any error."""
+    text = FIXTURES["nsys"].read_text().replace('"Duration (ns)"', f'"Duration ({unit})"')
+    text = text.replace("1100480,117344,", "1100480,1.5,")  # the first kernel: 1.5 units
+    df = import_profile(_write(tmp_path, "t.csv", text), "nsys")
+    assert df["time_ns"][0] == float(Decimal("1.5") * ns_per_unit)
+    np.testing.assert_allclose(df["time_ns"][1:], np.array(TIMES_NS[1:]) * ns_per_unit)
+
+
+def test_ncu_percentage_without_a_unit_is_a_percentage(tmp_path):
+    """Some ncu exports leave a .pct metric's unit cell empty; the metric name already says
+    percent, so 42 must read as the fraction 0.42 (refusing it blocked importing such exports)."""
+    head = '"ID","Kernel Name","Grid Size","Block Size","gpu__time_duration.sum","lts__t_sector_hit_rate.pct"'
+    units = '"","","","","nsecond",""'
+    row = '"0","kA","(1, 1, 1)","(32, 1, 1)","100","42"'
+    df = import_profile(_write(tmp_path, "n.csv", "\n".join([head, units, row]) + "\n"))
+    assert df["l2_hit_rate"].tolist() == [pytest.approx(0.42)]
+
+
 def test_nsys_missing_column_lists_found(tmp_path):
     text = FIXTURES["nsys"].read_text().replace('"BlkY",', '"BlockY",')
     p = _write(tmp_path, "t.csv", text)

@@ -110,6 +110,24 @@ def test_grouped_v4_v5_lineinfo(tmp_path, version, lineinfo):
         assert t.line_num.tolist() == [7] * 5
 
 
+@pytest.mark.parametrize("version, has_imm", [(3, False), (4, True), (5, True)])
+def test_without_a_format_line_the_tracer_version_says_if_there_is_an_immediate(tmp_path, version, has_imm):
+    """With no `#traces format` line, Accel-Sim's tracer version decides the layout: from
+    version 4 every instruction line ends in its immediate. Taking a v4 trace for one without
+    immediates refused it (or misread its last column as an address)."""
+    head = HEADER_V5.format(kid=1, gx=1, li=0).replace("tracer version = 5", f"tracer version = {version}")
+    head = "".join(s for s in head.splitlines(keepends=True) if not s.startswith("#traces format"))
+    imm = " 7" if has_imm else ""
+    body = ("#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 2\n"
+            f"0000 ffffffff 1 R1 MOV 0 0{imm}\n0010 ffffffff 0 EXIT 0 0{' 0' if has_imm else ''}\n#END_TB\n")
+    t = read_kernel(_write(tmp_path / "kernel-1.traceg", head + body))
+    assert t.header.tracer_version == version and t.n_insts == 2
+    if has_imm:
+        assert t.imm.tolist() == [7, 0]
+    else:
+        assert t.imm is None
+
+
 def test_raw_v3_is_grouped_by_cta_and_warp_keeping_order(tmp_path):
     raw = HEADER_V3 + "\n".join([
         "1 0 0 0 0000 ffffffff 0 MOV 0 0",

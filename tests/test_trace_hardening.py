@@ -439,6 +439,18 @@ def test_header_numbers_are_ascii_in_range_and_ids_one_based(tmp_path, line, val
         read_kernel(_w(tmp_path / "kernel-1.traceg", text))
 
 
+@pytest.mark.parametrize("line,value", [("-kernel id = {kid}", "0"), ("-nregs = 16", "999"),
+                                        ("-enable lineinfo = 0", "x")])
+def test_a_bad_header_value_names_its_own_line(tmp_path, line, value):
+    """The error must send the user to the header line that holds the bad value (1-based),
+    not the line above it."""
+    lineno = HEADER.splitlines().index(line) + 1
+    key = line.split("=")[0].strip()
+    text = HEADER.replace(line, f"{key} = {value}").format(kid=1) + BODY
+    with pytest.raises(TraceFormatError, match=rf"kernel-1\.traceg:{lineno}: {key}: bad value"):
+        read_kernel(_w(tmp_path / "kernel-1.traceg", text))
+
+
 @pytest.mark.parametrize("line,value", [
     ("-kernel id = {kid}", str(2**63)), ("-grid dim = (2,1,1)", "(2147483647,65535,65535)"),
     ("-block dim = (64,1,1)", "(1024,1,1)"), ("-block dim = (64,1,1)", "(16,1,64)"), ("-nregs = 16", "255"),
