@@ -66,6 +66,26 @@ def test_mean_sd_worst_and_cross_arch_over_runs(tmp_path):
     assert per[(per.run == "s1") & (per.method == "pka")]["error_cycles"].iloc[0] == own["error_cycles"]
 
 
+def test_speedup_hmean_over_runs_is_the_mean_of_each_runs_harmonic_mean(tmp_path):
+    """Across runs, every per-run number is averaged over runs, the harmonic mean over workloads
+    (STEM+ROOT's averaging) included. Averaging the arithmetic speedup_mean into the h-mean column
+    instead reports a larger speedup than any run's h-mean, and mixes the two averagings."""
+    from gclsampler.score import harmonic_mean
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0}
+    a = _write(tmp_path, "s0", _rows(errs, seed=0, speedup=10.0))
+    df = _rows(errs, seed=1, speedup=10.0)
+    df.loc[df["workload"] == "w2", "speedup"] = 40.0
+    b = _write(tmp_path, "s1", df)
+    per = per_run_table([load_run(a), load_run(b)], ["w1", "w2"], ["gcl"]).set_index("run")
+    assert per.loc["s0", "speedup_hmean"] == pytest.approx(10.0)
+    assert per.loc["s1", "speedup_hmean"] == pytest.approx(harmonic_mean([10.0, 40.0]))  # 16
+    assert per.loc["s1", "speedup_mean"] == pytest.approx(25.0)
+    acr = across_runs(per.reset_index()).set_index("method")
+    assert acr.loc["gcl", "speedup_hmean"] == pytest.approx((10.0 + 16.0) / 2)
+    assert acr.loc["gcl", "speedup_mean"] == pytest.approx((10.0 + 25.0) / 2)
+
+
 def test_head_to_head_counts_ties_apart(tmp_path):
     errs = {("w1", "gcl"): 0.0, ("w1", "sieve"): 0.0,     # tie: both 0 %
             ("w2", "gcl"): 1.0, ("w2", "sieve"): 2.0,     # lower
@@ -572,6 +592,13 @@ def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
     d = _write(tmp_path, "d", _real(_rows(errs, seed=1)))
     text = write_comparison([load_run(c), load_run(d)], tmp_path / "o2", plots=False).read_text()
     assert f"| d | `{d / 'results.csv'}` | n/a (measured; methods' seed 1) | REAL |" in text and "SYNTHETIC" not in text
+    # ... and each workload row says (REAL), as the runs' own report.md does: the REAL DATA
+    # banner promises measured data, and a row copied out of the table must still say so
+    from gclsampler.report import write_report
+
+    assert "| w1 (REAL) | " in text and "| w2 (REAL) | " in text
+    own = write_report(load_run(c).results, tmp_path / "c_report", plots=False).read_text()
+    assert "| w1 (REAL) | " in own and "| w2 (REAL) | " in own
     assert set(pd.read_csv(tmp_path / "o2" / "compare.csv")["data"]) == {"real"}
     # results.csv without a data column and not synthetic: unlabelled, said so
     e = _write(tmp_path, "e", _rows(errs, synthetic=False).drop(columns=["data", "gpu"]))

@@ -130,6 +130,34 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     assert s.loc[(s["method"] == "sieve") & (s["arch"] == "turing"), "spread_sd"].iloc[0] == pytest.approx(want)
 
 
+def test_a_plan_scored_on_another_arch_uses_that_archs_ground_truth(tmp_path):
+    """A cross-arch row answers "how well does the plan fitted on turing estimate ampere?".
+    If it were scored against the turing profile again, every cross-arch column of the report
+    would silently repeat the native numbers, and the portability claim would go unchecked.
+    Ampere's cycles are scaled unevenly so the two truths give different errors."""
+    from gclsampler.score import any_member_error
+
+    t = make_profile(120, 0)
+    a = t.copy()
+    a["time_ns"] *= np.linspace(0.5, 1.5, len(a))
+    a["cycles"] *= np.linspace(0.6, 0.9, len(a))
+    w = _write_workload(tmp_path / "toy", {"turing": t, "ampere": a})
+    runs = fit_methods(w, ["sieve"], {})
+    plan = runs[0].plan
+    df = pd.DataFrame(evaluate_workload(w, runs, ["turing", "ampere"])).set_index("arch")
+    native, amp = score_plan(plan, t), score_plan(plan, a)
+    assert native["error_cycles"] != pytest.approx(amp["error_cycles"])  # the check can tell them apart
+    for arch, truth, want in (("turing", t, native), ("ampere", a, amp)):
+        row = df.loc[arch]
+        assert row["cycles_true"] == pytest.approx(truth["cycles"].sum())
+        assert row["time_full_ns"] == pytest.approx(truth["time_ns"].sum())
+        assert row["error_cycles"] == pytest.approx(want["error_cycles"])
+        assert row["speedup"] == pytest.approx(want["speedup"])
+        assert row["error_cycles_any_member"] == pytest.approx(
+            any_member_error(plan, runs[0].labels, truth["cycles"].to_numpy(dtype=np.float64)))
+    assert df.loc["ampere", "plan_arch"] == "turing" and bool(df.loc["ampere", "cross_arch"])
+
+
 def test_missing_arch_truth_raises(tmp_path):
     w = _write_workload(tmp_path / "toy", {"turing": make_profile(30, 0)})
     runs = fit_methods(w, ["sieve"], {})

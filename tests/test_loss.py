@@ -62,3 +62,19 @@ def test_bad_temperature(tau):
 def test_shape_mismatch():
     with pytest.raises(LossConfigError):
         symmetric_info_nce(torch.ones(2, 2), torch.ones(3, 2))
+
+
+def test_default_temperature_is_the_papers_0_05():
+    """Paper section 4 trains at tau = 0.05, and so does ``TrainConfig`` by default. If the
+    loss's own default drifted from it, a caller that leaves tau out (a probe, a notebook,
+    a validation-loss check) would score a different objective from the one training minimises."""
+    from gclsampler.train_config import TrainConfig
+
+    assert TrainConfig().tau == 0.05
+    g = torch.Generator().manual_seed(0)
+    z1 = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    z2 = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    default = symmetric_info_nce(z1, z2).item()
+    assert default == pytest.approx(by_hand(z1, z2, 0.05), rel=1e-9, abs=1e-9)
+    assert default == pytest.approx(symmetric_info_nce(z1, z2, TrainConfig().tau).item(), rel=1e-12)
+    assert default != pytest.approx(by_hand(z1, z2, 0.1), rel=1e-3)

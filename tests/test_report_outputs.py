@@ -191,3 +191,50 @@ def test_cluster_table_shows_time_spread_only_when_members_are_known():
     assert "CoV" not in est and "±" not in est
     flat = cluster_table(plan, np.array([1.0, 1.0, 1.0, 10.0, 4.0, 4.0]), labels)
     assert "±0.00 %" in flat and "every cluster's members take the same time" in flat
+
+
+def _section_rows(text: str, heading: str) -> dict[str, list[str]]:
+    """The table under ``heading`` in report.md: first cell -> the other cells."""
+    lines = text.splitlines()
+    i = next(j for j, ln in enumerate(lines) if ln.startswith("#") and heading in ln)
+    rows = {}
+    for ln in lines[i + 1:]:
+        if ln.startswith("#"):
+            break
+        if ln.startswith("| ") and not ln.startswith("|---"):
+            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_an_average_over_fewer_workloads_says_how_many_even_one_short(tmp_path):
+    """A method that could not run on some workloads is averaged over the ones it ran on; its
+    AVG cell must say "(k of n workloads)" for every k < n, one short included, or a reader
+    compares its mean over 2 easy workloads with another method's mean over all 3 as if alike."""
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w3", "gcl"): 9.0, ("w1", "pka"): 1.0, ("w2", "pka"): 1.0})
+    df["cycles_true"] = 1e6
+    text = report.write_report(df, tmp_path / "r", plots=False,
+                               unavailable=[("w3", "pka", "no launch trace")]).read_text()
+    rows = _section_rows(text, "Error and speedup per workload on turing")
+    gcl, pka = rows["**AVG (arith.)**"][1:]
+    assert pka.endswith("(2 of 3 workloads)"), pka
+    assert "workloads)" not in gcl  # gcl ran on all three: no note
+    assert rows["w3"][2] == "not run"
+
+
+def test_cross_arch_average_is_the_arithmetic_mean_over_workloads(tmp_path):
+    """report.md says "Errors are arithmetic means", as GCL-Sampler's Table 3 averages; a
+    median (or any other centre) would hide the one workload a plan ports badly to."""
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w3", "gcl"): 9.0}, ada=2.0)
+    df["cycles_true"] = 1e6
+    text = report.write_report(df, tmp_path / "r", plots=False).read_text()
+    assert "Errors are arithmetic means" in text
+    i = text.index("## Cross-architecture")
+    rows = _section_rows(text[i:], "### gcl")
+    # columns: turing E(%), turing SU, ada E(%), ada SU; turing errors 1, 2, 9 and ada twice those
+    assert rows["**AVG**"][0] == f"{(1 + 2 + 9) / 3:.2f}"
+    assert rows["**AVG**"][2] == f"{(2 + 4 + 18) / 3:.2f}"
