@@ -49,6 +49,8 @@ def _build(tmp_path: Path, source: str, *flags: str) -> Path:
 def _mask(rng: np.random.Generator, kind: str) -> int:
     if kind == "full":
         return 0xFFFFFFFF
+    if kind == "none":  # predicated off for the whole warp: issued, recorded as Accel-Sim's tracer does
+        return 0
     if kind == "contig":
         lo = int(rng.integers(0, 31))
         hi = int(rng.integers(lo + 1, 33))
@@ -82,7 +84,7 @@ def _generate(seed: int, lineinfo: bool):
         insts, recs = [], []
         for i in range(int(rng.integers(1, 14))):
             op = int(rng.integers(0, len(OPCODES)))
-            mask = _mask(rng, ["full", "contig", "rand"][int(rng.integers(0, 3))])
+            mask = _mask(rng, ["full", "contig", "rand", "none"][int(rng.integers(0, 4))])
             ndst = int(rng.integers(0, 3))
             nsrc = int(rng.integers(0, 6))
             # general registers, and uniform ones (256 + n: UR0..UR63) as ULDC writes kernel arguments to

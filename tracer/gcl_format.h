@@ -128,7 +128,7 @@ inline void format_raw_header(const KernelHeaderInfo &h, std::string &out) {
 
 inline void format_addresses(const Record &r, AddrPolicy policy, std::string &out) {
   uint64_t a[kWarpSize];
-  a[0] = 0; /* no active lane (never pushed by the tool): write 0, not stack garbage */
+  a[0] = 0; /* no active lane (the whole warp predicated off): write 0, not stack garbage */
   int k = 0;
   for (int lane = 0; lane < kWarpSize; lane++)
     if ((r.active_mask >> lane) & 1u) a[k++] = r.addrs[lane];
@@ -163,7 +163,7 @@ inline void format_addresses(const Record &r, AddrPolicy policy, std::string &ou
 /* One register operand's values over the active lanes, in the most compact row form. */
 inline void format_value_row(const uint32_t *lanes, uint32_t mask, std::string &out) {
   uint32_t v[kWarpSize];
-  v[0] = 0; /* no active lane: " =0", not stack garbage */
+  v[0] = 0; /* no active lane (format_record writes no rows then): 0, not stack garbage */
   int k = 0;
   for (int lane = 0; lane < kWarpSize; lane++)
     if ((mask >> lane) & 1u) v[k++] = lanes[lane];
@@ -225,7 +225,9 @@ inline void format_raw_record(const Record &r, const std::vector<std::string> &o
   if (r.mem_width > 0) format_addresses(r, policy, out);
   out += ' ';
   append_i64(out, (long long)(int64_t)r.imm); /* signed, as docs/trace-format.md says */
-  if (r.has_values && r.ndst + r.nsrc > 0) {
+  /* a row lists the active lanes' values, so a warp that skipped the instruction (mask 0) has
+   * none to write: no block at all, which reads as "no values" (" | =0" was refused) */
+  if (r.has_values && r.ndst + r.nsrc > 0 && r.active_mask != 0) {
     out += " |";
     for (int op = 0; op < r.ndst + r.nsrc; op++) format_value_row(r.values[op], r.active_mask, out);
   }

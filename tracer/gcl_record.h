@@ -37,7 +37,8 @@ struct Record {
   int32_t warp_id;      /* warp index inside its CTA: threadIdx linear / 32 */
   int32_t line_num;     /* source line, 0 when the binary has no line info */
   uint32_t pc;          /* offset of the instruction inside its function */
-  uint32_t active_mask; /* lanes executing the instruction (guard predicate applied) */
+  uint32_t active_mask; /* lanes executing the instruction (guard predicate applied; 0 when the
+                           whole warp is predicated off, which still issues it) */
   uint32_t opcode_id;   /* index into the host's opcode table */
   int32_t mem_width;    /* bytes per lane, 0 when not a memory instruction */
   int32_t ndst, nsrc;

@@ -47,8 +47,11 @@ __device__ __forceinline__ bool gcl_fill_common(gcl::Record &r, int pred, uint32
   if (!gcl_in_launch_scope(launch_sm)) return false;
   const uint32_t exec = __activemask();
   *active = __ballot_sync(exec, pred);
-  if (*active == 0) return false; /* predicated off for the whole warp */
-  *leader = __ffs(*active) - 1;
+  /* A warp whose every lane is predicated off (`@P0 EXIT` with no lane exiting) still issues
+   * the instruction: ncu's inst_executed counts it and Accel-Sim's tracer records it with mask
+   * 0. Dropping it left nw's CTAs 581 instructions in the trace against 591 in the profile.
+   * Its record is pushed by the first executing lane, with no addresses' or values' lanes. */
+  *leader = __ffs(*active ? *active : exec) - 1;
   r.cta_x = blockIdx.x;
   r.cta_y = blockIdx.y;
   r.cta_z = blockIdx.z;
@@ -161,14 +164,14 @@ extern "C" __device__ __noinline__ void gcl_after(int pred, uint32_t launch_sm, 
 }
 
 /*
- * GCL_COUNT_ONLY: one atomic per warp-level instruction with an active lane on the
- * launch's scope. No record, no channel: a probe that instrumented code runs and that the
- * scoping selects what it should, and the count of instructions in scope per launch.
+ * GCL_COUNT_ONLY: one atomic per warp-level instruction issued on the launch's scope, a warp
+ * predicated off included (as gcl_fill_common records it). No record, no channel: a probe that
+ * instrumented code runs and that the scoping selects what it should, and the count of
+ * instructions in scope per launch. `pred` is unused: the signature is the one the tool inserts.
  */
 extern "C" __device__ __noinline__ void gcl_count(int pred, uint32_t launch_sm, uint64_t pcounter) {
   if (!gcl_in_launch_scope(launch_sm)) return;
   const uint32_t exec = __activemask();
-  const uint32_t active = __ballot_sync(exec, pred);
-  if (active != 0 && gcl_laneid() == (uint32_t)(__ffs(exec) - 1))
+  if (gcl_laneid() == (uint32_t)(__ffs(exec) - 1))
     atomicAdd((unsigned long long *)pcounter, 1ull);
 }
