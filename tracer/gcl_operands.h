@@ -4,7 +4,8 @@
  *
  * Kept apart from the tool, and written against any operand type shaped like NVBit's
  * `InstrType::operand_t` (an enum class `type` with REG, UREG, MREF, IMM_UINT64, ...;
- * `u.reg.num`, `u.mref.ra_num`, `u.imm_uint64.value`), so that the choice is tested on the
+ * `u.reg.num`, `u.mref.has_ra` / `ra_num` / `has_ur` / `ur_num`, `u.imm_uint64.value`), so
+ * that the choice is tested on the
  * CPU against hand-made operand lists (test/operands_test.cpp) without NVBit.
  */
 #pragma once
@@ -43,7 +44,12 @@ Operands select_operands(int n, OperandAt operand_at, bool uniform) {
       if (i == 0 && r.ndst < kMaxDst) r.dst[r.ndst++] = num;
       else if (r.nsrc < kMaxSrc) r.src[r.nsrc++] = num;
     } else if (o->type == Type::MREF) {
-      if (r.nsrc < kMaxSrc) r.src[r.nsrc++] = o->u.mref.ra_num;
+      /* its base registers: a general one only when it has one (`ra_num` is 0 otherwise, and
+       * the TMA copies `UTMALDG [UR8]` and `SYNCS.EXCH.64 [UR10]` read as sources R0), and with
+       * `uniform` the uniform one (`[R2.64+UR4]`, `[UR8]`) */
+      if (o->u.mref.has_ra && r.nsrc < kMaxSrc) r.src[r.nsrc++] = o->u.mref.ra_num;
+      if (uniform && o->u.mref.has_ur && o->u.mref.ur_num != kURZ && r.nsrc < kMaxSrc)
+        r.src[r.nsrc++] = o->u.mref.ur_num + kUniformBase;
       if (r.mref < 0) r.mref = i;
       r.nmref++;
     } else if (o->type == Type::IMM_UINT64) {

@@ -19,14 +19,22 @@ struct MockOperand {
   union {
     struct { uint64_t value; } imm_uint64;
     struct { int num; } reg;
-    struct { int ra_num; } mref;
+    struct { bool has_ra; int ra_num; bool has_ur; int ur_num; } mref;
   } u;
 };
 using T = MockOperand::OperandType;
 
 static MockOperand reg(int n) { MockOperand o{T::REG, {}}; o.u.reg.num = n; return o; }
 static MockOperand ureg(int n) { MockOperand o{T::UREG, {}}; o.u.reg.num = n; return o; }
-static MockOperand mref(int ra) { MockOperand o{T::MREF, {}}; o.u.mref.ra_num = ra; return o; }
+/* NVBit leaves ra_num 0 when the reference has no general register: -1 here means none */
+static MockOperand mref(int ra, int ur = -1) {
+  MockOperand o{T::MREF, {}};
+  o.u.mref.has_ra = ra >= 0;
+  o.u.mref.ra_num = ra >= 0 ? ra : 0;
+  o.u.mref.has_ur = ur >= 0;
+  o.u.mref.ur_num = ur >= 0 ? ur : 0;
+  return o;
+}
 static MockOperand imm(uint64_t v) { MockOperand o{T::IMM_UINT64, {}}; o.u.imm_uint64.value = v; return o; }
 static MockOperand other(T t) { MockOperand o{t, {}}; o.u.reg.num = 0; return o; }
 
@@ -71,6 +79,14 @@ int main() {
       failures++;
     }
   }
+  /* a reference through a uniform register only (TMA, SYNCS): no general base, so no R0 */
+  expect("UTMALDG.3D [UR8], [UR4]", {mref(-1, 8), mref(-1, 4)}, true, {}, {U + 8, U + 4}, 0, 0);
+  expect("UTMALDG.3D [UR8], [UR4]", {mref(-1, 8), mref(-1, 4)}, false, {}, {}, 0, 0);
+  expect("SYNCS.EXCH.64 URZ, [UR10], UR4", {ureg(gcl::kURZ), mref(-1, 10), ureg(4)}, true, {}, {U + 10, U + 4}, 1, 0);
+  /* both bases: the general one first, then the uniform one */
+  expect("LDG.E R4, [R2.64+UR6]", {reg(4), mref(2, 6)}, true, {4}, {2, U + 6}, 1, 0);
+  expect("LDG.E R4, [R2.64+UR6]", {reg(4), mref(2, 6)}, false, {4}, {2}, 1, 0);
+  expect("LDS R4, [R2+URZ]", {reg(4), mref(2, gcl::kURZ)}, true, {4}, {2}, 1, 0);
   /* predicates and constant-bank operands are no registers here */
   expect("ISETP.GE.AND P0, PT, R0, c[0x0][0x168], PT",
          {other(T::PRED), other(T::PRED), reg(0), other(T::CBANK), other(T::PRED)}, true, {}, {0}, -1, 0);
