@@ -350,6 +350,20 @@ def test_operand_choice_records_uniform_registers_only_when_asked(tmp_path):
     assert "operands: all cases hold" in run.stdout
 
 
+def test_the_compressor_is_looked_up_on_path_and_its_failure_named(tmp_path):
+    """GCL_COMPRESS=zstd (the default) on a host without zstd: the tool's popen shell exited
+    127, a C program died of SIGPIPE at its first traced launch, and one that ignores SIGPIPE
+    ran on with kernelslist naming traces never written. gcl_output.h finds the program on PATH
+    before the first launch (no shell: one would inherit LD_PRELOAD and start the tool again)
+    and names why a compressor failed from pclose's status."""
+    exe = _build(tmp_path, "output_test", "-O1", "-Wextra")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run = subprocess.run([str(exe), str(scratch)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "output: all checks hold" in run.stdout
+
+
 def test_packed_static_fields_survive_the_round_trip(tmp_path):
     """gcl_before's static fields travel packed (gcl_record.h): tracer/test/pack_test.cpp packs
     every opcode id, width, operand count and flag the tool can pass and unpacks them as the

@@ -37,7 +37,7 @@
 #include <map>
 #include <regex>
 #include <string>
-#include <unordered_map>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -50,6 +50,7 @@
 #include "gcl_gate.h"
 #include "gcl_launch.h"
 #include "gcl_operands.h"
+#include "gcl_output.h"
 #include "gcl_record.h"
 
 #define GCL_CHANNEL_BYTES (1 << 22)
@@ -121,7 +122,9 @@ struct Launch {
   FILE *out = nullptr;
   bool piped = false;
   gcl::WarpMerger merger;                               /* BEFORE + AFTER halves per warp */
-  std::unordered_map<uint64_t, uint64_t> written;       /* warp key -> records written */
+  /* (CTA x, y, z, warp) -> records written; a tuple, since the shifted-and-xored key it
+   * replaced made CTA (0,1,0) and (0,0,4096) one warp, sharing GCL_MAX_INSTS_PER_WARP's budget */
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, uint64_t> written;
   uint64_t records = 0, dropped_by_cap = 0;
 };
 static Launch cur;
@@ -140,13 +143,8 @@ static FILE *counts_csv = nullptr;
 static int clock_khz = 0;
 static int n_sms = 0; /* the GPU's SM count, for GCL_SMALL_GRID; 0 (unknown) keeps the SM scope */
 
-static uint64_t warp_key(const gcl::Record &r) {
-  return ((uint64_t)(uint32_t)r.cta_x << 40) ^ ((uint64_t)(uint32_t)r.cta_y << 24) ^
-         ((uint64_t)(uint32_t)r.cta_z << 12) ^ (uint64_t)(uint32_t)r.warp_id;
-}
-
 static void emit(const gcl::Record &r) {
-  uint64_t &n = cur.written[warp_key(r)];
+  uint64_t &n = cur.written[std::make_tuple(r.cta_x, r.cta_y, r.cta_z, r.warp_id)];
   if (opt.max_insts_per_warp && n >= opt.max_insts_per_warp) {
     cur.dropped_by_cap++;
     return;
@@ -278,6 +276,15 @@ void nvbit_at_init() {
   if (opt.compress != "none" && opt.compress != "zstd" && opt.compress != "xz" && opt.compress != "gz") {
     fprintf(stderr, "gcl_tracer: GCL_COMPRESS must be none, zstd, xz or gz, not %s\n", opt.compress.c_str());
     exit(2);
+  }
+  if (opt.compress != "none" && !opt.time_only && !opt.count_only) { /* gcl_output.h says why */
+    const std::string prog = gcl::compressor_program(opt.compress);
+    const char *path = getenv("PATH");
+    if (!gcl::on_path(prog, path ? path : "")) {
+      fprintf(stderr, "gcl_tracer: GCL_COMPRESS=%s, but %s is not on PATH; install it or set GCL_COMPRESS=none\n",
+              opt.compress.c_str(), prog.c_str());
+      exit(2);
+    }
   }
   make_dirs(opt.dir);
 }
@@ -735,12 +742,18 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
     records = cur.records;
-    if (cur.piped) pclose(cur.out); else fclose(cur.out);
+    std::string compressor_failed;
+    if (cur.piped) compressor_failed = gcl::compressor_failure(pclose(cur.out)); else fclose(cur.out);
     if (cur.dropped_by_cap)
       fprintf(stderr, "gcl_tracer: kernel %llu: %llu records over GCL_MAX_INSTS_PER_WARP not written\n",
               (unsigned long long)invocation_id, (unsigned long long)cur.dropped_by_cap);
     cur = Launch();
     pthread_mutex_unlock(&launch_mu);
+    if (!compressor_failed.empty()) { /* its trace is lost: say so now, not at grouping */
+      fprintf(stderr, "gcl_tracer: launch %llu: the GCL_COMPRESS=%s compressor of its trace failed (%s)\n",
+              (unsigned long long)invocation_id, opt.compress.c_str(), compressor_failed.c_str());
+      exit(2);
+    }
   }
   if (opt.verbose)
     fprintf(stderr, "gcl_tracer: launch %llu %s%s%s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "

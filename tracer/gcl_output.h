@@ -1,0 +1,56 @@
+/*
+ * gcl_output.h -- checks on the compressor the tool pipes each trace into.
+ *
+ * Kept apart from the tool so that they run on the CPU (test/output_test.cpp).
+ * Why they exist: with GCL_COMPRESS=zstd (the default) on a host without zstd, the shell
+ * behind popen exits 127 at the first traced launch. A C program then died of SIGPIPE on its
+ * first write; a program that ignores SIGPIPE (Python, PyTorch) ran on, and kernelslist named
+ * trace files that were never created.
+ */
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace gcl {
+
+/* The program GCL_COMPRESS=`compress` runs, or "" for none. */
+inline std::string compressor_program(const std::string &compress) {
+  return compress == "zstd" ? "zstd" : compress == "xz" ? "xz" : compress == "gz" ? "gzip" : "";
+}
+
+/* Whether `prog` is an executable file in one of the directories of `path` (PATH's syntax:
+ * ':'-separated, an empty entry is the working directory). Searched here rather than by
+ * running a shell: a shell started from the tool's initialisation inherits LD_PRELOAD, and
+ * with it the tool, which would start the check again. */
+inline bool on_path(const std::string &prog, const std::string &path) {
+  if (prog.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string file = (dir.empty() ? std::string(".") : dir) + "/" + prog;
+    struct stat st;
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return true;
+    if (end == std::string::npos) return false;
+    start = end + 1;
+  }
+}
+
+/* Why the compressor behind `pclose`'s `status` failed, or "" when it exited 0. */
+inline std::string compressor_failure(int status) {
+  if (status == -1) return "its exit status could not be read";
+  if (WIFEXITED(status)) {
+    const int code = WEXITSTATUS(status);
+    if (code == 0) return "";
+    if (code == 127) return "exit 127: not found";
+    return "exit " + std::to_string(code);
+  }
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+}  // namespace gcl

@@ -1,0 +1,52 @@
+/*
+ * output_test.cpp -- gcl_output.h: finding the compressor on PATH, and naming why it failed.
+ *
+ *   output_test DIR   DIR: an empty scratch directory; exit 0 when every check holds
+ */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include "gcl_output.h"
+
+static int failures = 0;
+static void check(bool ok, const char *what) {
+  if (!ok) {
+    fprintf(stderr, "FAILED: %s\n", what);
+    failures++;
+  }
+}
+
+static void touch(const std::string &file, mode_t mode) {
+  FILE *f = fopen(file.c_str(), "w");
+  if (f) fclose(f);
+  chmod(file.c_str(), mode);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 2;
+  const std::string dir = argv[1];
+  mkdir((dir + "/bin").c_str(), 0755);
+  mkdir((dir + "/other").c_str(), 0755);
+  mkdir((dir + "/bin/xz").c_str(), 0755);   /* a directory of that name is no program */
+  touch(dir + "/bin/zstd", 0755);
+  touch(dir + "/other/gzip", 0644);         /* not executable */
+  check(gcl::compressor_program("zstd") == "zstd" && gcl::compressor_program("gz") == "gzip" &&
+            gcl::compressor_program("xz") == "xz" && gcl::compressor_program("none").empty(),
+        "GCL_COMPRESS names its program");
+  check(gcl::on_path("zstd", dir + "/other:" + dir + "/bin"), "found in a later PATH entry");
+  check(gcl::on_path("zstd", dir + "/bin"), "found in the only PATH entry");
+  check(!gcl::on_path("zstd", dir + "/other"), "absent from PATH");
+  check(!gcl::on_path("zstd", ""), "empty PATH: the working directory only");
+  check(!gcl::on_path("gzip", dir + "/other"), "a file without the execute bit");
+  check(!gcl::on_path("xz", dir + "/bin"), "a directory");
+  check(!gcl::on_path("", dir + "/bin"), "no program");
+  check(gcl::compressor_failure(0).empty(), "exit 0 is no failure");
+  check(gcl::compressor_failure(127 << 8) == "exit 127: not found", "exit 127");
+  check(gcl::compressor_failure(1 << 8) == "exit 1", "exit 1");
+  check(gcl::compressor_failure(9) == "killed by signal 9", "a signal");
+  check(gcl::compressor_failure(-1) == "its exit status could not be read", "pclose failed");
+  if (failures == 0) printf("output: all checks hold\n");
+  return failures ? 1 : 0;
+}
