@@ -66,6 +66,17 @@ def test_edge_drop_rate_and_nodes_kept():
     assert 0.12 < frac < 0.18
 
 
+def test_edge_drop_uses_its_own_rate_not_the_node_drop_rate():
+    """augment.edge_drop sets how many edges a view loses; read from node_drop (equal by
+    default), a config that changes one of them changed the other's views."""
+    b = big_batch()
+    v = augment_batch(b, AugmentConfig(pool=["edge_drop"], node_drop=0.0, edge_drop=0.5),
+                      torch.Generator().manual_seed(2))
+    assert v.num_nodes == b.num_nodes
+    frac = 1 - v.edge_index.size(1) / b.edge_index.size(1)
+    assert 0.45 < frac < 0.55
+
+
 def test_feature_noise_sets_per_graph_sigma_and_encoder_uses_it():
     from gclsampler.model import GCLModel, ModelConfig
 

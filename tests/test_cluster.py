@@ -178,6 +178,18 @@ def test_medoid_ties_go_to_the_middle_launch(kinds, seed):
             assert rep != tied[0]
 
 
+def test_k_min_above_what_the_workload_allows_sweeps_the_cap(rng):
+    """K runs from k_min up to min(invocations - 1, distinct embeddings, k_max); a k_min past that
+    cap starts the sweep at the cap instead of sweeping nothing, which put six different
+    kernels into one cluster."""
+    x = np.repeat(rng.normal(size=(6, 5)) * 5, 10, axis=0)[rng.permutation(60)]
+    r = cluster_embeddings(x, dict(SMALL, k_min=7, k_max=0))
+    assert list(r.silhouette) == [6]  # 6 distinct embeddings: the only K there is to sweep
+    assert r.k == 6
+    for row in np.unique(x, axis=0):
+        assert np.unique(r.labels[(x == row).all(axis=1)]).size == 1
+
+
 def test_fewer_distinct_points_than_k(rng):
     x = np.repeat(rng.normal(size=(3, 5)) * 5, [10, 7, 4], axis=0)[rng.permutation(21)]
     r = cluster_embeddings(x, dict(SMALL, k_max=20))
@@ -463,6 +475,16 @@ def test_work_split_cuts_at_the_widest_gap_among_the_fewest():
     work = np.array([0.0, 0.1, 0.45, 0.55, 0.6])
     out = split_by_work(np.zeros(5, dtype=np.int64), work, 0.5)
     assert out.tolist() == [0, 0, 1, 1, 1]
+
+
+def test_work_split_ties_between_the_fewest_cut_at_the_earlier_gap():
+    """0, 1, 2 within 1.5: two runs either way and both gaps are 1 wide; the documented tie rule
+    (the earlier cut) decides, so the same work column always gives the same plan. Members are
+    given out of work order: labels follow the launches, numbered by first appearance."""
+    out = split_by_work(np.zeros(3, dtype=np.int64), np.array([0.0, 1.0, 2.0]), 1.5)
+    assert out.tolist() == [0, 1, 1]  # {0} | {1, 2}
+    out = split_by_work(np.zeros(3, dtype=np.int64), np.array([2.0, 0.0, 1.0]), 1.5)
+    assert out.tolist() == [0, 1, 0]  # launch 1 (work 0) alone; launches 0 and 2 (work 2, 1) together
 
 
 @st.composite

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gclsampler.graph import (
-    EDGE_ADDRESS, EDGE_CONTROL, EDGE_READ, EDGE_WRITE, NODE_INSTRUCTION, NODE_PSEUDO,
+    EDGE_ADDRESS, EDGE_CONTROL, EDGE_READ, EDGE_WRITE, KERNEL_FEATURE_NAMES, NODE_INSTRUCTION, NODE_PSEUDO,
     NODE_VARIABLE, NUM_EDGE_TYPES, NUM_NODE_TYPES, OPCODE_VOCAB, PSEUDO_VOCAB, VARIABLE_VOCAB,
-    GraphConfig, GraphConfigError, build_graph, opcode_token, vocab_sizes,
+    GraphConfig, GraphConfigError, build_graph, graph_summary, kernel_features, opcode_token, vocab_sizes,
 )
 from gclsampler.trace.types import NO_REG, reg_code
 
@@ -376,3 +376,94 @@ def test_windows_keep_data_and_control_flow_inside_runs(seed, cap, windows, sel)
     # variables carry statistics only where nothing writes them (live-ins)
     var_in = torch.bincount(g.edge_index[1][g.node_type[g.edge_index[1]] == NODE_VARIABLE], minlength=g.num_nodes)
     assert (g.stats[var_in > 0] == 0).all()
+
+
+# --------------------------------------------------------------------------------------
+# The size vector, constant-bank words, warp selection, instruction statistics, edge names
+# --------------------------------------------------------------------------------------
+
+
+def test_size_vector_counts_every_warp_cta_and_the_whole_grid():
+    """kfeat is what tells launches apart that a capped graph cannot: a column swapped or a
+    count taken wrong (a grid without z, CTAs counted by coordinate instead of by CTA) feeds
+    the encoder and the work split the wrong size."""
+    import dataclasses
+
+    def nops(n):
+        return [Inst("NOP") for _ in range(n)]
+
+    w0 = [Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0xF, addrs=(0, 4, 8, 12)), Inst("EXIT", mask=0xF)]
+    t = make_trace([w0, nops(4), nops(6), nops(4)])
+    # warps 0 and 1 in CTA (0,0,0), warp 2 in CTA (1,0,0), warp 3 in CTA (0,1,0): 3 CTAs, 2 distinct x and y
+    cta = np.array([[0, 0, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=np.int32)
+    t = dataclasses.replace(t, warp_cta=cta,
+                            header=dataclasses.replace(t.header, grid=(2, 3, 4), block=(64, 1, 2)))
+    raw = {"insts_per_warp_mean": 4.0, "insts_per_warp_max": 6.0, "insts_on_sm": 16.0, "warps_on_sm": 4.0,
+           "ctas_on_sm": 3.0, "grid_ctas": 24.0, "threads_per_cta": 128.0, "addresses_per_warp": 1.0}
+    want = np.log2(1.0 + np.array([raw[k] for k in KERNEL_FEATURE_NAMES]))
+    np.testing.assert_allclose(kernel_features(t), want, rtol=1e-6)
+    assert torch.allclose(build_graph(t).kfeat, torch.from_numpy(want).float().view(1, -1))
+
+
+def test_constant_bank_load_is_one_valued_live_in_per_warp_and_pc():
+    """A kernel argument loaded by ULDC becomes one MEM.CONST live-in per (warp, PC) with the
+    loaded value's statistics, read by every dynamic instance of that load. Keyed by PC alone,
+    two warps shared one variable: an edge across warps, which the per-warp pooling forbids."""
+    def warp(k, trips):
+        body = []
+        for _ in range(trips):  # a loop: the same static ULDC runs once per trip
+            body += [Inst("ULDC", ("UR4",), (), mask=0x3, pc=0x10, values=[[k, k]]),
+                     Inst("IADD3", ("R1",), ("UR4", "RZ"), mask=0x3, pc=0x20)]
+        return body
+
+    g = build_graph(make_trace([warp(7, 2), warp(-9, 1)]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    const = ((g.node_type == NODE_VARIABLE) & (g.token == VARIABLE_VOCAB.index("MEM.CONST"))).nonzero().view(-1)
+    assert g.warp[const].tolist() == [0, 1]
+    ei, et = g.edge_index, g.edge_type
+    assert (g.warp[ei[0]] == g.warp[ei[1]]).all()
+    readers = [sorted(ei[1, (ei[0] == c) & (et == R)].tolist()) for c in const.tolist()]
+    assert readers == [[0, 2], [4]]  # the ULDC nodes: warp 0's two trips, warp 1's one
+    for c, k in zip(const.tolist(), (7, -9)):
+        np.testing.assert_allclose(g.stats[c].numpy(), _stats8(_slog([k, k])), atol=1e-5)
+    # a constant load without a destination register returned nothing: no variable, and no crash
+    g2 = build_graph(make_trace([[Inst("LDC", (), (), mask=0x1, pc=0x10), Inst("EXIT", mask=0x1, pc=0x20)]]))
+    assert int((g2.token[g2.node_type == NODE_VARIABLE] == VARIABLE_VOCAB.index("MEM.CONST")).sum()) == 0
+
+
+def test_first_warp_selection_keeps_the_first_warps_that_ran():
+    """``warp_selection: first`` keeps the trace's first ``max_warps`` warps that executed
+    something; keeping any others would change what the graph of a capped kernel shows."""
+    t = make_trace([[Inst("NOP") for _ in range(n)] for n in (0, 1, 2, 3, 4, 5)])
+    g = build_graph(t, GraphConfig(max_warps=2, warp_selection="first"))
+    assert int(g.n_warps[0]) == 2
+    assert torch.bincount(g.warp[g.node_type == NODE_INSTRUCTION]).tolist() == [1, 2]
+
+
+def test_instruction_stats_see_the_whole_warp_and_the_immediate_sign():
+    """Instruction nodes carry the PC's repetition count and the warp's length over the whole
+    stream (what a capped window cannot show: a loop's trip count), and the immediate as signed
+    log1p (a negative stride or offset is not a positive one)."""
+    import dataclasses
+
+    # a 2-instruction loop body run 5 times: each PC 5 times in a warp of 10; the cap keeps 4
+    w = [Inst("IADD3", ("R1",), ("R1",), pc=16 * (i % 2)) for i in range(10)]
+    t = make_trace([w])
+    t = dataclasses.replace(t, imm=np.array([-7, 100] * 5, dtype=np.int64))
+    g = build_graph(t, GraphConfig(max_insts_per_warp=4, inst_selection="prefix"))
+    st_ = g.stats[g.node_type == NODE_INSTRUCTION].numpy()
+    assert st_.shape[0] == 4
+    np.testing.assert_allclose(st_[:, 0], np.log1p(5.0), rtol=1e-6)
+    np.testing.assert_allclose(st_[:, 1], np.log1p(10.0), rtol=1e-6)
+    np.testing.assert_allclose(st_[:, 2], _slog([-7, 100, -7, 100]), rtol=1e-6)
+
+
+def test_edge_type_ids_and_summary_names_follow_the_module_docstring():
+    """Edge ids are 0 control, 1 read, 2 write, 3 address (graph.py's docstring, the model's
+    relation ids in cached graphs); ``gclsampler graph info`` must name each count by its type."""
+    assert (EDGE_CONTROL, EDGE_READ, EDGE_WRITE, EDGE_ADDRESS) == (0, 1, 2, 3)
+    assert (NODE_INSTRUCTION, NODE_PSEUDO, NODE_VARIABLE) == (0, 1, 2)
+    s = graph_summary(build_graph(_hand_trace()))
+    # the hand-written graph above: 6 control, 8 read, 6 write, 4 address edges
+    assert s["edges_by_type"] == {"control": 6, "read": 8, "write": 6, "address": 4}
+    assert s["nodes_by_type"] == {"instruction": 7, "pseudo": 2, "variable": 8}
+    assert (s["nodes"], s["edges"], s["warps"]) == (17, 24, 1)

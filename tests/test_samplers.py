@@ -382,6 +382,21 @@ def test_gcl_stem_auto_takes_gcl_strata_when_names_are_unique():
     assert costs["kernel_name"] == pytest.approx(w.profile["time_ns"].sum())  # a census
 
 
+def test_gcl_stem_auto_breaks_a_cost_tie_in_favour_of_the_gcl_strata():
+    """Where every candidate costs the same (the GCL clusters are the kernel names), the plan
+    records the GCL strata, as the docstring's tie rule says; a later candidate winning the tie
+    labelled a plan of GCL clusters as one of kernel names."""
+    rng = np.random.default_rng(0)
+    emb = np.repeat(rng.normal(size=(4, 16)) * 6, 10, axis=0)
+    prof = pd.DataFrame({"invocation": np.arange(40), "kernel_name": np.repeat([f"k{i}" for i in range(4)], 10),
+                         "time_ns": rng.uniform(90, 110, 40)})
+    s = GclStemSampler(cluster=SMALL, epsilon=0.1, random_state=0)
+    plan = s.fit(Workload("tie", prof, synthetic=True, embeddings=emb.astype(np.float32)))
+    costs = plan.config["strata_expected_time"]
+    assert len(set(costs.values())) == 1  # the same strata three times over: a tie
+    assert s.strata_ == "gcl" and plan.config["strata_chosen"] == "gcl"
+
+
 def test_gcl_stem_strata_gcl_and_bad_value():
     w = toy_workload(9)
     s = GclStemSampler(cluster=SMALL, epsilon=0.1, strata="gcl", random_state=0)

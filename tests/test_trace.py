@@ -17,7 +17,7 @@ from gclsampler.trace import _text as T
 from gclsampler.trace.testing import random_kernel_trace
 from gclsampler.trace.types import NO_REG, reg_code
 
-from _trace_fixtures import HEADER_V5
+from _trace_fixtures import HEADER_V5, Inst, make_trace
 
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
@@ -303,6 +303,20 @@ def test_export_accelsim_subset_rewrites_grid(tmp_path):
         assert np.array_equal(orig.addrs, t.addrs) and np.array_equal(orig.pc, t.pc[keep])
         assert (t.dst != NO_REG).sum(axis=1).max(initial=0) <= 1
         assert ((t.src == NO_REG) | (t.src < 256)).all()
+
+
+def test_export_keeps_general_registers_only_from_r0_to_the_last_below_ur0():
+    """Accel-Sim's parser reads only R<n> operands: uniform (UR0 is code 256, the first past the
+    general registers) and predicate registers are dropped from the exported line, the general
+    ones kept in order. A UR0 left in was written as an operand Accel-Sim cannot read."""
+    from gclsampler.trace.workload import accelsim_text
+
+    t = make_trace([[Inst("IADD3", ("UR0",), ("R1", "UR0", "P0", "R254")),
+                     Inst("MOV", ("R3",), ("UR4",)), Inst("EXIT")]], with_values=False)
+    lines = [ln.split() for ln in accelsim_text(t).decode().splitlines() if ln[:1].isdigit()]
+    # PC mask dest_num [dests] opcode src_num [srcs] mem_width
+    assert lines[0][2:] == ["0", "IADD3", "2", "R1", "R254", "0"]
+    assert lines[1][2:] == ["1", "R3", "MOV", "0", "0"]
 
 
 def test_export_rejects_too_many_operands(tmp_path):

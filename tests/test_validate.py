@@ -51,6 +51,23 @@ def test_missing_profile_row(wl_copy, capsys):
     assert "profile.csv: invocation:" in line and "rows, but kernelslist.g lists" in line
 
 
+def test_registers_and_shared_memory_are_checked_only_where_the_header_says(wl_copy):
+    """A profile's nregs/shmem that differ from the trace header's are a warning naming both;
+    a header value of 0 means the tracer did not say, so nothing is compared: warning there
+    buried the real mismatches under one line per launch of every kernel without shared memory."""
+    head = (wl_copy / "kernel-1.traceg").read_text()
+    assert "-shmem = 0\n" in head and "-nregs = 16\n" in head
+
+    def edit(df):
+        df.loc[0, "nregs"] = 99  # header: 16
+        df.loc[0, "shmem"] = 4096  # header: 0, unknown
+    _edit_profile(wl_copy, edit)
+    warnings = [p.text for p in check_workload(wl_copy) if p.severity == "warning"]
+    assert len(warnings) == 1, warnings
+    assert "profile.csv:2: nregs: 99, but kernel-1.traceg says 16" in warnings[0]
+    assert not [p for p in check_workload(wl_copy) if p.severity == "error"]
+
+
 def test_a_newline_in_the_workload_path_keeps_each_problem_on_one_line(wl_copy, tmp_path, capsys):
     odd = tmp_path / "runs\nfrom monday"
     wl_copy.rename(odd)
