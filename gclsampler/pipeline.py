@@ -452,7 +452,7 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
                 f"embeddings' end its columns are {names}")
         scale = cfg.model.get("kfeat_scale", 1.0)
         if uses and scale != 1:
-            raise PipelineError(kfeat_scale_conflict(scale, uses))
+            raise PipelineError(_kfeat_scale_conflict(scale, uses))
         return
     if uses:
         raise PipelineError(
@@ -461,7 +461,7 @@ def _check_work_column(cfg: DictConfig, sampler) -> None:
             f"cluster.representative=medoid, or use sampler=gcl_paper")
 
 
-def kfeat_scale_conflict(scale, uses: list[str]) -> str:
+def _kfeat_scale_conflict(scale, uses: list[str]) -> str:
     """Why a scaled size vector is refused where the work column is read.
 
     Why refused: the work split's tolerance and ``work_mean``'s mean are in log2 instructions,

@@ -130,8 +130,10 @@ def make_batches(ids: Sequence[int], sizes: Sequence[int], batch_size: int, max_
     """Batches of at most ``batch_size`` graphs and (if > 0) ``max_nodes`` nodes; shuffled when ``gen``.
 
     A batch with a single graph has no negatives (its InfoNCE is 0, it trains nothing), so the
-    graphs ``_pack`` leaves alone -- each larger than half of ``max_nodes`` -- are paired in
-    order, over the cap; an odd one out joins the last batch. Only a lone graph is left out.
+    graphs ``_pack`` leaves alone in a batch (one too large to share a batch under
+    ``max_nodes`` with its neighbour in the order, or any with ``batch_size`` 1) are paired in
+    order, over the cap if need be; an odd one out joins the last batch. Only a workload's
+    lone graph is left out.
     Why not drop them, as before: every graph but the last single one was never trained on
     nor validated, silently, and those are the largest kernels (``graph.max_insts_per_warp=0``).
     """
