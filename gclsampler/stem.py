@@ -595,8 +595,6 @@ def _progress(n_members: int):
 # ---------------------------------------------------------------------------------------
 def _is_real(x: Any) -> bool:
     """A real number, numpy's included; not a bool (``True`` is no error bound)."""
-    import numbers
-
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
@@ -624,7 +622,7 @@ def check_params(epsilon: Any, z: Any, min_samples: Any, min_group: Any, scope: 
     """
     check_bound(epsilon, z, key(""), StemError)
     for name, v in (("min_samples", min_samples), ("min_group", min_group)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or int(v) != v or v < 1:
+        if not _is_real(v) or not math.isfinite(v) or int(v) != v or v < 1:
             raise StemError(f"{key(name)}: must be an integer >= 1, found {v!r}")
     if scope not in SCOPES:
         raise StemError(f"{key('scope')}: must be 'global' or 'group', found {scope!r}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from gclsampler.cli._args import path_arg
 from gclsampler.errors import GclError, located
@@ -92,7 +91,7 @@ def _info(args) -> int:
     from gclsampler.graph import build_graph, graph_summary
 
     cfg = _cfg(args)
-    path = Path(args.dir)
+    path = args.dir  # a Path (path_arg)
     if not path.exists():
         raise GraphCliError(located(path, None, None, "no such file or directory"))
     if path.is_file():

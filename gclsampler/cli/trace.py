@@ -6,7 +6,6 @@ import argparse
 import json
 import re
 import sys
-from pathlib import Path
 
 from gclsampler.cli._args import path_arg
 from gclsampler.trace.ampere import AS_AMPERE_HELP
@@ -80,7 +79,7 @@ def _info(args) -> int:
 
     if args.top < 1:
         raise GclError(f"--top {args.top}: must be at least 1")
-    if Path(args.dir).is_dir():  # as graph info and export-accelsim: a trace kernelslist.g leaves out is named
+    if args.dir.is_dir():  # as graph info and export-accelsim: a trace kernelslist.g leaves out is named
         from gclsampler.validate import require_valid_workload
 
         require_valid_workload(args.dir, profile=False, traces=True)
