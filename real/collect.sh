@@ -209,6 +209,10 @@ if [ "$TRACER_OK" = 1 ]; then
     GCL_TRACE_DIR="$W/probe/count_all" LD_PRELOAD="$SO" "$BIN/vecadd" 4096
   step probe.count.sm0 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 \
     GCL_TRACE_DIR="$W/probe/count_sm0" LD_PRELOAD="$SO" "$BIN/vecadd"
+  # SM 0's round-robin share by CTA id (GCL_CTA_SCOPE=id): about 4096 / SMs CTAs, against the
+  # share SM 0 runs while only its warps pay the instrumentation (8-16 of them on the H200)
+  step probe.count.id0 15 env GCL_VERBOSE=1 GCL_COUNT_ONLY=1 GCL_TRACE_SM=0 GCL_CTA_SCOPE=id \
+    GCL_TRACE_DIR="$W/probe/count_id0" LD_PRELOAD="$SO" "$BIN/vecadd"
   # hung NAME DIR: the step just run used its whole time (not skipped for want of it) and left no
   # record in DIR. Passes 2-4 hung that way on every traced launch: the probes of the same sink
   # after it would each spend their 15 s too, so they are left out

@@ -42,6 +42,7 @@ REAL_NAME = {"llm": "pythia410m_2l"}  # the committed workload a traced program 
 PROBES = {  # directory under probe/: what collect.sh ran there
     "count_all": "count-only, every SM, 16 CTAs",
     "count_sm0": "count-only, SM 0",
+    "count_id0": "count-only, SM 0's share by CTA id (GCL_CTA_SCOPE=id)",
     "a": "records, values off, every SM, 16 CTAs",
     "b": "records, values on, every SM, 16 CTAs",
     "c": "records, values on, SM 0, 16 CTAs (channel)",

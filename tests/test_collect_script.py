@@ -52,7 +52,7 @@ preload = env.get("LD_PRELOAD", "")
 tool = bool(preload) and os.path.isfile(preload) and env.get("FAKE_TOOL_INERT") != "1"
 call = {"program": name, "args": sys.argv[1:], "tool": tool, "preload": preload,
         **{k: env[k] for k in ("GCL_TIME_ONLY", "GCL_COUNT_ONLY", "GCL_BUFFER_MB", "GCL_TRACE_SM", "GCL_TIME_GATE_US",
-                             "CUDA_MODULE_LOADING", "GCL_UNIFORM") if k in env}}
+                             "CUDA_MODULE_LOADING", "GCL_UNIFORM", "GCL_CTA_SCOPE") if k in env}}
 with open(env["FAKE_LOG"], "a") as f:
     f.write(json.dumps(call) + "\n")
 if not tool or "GCL_TRACE_DIR" not in env:
@@ -176,6 +176,10 @@ def test_only_the_buffer_delivering_sends_every_workload_through_it(stage):
     assert {c["program"] for c in real} == {*PROGRAMS, "llm"}
     assert all(c.get("GCL_BUFFER_MB") == "16384" and c.get("GCL_TRACE_SM") == "0" for c in real), real
     assert "traced runs use the device buffer" in (work / "collect.log").read_text()
+    # SM 0's share by CTA id is counted once, beside the %smid count; the traces keep %smid
+    by_id = [c for c in calls if c.get("GCL_CTA_SCOPE") is not None]
+    assert [(c["program"], c.get("GCL_COUNT_ONLY"), c.get("GCL_TRACE_SM"), c["GCL_CTA_SCOPE"]) for c in by_id] == \
+        [("vecadd", "1", "0", "id")]
     traces = packed_traces(out)
     for prog in (*PROGRAMS, "llm"):
         assert "IMAD 2 R2 R3 0 2\n" in traces[f"{prog}/trace/kernel-1.trace"]
@@ -475,6 +479,7 @@ def test_readout_says_which_probes_delivered_and_which_workloads_are_whole(buffe
     assert table_row(text, "c")[2:4] == ["2", "0"], "the channel probe: traces without records"
     assert table_row(text, "d")[2:4] == ["2", "4"], "the buffer probe: two traces of two records"
     assert table_row(text, "count_sm0")[4] == "350"
+    assert table_row(text, "count_id0")[4] == "350"
     assert "traced runs use the device buffer (GCL_BUFFER_MB=16384)" in text
     assert table_row(text, "nw", "Traced workloads")[1:] == ["2", "2", "2", "2", "4", "yes"]
     assert table_row(text, "vecadd", "Traced workloads")[-1] == "no: no workload.json to count its launches"

@@ -379,21 +379,25 @@ def test_launch_scope_keeps_cta0_of_small_grids_and_the_sm_of_large_ones(tmp_pat
     grids and block-scheduler placements in tracer/test/scope_test.cpp: every CTA with
     GCL_TRACE_SM=-1; CTA (0,0,0) alone for a grid of fewer CTAs than SMs, where SM 0 holds no
     CTA in about half the draws (631 of 1058 REAL LLM launches had none on an H200); the SM's
-    CTAs otherwise, which for a grid of at least one CTA per SM is never none."""
+    CTAs otherwise, which for a grid of at least one CTA per SM is never none; under
+    GCL_CTA_SCOPE=id, the SM's round-robin share by linear CTA id wherever those CTAs ran (its
+    32-bit remainder checked against 64-bit arithmetic on grids up to CUDA's limits)."""
     exe = _build(tmp_path, "scope_test", "-O1", "-Wextra")
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "scope: all cases hold" in run.stdout
     small, lost = (int(x) for x in re.search(r"\((\d+) small grids, (\d+) of them", run.stdout).groups())
     assert 0 < lost < small
+    assert int(re.search(r"(\d+) CTAs kept by id that ran elsewhere", run.stdout).group(1)) > 0
 
 
 def test_injected_code_asks_the_shared_scope_rule():
     """The device code and scope_test must use the one rule in gcl_record.h: a second copy of the
     scope test inside inject_funcs.cu would let the tested rule and the traced one drift."""
     text = (ROOT / "tracer" / "inject_funcs.cu").read_text()
-    assert "gcl::in_scope(" in text
+    assert "gcl::in_scope(" in text and "gcl::cta_linear_mod(" in text
     assert "0xffffffff" not in text and "0xfffffffe" not in text
+    assert "%" not in text.split("gcl_in_launch_scope(uint32_t scope)", 1)[1].split("\n}\n", 1)[0]
     for function in ("gcl_fill_common", "gcl_count"):
         body = text.split(function + "(", 1)[1].split("\n}\n", 1)[0]
         assert "gcl_in_launch_scope(launch_sm)" in body, function

@@ -109,22 +109,61 @@ constexpr uint32_t kScopeFirstCta = 0xfffffffeu; /* the CTA at blockIdx (0,0,0),
  * reaches it, so the injected code needs no branch of its own for it. */
 constexpr uint32_t kScopeNone = 0xfffffffdu;
 
+/* GCL_CTA_SCOPE=id: the CTAs of SM `trace_sm`'s round-robin share, chosen by their linear id
+ * (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) rather than by where they
+ * ran. Why: only the traced SM's warps pay the recording cost, so in a grid of several waves
+ * the other SMs drain the grid faster and the traced SM runs fewer CTAs than it would
+ * unperturbed (pass 6: vecadd's 4096 CTAs gave SM 0 8 CTAs when traced, 15-16 when only
+ * counted, against 4096 / 132 = 31 round-robin). The id share is the same in every run, has
+ * the round-robin size, spreads over the whole grid, and is the set gclsampler's synthesizer
+ * puts on SM 0. The encoding: bit 31 set, the SM count in bits 16-30, the residue in bits
+ * 0-15. The reserved scopes above all have bits 16-30 set, so an SM count below 0x7fff never
+ * collides with them. */
+constexpr uint32_t kScopeByIdBit = 0x80000000u;
+constexpr int kScopeByIdMaxSms = 0x7ffe;
+
+GCL_HD bool scope_is_by_id(uint32_t scope) {
+  return (scope & kScopeByIdBit) && scope != kScopeAllSms && scope != kScopeFirstCta && scope != kScopeNone;
+}
+GCL_HD uint32_t scope_by_id(uint32_t n_sms, uint32_t residue) {
+  return kScopeByIdBit | (n_sms << 16) | residue;
+}
+GCL_HD uint32_t scope_id_sms(uint32_t scope) { return (scope >> 16) & 0x7fffu; }
+GCL_HD uint32_t scope_id_residue(uint32_t scope) { return scope & 0xffffu; }
+
 /* The scope of one launch: trace_sm < 0 keeps every SM; a grid of fewer CTAs than the GPU's
- * SMs keeps CTA 0 when small_grid_cta0 is set (and the SM count is known); otherwise the SM. */
-GCL_HD uint32_t launch_scope(int64_t trace_sm, uint64_t grid_ctas, int n_sms, bool small_grid_cta0) {
+ * SMs keeps CTA 0 when small_grid_cta0 is set (and the SM count is known); otherwise the SM,
+ * by its id share when by_id is set and the SM count is known (1 .. kScopeByIdMaxSms, with
+ * trace_sm below it), else by %smid. */
+GCL_HD uint32_t launch_scope(int64_t trace_sm, uint64_t grid_ctas, int n_sms, bool small_grid_cta0,
+                             bool by_id = false) {
   if (trace_sm < 0) return kScopeAllSms;
   if (small_grid_cta0 && n_sms > 0 && grid_ctas < (uint64_t)n_sms) return kScopeFirstCta;
+  if (by_id && n_sms > 0 && n_sms <= kScopeByIdMaxSms && trace_sm < n_sms)
+    return scope_by_id((uint32_t)n_sms, (uint32_t)trace_sm);
   return (uint32_t)trace_sm;
 }
 
+/* A CTA's linear id modulo n (1 <= n <= kScopeByIdMaxSms) in 32-bit arithmetic: the linear id
+ * of a grid of up to (2^31-1) x 65535 x 65535 CTAs does not fit in 32 bits, and a 64-bit
+ * remainder is a long subroutine on the GPU, run before every instruction of every warp.
+ * (bz * gy + by) fits in 32 bits, and each later product of two remainders stays below 2^30. */
+GCL_HD uint32_t cta_linear_mod(uint32_t bx, uint32_t by, uint32_t bz, uint32_t gx, uint32_t gy, uint32_t n) {
+  const uint32_t zy = (bz * gy + by) % n;
+  return (zy * (gx % n) + bx % n) % n;
+}
+
 /* Whether a warp is inside `scope`: smid() its SM, first_cta() whether its CTA is at blockIdx
- * (0,0,0). Each is read only when the scope needs it: the injected code runs before every
- * instruction of every warp, and reading the CTA index up front in every launch made
- * gcl_before spill 76 bytes of registers instead of 20 (ptxas -v, sm_90; 28 read lazily). */
-template <class SmId, class FirstCta>
-GCL_HD bool in_scope(uint32_t scope, SmId smid, FirstCta first_cta) {
+ * (0,0,0), cta_mod(n) its CTA's linear id modulo n. Each is read only when the scope needs it:
+ * the injected code runs before every instruction of every warp, and reading the CTA index up
+ * front in every launch made gcl_before spill 76 bytes of registers instead of 20 (ptxas -v,
+ * sm_90; 28 read lazily). The id scope's remainders, inline, take it to 36 (out of line, the
+ * call took it to 88). */
+template <class SmId, class FirstCta, class CtaMod>
+GCL_HD bool in_scope(uint32_t scope, SmId smid, FirstCta first_cta, CtaMod cta_mod) {
   if (scope == kScopeAllSms) return true;
   if (scope == kScopeFirstCta) return first_cta();
+  if (scope_is_by_id(scope)) return cta_mod(scope_id_sms(scope)) == scope_id_residue(scope);
   return smid() == scope;
 }
 

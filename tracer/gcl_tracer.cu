@@ -10,6 +10,9 @@
  *   GCL_TRACE_SM             keep only CTAs resident on this SM id  (-1 = all SMs)
  *   GCL_SMALL_GRID           cta0: a launch with fewer CTAs than SMs keeps CTA 0 instead of
  *                            the SM (gcl_record.h, launch_scope); sm: always the SM  (cta0)
+ *   GCL_CTA_SCOPE            sm: the CTAs that ran on GCL_TRACE_SM (%smid); id: those whose
+ *                            linear id is GCL_TRACE_SM modulo the SM count, the same in
+ *                            every run (gcl_record.h, kScopeByIdBit)  (sm)
  *   GCL_KERNEL_BEGIN/END     invocation id range to trace, 1-based  (1 .. unlimited)
  *   GCL_KERNEL_FILTER        ECMAScript regex on the mangled or demangled kernel name
  *   GCL_MAX_INSTS_PER_WARP   cap on records written per warp        (0 = no cap)
@@ -75,6 +78,7 @@ struct Options {
   std::string dir = "traces";
   int64_t trace_sm = -1;
   bool small_grid_cta0 = true; /* GCL_SMALL_GRID=cta0 */
+  bool cta_scope_id = false; /* GCL_CTA_SCOPE=id */
   uint64_t kernel_begin = 1, kernel_end = UINT64_MAX;
   std::string filter;
   uint64_t max_insts_per_warp = 0;
@@ -247,6 +251,12 @@ void nvbit_at_init() {
     exit(2);
   }
   opt.small_grid_cta0 = small_grid == "cta0";
+  const std::string cta_scope = env_str("GCL_CTA_SCOPE", "sm");
+  if (cta_scope != "sm" && cta_scope != "id") {
+    fprintf(stderr, "gcl_tracer: GCL_CTA_SCOPE must be sm or id, not %s\n", cta_scope.c_str());
+    exit(2);
+  }
+  opt.cta_scope_id = cta_scope == "id";
   opt.kernel_begin = (uint64_t)env_int("GCL_KERNEL_BEGIN", 1);
   int64_t end = env_int("GCL_KERNEL_END", 0);
   opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
@@ -358,6 +368,15 @@ static void tool_setup(CUcontext ctx) {
   cuCtxGetDevice(&dev);
   cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
   if (cuDeviceGetAttribute(&n_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS) n_sms = 0;
+  /* an SM the GPU does not have runs no CTA: every trace would be a header alone */
+  if (!opt.time_only && n_sms > 0 && opt.trace_sm >= n_sms) {
+    fprintf(stderr, "gcl_tracer: GCL_TRACE_SM=%lld, but the GPU has %d SMs (0..%d)\n", (long long)opt.trace_sm, n_sms,
+            n_sms - 1);
+    exit(2);
+  }
+  if (opt.cta_scope_id && opt.trace_sm >= 0 && (n_sms <= 0 || n_sms > gcl::kScopeByIdMaxSms))
+    fprintf(stderr, "gcl_tracer: GCL_CTA_SCOPE=id needs the GPU's SM count (got %d): keeping the CTAs that run on SM "
+            "%lld instead\n", n_sms, (long long)opt.trace_sm);
   if (opt.time_only && opt.time_gate_us) {
     gcl_cuda_check(cudaHostAlloc(&gate_host, sizeof(*gate_host), cudaHostAllocMapped), "cudaHostAlloc(gate)");
     gcl_cuda_check(cudaHostGetDevicePointer(&gate_dev, gate_host, 0), "cudaHostGetDevicePointer(gate)");
@@ -621,7 +640,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       if (opt.verbose) fprintf(stderr, "gcl_tracer: launch %llu: instrumented in %.3f s, launching\n",
                                (unsigned long long)invocation_id, now_s() - t_entry);
       scope = gcl::launch_scope(opt.trace_sm, (uint64_t)L.grid[0] * L.grid[1] * L.grid[2], n_sms,
-                                opt.small_grid_cta0);
+                                opt.small_grid_cta0, opt.cta_scope_id);
       if (opt.verbose && scope == gcl::kScopeFirstCta)
         fprintf(stderr, "gcl_tracer: launch %llu: %llu CTAs on %d SMs: keeping CTA 0 (GCL_SMALL_GRID=cta0)\n",
                 (unsigned long long)invocation_id, (unsigned long long)L.grid[0] * L.grid[1] * L.grid[2], n_sms);
@@ -712,9 +731,14 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
   if (traced && opt.count_only) {
     cudaDeviceSynchronize();
     records = *gcl_warp_insts;
-    /* trace_sm: the SM kept, -1 for every SM, cta0 for CTA 0 (GCL_SMALL_GRID) */
+    /* trace_sm: the SM kept, -1 for every SM, cta0 for CTA 0 (GCL_SMALL_GRID), id:R/N for
+     * the CTAs whose linear id is R modulo N (GCL_CTA_SCOPE=id) */
     const std::string kept = scope == gcl::kScopeFirstCta ? "cta0"
-                             : scope == gcl::kScopeAllSms ? "-1" : std::to_string(scope);
+                             : scope == gcl::kScopeAllSms ? "-1"
+                             : gcl::scope_is_by_id(scope)
+                                 ? "id:" + std::to_string(gcl::scope_id_residue(scope)) + "/" +
+                                       std::to_string(gcl::scope_id_sms(scope))
+                                 : std::to_string(scope);
     fprintf(counts_csv, "%llu,\"%s\",\"(%u,%u,%u)\",\"(%u,%u,%u)\",%s,%llu\n",
             (unsigned long long)(invocation_id - 1), mangled.c_str(), L.grid[0], L.grid[1], L.grid[2], L.block[0],
             L.block[1], L.block[2], kept.c_str(), (unsigned long long)records);

@@ -34,14 +34,16 @@ __device__ __forceinline__ int gcl_warp_in_cta() {
 }
 
 __device__ __forceinline__ bool gcl_in_launch_scope(uint32_t scope) {
-  return gcl::in_scope(scope, [] { return gcl_smid(); }, [] { return (blockIdx.x | blockIdx.y | blockIdx.z) == 0; });
+  return gcl::in_scope(
+      scope, [] { return gcl_smid(); }, [] { return (blockIdx.x | blockIdx.y | blockIdx.z) == 0; },
+      [](uint32_t n) { return gcl::cta_linear_mod(blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y, n); });
 }
 
 /* Fill the fields every record kind shares; returns false when this warp is out of scope. */
 __device__ __forceinline__ bool gcl_fill_common(gcl::Record &r, int pred, uint32_t launch_sm,
                                                 uint32_t pc, uint32_t opcode_id,
                                                 uint32_t *active, uint32_t *leader) {
-  /* The launch's scope (gcl::launch_scope: an SM, every SM, or CTA 0) comes as a
+  /* The launch's scope (gcl::launch_scope: an SM, its id share, every SM, or CTA 0) comes as a
    * launch-time value, so changing it needs no re-instrumentation. A CTA never moves
    * between SMs, so all warps of a kept CTA are kept whole. */
   if (!gcl_in_launch_scope(launch_sm)) return false;
