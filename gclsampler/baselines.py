@@ -33,7 +33,7 @@ from gclsampler.errors import GclError
 from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
-from gclsampler.stem import time_scale
+from gclsampler.stem import time_scale, time_scales
 
 __all__ = [
     "BaselineError",
@@ -117,17 +117,25 @@ def _work_mean_reps(labels: np.ndarray, inst: np.ndarray, x: np.ndarray | None, 
                     method: str) -> np.ndarray:
     """Per cluster, the member whose instruction count (``column``) is nearest the members'
     mean count: gcl's ``work_mean`` rule (``gclsampler.cluster.representatives``), so ties go
-    as ``nearest_mean_work`` resolves them, to the medoid of ``x`` (the method's own feature
+    as ``nearest_mean`` resolves them, to the medoid of ``x`` (the method's own feature
     space) when it is one of the nearest, else to the middle launch of them."""
-    from gclsampler.cluster import representatives
+    from gclsampler.cluster import nearest_mean, representatives
 
     if np.any(inst < 0):
         i = int(np.flatnonzero(inst < 0)[0])
         raise BaselineError(f"{method}: representative: work_mean needs instruction counts >= 0; "
                             f"{column} is {inst[i]!r} at invocation {i}")
-    with np.errstate(divide="ignore"):  # a count of 0 is work 2**-inf = 0
-        log2_work = np.log2(inst)
-    return representatives(labels, x, "work_mean", 0, log2_work)
+    # The counts themselves, not gcl's log2 work column: a log2/exp2 round trip (what
+    # nearest_mean_work takes) is inexact for most integers (exp2(log2(3)) != 3), so two counts
+    # equally near the mean were a tie only when rounding allowed, and a cluster of counts 0
+    # (log2 = -inf) made its work NaN and picked a member of another cluster. Each cluster is
+    # measured in a power of two of its own largest count (exact; 1 below 2^64) so sums cannot
+    # overflow.
+    k = int(labels.max()) + 1
+    top = np.zeros(k)
+    np.maximum.at(top, labels, inst)
+    work = inst / time_scales(top)[labels]
+    return nearest_mean(labels, work, representatives(labels, x, "medoid", 0))
 
 
 def _relabel(keys: np.ndarray) -> np.ndarray:

@@ -1064,7 +1064,15 @@ def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.nda
     lo = np.full(k, np.inf)
     np.minimum.at(lo, labels, log2_work)
     shift = np.where((hi > 1000.0) | (lo < -1000.0), np.floor(hi), 0.0)
-    work = np.exp2(log2_work - shift[labels])
+    return nearest_mean(labels, np.exp2(log2_work - shift[labels]), medoids)
+
+
+def nearest_mean(labels: np.ndarray, work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
+    """Per cluster, the member whose ``work`` (finite, linear) is nearest the members' mean:
+    ``medoids[c]`` when it is one of the nearest, else the middle launch of those. Exact ties
+    stay ties only in the caller's own units: the profile baselines pass instruction counts
+    as they are, since a log2/exp2 round trip is inexact for most integers."""
+    k = int(labels.max()) + 1
     mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
     tied = _at_cluster_minimum(np.abs(work - mean[labels]), labels, k)
     return np.where(tied[medoids], medoids, _middle_member(tied, labels, k))

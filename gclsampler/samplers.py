@@ -297,7 +297,7 @@ class GclStemSampler(GclSampler):
     clusters are the chosen strata; each carries the predicted relative error of its own
     total time at confidence ``z``. The workload total's bound is ``config.error_bound`` (at most epsilon); with
     ``scope="group"`` every cluster's bound is at most epsilon too (default ``global``:
-    only the total, as in the STEM paper).
+    only the total; the STEM paper bounds every group, docs/stem.md).
     Learned: those of ``GclSampler`` plus ``stem_`` (``StemResult``), ``error_bound_``,
     ``cluster_error_bounds_`` (K,), ``strata_`` (the chosen strata), ``strata_costs_``
     ({strata: expected simulated time} of every candidate tried), ``gcl_labels_`` (the GCL

@@ -125,9 +125,9 @@ class StemError(GclError):
 class StemConfig:
     """Hydra structured config of the ``stem`` group (``conf/stem/*.yaml``).
 
-    ``scope``: ``global`` (default, as in the paper) bounds the error of the workload's
-    total time and solves Problem 1 once over every leaf; ``group`` bounds every group
-    (kernel name or GCL cluster) separately, which by Theorem 3.1 bounds the total too
+    ``scope``: ``global`` (this project's default; the paper builds ``group``, docs/stem.md)
+    bounds the error of the workload's total time and solves Problem 1 once over every leaf;
+    ``group`` bounds every group (kernel name or GCL cluster) separately, which by Theorem 3.1 bounds the total too
     and keeps per-kernel estimates trustworthy, with more samples.
     """
 

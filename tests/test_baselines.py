@@ -472,3 +472,30 @@ def test_allegro_keys_separate_grid_and_block():
     s = AllegroSampler(random_state=0)
     s.fit(wl(df))
     assert len(s.m_min_) == 3
+
+
+@pytest.mark.parametrize("cls", [PkaSampler, SieveSampler])
+def test_work_mean_with_a_cluster_of_zero_instruction_counts(cls):
+    """A count of 0 is work 0: a stratum whose counts are all 0 has every member at its mean,
+    so its middle launch stands for it. log2(0) = -inf made its work NaN, and the rule picked a
+    member of another cluster (or indexed past the end)."""
+    df = make_profile(6, 0, n_names=2)
+    df["kernel_name"] = ["a", "a", "a", "b", "b", "b"]
+    df["grid"] = ["(1,1,1)"] * 6
+    df["inst_executed"] = [0.0, 0.0, 0.0, 10.0, 20.0, 30.0]
+    df["pka_instructions"] = df["inst_executed"]
+    plan = cls(representative="work_mean").fit(wl(df)).validate()
+    assert sorted(plan.invocations.tolist()) == [1, 4]
+
+
+@pytest.mark.parametrize("lo", [90, 95, 98, 105, 109, 150])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_sieve_work_mean_tie_goes_to_the_later_launch_whatever_the_counts_round_to(lo, reverse):
+    """Two counts equally near their mean are a tie (the documented rule: the middle launch, the
+    later of two), not decided by how log2/exp2 rounds them (exp2(log2(3)) != 3)."""
+    df = make_profile(2, 0, n_names=1)
+    df["kernel_name"] = ["k", "k"]
+    df["grid"] = ["(1,1,1)"] * 2
+    df["inst_executed"] = [float(lo + 2), float(lo)] if reverse else [float(lo), float(lo + 2)]
+    plan = SieveSampler(representative="work_mean").fit(wl(df))
+    assert plan.invocations.tolist() == [1]
