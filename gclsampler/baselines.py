@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from gclsampler.errors import GclError
 from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
-from gclsampler.stem import time_scale, time_scales
+from gclsampler.stem import _is_real, time_scale, time_scales
 
 __all__ = [
     "BaselineError",
@@ -540,7 +541,7 @@ class RandomSampler(Sampler):
         self.random_state = random_state
 
     def fit(self, workload) -> SamplingPlan:
-        if not (isinstance(self.fraction, (int, float)) and 0 < self.fraction <= 1):
+        if not (_is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
             raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
         n = workload.n_invocations
         m = max(1, min(n, int(round(self.fraction * n))))
@@ -642,7 +643,10 @@ class AllegroSampler(Sampler):
     Each leaf draws min(m_min, leaf size) invocations uniformly without replacement,
     each weighted leaf size / draws. ``m_th`` is the paper's split threshold (50),
     ``floor`` the CLT minimum of 30 samples. ``time_column``: ``time_ns`` (profiled
-    execution time, as in the paper) or ``cycles``.
+    execution time, as in the paper) or ``cycles``. A partition 64 splits deep is a leaf
+    whatever its m_min (``allegro_partition``'s ``max_depth``, a guard the paper does not
+    have: each split peels off at least one invocation, so without it a group's depth is
+    bounded only by its size); such a leaf is at worst a census.
 
     Learned: ``labels_`` (leaf per invocation), ``m_min_`` (uncapped, per leaf),
     ``sample_sizes_`` (capped).
@@ -664,8 +668,10 @@ class AllegroSampler(Sampler):
         from gclsampler.stem import check_bound
 
         check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
-        if int(self.floor) < 1 or int(self.m_th) < 1:
-            raise BaselineError(f"allegro: floor/m_th: must be >= 1, found {self.floor}, {self.m_th}")
+        for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
+            v = getattr(self, key)
+            if not (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1):
+                raise BaselineError(f"allegro: {key}: must be a whole number >= 1, found {v!r}")
         times = _column(workload, self.time_column, "allegro")
         df = workload.profile
         keys = (df["kernel_name"].astype(str) + "|" + df["grid"].astype(str) + "|"

@@ -369,6 +369,31 @@ def test_random_weights_sum_to_n(n, frac, seed):
     assert math.isclose(plan.weights.sum(), n, rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("bad", [True, np.bool_(True), "0.5", 1.5, float("nan")])
+def test_random_rejects_a_fraction_that_is_no_fraction(bad):
+    """True is not 100 %: it was taken as 1 and the plan simulated every invocation."""
+    with pytest.raises(BaselineError, match="random: fraction"):
+        RandomSampler(fraction=bad).fit(wl(make_profile(10)))
+
+
+@pytest.mark.parametrize("good", [np.float32(0.5), np.float64(0.5), 0.5])
+def test_random_takes_numpy_fractions(good):
+    assert RandomSampler(fraction=good).fit(wl(make_profile(10))).invocations.size == 5
+
+
+@pytest.mark.parametrize("key,bad", [("floor", 30.7), ("floor", True), ("m_th", 0), ("m_th", "50"), ("floor", np.float64(30))])
+def test_allegro_sample_counts_must_be_whole_numbers(key, bad):
+    """floor and m_th count samples: 30.7 was truncated to 30 without a word."""
+    with pytest.raises(BaselineError, match=f"allegro: {key}: must be a whole number"):
+        AllegroSampler(**{key: bad}).fit(wl(make_profile(40)))
+
+
+def test_allegro_takes_numpy_integers():
+    a = AllegroSampler(floor=np.int64(30), m_th=np.int32(50), random_state=0).fit(wl(make_profile(40)))
+    b = AllegroSampler(floor=30, m_th=50, random_state=0).fit(wl(make_profile(40)))
+    assert a.invocations.tolist() == b.invocations.tolist()
+
+
 def test_random_rejects_bad_fraction():
     with pytest.raises(BaselineError, match="fraction"):
         RandomSampler(fraction=0).fit(wl(make_profile(10)))
