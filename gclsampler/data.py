@@ -326,28 +326,46 @@ class GraphDataset(torch.utils.data.Dataset):
             g = load_graph_bytes(data, str(path))
         except (OSError, GraphCacheError):
             g = self._rebuild(gid)
+            if g is None:
+                raise GraphCacheError(located(path, None, None, "damaged, and the trace of every invocation it was built "
+                                              "from changed since the dataset was opened: open it again")) from None
         self._lru[gid] = g
         if len(self._lru) > self.memory_graphs:
             self._lru.popitem(last=False)
         return g
 
-    def _rebuild(self, gid: int) -> Data:
-        """A damaged graph file: rebuild it from the first invocation that maps to it."""
-        pos = int(np.flatnonzero(self.inv_to_graph == gid)[0])
-        for p in (self._paths.graph(self.graph_hashes[gid]), self._paths.entry(self._keys[pos])):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-        h, _, _, _ = _build_one(self._trace_paths[pos], self.cfg.to_dict(), str(self.cache_dir), self._keys[pos])
-        if h != self.graph_hashes[gid]:  # trace changed under us: keep the new one for this invocation
-            self.graph_hashes.append(h)
+    def _rebuild(self, gid: int) -> Data | None:
+        """A damaged graph file: rebuild it from the invocations that map to it, first first.
+
+        One whose trace changed since the dataset was opened gets a graph of its own (a new
+        index) and the next is tried, so ``gid`` stays the graph of the invocations whose traces
+        did not change. Why: it used to return the changed trace's graph as ``gid``'s, and its
+        unchanged twins were then served that graph from memory. None when none is left."""
+        for pos in np.flatnonzero(self.inv_to_graph == gid).tolist():
+            for p in (self._paths.graph(self.graph_hashes[gid]), self._paths.entry(self._keys[pos])):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass
+            h, _, _, _ = _build_one(self._trace_paths[pos], self.cfg.to_dict(), str(self.cache_dir), self._keys[pos])
+            if h == self.graph_hashes[gid]:
+                return load_graph_bytes(self._paths.graph(h).read_bytes(), str(self._paths.graph(h)))
+            self.graph_hashes.append(h)  # this invocation's trace changed: its new graph is read on demand
             self.inv_to_graph[pos] = len(self.graph_hashes) - 1
-        return load_graph_bytes(self._paths.graph(h).read_bytes(), str(self._paths.graph(h)))
+        return None
 
     def __getitem__(self, invocation: int) -> Data:
         pos = self.position(invocation)
-        g = self.graph(int(self.inv_to_graph[pos])).clone()
+        gid = int(self.inv_to_graph[pos])
+        try:
+            g = self.graph(gid)
+        except GraphCacheError:
+            if int(self.inv_to_graph[pos]) == gid:
+                raise
+            g = None
+        if int(self.inv_to_graph[pos]) != gid:  # its own trace changed while its graph was rebuilt
+            g = self.graph(int(self.inv_to_graph[pos]))
+        g = g.clone()
         g.invocation = torch.tensor([int(self.invocations[pos])], dtype=torch.long)
         return g
 

@@ -42,7 +42,7 @@ def check_embeddings(emb: np.ndarray, where: str | os.PathLike, n_invocations: i
             r = int(np.flatnonzero(bad)[0])
             c = int(np.flatnonzero(~np.isfinite(emb[r]))[0])
             raise EmbeddingsError(located(where, None, f"row {r}",
-                                          f"not finite ({emb[r, c]!r} in column {c}; "
+                                          f"not finite ({emb[r, c].item()!r} in column {c}; "
                                           f"{int(bad.sum())} bad row(s) in all)"))
     if emb.dtype.kind == "f" and emb.dtype.itemsize > 4 and emb.size:  # finite here, inf once cast to float32
         top = float(np.finfo(np.float32).max)

@@ -113,10 +113,9 @@ class FeatureEncoder(nn.Module):
         sizes = torch.tensor([e.num_embeddings for e in tables], device=token.device)
         bad = (token < 0) | (token >= sizes[node_type])
         if bool(bad.any()):
-            t = int(node_type[bad][0])
-            tok = token[node_type == t]
+            t = int(node_type[bad][0])  # the first offending token names its table (its own id, not the table's max)
             raise ModelConfigError(f"model.vocab_{('instruction', 'pseudo', 'variable')[t]}: token id "
-                                   f"{int(tok.max())} outside vocabulary of {tables[t].num_embeddings}")
+                                   f"{int(token[bad][0])} outside vocabulary of {tables[t].num_embeddings}")
         table = torch.cat([F.pad(e.weight, (0, self.in_dim - e.embedding_dim)) for e in tables])
         offset = torch.cumsum(sizes, 0) - sizes
         out = F.embedding(token + offset[node_type], table)

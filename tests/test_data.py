@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from gclsampler.data import GraphDataset, load_graph_bytes, make_loader, save_graph_bytes
+from gclsampler.data import GraphCacheError, GraphDataset, load_graph_bytes, make_loader, save_graph_bytes
 from gclsampler.graph import GraphConfig, build_graph
 from gclsampler.trace import read_kernel, write_kernel, write_kernelslist
 
@@ -49,7 +49,7 @@ def test_build_dedup_and_equal_to_direct_build(wl):
     ds = GraphDataset(wl, CFG, workers=1, progress=False)
     assert len(ds) == 5 and ds.n_unique == 3
     assert ds.inv_to_graph.tolist() == [0, 1, 0, 2, 1]
-    assert ds.stats["built"] == 5 and ds.stats["unique_graphs"] == 3
+    assert ds.stats["built"] == 5 and ds.stats["unique_graphs"] == 3 and ds.stats["cached"] == 0
     assert len(list((wl / ".graph-cache" / "v1" / "graphs").glob("*.hrg"))) == 3
     for i in range(5):
         direct = build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), CFG)
@@ -63,8 +63,13 @@ def test_reload_is_a_cache_hit_with_equal_tensors(wl):
     assert b.stats["built"] == 0 and b.stats["cached"] == 5
     assert all(_equal(a[i], b[i]) for i in range(5))
     # a different config is a different cache entry
-    c = GraphDataset(wl, GraphConfig(max_warps=1, max_insts_per_warp=16), workers=1, progress=False)
+    other = GraphConfig(max_warps=1, max_insts_per_warp=16)
+    c = GraphDataset(wl, other, workers=1, progress=False)
     assert c.stats["built"] == 5
+    # ... and its graphs are that config's, not the cached texts' graphs of the first config
+    assert c.stats["parsed"] == 3
+    for i in range(5):
+        assert _equal(c[i], build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), other))
 
 
 def test_truncated_graph_file_is_rebuilt_not_trusted(wl):
@@ -118,6 +123,8 @@ def test_serialisation_round_trip_and_rejects_garbage():
         load_graph_bytes(data[:-3])
     with pytest.raises(GraphCacheError):
         load_graph_bytes(b"not a graph")
+    with pytest.raises(GraphCacheError, match="trailing bytes"):  # two graphs' bytes run together
+        load_graph_bytes(data + data[:5])
 
 
 def test_loader_batches_are_seeded_and_carry_warp_offsets(wl):
@@ -218,3 +225,88 @@ def test_a_changed_body_is_parsed_though_its_twin_was_cached(tmp_path):
     assert b.stats["parsed"] == 1
     assert _equal(b[2], build_graph(read_kernel(p), CFG))
     assert b[2].num_nodes != first[0].num_nodes or not _equal(b[2], first[0])
+
+
+@pytest.mark.parametrize("name, is_dir", [("v1", False), ("v2", False), ("v1-notes", True), ("v1.bak", True),
+                                          ("v", True), ("xv1", True)])
+def test_a_graph_cache_holds_only_version_directories(tmp_path, name, is_dir):
+    """Only directories named v<N> are a graph cache's own: a user's file called v1, or a
+    directory that merely starts like one, makes the directory someone else's."""
+    from gclsampler._safe_out import OutputError
+    from gclsampler.workload_cache import check_cache_dir
+
+    cache = tmp_path / "cache"
+    check_cache_dir(cache)  # a new directory
+    (cache / "v1").mkdir(parents=True)
+    (cache / "v12").mkdir()
+    check_cache_dir(cache)  # an earlier cache, of this and another version
+    (cache / "v1").rmdir()
+    (cache / name).mkdir() if is_dir else (cache / name).write_text("mine")
+    with pytest.raises(OutputError, match=f"graph cache {cache}: holds '{name}', which is not the graph cache's"):
+        check_cache_dir(cache)
+
+
+def test_rehash_reads_the_file_whatever_its_memo_says(tmp_path):
+    """trace_digest trusts a memo whose stat matches (that is what makes a warm reload fast);
+    rehash=True, the way out of a bad memo, reads the file again and corrects the memo."""
+    from gclsampler.workload_cache import digest, trace_digest
+
+    p = tmp_path / "kernel-1.traceg"
+    p.write_bytes(b"-kernel name = k\n")
+    memo = tmp_path / "memo"
+    right = trace_digest(p, memo)
+    assert right == digest(p.read_bytes())
+    (entry,) = memo.iterdir()
+    bad = json.loads(entry.read_text())
+    bad["digest"] = "0" * 32
+    entry.write_text(json.dumps(bad))
+    assert trace_digest(p, memo) == "0" * 32  # the memo is trusted while the stat matches
+    assert trace_digest(p, memo, rehash=True) == right
+    assert trace_digest(p, memo) == right  # the memo was written again
+
+
+def test_a_damaged_graph_whose_trace_changed_is_rebuilt_for_that_invocation(wl):
+    """A graph file read back damaged is rebuilt from its first invocation's trace; when that
+    trace changed meanwhile, the invocation gets a graph of its own (the new text's), and its
+    twin keeps the old graph's index."""
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert ds.inv_to_graph.tolist() == [0, 1, 0, 2, 1]
+    p = wl / "kernel-1.traceg"
+    t = random_trace(np.random.default_rng(7), n_warps=3, max_len=12)
+    t.header = replace(t.header, kernel_id=1)
+    write_kernel(t, p)
+    ds._paths.graph(ds.graph_hashes[0]).write_bytes(b"damaged")
+    assert _equal(ds[0], build_graph(read_kernel(p), CFG))
+    assert ds.n_unique == 4 and ds.inv_to_graph.tolist() == [3, 1, 0, 2, 1]
+    # the twin, whose trace did not change, is served its own graph (it was served ds[0]'s)
+    assert _equal(ds[2], build_graph(read_kernel(wl / "kernel-3.traceg"), CFG))
+    assert _equal(ds.graph(0), build_graph(read_kernel(wl / "kernel-3.traceg"), CFG))
+
+
+def test_a_damaged_graph_whose_every_trace_changed_says_to_reopen(tmp_path):
+    """When every invocation of a damaged graph changed its trace, each gets its own new graph,
+    and asking for the old index by itself is one clear error, not another invocation's graph."""
+    wl = _workload(tmp_path / "wl", [1, 2, 1])
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert ds.inv_to_graph.tolist() == [0, 1, 0]
+    for i, seed in ((1, 7), (3, 8)):
+        t = random_trace(np.random.default_rng(seed), n_warps=2, max_len=10)
+        t.header = replace(t.header, kernel_id=i)
+        write_kernel(t, wl / f"kernel-{i}.traceg")
+    ds._paths.graph(ds.graph_hashes[0]).write_bytes(b"damaged")
+    assert _equal(ds[0], build_graph(read_kernel(wl / "kernel-1.traceg"), CFG))
+    assert _equal(ds[2], build_graph(read_kernel(wl / "kernel-3.traceg"), CFG))
+    assert 0 not in ds.inv_to_graph.tolist()
+    ds._lru.clear()
+    with pytest.raises(GraphCacheError, match="changed since the dataset was opened"):
+        ds.graph(0)
+
+
+def test_an_invocations_graph_is_its_own_copy(wl):
+    """Invocations 0 and 2 share one cached graph; what a caller does to one's graph (the
+    augmentations edit tensors in place) reaches neither the other nor a later read."""
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    a, b = ds[0], ds[2]
+    assert a.invocation.tolist() == [0] and b.invocation.tolist() == [2]
+    a.token += 1
+    assert _equal(ds[2], b) and _equal(ds[0], b) and not torch.equal(a.token, b.token)

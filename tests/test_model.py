@@ -113,6 +113,15 @@ def test_architecture_shapes_and_no_dropout_after_last_layer():
     assert "num_relations=4" in repr(convs[0]) and "64, 128" in repr(convs[0])
 
 
+def test_embed_leaves_the_model_in_the_mode_it_found():
+    m = make(dropout=0.5)
+    batch = Batch.from_data_list(random_graphs(2))
+    for training in (True, False):
+        m.train(training)
+        m.embed(batch)
+        assert m.training is training
+
+
 def test_dropout_only_in_training():
     m = make(dropout=0.5)
     batch = Batch.from_data_list(random_graphs(3, seed=0))
@@ -149,6 +158,21 @@ def test_token_outside_vocabulary_is_a_config_error():
     with pytest.raises(ModelConfigError, match="model.vocab_instruction"):
         m.embed(Batch.from_data_list([g]))
 
+
+@pytest.mark.parametrize("node_type, name", [(0, "instruction"), (1, "pseudo"), (2, "variable")])
+@pytest.mark.parametrize("past", [0, -1])
+def test_a_token_just_outside_its_vocabulary_is_a_config_error(node_type, name, past):
+    """One past the last id (or -1) would read the neighbouring table's first (or last) row in
+    the stacked lookup: refused by the table it belongs to, like any other id outside it."""
+    m = make()
+    g = random_graph(np.random.default_rng(0), n_warps=1, insts_per_warp=4)
+    g.node_type[0] = node_type
+    g.token[0] = VOCAB[name] + past if past == 0 else past
+    # the error names the offending id itself (it named the table's largest token, inside it)
+    with pytest.raises(ModelConfigError, match=f"model.vocab_{name}: token id {int(g.token[0])} outside vocabulary"):
+        m.embed(Batch.from_data_list([g]))
+    g.token[0] = VOCAB[name] - 1  # the last id is inside
+    m.embed(Batch.from_data_list([g]))
 
 @pytest.mark.parametrize("bad", [dict(conv="dense"), dict(num_bases=0), dict(dropout=1.0), dict(basis_mixing="x")])
 def test_bad_model_config(bad):

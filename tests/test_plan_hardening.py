@@ -526,6 +526,66 @@ def test_embeddings_beyond_float32_name_the_file(tmp_path):
     assert str(err.value).startswith(f"{tmp_path / 'emb.npy'}: row 1: -1e+39 in column 2 overflows float32")
 
 
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.uint64, np.float16, np.float64])
+def test_embeddings_of_any_numeric_dtype_load_as_float32(tmp_path, dtype):
+    from gclsampler.embeddings import load_embeddings
+
+    emb = np.arange(12).reshape(4, 3).astype(dtype)
+    np.save(tmp_path / "emb.npy", emb)
+    got = load_embeddings(tmp_path / "emb.npy", 4)
+    assert got.dtype == np.float32 and np.array_equal(got, emb.astype(np.float32))
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: np.save(p, np.ones((4, 3), dtype=bool)), "bool is not a numeric array"),
+    (lambda p: np.save(p, np.ones((4, 0), dtype=np.float32)), "shape: (4, 0): no dimensions"),
+    (lambda p: np.save(p, np.ones(4, dtype=np.float32)), "shape: (4,): expected (invocations, dims)"),
+    (lambda p: p.write_bytes(_npz_bytes()), "an .npz archive; give the .npy array itself"),
+])
+def test_embeddings_that_are_no_matrix_are_refused_by_reason(tmp_path, make, reason):
+    from gclsampler.embeddings import EmbeddingsError, load_embeddings
+
+    p = tmp_path / "emb.npy"
+    make(p)
+    with pytest.raises(EmbeddingsError) as err:
+        load_embeddings(p, 4)
+    assert str(err.value).startswith(f"{p}: ") and reason in str(err.value)
+
+
+def _npz_bytes() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, emb=np.ones((4, 3)))
+    return buf.getvalue()
+
+
+def test_embeddings_with_bad_rows_name_the_first_and_count_them(tmp_path):
+    from gclsampler.embeddings import EmbeddingsError, load_embeddings
+
+    emb = np.zeros((6, 3), dtype=np.float32)
+    emb[2, 1], emb[4, 0], emb[5, 2] = np.inf, np.nan, np.nan
+    np.save(tmp_path / "emb.npy", emb)
+    with pytest.raises(EmbeddingsError) as err:
+        load_embeddings(tmp_path / "emb.npy", 6)
+    # the value as Python writes it (inf), not numpy 2's repr (np.float32(inf))
+    assert str(err.value) == f"{tmp_path / 'emb.npy'}: row 2: not finite (inf in column 1; 3 bad row(s) in all)"
+
+
+@pytest.mark.parametrize("model, on", [
+    ({}, ["model.inst_stats=true", "model.kernel_features=true"]),  # a key left out is ModelConfig's default
+    ({"inst_stats": False}, ["model.kernel_features=true"]),
+    ({"kernel_features": False}, ["model.inst_stats=true"]),
+    ({"inst_stats": False, "kernel_features": False}, []),
+])
+def test_project_deviations_count_a_missing_key_as_the_default(model, on):
+    from gclsampler.embeddings import project_deviations
+    from gclsampler.model_config import ModelConfig
+
+    assert ModelConfig.inst_stats and ModelConfig.kernel_features  # the deviations are on by default
+    assert project_deviations(model) == on
+
 # 14 --------------------------------------------------------------------------------------
 def test_zero_sampled_time_has_no_speedup_number(tmp_path, capsys):
     prof = _profile(20, names=["one"])
