@@ -166,3 +166,21 @@ def test_simulate_runs_hopper_traces_only_with_as_ampere_and_labels_every_output
     assert len(rows) == 2 and all("sm_90 run as Ampere" in r for r in rows)
     (meta,) = (wl / "profiles").glob("accelsim-*.json")
     assert "run as Ampere (--as-ampere)" in json.loads(meta.read_text())["note"]
+
+
+def test_renames_of_one_opcode_under_several_modifiers_are_counted_together():
+    _, renamed = as_ampere(_hopper(["VIMNMX", "VIMNMX.U32", "VIMNMX.U32", "VIADD"]))
+    assert renamed == {"VIMNMX": 3, "VIADD": 1}
+
+
+def test_only_opcodes_the_trace_runs_can_stop_the_rewrite():
+    """An opcode-table entry no instruction uses runs nothing on Ampere: not refused."""
+    t = _hopper(["VIADD", "FADD"])
+    t = dataclasses.replace(t, opcode_table=(*t.opcode_table, "HGMMA.64x8x16.F32"))
+    out, renamed = as_ampere(t)
+    assert renamed == {"VIADD": 1} and out.header.binary_version == AMPERE_BINARY_VERSION
+
+
+def test_opcodes_without_a_counterpart_are_listed_most_frequent_first():
+    with pytest.raises(TraceFormatError, match=r"UTMALDG x3, HGMMA x2, SYNCS x2: sm_90 instructions with no Ampere"):
+        as_ampere(_hopper(["SYNCS", "UTMALDG", "HGMMA", "UTMALDG", "HGMMA", "SYNCS", "UTMALDG", "VIADD"]))

@@ -97,3 +97,27 @@ def test_a_full_disk_under_a_temp_output_dir_names_the_file_in_the_output(tmp_pa
         _fill_the_disk()
     assert info.value.filename == str(out)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_write_keeps_old_content_and_removes_temp(tmp_path, stop):
+    """Ctrl-C (or sys.exit) in the middle of a write is what a long save meets most: the old
+    file stays and no hidden temp file is left beside it."""
+    target = tmp_path / "model.pt"
+    target.write_bytes(b"old")
+    with pytest.raises(stop):
+        with atomic_path(target) as tmp:
+            with open(tmp, "wb") as fh:
+                fh.write(b"half")
+            raise stop()
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]
+
+
+def test_an_error_about_a_look_alike_file_elsewhere_keeps_its_name(tmp_path):
+    """Only a temp file beside the output is renamed to it: a file of a temp-like name in
+    another directory (an input the block reads) keeps its own name in the error."""
+    other = tmp_path / "inputs" / ".out.csv.abc123.tmp"
+    with pytest.raises(PermissionError) as info, atomic_path(tmp_path / "out.csv"):
+        raise PermissionError(errno.EACCES, "Permission denied", str(other))
+    assert info.value.filename == str(other)

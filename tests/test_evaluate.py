@@ -130,6 +130,23 @@ def test_cross_arch_rows_and_seeds(tmp_path):
     assert s.loc[(s["method"] == "sieve") & (s["arch"] == "turing"), "spread_sd"].iloc[0] == pytest.approx(want)
 
 
+
+def test_fit_methods_seeds_follow_the_root_seed_and_the_sweep_skips_the_main_epsilon(tmp_path):
+    """evaluate.py seed=7: the stochastic methods' seeds are 7, 8, ... (not 0, 1, ... whatever the
+    seed), each plan is the one its seed gives, and an ε sweep value equal to the main one is
+    not fitted twice."""
+    from gclsampler.evaluate import make_sampler
+
+    w = _write_workload(tmp_path / "toy", {"turing": make_profile(60, 0)})
+    params = {"random": {"fraction": 0.2}, "stem_root": {"epsilon": 0.25}}
+    runs = fit_methods(w, ["random", "stem_root"], params, n_seeds=2, seed0=7, epsilons=[0.1, 0.25],
+                       sweep_methods=["stem_root"])
+    rnd = [r for r in runs if r.method == "random"]
+    assert [r.seed for r in rnd] == [7, 8]
+    for r in rnd:
+        assert list(r.plan.invocations) == list(make_sampler("random", params["random"], r.seed).fit(w).invocations)
+    assert {(r.epsilon, r.sweep) for r in runs if r.method == "stem_root"} == {(0.25, False), (0.1, True)}
+
 def test_a_plan_scored_on_another_arch_uses_that_archs_ground_truth(tmp_path):
     """A cross-arch row answers "how well does the plan fitted on turing estimate ampere?".
     If it were scored against the turing profile again, every cross-arch column of the report
@@ -310,6 +327,10 @@ def test_a_workload_inside_what_the_run_writes_is_refused(tmp_path):
     with pytest.raises(OutputError, match=r"out_dir: lies inside workload myapp"):
         ev.run_suite(cfg, data / "myapp" / "x")
     assert not (data / "myapp" / "x").exists()
+    before = sorted(p.name for p in (data / "myapp").iterdir())
+    with pytest.raises(OutputError, match=r"out_dir: lies inside workload myapp"):  # the workload itself
+        ev.run_suite(cfg, data / "myapp")
+    assert sorted(p.name for p in (data / "myapp").iterdir()) == before
 
 
 def test_a_rerun_deletes_only_what_an_earlier_run_wrote(tmp_path):
@@ -332,9 +353,12 @@ def test_a_rerun_deletes_only_what_an_earlier_run_wrote(tmp_path):
         (out / "plots").mkdir(exist_ok=True)
         (out / "plots" / "fig1.png").write_bytes(b"my figure")
         (out / "plans" / "wa" / "phd_plan.txt").write_text("my plan")
+        (out / "silhouette").mkdir(exist_ok=True)
+        (out / "silhouette" / "mine.csv").write_text("k,my score\n2,0.5\n")
         ev.run_suite(_compose([*common, "suite.methods=[pka]", "suite.hist_methods=[pka]"])[0], out)
         assert sorted(p.name for p in (out / "plans" / "wa").iterdir()) == ["phd_plan.txt", "pka.json"], legacy
         assert (out / "plots" / "fig1.png").read_bytes() == b"my figure"
+        assert (out / "silhouette" / "mine.csv").read_text() == "k,my score\n2,0.5\n"
         assert json.loads((out / ".gclsampler-output").read_text())["outputs"] == [
             "plans/wa/pka.json", "report.md", "results.csv"]
 
@@ -389,6 +413,29 @@ def test_a_rerun_into_a_run_directory_replaces_its_outputs(tmp_path):
         ev.run_suite(cfg, mine)
     assert (mine / "plots").is_dir()
 
+
+
+def test_a_rerun_keeps_its_own_plots_and_leaves_no_empty_directories(tmp_path):
+    """A rerun with plots keeps the figures its new report.md shows (though the earlier run
+    recorded the same names) and records them; a workload it no longer runs leaves no empty
+    plans/<workload>/ behind."""
+    import re as re_
+
+    import gclsampler.evaluate as ev
+
+    data = tmp_path / "data"
+    for w in ("wa", "wb"):
+        _write_workload(data / w, {"turing": make_profile(40, 0)})
+    common = ["suite=quick", "suite.archs=[turing]", f"data_dir={data}", "generate=false", "suite.hist_workload=wa",
+              "suite.n_seeds=1", "suite.methods=[pka]", "suite.hist_methods=[pka]"]
+    out = tmp_path / "out"
+    ev.run_suite(_compose([*common, "suite.workloads=[wa,wb]"])[0], out)
+    assert (out / "plans" / "wb" / "pka.json").exists()
+    ev.run_suite(_compose([*common, "suite.workloads=[wa]"])[0], out)
+    assert sorted(p.name for p in (out / "plans").iterdir()) == ["wa"]
+    shown = sorted(set(re_.findall(r"plots/[\w./-]+?\.png", (out / "report.md").read_text())))
+    assert shown and all((out / p).is_file() for p in shown)
+    assert set(shown) <= set(json.loads((out / ".gclsampler-output").read_text())["outputs"])
 
 @pytest.mark.parametrize("suite, own", [("full", "workloads"), ("quick", "workloads/quick"), ("real", "real")])
 def test_a_data_dir_on_the_command_line_wins_over_the_suites_own(tmp_path, suite, own):
@@ -514,6 +561,7 @@ def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration(
     ({"n_seeds": 0}, "suite.n_seeds: must be >= 1"),
     ({"epsilons": [0.05, 5.0]}, "suite.epsilons: each must be in (0, 1)"),
     ({"epsilons": [0.0]}, "suite.epsilons"),
+    ({"epsilons": [0.05, 1.0]}, "suite.epsilons: each must be in (0, 1) (a relative error bound), got 1.0"),
     ({"hist_workload": "nosuch"}, "suite.hist_workload: 'nosuch' names no workload"),
     ({"embeddings": "foo"}, "embeddings: expected 'train' or 'cached'"),
     ({"methods": ["nosuch"]}, "suite.methods: unknown method 'nosuch'"),
@@ -565,6 +613,10 @@ def test_a_synth_knob_one_workload_lacks_fails_by_key_before_any_output(tmp_path
     assert not (tmp_path / "out").exists() and not (tmp_path / "data").exists()
     suite.synth_params = {"per_workload": {"phi2": {"layers": 1}}, "trace_cap": 8}
     check_suite_keys(cfg)
+    suite.synth_params = {"per_workload": {"bfs": {"layers": 1}}}  # given to bfs alone: no hint to move it there
+    with pytest.raises(EvaluationError, match=r"^suite\.synth_params: workload 'bfs': synth\.layers: unknown knob") as err:
+        check_suite_keys(cfg)
+    assert "per_workload" not in str(err.value)
 
 
 @pytest.mark.parametrize("override, needle", [
@@ -650,6 +702,7 @@ def test_evaluate_jobs_that_need_one_missing_workload_synthesize_it_once(tmp_pat
     ("config: suite.nope: Key 'nope' not in 'SuiteConfig'", None),
     ("config: seedx: Key 'seedx' not in 'EvaluateConfig'", None),
     ("config: Could not override 'suite'. No match in the defaults list.", None),  # evaluate's own group
+    ("config: Could not override 'seed'. No match in the defaults list.", None),  # both have it: evaluate's own
     ("/x/profile.csv:3: time_ns: not a number", None),
 ])
 def test_a_refused_train_py_setting_points_to_suite_train_overrides(text, key):

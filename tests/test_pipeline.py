@@ -487,6 +487,53 @@ def test_summarize_sweep_orders_jobs_by_number(tmp_path):
     assert list(pd.read_csv(summarize_sweep(tmp_path))["job"]) == ["0_qwen1_5", "2_phi2", "10_phi2"]  # ties: job order
 
 
+def test_summarize_sweep_row_is_the_kept_model_and_the_whole_run(tmp_path):
+    """A job's row: the validation loss of the model it kept (the last epoch marked best, even
+    where a later unmarked epoch validated lower), the last epoch's losses, every epoch's seconds
+    summed, all its overrides, and the plan's error and speedup from run.json."""
+    import pandas as pd
+
+    from gclsampler.sweep_summary import summarize_sweep
+
+    epochs = [(0, 3.0, 2.0, 1.5, 1), (1, 2.5, 1.6, 2.0, 1), (2, 1.4, 1.1, 1.0, 0), (3, 1.5, 1.7, 0.5, 0)]
+    job = tmp_path / "0_bfs"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text("- train.lr=0.001\n- augment=node_drop\n")
+    rows = "\n".join(f"{e},{tl},{vl},0.1,8,2,{sec},{b}" for e, tl, vl, sec, b in epochs)
+    (job / "train_log.csv").write_text(f"epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n{rows}\n")
+    post = {"error_pct": 2.5, "error_time_pct": 1.5, "speedup": 12.0, "k": 7}
+    (job / "run.json").write_text(json.dumps({"synthetic": True, "post_embedding": post}))
+    t = pd.read_csv(summarize_sweep(tmp_path))
+    r = t.iloc[0]
+    assert r["overrides"] == "train.lr=0.001 augment=node_drop"
+    assert r["best_val_loss"] == 1.6  # epoch 1, the last marked best; not epoch 2's lower 1.1
+    assert (r["final_val_loss"], r["final_train_loss"], r["epochs"]) == (1.7, 1.5, 4)
+    assert r["train_seconds"] == pytest.approx(sum(e[3] for e in epochs))
+    assert {k: r[k] for k in post} == post
+
+
+def test_only_a_summary_of_the_users_stops_a_sweep(tmp_path):
+    """foreign_sweep_files: a file of another content, a directory or a symbolic link under a
+    summary's name is the user's; an empty file (nothing to lose) and our own summary are not."""
+    from gclsampler.sweep_summary import foreign_sweep_files
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep_summary.md").write_text("")
+    (sweep / "sweep_summary.csv").write_text("job,overrides,best_val_loss,final_val_loss\n")
+    assert foreign_sweep_files(sweep) == []
+    (sweep / "sweep_summary.md").write_text("# My notes\n")
+    assert foreign_sweep_files(sweep) == [sweep / "sweep_summary.md"]
+    (sweep / "sweep_summary.md").unlink()
+    (sweep / "sweep_summary.md").mkdir()
+    assert foreign_sweep_files(sweep) == [sweep / "sweep_summary.md"]
+    (sweep / "sweep_summary.md").rmdir()
+    (tmp_path / "mine.csv").write_text("job,overrides,best_val_loss\n")
+    (sweep / "sweep_summary.csv").unlink()
+    (sweep / "sweep_summary.csv").symlink_to(tmp_path / "mine.csv")  # the rename would replace the link
+    assert foreign_sweep_files(sweep) == [sweep / "sweep_summary.csv"]
+
+
 def test_hydra_group_slurm_launcher_and_sweep_callback():
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="config", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
@@ -649,6 +696,12 @@ def test_workers_below_one_is_refused_before_the_run_dir_is_made(tmp_path):
     with pytest.raises(PipelineError, match=r"^workers: must be at least 1"):
         run(cfg, out_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+    from gclsampler.pipeline import check_config
+
+    plain = OmegaConf.create(OmegaConf.to_container(cfg))  # an API caller's config: no schema to type it
+    plain.workers = True  # int(True) is 1, but a flag is no process count
+    with pytest.raises(PipelineError, match=r"^workers: must be at least 1 .*got True$"):
+        check_config(plain)
 
 
 def test_stem_group_reaches_the_stem_samplers():
@@ -801,16 +854,18 @@ def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_
         assert not (tmp_path / "wl").exists()
 
 
+@pytest.mark.parametrize("value", ["''", "'  '"])
 @pytest.mark.parametrize("key", ["workloads_dir", "cache_dir"])
-def test_an_empty_path_is_refused_not_taken_for_the_current_directory(key):
-    """paths.workloads_dir= wrote the workload and its lock file into the current directory."""
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(key, value):
+    """paths.workloads_dir= wrote the workload and its lock file into the current directory;
+    a path of blanks is no directory either."""
     from hydra import compose, initialize_config_dir
 
     from gclsampler.pipeline import PipelineError, check_config
 
     conf = Path(__file__).resolve().parents[1] / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-        cfg = compose("config", overrides=["debug=default", f"paths.{key}=''"])
+        cfg = compose("config", overrides=["debug=default", f"paths.{key}={value}"])
     with pytest.raises(PipelineError, match=rf"^paths.{key}: empty path"):
         check_config(cfg)
 

@@ -238,3 +238,85 @@ def test_cross_arch_average_is_the_arithmetic_mean_over_workloads(tmp_path):
     # columns: turing E(%), turing SU, ada E(%), ada SU; turing errors 1, 2, 9 and ada twice those
     assert rows["**AVG**"][0] == f"{(1 + 2 + 9) / 3:.2f}"
     assert rows["**AVG**"][2] == f"{(2 + 4 + 18) / 3:.2f}"
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The data rows of the cluster table (cells stripped), before any note under it."""
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.split("\n\n")[0].splitlines()[2:]]
+
+
+@given(st.lists(st.integers(0, 7), min_size=1, max_size=30), st.data(), st.integers(1, 9))
+@settings(max_examples=60, deadline=None)
+def test_cluster_table_lists_at_most_max_rows_and_sums_the_rest(raw, data, max_rows):
+    """max_rows clusters are listed, largest share first; exactly when more exist, one line
+    says how many more and the share of time they hold (the listed shares' complement)."""
+    labels = np.unique(np.asarray(raw), return_inverse=True)[1].reshape(-1)
+    times = np.asarray(data.draw(st.lists(st.floats(0.5, 50.0), min_size=labels.size, max_size=labels.size)))
+    plan = _plan(labels, times)
+    k = int(labels.max()) + 1
+    for lab in (labels, None):
+        text = cluster_table(plan, times, lab, max_rows=max_rows)
+        rows = _rows(text)
+        assert len(rows) == min(k, max_rows)
+        pct = [float(r[-1]) for r in rows]
+        assert pct == sorted(pct, reverse=True)
+        more = [p for p in text.split("\n\n")[1:] if "more clusters hold" in p]
+        if k <= max_rows:
+            assert not more
+            continue
+        assert len(more) == 1 and more[0].startswith(f"{k - max_rows} more clusters hold ")
+        rest = float(more[0].split(" hold ")[1].split(" %")[0])
+        if lab is not None:  # measured shares add up to the whole
+            assert rest == pytest.approx(100.0 - sum(pct), abs=0.05 * (len(pct) + 1))
+        else:
+            assert 0.0 < rest <= (min(pct) + 0.06) * (k - max_rows) + 0.05  # each unlisted share <= the least listed
+
+
+def test_cluster_table_of_a_workload_without_time_does_not_divide_by_zero():
+    """An all-zero time column (a profile whose timer read 0) has no share to give: n/a, not a crash."""
+    labels = np.array([0, 0, 1, 2, 2])
+    plan = _plan(labels, np.zeros(5))
+    for lab in (labels, None):
+        text = cluster_table(plan, np.zeros(5), lab, max_rows=2)
+        rows = _rows(text)
+        assert [r[-1] for r in rows] == ["nan", "nan"] and "1 more clusters hold nan %" in text
+        assert [r[0] for r in rows] == ["0", "1"]  # equal shares: by cluster id
+
+
+def test_cluster_table_names_at_most_two_representatives_and_counts_the_rest():
+    """A cluster drawn several times (STEM) lists two representatives and weights, then how many more."""
+    from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
+
+    for m in (1, 2, 3, 4):
+        samples = [Sample(i, f"k{i}", 0, 5.0 / m) for i in range(m)] + [Sample(5, "one", 1, 1.0)]
+        plan = SamplingPlan("w", "stem", 6, samples, [ClusterInfo(0, 5), ClusterInfo(1, 1)], {})
+        row = next(r for r in _rows(cluster_table(plan, np.ones(6))) if r[0] == "0")
+        shown = ", ".join(f"{i}: `k{i}`" for i in range(min(m, 2)))
+        assert row[2] == (shown + (f", … (+{m - 2})" if m > 2 else ""))
+        assert row[3] == ", ".join(f"{5.0 / m:g}" for _ in range(min(m, 2))) + (", …" if m > 2 else "")
+
+
+def test_cluster_table_names_the_three_largest_parts_of_the_variance():
+    """Pairs of members that differ by 8, 4, 2 and 1: variance parts 64 : 16 : 4 : 1. The three
+    largest are named with their share, down to small ones (4.7 %); the fourth is not."""
+    times = np.array([10.0, 18.0, 10.0, 14.0, 10.0, 12.0, 10.0, 11.0])
+    labels = np.repeat(np.arange(4), 2)
+    text = cluster_table(_plan(labels, times), times, labels)
+    parts = [64, 16, 4, 1]
+    named = ", ".join(f"cluster {c} ({100 * p / sum(parts):.0f} %)" for c, p in enumerate(parts[:3]))
+    assert f"the largest parts of that variance: {named}." in text
+    assert "cluster 3 (" not in text
+
+
+def test_cluster_table_cells_keep_the_table_whole():
+    """A kernel name is one cell: a '|' in it is escaped, and a long one is cut to 48 characters."""
+    from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
+
+    for name in ("void k<a|b>(int)", "x" * 48, "y" * 49, "_Z" + "long_template_name" * 10):
+        plan = SamplingPlan("w", "m", 2, [Sample(0, name, 0, 2.0)], [ClusterInfo(0, 2)], {})
+        text = cluster_table(plan, np.ones(2))
+        row = text.splitlines()[2]
+        assert row.count(" | ") == len(text.splitlines()[0].split(" | ")) - 1  # as many cells as the header
+        cell = row.split("0: `", 1)[1].split("`", 1)[0]
+        shown = name.replace("|", "\\|")
+        assert cell == (shown if len(shown) <= 48 else shown[:47] + "…")

@@ -664,3 +664,31 @@ def test_a_ctrl_c_during_the_swap_leaves_the_new_output(tmp_path, monkeypatch):
     assert aside and "wl" in calls[aside[-1]:]  # the new output went in after the old one was set aside
     assert (out / "kernelslist.g").read_text() == "new\n"
     assert not list(tmp_path.glob(".wl.tmp-*"))
+
+
+@pytest.mark.parametrize("name, plain", [
+    ("kernel-1.traceg", True), ("h100", True), (".hidden", True), ("a..b", True),
+    ("", False), ("   ", False), (".", False), ("..", False), ("a/b", False), ("a\\b", False), ("a\0b", False),
+    (None, False), (3, False),
+])
+def test_a_plain_name_is_one_path_component(name, plain):
+    """Names that become a path component (a kernelslist entry, an arch, an Accel-Sim config)
+    can neither climb out of their directory (.., a separator) nor be empty."""
+    from gclsampler._safe_out import is_plain_name
+
+    assert is_plain_name(name) is plain
+
+
+def test_an_older_evaluate_run_is_known_by_its_report_not_by_file_names(tmp_path):
+    """A directory of the user's that holds a results.csv of that header and a plans/ is not an
+    evaluate.py run (whose files a rerun may replace) unless its report.md is evaluate.py's."""
+    from gclsampler._safe_out import written_by
+
+    d = tmp_path / "mine"
+    (d / "plans").mkdir(parents=True)
+    (d / "results.csv").write_text("workload,method,arch\nx,y,z\n")
+    assert written_by(d) is None
+    (d / "report.md").write_text("# My thesis results\n")
+    assert written_by(d) is None
+    (d / "report.md").write_text("# gclsampler evaluation: suite `quick`\n")
+    assert written_by(d) == "evaluate"

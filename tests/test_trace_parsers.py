@@ -149,6 +149,32 @@ def test_dedup_path_agrees_and_errors_name_the_right_line(tmp_path, monkeypatch)
     assert isinstance(a, str) and a == b and f":{bad_i + 1}:" in a
 
 
+
+@pytest.mark.parametrize("jit_on", [True, False])
+def test_only_a_leading_0x_is_a_hex_prefix(jit_on, monkeypatch):
+    """``0x1f`` and ``0X2A`` read as hex with allow_0x; ``7x1f`` (an x after another digit) and
+    a bare ``0x`` are no numbers, in the compiled parser and the numpy one alike."""
+    if not jit_on:
+        monkeypatch.setattr(T, "_JIT_STATE", [None])
+    buf = np.frombuffer(b"0x1f 0X2A 7x1f 0x 1f\n", dtype=np.uint8)
+    ts, te = T.tokenize(buf)
+    v, ok = T.parse_uint(buf, ts, te, 16, allow_0x=True)
+    assert ok.tolist() == [True, True, False, False, True]
+    assert v[ok].tolist() == [0x1F, 0x2A, 0x1F]
+
+
+@pytest.mark.parametrize("jit_on", [True, False])
+@pytest.mark.parametrize("text, spans", [
+    (b"ab cd\nef", [(0, 5), (6, 8)]),  # no newline after the last line: it is a line all the same
+    (b"ab\n  x ", [(0, 2), (5, 6)]),
+    (b"ab\n", [(0, 2)]),
+])
+def test_the_last_line_needs_no_newline(jit_on, text, spans, monkeypatch):
+    if not jit_on:
+        monkeypatch.setattr(T, "_JIT_STATE", [None])
+    ls, le = T.line_spans(np.frombuffer(text, dtype=np.uint8))
+    assert list(zip(ls.tolist(), le.tolist())) == spans
+
 @HYP
 @given(data=st.lists(st.sampled_from([b"0", b"7", b"f", b"F", b"x", b"X", b"-", b"g", b" ", b"\n", b"R"]),
                      max_size=60),

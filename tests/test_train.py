@@ -68,6 +68,8 @@ def test_batches_respect_caps_and_never_leave_a_singleton():
     bs = make_batches(list(range(9)), sizes, batch_size=8, max_nodes=30, gen=None)
     assert all(sum(sizes[i] for i in b) <= 30 for b in bs[:-1])
     assert sorted(i for b in bs for i in b) == list(range(9))
+    # max_nodes is a bound a batch may reach: three graphs of 3 + 3 + 4 nodes fill a cap of 10 together
+    assert make_batches(list(range(6)), [3, 3, 4] * 2, batch_size=8, max_nodes=10, gen=None) == [[0, 1, 2], [3, 4, 5]]
 
 
 @settings(max_examples=200, deadline=None)
@@ -112,6 +114,29 @@ def test_a_capped_training_set_validates_on_a_spread_of_the_program():
     assert max(r.val_ids) > 900 and min(r.val_ids) < 100  # spread over the program, as the training subset is
     assert fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), None).val_ids == r.val_ids  # seeded
 
+
+
+@pytest.mark.parametrize("n, cap, n_train, n_val", [
+    (14, 10, 10, 2),  # one training graph over the cap is capped too
+    (13, 10, 10, 3),  # at the cap: kept whole, and so is validation
+    (20, 4, 4, 2),  # a small cap still validates on two graphs (InfoNCE needs a negative), not on round(0.8)
+])
+def test_max_train_graphs_caps_training_and_keeps_validation_scorable(n, cap, n_train, n_val):
+    g = random_graphs(1, seed=0, n_warps=1, insts_per_warp=3) * n
+    r = fit(g, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0, max_train_graphs=cap, val_fraction=0.2), None)
+    assert (len(r.train_ids), len(r.val_ids)) == (n_train, n_val)
+    assert not set(r.train_ids) & set(r.val_ids)
+
+
+def test_each_invocation_gets_its_own_graphs_embedding():
+    from gclsampler.model import GCLModel
+    from gclsampler.train import embed_graphs, embed_invocations
+
+    m = GCLModel(ModelConfig(**MCFG))
+    graphs = tiny(3, seed=4)
+    z = embed_graphs(m, graphs)
+    inv_to_graph = np.array([2, 0, 2, 1, 0])
+    np.testing.assert_array_equal(embed_invocations(m, graphs, inv_to_graph), z[inv_to_graph])
 
 def test_fit_writes_outputs_and_is_deterministic(tmp_path):
     graphs = tiny()
@@ -241,6 +266,8 @@ def test_resume_equals_uninterrupted_run(tmp_path, resume_with):
     resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, **resume_with), tmp_path / "part")
     assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
     assert len(resumed.log) == 3
+    # its training time counts the epoch before the interruption too, as its log does
+    assert resumed.seconds >= sum(r["seconds"] for r in resumed.log) - 0.01
 
 
 def test_early_stopping(tmp_path):
