@@ -1052,16 +1052,15 @@ def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.nda
     """Per cluster, the member whose work ``2**log2_work`` is nearest the members' mean work:
     ``medoids[c]`` when it is one of the nearest, else the middle launch of those.
 
-    "Nearest" is to within what the column can say: it comes from float32 embeddings, where
-    ``w`` is known to ``|w| * 2**-24``, so ``2**w`` to ``ln 2 * |w| * 2**-24`` of itself.
-    Distances closer than twice the cluster's largest such error are ties. Why: launches whose
-    SM-0 counts sit symmetrically about the mean (bfs's 566 and 594 about 580; nw's 717 and
-    719 about 718) are equally near it, and which of their float32 log2 values rounded up
-    decided the member instead of the tie rule (seed 0: three bfs clusters, two nw ones).
-
     A cluster whose log2 work leaves float64's exponent range (embeddings scaled far from
     what the encoder writes) is taken relative to its own largest member, by a whole power
-    of two: 2**1100 would be inf and inf - inf no member at all.
+    of two: 2**1100 would be inf and inf - inf no member at all. Clusters in range are not
+    shifted, so their choice is the same bits as before.
+
+    Launches whose counts sit symmetrically about the mean (bfs's 566 and 594 about 580) are
+    equally near it, but their float32 log2 values are not: which one rounded nearer decides,
+    deterministically. Treating distances within the column's resolution as ties (the
+    medoid, else the middle launch) was tried and not kept: 2026-11-29, docs/plans.md.
     """
     log2_work = log2_work.astype(np.float64)
     k = int(labels.max()) + 1
@@ -1070,29 +1069,17 @@ def nearest_mean_work(labels: np.ndarray, log2_work: np.ndarray, medoids: np.nda
     lo = np.full(k, np.inf)
     np.minimum.at(lo, labels, log2_work)
     shift = np.where((hi > 1000.0) | (lo < -1000.0), np.floor(hi), 0.0)
-    work = np.exp2(log2_work - shift[labels])
-    err = work * np.abs(log2_work) * (np.log(2.0) * 2.0**-24)
-    tol = np.zeros(k)
-    np.maximum.at(tol, labels, err)
-    return nearest_mean(labels, work, medoids, 2.0 * tol)
+    return nearest_mean(labels, np.exp2(log2_work - shift[labels]), medoids)
 
 
-def nearest_mean(labels: np.ndarray, work: np.ndarray, medoids: np.ndarray,
-                 tol: np.ndarray | None = None) -> np.ndarray:
-    """Per cluster, the member whose ``work`` (finite, linear) is nearest the members' mean,
-    distances within ``tol[c]`` of the cluster's smallest counting as ties: ``medoids[c]``
-    when it is one of the nearest, else the middle launch of those. The profile baselines
-    pass instruction counts as they are (exact, ``tol`` none), since a log2/exp2 round trip
-    is inexact for most integers."""
+def nearest_mean(labels: np.ndarray, work: np.ndarray, medoids: np.ndarray) -> np.ndarray:
+    """Per cluster, the member whose ``work`` (finite, linear) is nearest the members' mean:
+    ``medoids[c]`` when it is one of the nearest, else the middle launch of those. Exact ties
+    stay ties only in the caller's own units: the profile baselines pass instruction counts
+    as they are, since a log2/exp2 round trip is inexact for most integers."""
     k = int(labels.max()) + 1
     mean = np.bincount(labels, weights=work, minlength=k) / np.bincount(labels, minlength=k)
-    d = np.abs(work - mean[labels])
-    if tol is None:
-        tied = _at_cluster_minimum(d, labels, k)
-    else:
-        d_min = np.full(k, np.inf)
-        np.minimum.at(d_min, labels, d)
-        tied = d <= d_min[labels] + tol[labels]
+    tied = _at_cluster_minimum(np.abs(work - mean[labels]), labels, k)
     return np.where(tied[medoids], medoids, _middle_member(tied, labels, k))
 
 

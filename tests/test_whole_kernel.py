@@ -458,34 +458,3 @@ def test_rerun_profiles_writes_the_synthesizers_second_run_beside_an_old_data_di
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "not a synthetic workload" in run.stderr
     assert not (tmp_path / "rr2" / "bfs").exists()
-
-
-@pytest.mark.parametrize("centre,half", [(580, 14), (718, 1), (5162, 165), (766, 21), (100003, 7), (30, 1)])
-@pytest.mark.parametrize("reverse", [False, True])
-def test_work_mean_ties_from_float32_embeddings_follow_the_tie_rule(centre, half, reverse):
-    """Two SM-0 counts symmetric about their cluster's mean are equally near it. Stored as
-    float32 log2 (embeddings.npy), which one rounded nearer used to decide; now the tie rule
-    does: the medoid if tied, else the middle launch of the tied (the later of two)."""
-    from gclsampler.cluster import nearest_mean_work
-
-    pair = [centre - half, centre + half][::-1 if reverse else 1]
-    counts = np.array(pair + [centre - 10 * half - 1, centre + 10 * half + 1], dtype=np.float64)
-    log2_work = np.log2(counts).astype(np.float32).astype(np.float64)
-    labels = np.zeros(4, dtype=np.int64)
-    assert nearest_mean_work(labels, log2_work, np.array([2])).tolist() == [1]  # medoid not tied
-    assert nearest_mean_work(labels, log2_work, np.array([0])).tolist() == [0]  # medoid tied: kept
-
-
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 2**16)), min_size=1, max_size=30), st.data())
-def test_work_mean_on_float32_log2_counts_is_the_exact_count_rule(rows, data):
-    """For counts the float32 log2 column resolves (here up to 2**16), the member is the one
-    the exact rule on the integer counts picks (what pka and sieve's work_mean use)."""
-    from gclsampler.cluster import _compact, nearest_mean, nearest_mean_work
-
-    labels = _compact(np.array([r[0] for r in rows], dtype=np.int64))
-    counts = np.array([r[1] for r in rows], dtype=np.float64)
-    k = int(labels.max()) + 1
-    medoids = np.array([data.draw(st.sampled_from(np.flatnonzero(labels == c).tolist())) for c in range(k)])
-    log2_work = np.log2(counts).astype(np.float32).astype(np.float64)
-    assert np.array_equal(nearest_mean_work(labels, log2_work, medoids), nearest_mean(labels, counts, medoids))
