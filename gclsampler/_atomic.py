@@ -101,8 +101,16 @@ def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: 
     and ``path`` is left exactly as it was. ``suffix`` is the temp file's ending: writers
     that pick a format from it (matplotlib) or append one (``np.save`` adds ``.npy``)
     need the real extension. ``make_parents`` creates missing parent directories.
+
+    A symbolic link at ``path`` is written through: the temp file goes beside the file it
+    names and replaces that. Why: users link an output to a bigger disk (``plan.json ->
+    /scratch/plan.json``); the rename replaced the link with a new file on the small disk and
+    left the linked file as it was, out of date. (Output directories are swapped in through
+    their links the same way, ``_safe_out``.)
     """
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
     with errors_name(path):

@@ -237,6 +237,8 @@ def check_out_file(out: str | os.PathLike, kind: str,
     blocker = _blocking_file(out)
     if blocker is not None:
         raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
+    if out.is_symlink() and not out.exists():  # as output directories: written through a link, never past a dangling one
+        raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
     if out.is_dir():
         raise OutputError(f"{out}: is a directory; give a file name")
     special = _special_file(out)

@@ -121,3 +121,18 @@ def test_an_error_about_a_look_alike_file_elsewhere_keeps_its_name(tmp_path):
     with pytest.raises(PermissionError) as info, atomic_path(tmp_path / "out.csv"):
         raise PermissionError(errno.EACCES, "Permission denied", str(other))
     assert info.value.filename == str(other)
+
+
+def test_a_linked_output_file_is_written_through_its_link(tmp_path):
+    """A user links an output to another disk: the file the link names gets the new content and
+    the link stays a link (the rename used to replace the link with a file beside it)."""
+    target = tmp_path / "scratch" / "plan.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "plan.json"
+    link.symlink_to(target)
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "scratch"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["plan.json"]

@@ -146,6 +146,23 @@ def test_file_outputs_never_replace_inputs_or_foreign_files(wl_copy, tmp_path, c
     _one_line_error(capsys, str(tmp_path), "is a directory")
 
 
+def test_profile_import_keeps_a_csv_that_only_starts_with_an_invocation_column(wl_copy, tmp_path, capsys):
+    """A profile output replaces a table whose header is a profile's (invocation, kernel_name,
+    ...); a user's table that merely starts with an ``invocation`` column is not one."""
+    prof = wl_copy / "profile.csv"
+    mine = tmp_path / "timings.csv"
+    mine.write_text("invocation,my_notes\n0,slow\n")
+    assert main(["profile", "import", str(prof), "--out", str(mine)]) == 2
+    _one_line_error(capsys, str(mine), "not a profile file")
+    assert mine.read_text() == "invocation,my_notes\n0,slow\n"
+    earlier = tmp_path / "earlier.csv"
+    earlier.write_text(prof.read_text().splitlines()[0] + "\n")  # a profile's header: replaced
+    assert main(["profile", "import", str(prof), "--out", str(earlier)]) == 0
+    from gclsampler.profile import read_profile
+
+    assert len(read_profile(earlier)) == len(read_profile(prof)) > 0
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 @pytest.mark.parametrize("argv", [["stem", "{prof}"], ["sample", "pka", "{wl}"], ["profile", "import", "{prof}"]])
 def test_a_named_pipe_or_device_as_out_file_is_refused(wl_copy, tmp_path, capsys, argv):
@@ -606,6 +623,46 @@ def test_a_symlinked_output_is_rebuilt_where_the_link_points(tmp_path, capsys):
     assert json.loads((big / "workload.json").read_text())["seed"] == 1
     assert sorted(p.name for p in link.parent.iterdir()) == ["bp"]
     assert sorted(p.name for p in big.parent.iterdir()) == ["bp"]
+
+
+def test_a_dangling_symlinked_output_is_refused_and_nothing_made_where_it_points(tmp_path, capsys):
+    """A link whose target is gone (an unmounted scratch disk, a deleted directory) is not an
+    output to rebuild: the build would recreate the target's directories on whatever disk holds
+    the path now. It is one error naming the link, and the link stays as it was."""
+    gone = tmp_path / "scratch" / "bp"
+    link = tmp_path / "data" / "bp"
+    link.parent.mkdir()
+    link.symlink_to(gone, target_is_directory=True)
+    assert main(["synth", "backprop", "--out", str(link), "--quiet", "--jobs", "1"]) == 2
+    _one_line_error(capsys, str(link), "dangling symbolic link")
+    assert link.is_symlink() and os.readlink(link) == str(gone)
+    assert not (tmp_path / "scratch").exists()
+    assert sorted(p.name for p in link.parent.iterdir()) == ["bp"]
+
+
+def test_a_plan_written_to_a_linked_file_updates_what_the_link_names(tmp_path, capsys):
+    """``--out plan.json`` where plan.json links to a file elsewhere: that file gets the plan and
+    the link stays; a dangling link is one error naming it, and nothing is made where it points
+    (as for output directories above)."""
+    wl = tmp_path / "bp"
+    assert main(["synth", "backprop", "--out", str(wl), "--quiet", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    target = tmp_path / "scratch" / "plan.json"
+    target.parent.mkdir()
+    assert main(["sample", "pka", str(wl), "--out", str(target)]) == 0
+    first = target.read_text()
+    target.write_text("")  # an empty file is replaceable, as before
+    link = tmp_path / "plan.json"
+    link.symlink_to(target)
+    assert main(["sample", "pka", str(wl), "--out", str(link)]) == 0
+    assert link.is_symlink() and target.read_text() == first
+    gone = tmp_path / "gone" / "plan.json"
+    dangling = tmp_path / "plan2.json"
+    dangling.symlink_to(gone)
+    capsys.readouterr()
+    assert main(["sample", "pka", str(wl), "--out", str(dangling)]) == 2
+    _one_line_error(capsys, str(dangling), "dangling symbolic link")
+    assert dangling.is_symlink() and not (tmp_path / "gone").exists()
 
 
 def test_a_failed_swap_puts_the_old_output_back(tmp_path, monkeypatch):
