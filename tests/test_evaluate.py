@@ -511,6 +511,27 @@ def test_training_config_for_embeddings_targets_the_workload_dir(tmp_path):
 
 
 @pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
+def test_a_train_config_dir_is_used_inside_evaluate_py_too(tmp_path):
+    """Inside ``python evaluate.py`` Hydra is already initialised on the repository's conf/:
+    the training config is composed there, unless the user gave ``train_config_dir``, whose
+    config.yaml is then the one the suite trains with."""
+    from hydra import initialize_config_dir
+
+    from gclsampler.evaluate import _compose_train_config
+
+    repo_conf = Path(__file__).resolve().parents[1] / "conf"
+    mine = tmp_path / "conf"
+    shutil.copytree(repo_conf, mine)
+    default = _compose_train_config(["post_embedding=false"], None).workers
+    text = (mine / "config.yaml").read_text()
+    assert re.search(r"^workers: \d+", text, flags=re.M)
+    (mine / "config.yaml").write_text(re.sub(r"^workers: \d+", f"workers: {default + 3}", text, flags=re.M))
+    with initialize_config_dir(version_base="1.3", config_dir=str(repo_conf)):  # as @hydra.main leaves it
+        assert _compose_train_config(["post_embedding=false"], None).workers == default
+        assert _compose_train_config(["post_embedding=false"], str(mine)).workers == default + 3
+
+
+@pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
 def test_gcl_paper_embeddings_are_never_the_projects_encoders(tmp_path):
     """gcl_paper's embeddings come from a model=paper run: a cached paper_embeddings.npy of the
     project's encoder's width, or a suite.train_overrides value turning a deviation back on

@@ -202,6 +202,30 @@ def test_validation_loss_is_bit_identical_on_fixed_views():
     assert evaluate_loss(model, graphs, ids, aug, tcfg(batch_size=6, seed=1), sizes, cpu) != first
 
 
+def test_validation_loss_weighs_every_graph_alike():
+    """The validation loss is the batches' InfoNCE averaged over the validation graphs: a batch
+    of five counts five times, a batch of four four times, so it neither tilts towards the
+    graphs of a smaller batch nor shrinks with the number of graphs."""
+    from gclsampler.model import GCLModel
+    from gclsampler.train import _loss
+
+    graphs = random_graphs(9, seed=5, n_warps=2, insts_per_warp=8)
+    sizes = [g.num_nodes for g in graphs]
+    torch.manual_seed(0)
+    model = GCLModel(ModelConfig(**MCFG))
+    aug = AugmentConfig(min_strategies=0, max_strategies=0)  # both views are the graph itself
+    cfg, cpu, ids = tcfg(batch_size=4), torch.device("cpu"), list(range(9))
+    batches = make_batches(ids, sizes, cfg.batch_size, cfg.max_nodes_per_batch, None)
+    assert sorted(map(len, batches)) == [4, 5]
+    model.eval()
+    with torch.no_grad():  # each batch's own loss, on the same (unaugmented) views
+        each = [float(_loss(model, [graphs[i] for i in b], aug, torch.Generator(), cfg.tau, cpu)) for b in batches]
+    assert each[0] != pytest.approx(each[1])  # else any weighting agrees
+    assert evaluate_loss(model, graphs, batches[1], aug, tcfg(batch_size=5), sizes, cpu) == pytest.approx(each[1])
+    whole = evaluate_loss(model, graphs, ids, aug, cfg, sizes, cpu)
+    assert whole == pytest.approx(sum(len(b) * v for b, v in zip(batches, each)) / len(ids), rel=1e-6)
+
+
 def test_training_views_follow_the_seed_not_the_global_rng():
     """Same seed, same run whatever the global RNG did before fit; another seed, other views."""
     graphs = tiny(8, seed=2)
@@ -249,11 +273,11 @@ def test_auto_precision_without_native_bf16_trains_as_fp32(tmp_path, monkeypatch
         fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(precision="bf16"), tmp_path / "auto")
 
 
-@pytest.mark.parametrize("resume_with", [{}, {"deterministic": False}])
+@pytest.mark.parametrize("resume_with", [{}, {"deterministic": False}, {"threads": 2}, {"embed_batch_size": 3}])
 def test_resume_equals_uninterrupted_run(tmp_path, resume_with):
-    """An interrupted run resumes to the uninterrupted one's losses. train.deterministic, like
-    device and threads, changes how a run goes, not what a CPU run computes: a resume with it
-    changed continues instead of refusing."""
+    """An interrupted run resumes to the uninterrupted one's losses. train.deterministic,
+    train.threads and train.embed_batch_size, like device, change how a run goes, not what a
+    CPU run computes: a resume with one changed continues instead of refusing."""
     graphs = tiny(8, seed=2)
     full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
 
@@ -313,6 +337,31 @@ def test_resume_refuses_other_graphs_and_graph_settings(tmp_path):
     with pytest.raises(TrainConfigError, match=r"data\.graphs"):
         fit(tiny(8, seed=5), ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, data_settings=data)
     assert len(fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path, data_settings=data).log) == 3
+
+
+def test_a_checkpoint_from_before_graph_settings_were_recorded_still_resumes(tmp_path):
+    """last.pt recorded the graph, workload and graph-digest settings only later than the
+    training ones: a checkpoint without them resumes to the uninterrupted run's losses instead
+    of being refused for settings it never recorded."""
+    graphs = tiny(8, seed=2)
+    data = {"graph.mem_granularity": "line", "workload.name": "phi2"}
+    full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full", data_settings=data)
+
+    def interrupt(row):
+        if row["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt,
+            data_settings=data)
+    last = tmp_path / "part" / "last.pt"
+    state = torch.load(last, weights_only=False)
+    later = ("graph.", "workload.", "data.")
+    assert {k.split(".")[0] + "." for k in state["settings"] if k.startswith(later)} == set(later)
+    state["settings"] = {k: v for k, v in state["settings"].items() if not k.startswith(later)}
+    torch.save(state, last)
+    resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", data_settings=data)
+    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
 
 
 def test_an_unreadable_best_checkpoint_is_one_error(tmp_path):
