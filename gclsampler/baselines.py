@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 
+from gclsampler._kinds import is_int, is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
 from gclsampler.profile import PKA_METRICS  # PKA paper Table 2
-from gclsampler.stem import _is_real, time_scale, time_scales
+from gclsampler.stem import time_scale, time_scales
 
 __all__ = [
     "BaselineError",
@@ -541,7 +541,7 @@ class RandomSampler(Sampler):
         self.random_state = random_state
 
     def fit(self, workload) -> SamplingPlan:
-        if not (_is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
+        if not (is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
             raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
         n = workload.n_invocations
         m = max(1, min(n, int(round(self.fraction * n))))
@@ -670,7 +670,7 @@ class AllegroSampler(Sampler):
         check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
         for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
             v = getattr(self, key)
-            if not (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and v >= 1):
+            if not (is_int(v) and v >= 1):
                 raise BaselineError(f"allegro: {key}: must be a whole number >= 1, found {v!r}")
         times = _column(workload, self.time_column, "allegro")
         df = workload.profile

@@ -50,23 +50,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
+from gclsampler._kinds import is_int, is_real
 from gclsampler.errors import GclError
 
 REPRESENTATIVES = ("first", "medoid", "random", "work_mean")
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _is_real(v: Any) -> bool:
-    return _is_int(v) or isinstance(v, (float, np.floating))
-
-
 # ClusterConfig field annotation -> (check, what the message says is expected)
 _FIELD_KINDS = {
-    "int": (_is_int, "an integer"),
-    "float": (_is_real, "a number"),
+    "int": (is_int, "an integer"),
+    "float": (is_real, "a number"),
     "bool": (lambda v: isinstance(v, (bool, np.bool_)), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
 }

@@ -77,12 +77,12 @@ Python.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from gclsampler._kinds import is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column
 
@@ -195,7 +195,7 @@ def stem_sample_size(mu: float, sigma: float, epsilon: float = 0.05, z: float = 
     The bound is checked (``check_bound``) and sigma must be a finite number >= 0: a negative
     sigma was squared into a sample size, and epsilon 0 divided by zero."""
     check_bound(epsilon, z)
-    if not (_is_real(sigma) and math.isfinite(sigma) and sigma >= 0) or not (_is_real(mu) and math.isfinite(mu)):
+    if not (is_real(sigma) and math.isfinite(sigma) and sigma >= 0) or not (is_real(mu) and math.isfinite(mu)):
         raise StemError(f"stem: mu must be a finite number and sigma one >= 0, found mu={mu!r}, sigma={sigma!r}")
     if mu <= 0:
         return 1
@@ -593,21 +593,16 @@ def _progress(n_members: int):
 # ---------------------------------------------------------------------------------------
 # STEM + ROOT
 # ---------------------------------------------------------------------------------------
-def _is_real(x: Any) -> bool:
-    """A real number, numpy's included; not a bool (``True`` is no error bound)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
-
-
 def check_bound(epsilon: Any, z: Any, prefix: str = "stem.", error: type[GclError] = StemError) -> None:
     """The error bound's ranges, shared by STEM+ROOT, gcl_stem and Allegro (and their
     up-front checks): ``error(prefix + "epsilon: ...")`` when one is out of range."""
     # a relative error of 100% or more bounds nothing (an estimate of 0 is within it); numpy
     # scalars are numbers too (np.float32(0.05) was refused as "must be a number in (0, 1)")
-    if not (_is_real(epsilon) and 0 < epsilon < 1):
+    if not (is_real(epsilon) and 0 < epsilon < 1):
         raise error(f"{prefix}epsilon: must be a number in (0, 1), found {epsilon!r}")
     # a normal quantile: beyond 40 the confidence is 1 in double precision, and a z near 0
     # makes the budget (epsilon total / z)^2 overflow
-    if not (_is_real(z) and Z_RANGE[0] <= z <= Z_RANGE[1]):
+    if not (is_real(z) and Z_RANGE[0] <= z <= Z_RANGE[1]):
         raise error(f"{prefix}z: must be a number in [{Z_RANGE[0]:g}, {Z_RANGE[1]:g}] (1.96 = 95% confidence), "
                     f"found {z!r}")
 
@@ -622,7 +617,7 @@ def check_params(epsilon: Any, z: Any, min_samples: Any, min_group: Any, scope: 
     """
     check_bound(epsilon, z, key(""), StemError)
     for name, v in (("min_samples", min_samples), ("min_group", min_group)):
-        if not _is_real(v) or not math.isfinite(v) or int(v) != v or v < 1:
+        if not is_real(v) or not math.isfinite(v) or int(v) != v or v < 1:
             raise StemError(f"{key(name)}: must be an integer >= 1, found {v!r}")
     if scope not in SCOPES:
         raise StemError(f"{key('scope')}: must be 'global' or 'group', found {scope!r}")

@@ -28,6 +28,7 @@ import numpy as np
 
 from gclsampler.cli._args import path_arg
 from gclsampler._csv_records import csv_records
+from gclsampler._kinds import is_int  # `config` is free-form: show prints a key only when it has the type the methods write
 from gclsampler.errors import GclError, located
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 from gclsampler.trace.kernel_names import same_kernel
@@ -89,19 +90,13 @@ def _fmt_bound(b: float | None) -> str:
     return "-" if b is None else f"{100 * b:.2f}%"
 
 
-# `config` is free-form (each method writes its own keys) and not part of the checked
-# contract: what `show` prints from it is shown only when it has the type the methods write.
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _silhouette_curve(raw) -> dict[int, float] | None:
     """``{K: score}`` from the ``[[K, score], ...]`` the GCL samplers write; None if malformed."""
     from gclsampler.plan import is_finite_number
 
     if not isinstance(raw, list):
         return None
-    pairs = [p for p in raw if isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and is_finite_number(p[1])]
+    pairs = [p for p in raw if isinstance(p, list) and len(p) == 2 and is_int(p[0]) and is_finite_number(p[1])]
     return {k: float(v) for k, v in pairs} if len(pairs) == len(raw) else None
 
 
@@ -120,10 +115,10 @@ def _show(args: argparse.Namespace) -> int:
     cfg = plan.config
     k, curve = cfg.get("k"), _silhouette_curve(cfg.get("silhouette"))
     k_sil = cfg.get("k_silhouette", k)  # older plans recorded only the final K
-    if _is_int(k_sil) and curve and k_sil in curve:
+    if is_int(k_sil) and curve and k_sil in curve:
         # the K the silhouette picked; the work split and time cuts may then make more clusters,
         # and the score of the final K is that of another labelling, not of this plan's clusters
-        after = f"; the work split and time cuts made {k} clusters" if _is_int(k) and k != k_sil else ""
+        after = f"; the work split and time cuts made {k} clusters" if is_int(k) and k != k_sil else ""
         print(f"  K={k_sil} chosen by silhouette {curve[k_sil]:.4f} "
               f"(best {max(curve.values()):.4f}; {len(curve)} K scored){after}", file=out)
     chosen = cfg.get("strata_chosen")
