@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["atomic_path", "current_umask", "errors_name", "write_bytes_atomic", "write_text_atomic"]
+__all__ = ["atomic_path", "current_umask", "errors_name", "through_link", "write_bytes_atomic", "write_text_atomic"]
 
 
 def current_umask() -> int:
@@ -91,6 +91,14 @@ def errors_name(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -
         raise named from exc
 
 
+def through_link(path: Path) -> Path:
+    """The path a symbolic link ``path`` names, else ``path``: where an output is written. Why:
+    users link an output to a bigger disk (``data/phi2 -> /scratch/phi2``, ``plan.json ->
+    /scratch/plan.json``); a rename beside the link replaced the link with a file or directory on
+    the small disk and left what it named as it was."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: bool = True) -> Iterator[str]:
     """Yield a temp path next to ``path``; rename it onto ``path`` if the block succeeds.
@@ -102,15 +110,10 @@ def atomic_path(path: str | os.PathLike, *, suffix: str = ".tmp", make_parents: 
     that pick a format from it (matplotlib) or append one (``np.save`` adds ``.npy``)
     need the real extension. ``make_parents`` creates missing parent directories.
 
-    A symbolic link at ``path`` is written through: the temp file goes beside the file it
-    names and replaces that. Why: users link an output to a bigger disk (``plan.json ->
-    /scratch/plan.json``); the rename replaced the link with a new file on the small disk and
-    left the linked file as it was, out of date. (Output directories are swapped in through
-    their links the same way, ``_safe_out``.)
+    A symbolic link at ``path`` is written through (``through_link``): the temp file goes
+    beside the file it names and replaces that, as output directories are swapped in.
     """
-    path = Path(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
+    path = through_link(Path(path))
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
     with errors_name(path):

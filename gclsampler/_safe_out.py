@@ -37,7 +37,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from gclsampler._atomic import current_umask, errors_name, write_bytes_atomic, write_text_atomic
+from gclsampler._atomic import current_umask, errors_name, through_link, write_bytes_atomic, write_text_atomic
 from gclsampler._interrupt import interrupts_deferred
 from gclsampler.errors import GclError
 
@@ -145,8 +145,7 @@ def check_out_dir(out: str | os.PathLike, command: str,
     blocker = _blocking_file(out)
     if blocker is not None:
         raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
-    if out.is_symlink() and not out.exists():
-        raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
+    _refuse_dangling_link(out)
     if out.exists():
         if not out.is_dir():
             what = _special_file(out) or "a file"
@@ -222,6 +221,13 @@ def _added_since(out: Path, entries: list[Path]) -> list[Path]:
     return [p for p in entries if p.name not in keep and not (traces and _TRACE_NAME.fullmatch(p.name))]
 
 
+def _refuse_dangling_link(out: Path) -> None:
+    """Outputs are written through a symbolic link (``through_link``), never past a dangling
+    one: its target's directories would be made on whatever disk holds that path now."""
+    if out.is_symlink() and not out.exists():
+        raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
+
+
 def check_out_file(out: str | os.PathLike, kind: str,
                    inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
     """Raise ``OutputError`` unless ``out`` may be replaced by a file of ``kind``.
@@ -237,8 +243,7 @@ def check_out_file(out: str | os.PathLike, kind: str,
     blocker = _blocking_file(out)
     if blocker is not None:
         raise OutputError(f"{out}: cannot create: {blocker} is a file, not a directory")
-    if out.is_symlink() and not out.exists():  # as output directories: written through a link, never past a dangling one
-        raise OutputError(f"{out}: is a dangling symbolic link; not replaced")
+    _refuse_dangling_link(out)
     if out.is_dir():
         raise OutputError(f"{out}: is a directory; give a file name")
     special = _special_file(out)
@@ -363,18 +368,11 @@ def _sibling_dir(out: Path, kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{out.name}.{kind}-{os.getpid()}@{_this_host()}-", dir=out.parent))
 
 
-def _through_link(out: Path) -> Path:
-    """The directory a symbolic link ``out`` names, else ``out``. Why: users link an output to a
-    bigger disk (``data/phi2 -> /scratch/phi2``); a rebuild swapped in beside the link replaced
-    the link with a directory on the small disk (and left the link behind as ``.phi2.old-*``)."""
-    return Path(os.path.realpath(out)) if out.is_symlink() else out
-
-
 def make_temp_dir(out: str | os.PathLike, command: str,
                   inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
     """Check ``out`` (``check_out_dir``), then create the temp directory to build it in (and
     remove what killed earlier builds of it left, ``remove_dead_temp_dirs``)."""
-    out = _through_link(check_out_dir(out, command, inputs))
+    out = through_link(check_out_dir(out, command, inputs))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temp_dirs(out)
     with errors_name(out):  # /proc/cmp named the hidden .cmp.tmp-<pid>@<host>-... it could not make
@@ -388,7 +386,7 @@ def commit_dir(tmp: str | os.PathLike, out: str | os.PathLike, command: str) -> 
 
     Re-checks ``out`` just before the swap: another process may have created it meanwhile.
     """
-    tmp, out = Path(tmp), _through_link(Path(out))
+    tmp, out = Path(tmp), through_link(Path(out))
     names = [p.name for p in tmp.iterdir() if p.name != MARKER]
     traced = [n for n in names if _TRACE_NAME.fullmatch(n)]
     wrote = sorted(set(names) - set(traced)) + ([TRACES] if traced else [])

@@ -356,15 +356,16 @@ class GraphDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, invocation: int) -> Data:
         pos = self.position(invocation)
-        gid = int(self.inv_to_graph[pos])
-        try:
-            g = self.graph(gid)
-        except GraphCacheError:
+        while True:  # again when its own trace changed while its graph was rebuilt (a new index)
+            gid = int(self.inv_to_graph[pos])
+            try:
+                g = self.graph(gid)
+            except GraphCacheError:
+                if int(self.inv_to_graph[pos]) == gid:
+                    raise
+                continue
             if int(self.inv_to_graph[pos]) == gid:
-                raise
-            g = None
-        if int(self.inv_to_graph[pos]) != gid:  # its own trace changed while its graph was rebuilt
-            g = self.graph(int(self.inv_to_graph[pos]))
+                break
         g = g.clone()
         g.invocation = torch.tensor([int(self.invocations[pos])], dtype=torch.long)
         return g
