@@ -7,12 +7,13 @@ takes it as 1; each module that checked its own parameters drew that line a litt
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import numpy as np
 
-__all__ = ["is_int", "is_real"]
+__all__ = ["is_count", "is_int", "is_real"]
 
 
 def is_int(v: Any) -> bool:
@@ -23,3 +24,12 @@ def is_int(v: Any) -> bool:
 def is_real(v: Any) -> bool:
     """A real number, numpy's included; not a bool (``True`` is no error bound)."""
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def is_count(v: Any) -> bool:
+    """A whole number >= 1 (a sample or cluster count), a whole float such as 30.0 included.
+
+    Why floats: ``--set floor=30.0`` and a YAML ``30.0`` arrive as floats and mean 30; 30.7,
+    ``True``, NaN and infinity do not.
+    """
+    return is_real(v) and math.isfinite(v) and float(v).is_integer() and v >= 1

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gclsampler._kinds import is_int, is_real
+from gclsampler._kinds import is_count, is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
@@ -94,10 +94,8 @@ def _sklearn_params(method: str):
 
 
 def _check_count(value, key: str, method: str) -> None:
-    """An integer >= 1 (a whole float such as 3.0 too, as the --set checks accept it)."""
-    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-          and math.isfinite(value) and float(value).is_integer() and value >= 1)
-    if not ok:
+    """An integer >= 1, by the rule STEM's counts follow (``_kinds.is_count``)."""
+    if not is_count(value):
         raise BaselineError(f"{method}: {key}: must be an integer >= 1, found {value!r}")
 
 
@@ -669,9 +667,7 @@ class AllegroSampler(Sampler):
 
         check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
         for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
-            v = getattr(self, key)
-            if not (is_int(v) and v >= 1):
-                raise BaselineError(f"allegro: {key}: must be a whole number >= 1, found {v!r}")
+            _check_count(getattr(self, key), key, "allegro")
         times = _column(workload, self.time_column, "allegro")
         df = workload.profile
         keys = (df["kernel_name"].astype(str) + "|" + df["grid"].astype(str) + "|"

@@ -82,7 +82,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gclsampler._kinds import is_real
+from gclsampler._kinds import is_count, is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column
 
@@ -617,7 +617,7 @@ def check_params(epsilon: Any, z: Any, min_samples: Any, min_group: Any, scope: 
     """
     check_bound(epsilon, z, key(""), StemError)
     for name, v in (("min_samples", min_samples), ("min_group", min_group)):
-        if not is_real(v) or not math.isfinite(v) or int(v) != v or v < 1:
+        if not is_count(v):
             raise StemError(f"{key(name)}: must be an integer >= 1, found {v!r}")
     if scope not in SCOPES:
         raise StemError(f"{key('scope')}: must be 'global' or 'group', found {scope!r}")

@@ -381,17 +381,38 @@ def test_random_takes_numpy_fractions(good):
     assert RandomSampler(fraction=good).fit(wl(make_profile(10))).invocations.size == 5
 
 
-@pytest.mark.parametrize("key,bad", [("floor", 30.7), ("floor", True), ("m_th", 0), ("m_th", "50"), ("floor", np.float64(30))])
+@pytest.mark.parametrize("key,bad", [("floor", 30.7), ("floor", True), ("m_th", 0), ("m_th", "50"),
+                                     ("floor", float("inf")), ("m_th", np.float64("nan")), ("floor", -30.0)])
 def test_allegro_sample_counts_must_be_whole_numbers(key, bad):
     """floor and m_th count samples: 30.7 was truncated to 30 without a word."""
-    with pytest.raises(BaselineError, match=f"allegro: {key}: must be a whole number"):
+    with pytest.raises(BaselineError, match=f"allegro: {key}: must be an integer >= 1"):
         AllegroSampler(**{key: bad}).fit(wl(make_profile(40)))
 
 
-def test_allegro_takes_numpy_integers():
-    a = AllegroSampler(floor=np.int64(30), m_th=np.int32(50), random_state=0).fit(wl(make_profile(40)))
-    b = AllegroSampler(floor=30, m_th=50, random_state=0).fit(wl(make_profile(40)))
+@pytest.mark.parametrize("floor,m_th", [(np.int64(30), np.int32(50)), (30.0, 50.0), (np.float64(30), np.float32(50))])
+def test_allegro_takes_whole_numbers_of_any_kind(floor, m_th):
+    """One rule for every count a sampler takes: STEM's min_samples and pka's k_max take 30.0
+    (what ``--set floor=30.0`` gives), and allegro refused it."""
+    prof = make_profile(40)
+    a = AllegroSampler(floor=floor, m_th=m_th, random_state=0).fit(wl(prof))
+    b = AllegroSampler(floor=30, m_th=50, random_state=0).fit(wl(prof))
     assert a.invocations.tolist() == b.invocations.tolist()
+    assert a.weights.tolist() == b.weights.tolist()
+
+
+def test_a_whole_float_count_is_taken_by_stem_pka_and_allegro_alike():
+    """The samplers with sample/cluster counts draw the same line at 3.0 and 3.5."""
+    from gclsampler.stem import StemError, check_params
+    prof = make_profile(40)
+    pka_prof = _pka_profile(np.arange(1.0, 41.0), np.arange(40.0))
+    checks = (lambda v: AllegroSampler(floor=v).fit(wl(prof)),
+              lambda v: PkaSampler(k_max=v).fit(wl(pka_prof)),
+              lambda v: check_params(0.05, 1.96, v, 2, "global"),
+              lambda v: check_params(0.05, 1.96, 1, v, "global"))
+    for check in checks:
+        check(3.0)
+        with pytest.raises((BaselineError, StemError), match="must be an integer >= 1, found 3.5"):
+            check(3.5)
 
 
 def test_random_rejects_bad_fraction():
