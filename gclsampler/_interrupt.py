@@ -152,16 +152,19 @@ def interrupts_deferred() -> Iterator[None]:
     the old one (two renames; stopped between them, neither the old output nor the new one was
     left). Replacing the Python-level handler is enough whatever thread the OS delivers the
     signal to, since Python runs handlers on the main thread. Off the main thread, and for
-    signals whose handler does not raise here, nothing changes."""
+    signals whose handler does not raise here, nothing changes. A held interrupt is raised
+    even when the block fails (an ``OSError`` from the second rename): the error is its
+    ``__context__``, and a caller that goes on after such errors (a sweep, the next workload)
+    stops as the user asked instead of dropping the Ctrl-C."""
     held: list[int] = []
     outer = _replace_raising_handlers(lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
         _put_back(outer)
-    if held:  # the handler that was in place raises it (an enclosing recording block's records it too)
-        outer[held[-1]](held[-1], None)  # type: ignore[operator]
-        raise interrupt_for(held[-1])  # not reached: each of those handlers raises
+        if held:  # the handler that was in place raises it (an enclosing recording block's records it too)
+            outer[held[-1]](held[-1], None)  # type: ignore[operator]
+            raise interrupt_for(held[-1])  # not reached: each of those handlers raises
 
 
 def _start_worker(initializer, initargs) -> None:

@@ -771,6 +771,27 @@ def test_an_interrupt_inside_a_deferred_block_is_raised_after_it():
     assert done[-1] == "quiet"
 
 
+def test_an_interrupt_held_while_the_block_fails_is_not_dropped():
+    """A Ctrl-C held while the swap failed with an OSError was lost with it: a caller that goes
+    on after an error (the next workload of a sweep) carried on. The interrupt now comes, the
+    error as its context."""
+    from gclsampler._interrupt import interrupts_deferred
+
+    with pytest.raises(KeyboardInterrupt) as exc:
+        try:
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                _spin()
+                raise OSError("second rename failed")
+        except OSError:
+            pass  # what a caller that goes on after a failed output does
+    assert isinstance(exc.value.__context__, OSError)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(OSError):  # nothing held: the error alone
+        with interrupts_deferred():
+            raise OSError("second rename failed")
+
+
 def test_an_ignored_ctrl_c_stays_ignored():
     """A job started with SIGINT ignored (`cmd &` in a script) must not become interruptible."""
     from gclsampler._interrupt import interrupts_recorded
