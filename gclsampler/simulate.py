@@ -737,12 +737,41 @@ def _as_ampere_from(run: SimulationRun) -> str:
     return "/".join(str(v) for v in sorted({f["as_ampere_from"] for f in run.export_facts if f.get("as_ampere_from")}))
 
 
+def flag_value(flags: Sequence[str], name: str) -> str | None:
+    """The value the simulator takes for ``name``: the last one given (Accel-Sim reads its
+    flags in order, a later setting replacing an earlier), or None when not given."""
+    value = None
+    for a, b in zip(flags, list(flags[1:]) + [None]):
+        if a == name:
+            value = b
+    return value
+
+
+def _is(value: str | None, n: int) -> bool:
+    try:
+        return value is not None and int(value) == n
+    except ValueError:
+        return False
+
+
+def one_sm(flags: Sequence[str]) -> bool:
+    """Whether these flags simulate one SM. Why not "the flags are there": ``--sim-arg
+    '-gpgpu_n_clusters 4'`` comes after the one-SM defaults and wins, and every output
+    still said "one SM, so cycles are SM 0's share"."""
+    return _is(flag_value(flags, "-gpgpu_n_clusters"), 1) and _is(flag_value(flags, "-gpgpu_n_cores_per_cluster"), 1)
+
+
+def deadlock_detect_off(flags: Sequence[str]) -> bool:
+    """Whether these flags turn Accel-Sim's deadlock detector off (the last setting wins)."""
+    return _is(flag_value(flags, "-gpgpu_deadlock_detect"), 0)
+
+
 def provenance(run: SimulationRun, synthetic: bool) -> str:
     """The one-line label every output carries: simulated, by what, on how many SMs."""
-    one_sm = "-gpgpu_n_clusters" in run.flags and "-gpgpu_n_cores_per_cluster" in run.flags
+    one = one_sm(run.flags)
     rewritten = _as_ampere_from(run)
     return ("SIMULATED by Accel-Sim (config " + run.simulator.config
-            + ("; one SM, so cycles are SM 0's share" if one_sm else "") + ")"
+            + ("; one SM, so cycles are SM 0's share" if one else "") + ")"
             + (f"; sm_{rewritten} traces run as Ampere (--as-ampere), an approximation of the GPU they were "
                "traced on" if rewritten else "")
             + ("; SYNTHETIC traces (gclsampler.synth), not a hardware measurement" if synthetic else ""))
@@ -750,9 +779,8 @@ def provenance(run: SimulationRun, synthetic: bool) -> str:
 
 def row_label(run: SimulationRun, synthetic: bool) -> str:
     """The short form of ``provenance`` for a CSV column, repeated on every row."""
-    one_sm = "-gpgpu_n_clusters" in run.flags and "-gpgpu_n_cores_per_cluster" in run.flags
     rewritten = _as_ampere_from(run)
-    return (f"Accel-Sim {run.simulator.config}" + (", one SM (SM 0's share)" if one_sm else "")
+    return (f"Accel-Sim {run.simulator.config}" + (", one SM (SM 0's share)" if one_sm(run.flags) else "")
             + (f", sm_{rewritten} run as Ampere" if rewritten else "")
             + (", synthetic traces" if synthetic else ""))
 
@@ -819,7 +847,7 @@ def estimate_document(plan, plan_path: Path, workload_dir: Path, run: Simulation
         "method": plan.method, "n_invocations": plan.n_invocations, "n_simulated": len(run.records),
         "simulator": {"config": run.simulator.config, "flags": run.flags,
                       "core_clock_mhz": run.simulator.core_clock_mhz,
-                      "deadlock_detect_off_because": DEADLOCK_REASON if "-gpgpu_deadlock_detect" in run.flags else None},
+                      "deadlock_detect_off_because": DEADLOCK_REASON if deadlock_detect_off(run.flags) else None},
         "definitions": {"totals": "sum over samples of weight x metric (estimate of the workload total)",
                         "means": "sum over samples of weight x metric / n_invocations (estimate of the "
                                  "per-invocation mean of a rate)",

@@ -303,6 +303,26 @@ def test_full_gpu_and_deadlock_detect_flags(tmp_path, stub):
     assert "SM 0" not in est["note"]
 
 
+def test_flags_given_later_decide_the_one_sm_and_deadlock_labels(tmp_path, stub, capsys):
+    """Accel-Sim takes the last value of a flag: --sim-arg='-gpgpu_n_clusters 4' after the one-SM
+    defaults simulates 4 clusters, and '-gpgpu_deadlock_detect 1' turns the detector back on;
+    every output still said "one SM, so cycles are SM 0's share" and gave why the detector is off."""
+    _workload(tmp_path)
+    assert _simulate(tmp_path, "--sim-arg=-gpgpu_n_clusters 4 -gpgpu_deadlock_detect 1") == 0
+    a = stub.calls()[0]["argv"]
+    assert a[len(a) - 1 - a[::-1].index("-gpgpu_n_clusters") + 1] == "4"
+    out = capsys.readouterr().out
+    assert "SM 0" not in out and "one SM" not in out and "false-alarms" not in out
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert "SM 0" not in est["note"] and est["simulator"]["deadlock_detect_off_because"] is None
+    assert set(pd.read_csv(tmp_path / "out" / "simulated.csv")["simulated_by"]) == {
+        "Accel-Sim SM86_RTX3070, synthetic traces"}
+    # --full-gpu with one SM asked for by hand is one SM, and says so
+    assert _simulate(tmp_path, "--full-gpu", "--sim-arg=-gpgpu_n_clusters 1 -gpgpu_n_cores_per_cluster 1",
+                     out="o2") == 0
+    assert "one SM, so cycles are SM 0's share" in json.loads((tmp_path / "o2" / "estimate.json").read_text())["note"]
+
+
 def test_dedup_only_when_asked(tmp_path, stub):
     wl, _ = _workload(tmp_path)
     assert _simulate(tmp_path, "--all") == 0

@@ -303,12 +303,14 @@ def _run_line(run) -> str:
 
 
 def _summary_plan(doc: dict, run, out: Path, label: str, notes: list[str]) -> None:
+    from gclsampler import simulate as S
+
     w = sys.stdout.write
     w(f"{doc['plan']}: {doc['method']} plan for {doc['workload']}: {doc['n_simulated']} of "
       f"{doc['n_invocations']} invocations simulated\n")
     w(f"  {label}\n")
     w(f"  flags: {' '.join(run.flags)}\n")
-    if "-gpgpu_deadlock_detect" in run.flags:
+    if S.deadlock_detect_off(run.flags):
         w("    (-gpgpu_deadlock_detect 0: the detector false-alarms on long tensor-core GEMMs)\n")
     for n in notes:
         w(f"  note: {n}\n")
