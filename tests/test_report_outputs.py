@@ -240,6 +240,24 @@ def test_cross_arch_average_is_the_arithmetic_mean_over_workloads(tmp_path):
     assert rows["**AVG**"][2] == f"{(2 + 4 + 18) / 3:.2f}"
 
 
+def test_any_member_average_is_over_the_workloads_the_table_shows(tmp_path):
+    """The any-member table shows only workloads with an any-member error (one-per-cluster plans);
+    its AVG put the plan's cycle error over every workload beside the any-member error over those
+    alone (gcl 5.00 / 2.00 where the one row shown was 1.00 / 2.00), as the second-run table
+    does not."""
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 9.0, ("w2", "pka"): 4.0})
+    df["cycles_true"] = 1e6
+    w1 = df["workload"] == "w1"
+    df.loc[w1, "error_cycles_any_member"] = 2.0
+    df.loc[w1, "spread_sd"] = 1.5
+    text = report.write_report(df, tmp_path / "r", plots=False).read_text()
+    rows = _section_rows(text, "## Cluster quality apart from the representative")
+    assert set(rows) == {"workload", "w1", "**AVG**"}
+    assert rows["**AVG**"] == rows["w1"] == ["1.00 / 2.00 / ±1.50", "2.00 / 2.00 / ±1.50"]
+
+
 def _rows(text: str) -> list[list[str]]:
     """The data rows of the cluster table (cells stripped), before any note under it."""
     return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.split("\n\n")[0].splitlines()[2:]]
