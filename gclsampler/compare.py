@@ -198,7 +198,7 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
         raise EvaluationError(f"{csv}: plan_arch: plans of one run come from one arch, found {plan_archs}")
     fixed = df.loc[~df["stochastic"], "seed"].unique()
     if fixed.size > 1:
-        raise EvaluationError(f"{csv}: seed: deterministic methods ran with several seeds ({sorted(fixed)[:4]}); "
+        raise EvaluationError(f"{csv}: seed: deterministic methods ran with several seeds ({', '.join(f'{v:g}' for v in sorted(fixed)[:4])}); "
                               "expected one evaluate.py run")
     off = df["cross_arch"].to_numpy(dtype=bool) != (df["arch"] != df["plan_arch"]).to_numpy()
     if off.any():  # which rows the cross-arch mean takes: an edited flag moved a row in or out of it
@@ -215,7 +215,10 @@ def _seed_cell(run: EvaluationRun, data: str) -> str:
     seeds the stochastic methods)."""
     if run.seed is None:
         return "n/a"
-    return f"n/a (measured; methods' seed {run.seed})" if data == "real" else str(run.seed)
+    # a REAL workload scored on a simulator too ("real+simulated") was no more synthesized
+    kinds = set(data.split("+"))
+    measured = "real" in kinds and kinds <= {"real", "simulated"}
+    return f"n/a (measured; methods' seed {run.seed})" if measured else str(run.seed)
 
 
 def _count(n: int, noun: str) -> str:

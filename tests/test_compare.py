@@ -708,3 +708,30 @@ def test_runs_with_nothing_in_common_say_what_each_has(tmp_path):
                                               r"for workload 'w1', although both are in the run"):
         compare_dirs([c, d], tmp_path / "o", plots=False)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_real_run_scored_on_a_simulator_too_has_no_synthesis_seed(tmp_path):
+    """A REAL workload's run with cross-arch rows on a simulated profile (data "real+simulated")
+    was listed with its methods' seed as its "synthesis seed", as if its data were synthesized."""
+    errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}
+
+    def simulated_cross_arch(df):
+        df = _real(df)
+        other = df["arch"] == "ada"
+        df.loc[other, "arch"] = "accelsim-SM86_RTX3070"
+        df["simulated_by"] = np.where(other, "Accel-Sim SM86_RTX3070, one SM (SM 0's share)", "")
+        return df
+
+    a = _write(tmp_path, "a", simulated_cross_arch(_rows(errs)))
+    b = _write(tmp_path, "b", simulated_cross_arch(_rows(errs, seed=1)))
+    text = write_comparison([load_run(a), load_run(b)], tmp_path / "o", plots=False).read_text()
+    assert f"| a | `{a / 'results.csv'}` | n/a (measured; methods' seed 0) | REAL + SIMULATED |" in text
+    assert f"| b | `{b / 'results.csv'}` | n/a (measured; methods' seed 1) | REAL + SIMULATED |" in text
+
+
+def test_several_deterministic_seeds_are_named_as_numbers(tmp_path):
+    """The error listed numpy reprs: "([np.float64(0.0), np.float64(3.0)])"."""
+    df = _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0})
+    df.loc[df["method"] == "pka", "seed"] = 3
+    with pytest.raises(EvaluationError, match=r"several seeds \(0, 3\); expected one evaluate\.py run$"):
+        load_run(_write(tmp_path, "r", df))
