@@ -117,6 +117,11 @@ def _check_values(df, csv: Path) -> None:
             r = int(np.flatnonzero(bad)[0])
             raise EvaluationError(f"{csv}:{r + 2}: {c}: negative ({v[r]:g}); an error is an absolute difference "
                                   "in %, never below 0")
+        bad = np.isinf(v)  # was averaged in (every mean inf), or called "empty" beside a finite one
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise EvaluationError(f"{csv}:{r + 2}: {c}: infinite; evaluate.py writes a finite error, or leaves "
+                                  "the cell empty where there is no ground truth")
         df[c] = v
     for c in averaged_columns(df.columns):  # the other metrics' errors and the spread are averaged too
         if c not in _ERRORS:

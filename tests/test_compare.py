@@ -427,6 +427,12 @@ def test_head_to_head_section_shows_chance_only_where_every_run_has_spreads(tmp_
      "results.csv:3: error_cycles: negative (-50)"),
     (lambda df: df.assign(error_cycles_rerun=[np.nan, -0.5] + [np.nan] * (len(df) - 2)),
      "results.csv:3: error_cycles_rerun: negative (-0.5)"),
+    (lambda df: df.assign(error_cycles=[1.0, np.inf] + [1.0] * (len(df) - 2)),
+     "results.csv:3: error_cycles: infinite; evaluate.py writes a finite error"),
+    (lambda df: df.assign(error_cycles=[np.inf] * len(df)),  # every method's: nothing to compare it with
+     "results.csv:2: error_cycles: infinite"),
+    (lambda df: df.assign(error_cycles_rerun=[np.nan, np.inf] + [np.nan] * (len(df) - 2)),
+     "results.csv:3: error_cycles_rerun: infinite"),
     (lambda df: pd.concat([df, df.iloc[[2]]], ignore_index=True),
      "results.csv:6: duplicate row: workload 'w2', method 'gcl', arch 'turing', seed 0 is already on line 4"),
     (lambda df: df.assign(seed=[0.0, 1.7] + [0.0] * (len(df) - 2)),
