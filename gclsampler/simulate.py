@@ -54,6 +54,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
+from gclsampler._kinds import is_real
 from gclsampler.errors import GclError
 
 __all__ = [
@@ -426,14 +427,22 @@ def run_job(job: Job) -> dict[str, Any]:
 
 
 def read_result(job_dir: Path) -> dict[str, Any] | None:
-    """A cached result, or None when absent or unreadable (then the run is repeated)."""
+    """A cached result, or None when absent or unreadable (then the run is repeated).
+
+    Why the stats are checked as ``check_log`` leaves them (cycles > 0, instructions): a
+    result.json edited or left by another tool with stats lacking either was taken, and the
+    summary and ``--all`` profile then stopped with a KeyError traceback.
+    """
     try:
         r = json.loads((job_dir / "result.json").read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(r, dict) or r.get("format") != "gclsampler-simresult/1" or "stats" not in r:
+    if not isinstance(r, dict) or r.get("format") != "gclsampler-simresult/1":
         return None
-    return r
+    st = r.get("stats")
+    ok = (isinstance(st, dict) and all(is_real(st.get(k)) for k in ("cycles", "instructions"))
+          and math.isfinite(st["cycles"]) and st["cycles"] > 0)
+    return r if ok else None
 
 
 # ---------------------------------------------------------------------------------------

@@ -294,6 +294,26 @@ def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):
     assert len(stub.calls()) == 4 * n
 
 
+@pytest.mark.parametrize("stats", [{}, {"cycles": 100.0}, {"cycles": 0.0, "instructions": 5.0},
+                                   {"cycles": "100", "instructions": 5.0}, [], None])
+def test_a_cached_result_without_usable_stats_is_run_again(tmp_path, stub, capsys, stats):
+    """A result.json whose stats lack cycles or instructions (edited, or left by another tool)
+    was taken from the cache, and the summary stopped with a KeyError traceback."""
+    _workload(tmp_path)
+    assert _simulate(tmp_path) == 0
+    n = len(stub.calls())
+    first = (tmp_path / "out" / "simulated.csv").read_bytes()
+    done = sorted((tmp_path / "out" / "runs").glob("*/result.json"))
+    doc = json.loads(done[0].read_text())
+    doc["stats"] = stats
+    done[0].write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert _simulate(tmp_path) == 0
+    assert len(stub.calls()) == n + 1  # that one again, the rest from the cache
+    assert "1 simulated now" in capsys.readouterr().out
+    assert (tmp_path / "out" / "simulated.csv").read_bytes() == first
+
+
 def test_full_gpu_and_deadlock_detect_flags(tmp_path, stub):
     _workload(tmp_path)
     assert _simulate(tmp_path, "--full-gpu", "--deadlock-detect") == 0
