@@ -721,7 +721,7 @@ def _csv_text_rows(plan: list, lo: int, hi: int):
 FORMATS = ("ncu", "nsys", "torch", "profile")
 
 _TIME_NS = {"ns": 1.0, "nsecond": 1.0, "nsec": 1.0, "us": 1e3, "usecond": 1e3, "usec": 1e3,
-            "\u00b5s": 1e3, "ms": 1e6, "msecond": 1e6, "msec": 1e6, "s": 1e9, "second": 1e9, "sec": 1e9}
+            "\u00b5s": 1e3, "\u03bcs": 1e3, "ms": 1e6, "msecond": 1e6, "msec": 1e6, "s": 1e9, "second": 1e9, "sec": 1e9}
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _COUNT_UNITS = ("inst", "sector", "cycle", "block", "warp", "thread", "request", "byte", "instruction", "register")
 _COUNT_UNIT_RE = re.compile(r"^(|K|M|G|T)(?:(?:" + "|".join(_COUNT_UNITS) + r")s?(?:/(?:thread|block|warp|SM))?)?$")
@@ -877,7 +877,16 @@ def _number(text: str) -> float:
     s = text.strip().replace(",", "")
     if s == "" or s.lower() in ("n/a", "na", "nan", "-"):
         return math.nan
+    _refuse_python_only_digits(s)
     return float(s)
+
+
+def _refuse_python_only_digits(s: str) -> None:
+    """ValueError for text that Python's ``float`` reads but no profiler writes: digit-group
+    underscores (``1_5`` read as 15) and non-ASCII digits (``١٢`` read as 12). Why: a cell
+    like that is a damaged or hand-edited export, and it was imported as another number."""
+    if "_" in s or not s.isascii():
+        raise ValueError(s)
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
@@ -1088,7 +1097,10 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     rows = _csv_rows(path, text)
     header: list[str] | None = None
     header_line = 0
+    ncu_errors: list[tuple[int, str]] = []  # ==ERROR== lines: (line, text)
     for line, row in rows:
+        if row and row[0].lstrip().startswith("==ERROR=="):
+            ncu_errors.append((line, ",".join(row).strip()))
         if row and row[0].strip() == "ID":
             header, header_line = [c.strip() for c in row], line
             break
@@ -1112,6 +1124,8 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     units_line = header_line
     records: list[tuple[int, list[str]]] = []
     for line, row in rows:
+        if row and row[0].lstrip().startswith("==ERROR=="):
+            ncu_errors.append((line, ",".join(row).strip()))
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("=="):
             continue  # blank lines and ==PROF==/==WARNING== chatter from the profiler
         if len(row) != len(header):
@@ -1282,7 +1296,15 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     elif aux["shmem_total"] is not None:
         df["shmem"] = aux["shmem_total"]
     table = pd.DataFrame(df)
-    return validate_profile(table, path, line_of=lambda r: lines[r])
+    result = validate_profile(table, path, line_of=lambda r: lines[r])
+    if ncu_errors and notes is not None:
+        # ncu reports a launch it failed to profile (or an application that failed) on such a
+        # line and writes no row for it: skipped like ==PROF== chatter, the export looked whole
+        first_line, first = ncu_errors[0]
+        notes.append(located(path, first_line, None, f"{len(ncu_errors)} ==ERROR== line(s) from ncu (first: "
+                             f"{first[:120]!r}): a launch ncu failed to profile has no row; `gclsampler validate` "
+                             "against the traces tells whether every launch is here"))
+    return result
 
 
 def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int], df: dict[str, Any],
@@ -1393,7 +1415,8 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
     if any(c not in base for c in need) or scale is None:
         return None
     cols = [base[c] for c in need if c != "Start"] + ([base[order_col]] if order_col in base else []) + \
-        ([base["Reg/Trd"]] if not exec_trace and "Reg/Trd" in base else [])
+        ([base["Reg/Trd"]] if not exec_trace and "Reg/Trd" in base else []) + \
+        ([base["PID"]] if exec_trace and "PID" in base else [])
     text = pa.dictionary(pa.int32(), pa.string())  # names and shapes repeat: read them dictionary-encoded
     types = {base[dur_col]: pa.float64(), base[name_col]: text}
     if order_col in base:
@@ -1404,6 +1427,8 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
             types[base["Reg/Trd"]] = pa.float64()
     else:
         types.update({base[c]: text for c in dims})
+        if "PID" in base:
+            types[base["PID"]] = text
     try:
         table = _arrow_read_csv(pa.BufferReader(data.slice(min(offset, data.size))), header, types,
                                 include=list(dict.fromkeys(cols)))
@@ -1433,6 +1458,10 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
         if any(table.column(base[c]).null_count for c in dims):
             return None  # a kernel row with a missing dimension: let the row reader name it
     n = table.num_rows
+    if exec_trace and "PID" in base:
+        _, pids = _arrow_factorize(table.column(base["PID"]))
+        if len({"" if v is None else str(v).strip() for v in pids}) > 1:
+            return None  # launches of several processes: the row reader names the first other one
     if exec_trace:
         grid = _dim3_strings(table.column(base["GridXYZ"]))
         block = _dim3_strings(table.column(base["BlockXYZ"]))
@@ -1561,6 +1590,8 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
     blocks: list[str] = []
     times: list[float] = []
     dur_text: list[str] = []  # as written, for an error message
+    pid_col = base.get("PID") if exec_trace else None
+    first_pid: tuple[int, str] | None = None  # (line, pid) of the first kernel row
     order: list[float] = []
     nregs: list[float] = []
     skipped = 0
@@ -1621,6 +1652,16 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         times.append(t)
         dur_text.append(row[base[dur_col]].strip())
         order.append(o)
+        if pid_col is not None:
+            pid = row[pid_col].strip()
+            if first_pid is None:
+                first_pid = (line, pid)
+            elif pid != first_pid[1]:
+                # launches of two processes interleaved by API start: neither one's launch order
+                raise ProfileFormatError(located(path, line, header[pid_col],
+                                                 f"{pid}, but line {first_pid[0]} is process {first_pid[1]}: a "
+                                                 "workload is one process's launches, in its order; export that "
+                                                 "process alone"))
     if not lines:
         raise ProfileFormatError(located(path, header_line, None, "no kernel rows after the header"))
     # Launch order: correlation ids (cuda_gpu_trace) / API start (cuda_kern_exec_trace)
@@ -1684,6 +1725,8 @@ def _json_number(v: Any) -> float:
     """
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ValueError(v)
+    if isinstance(v, str):
+        _refuse_python_only_digits(v.strip())
     try:
         x = float(v)
     except OverflowError:

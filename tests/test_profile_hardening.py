@@ -528,3 +528,54 @@ def test_a_time_that_overflows_once_scaled_names_its_cell(tmp_path, capsys):
             assert main(["profile", "import", str(p), "--out", str(tmp_path / "o.csv")]) == 2
         assert capsys.readouterr().err == f"gclsampler: error: {line}\n"
     assert not (tmp_path / "o.csv").exists()
+
+
+# ---- audit: cells Python's float() reads but no profiler writes; processes; ncu errors ---------
+@pytest.mark.parametrize("cell", ["1_5", "\u0661\u0662"])
+def test_a_number_only_python_reads_is_refused_not_misread(tmp_path, cell):
+    """float("1_5") is 15.0 and float("١٢") is 12.0: such a cell was imported as another number."""
+    p = _ncu(tmp_path, NCU_HEAD, NCU_UNITS, ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", cell])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:3: gpu__time_duration.sum: not a number"):
+        import_profile(p)
+    p = _nsys(tmp_path, f"1000,{cell},10,1,1,1,32,1,1,16,kA")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:2: Duration \(ns\): not a number"):
+        import_profile(p)
+    p = _write(tmp_path, "t.json", json.dumps({"traceEvents": [dict(_ev("kA", 10, 5), dur=cell)]}))
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[0\]\.dur: missing or not a number"):
+        import_profile(p)
+
+
+EXEC_HEAD = ('"API Start (ns)","API Dur (ns)","Kernel Start (ns)","Kernel Dur (ns)","PID","TID","DevId",'
+             '"API Function","GridXYZ","BlockXYZ","Kernel Name"\n')
+
+
+def test_nsys_kern_exec_trace_of_two_processes_is_refused(tmp_path):
+    """Its rows are put in API start order: two processes' launches came out interleaved, each
+    row taken for the next launch of one program (ncu's Process ID column is refused so already)."""
+    from gclsampler.profile import _import_nsys_arrow
+
+    rows = ['1000,5,2000,100,41,41,0,cudaLaunchKernel,"1 1 1","32 1 1",kA',
+            '1100,5,2100,100,42,42,0,cudaLaunchKernel,"1 1 1","32 1 1",kB']
+    p = _write(tmp_path, "e.csv", EXEC_HEAD + "".join(r + "\n" for r in rows))
+    with pytest.raises(ProfileFormatError, match=r"e.csv:3: PID: 42, but line 2 is process 41"):
+        import_profile(p)
+    assert _import_nsys_arrow(p) is None  # the fast path leaves it to the row reader
+    p = _write(tmp_path, "e.csv", EXEC_HEAD + "".join(r.replace(",42,", ",41,") + "\n" for r in rows))
+    assert list(import_profile(p)["kernel_name"]) == ["kA", "kB"]
+
+
+def test_ncu_error_lines_are_counted_in_a_warning(tmp_path, capsys):
+    """ncu writes a launch it failed to profile as an ==ERROR== line and no row; skipped like
+    ==PROF== chatter, nothing said the export might lack a launch."""
+    p = _ncu(tmp_path, NCU_HEAD, NCU_UNITS, ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100"])
+    p.write_text(p.read_text() + '==ERROR== Failed to profile "kB" in process 41\n')
+    notes: list[str] = []
+    assert list(import_profile(p, notes=notes)["kernel_name"]) == ["kA"]
+    assert len(notes) == 1 and notes[0].startswith(f"{p}:4: 1 ==ERROR== line(s) from ncu")
+    assert main(["profile", "import", str(p), "--out", str(tmp_path / "out.csv")]) == 0
+    assert "warning" in capsys.readouterr().err
+
+
+def test_nsys_duration_in_greek_mu_seconds(tmp_path):
+    p = _write(tmp_path, "g.csv", NSYS_HEAD.replace("Duration (ns)", "Duration (\u03bcs)") + "1000,1.5,10,1,1,1,32,1,1,16,kA\n")
+    assert import_profile(p)["time_ns"].tolist() == [1500.0]
