@@ -188,7 +188,9 @@ class SamplingPlan:
             raise PlanError(f"{where}: samples: expected a list, found a JSON {_json_type(samples_raw)}")
         if not isinstance(clusters_raw, list):
             raise PlanError(f"{where}: clusters: expected a list, found a JSON {_json_type(clusters_raw)}")
-        config = d.get("config") or {}
+        config = d.get("config")
+        if config is None:  # absent or null: no settings recorded (`or {}` also took [], 0, false, "")
+            config = {}
         if not isinstance(config, dict):
             raise PlanError(f"{where}: config: expected an object, found a JSON {_json_type(config)}")
         samples = []

@@ -154,3 +154,19 @@ def test_any_plan_round_trips_exactly_and_its_bytes_ignore_sample_order(tmp_path
 def test_representative_outside_cluster_is_rejected():
     with pytest.raises(ValueError):
         plan_from_labels("w", "gcl", np.array([0, 1]), np.array([1, 0]), np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("config", [[], 0, False, ""])
+def test_a_config_that_is_no_object_is_refused_even_when_empty(tmp_path, config):
+    """`config` must be an object; an empty list, 0, false or "" was taken as {} (coerced, and
+    saved back as {}), while a non-empty list was refused."""
+    plan = plan_from_labels("w", "gcl", np.array([0, 0, 1]), np.array([0, 2]), np.array(list("abc")))
+    d = plan.to_dict()
+    d["config"] = config
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(PlanError, match=r"plan\.json: config: expected an object, found a JSON "):
+        SamplingPlan.load(path)
+    d["config"] = None  # null: no settings recorded, as when the key is absent
+    path.write_text(json.dumps(d))
+    assert SamplingPlan.load(path).config == {}
