@@ -615,3 +615,79 @@ def test_an_integer_for_a_float_setting_becomes_a_float_as_hydra_makes_it(key, v
     got = asdict(ClusterConfig.from_any({key: value}))
     assert type(got[key]) is float and got[key] == value
     assert type(asdict(ClusterConfig.from_any({"k_max": 7}))["k_max"]) is int  # int fields stay ints
+
+
+@pytest.mark.parametrize("n, seed", [(20000, 0), (20000, 2), (50000, 1)])
+def test_rare_kernels_beside_a_common_one_are_never_merged_by_the_sampled_sweep(n, seed):
+    """One kernel launched thousands of times and three launched once: the sampled silhouette
+    (sample_size invocations) mostly sees one or two distinct embeddings, so no K (or only K = 2)
+    could be scored and the rare kernels went into the common one's cluster (K = 1) or into one
+    cluster together. Silhouette cannot rank what its sample does not hold: each its own cluster."""
+    pts = np.random.default_rng(0).normal(size=(4, 8)) * 5
+    x = np.repeat(pts, [n - 3, 1, 1, 1], axis=0)
+    r = cluster_embeddings(x, dict(split_tolerance=0.0, representative="first"), random_state=seed)
+    assert r.k == 4 and sorted(r.sizes.tolist()) == [1, 1, 1, n - 3]
+    assert r.labels[-3:].tolist() == [1, 2, 3] and r.representatives.tolist() == [0, n - 3, n - 2, n - 1]
+
+
+@pytest.mark.parametrize("kernels", [1, 2])
+def test_work_split_also_cuts_launches_that_count_as_one_point(kernels):
+    """"Near-identical" is relative to the embeddings' norm: with a large common offset, launches
+    whose work column spans 4x were one point (K = 1, or one cluster per kernel), and the work split,
+    which every other path applies, was skipped; their one representative stood for all sizes."""
+    n = 40
+    x = np.zeros((n, 8))
+    x[:, 0] = 1e4
+    x[:, -6] = np.linspace(10.0, 12.0, n)  # log2 instructions on SM 0
+    x[n // 2:, 1] = 1e4 if kernels == 2 else 0.0
+    r = cluster_embeddings(x)  # the defaults: split_tolerance 0.4
+    for c in range(r.k):
+        w = x[r.labels == c, -6]
+        assert w.max() - w.min() <= ClusterConfig().split_tolerance
+        assert np.unique(x[r.labels == c, 1]).size == 1  # never two kernels in one cluster
+    assert (r.labels[r.representatives] == np.arange(r.k)).all() and r.sizes.sum() == n
+    assert r.k == {1: 5, 2: 6}[kernels]  # 10..12 in spans of 0.4: 5; 10..11 and 11..12: 3 each
+    # the same launches without the work split stay one point (one per kernel)
+    assert cluster_embeddings(x, {"split_tolerance": 0.0}).k == kernels
+
+
+@st.composite
+def small_workloads(draw):
+    """Few launches of a few kernels, exact duplicates, jitter, far offsets and both float widths."""
+    n = draw(st.integers(1, 24))
+    kinds = draw(st.integers(1, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x = (rng.normal(size=(kinds, 8)) * 5)[rng.integers(0, kinds, n)]
+    x = x + rng.normal(size=x.shape) * draw(st.sampled_from([0.0, 0.0, 1e-7, 0.3]))
+    x[:, 0] += draw(st.sampled_from([0.0, 1e3, 1e5]))
+    x[:, -6] = rng.choice(draw(st.sampled_from([[10.0], [10.0, 10.1], [8.0, 10.0, 13.0]])), n)
+    x = x * draw(st.sampled_from([1.0, 2.0 ** -60, 2.0 ** 60]))
+    return x.astype(draw(st.sampled_from([np.float32, np.float64])))
+
+
+@given(small_workloads(), st.sampled_from(["first", "medoid", "random", "work_mean"]),
+       st.sampled_from([0.0, 0.4]), st.integers(0, 2**32 - 1))
+@settings(max_examples=50, deadline=None)
+def test_any_small_workload_is_partitioned_as_the_stage_promises(x, how, split, seed):
+    """Every invocation in exactly one cluster (labels 0..K-1 by first appearance, none empty),
+    sizes are the weights, each representative a member of its own cluster, identical rows
+    together, K <= distinct rows (1 when all coincide), each cluster within the work split's
+    tolerance, and the same result for the same seed."""
+    cfg = dict(k_max=8, n_init=2, refine_n_init=2, representative=how, split_tolerance=split)
+    r = cluster_embeddings(x, cfg, random_state=seed)
+    n = x.shape[0]
+    assert r.labels.shape == (n,) and r.sizes.sum() == n and (r.sizes > 0).all()
+    assert r.sizes.tolist() == np.bincount(r.labels, minlength=r.k).tolist()
+    _, first = np.unique(r.labels, return_index=True)
+    assert (np.diff(first) > 0).all() and r.labels[0] == 0
+    assert r.representatives.shape == (r.k,) and (r.labels[r.representatives] == np.arange(r.k)).all()
+    uniq, inverse = np.unique(x, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    assert all(np.unique(r.labels[inverse == g]).size == 1 for g in range(uniq.shape[0]))
+    assert r.k <= uniq.shape[0] and (r.k == 1) >= (uniq.shape[0] == 1)
+    if split > 0:
+        w = x[:, -6].astype(np.float64)
+        assert all(np.ptp(w[r.labels == c]) <= split for c in range(r.k))
+    again = cluster_embeddings(x, cfg, random_state=seed)
+    assert again.labels.tolist() == r.labels.tolist()
+    assert again.representatives.tolist() == r.representatives.tolist() and again.silhouette == r.silhouette

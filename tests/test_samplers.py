@@ -433,3 +433,11 @@ def test_misspelt_parameter_names_the_key_and_what_the_method_takes():
         make_sampler("photon", thresh=0.9, random_state=0)
     with pytest.raises(EvaluationError, match=r"^method_params\.pka\.target: pka has no parameter 'target'; it takes: "):
         make_method("pka", {"target": 0.1})
+
+
+def test_a_time_the_time_cut_cannot_take_is_quoted_as_a_number():
+    """The message quoted numpy's repr ("found np.float64(0.0)") in the one error line."""
+    w = toy_workload(1, n=30)
+    w.profile.loc[3, "time_ns"] = 0.0
+    with pytest.raises(SamplerError, match=r"time_ns: invocation 3: the time cut needs a time > 0, found 0\.0 \("):
+        GclSampler(cluster=dict(SMALL, time_split_tolerance=0.5)).fit(w)
