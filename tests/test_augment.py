@@ -153,3 +153,47 @@ def test_augment_config_out_of_range_names_the_key(key, value, message):
 
 def test_strategy_names():
     assert STRATEGIES == ("node_drop", "edge_drop", "feature_noise")
+
+
+def test_a_max_above_the_pool_size_means_the_whole_pool():
+    """The count of strategies is drawn between min and max *achievable* ones: a max above the
+    pool's size is the pool's size, so the draw is exactly that of max = len(pool) (the count is
+    not skewed towards 'all of them' by the unreachable counts)."""
+    pool = ["node_drop", "feature_noise"]
+    for seed in range(5):
+        capped = choose_strategies(300, AugmentConfig(pool=pool, max_strategies=len(pool)),
+                                   torch.Generator().manual_seed(seed))
+        over = choose_strategies(300, AugmentConfig(pool=pool, max_strategies=5), torch.Generator().manual_seed(seed))
+        assert torch.equal(capped, over)
+    k = over.sum(1).float()
+    assert abs(float(k.mean()) - 1.5) < 0.1  # uniform over {1, 2}, not over {1, 2, 3, 4, 5} clipped
+
+
+def test_a_min_above_the_pool_size_draws_the_whole_pool():
+    """min_strategies beyond the pool (a valid config: validate() checks min <= max only) gives
+    every graph every strategy of the pool instead of failing in torch.randint."""
+    cfg = AugmentConfig(pool=["edge_drop"], min_strategies=2, max_strategies=3).validate()
+    flags = choose_strategies(50, cfg, torch.Generator().manual_seed(0))
+    assert flags[:, 1].all() and not flags[:, [0, 2]].any()
+    cfg = AugmentConfig(pool=["edge_drop", "node_drop"], min_strategies=3, max_strategies=3).validate()
+    flags = choose_strategies(50, cfg, torch.Generator().manual_seed(0))
+    assert flags[:, :2].all() and not flags[:, 2].any()
+
+
+def test_node_drop_and_edge_drop_together_both_apply():
+    """A graph that draws both drops loses the edges of its dropped nodes *and* its share of the
+    other edges: dropping nodes must not undo the edge drop (the two masks are combined)."""
+    b = big_batch(20)
+    n = b.num_nodes
+    b.stats = b.stats.clone()
+    b.stats[:, 0] = torch.arange(n, dtype=torch.float32)  # tag nodes to map the view back
+    cfg = AugmentConfig(pool=["node_drop", "edge_drop"], min_strategies=2, max_strategies=2,
+                        node_drop=0.15, edge_drop=0.5)
+    v = augment_batch(b, cfg, torch.Generator().manual_seed(4))
+    orig = v.stats[:, 0].long()
+    assert v.num_nodes < n  # nodes were dropped
+    kept = torch.zeros(n, dtype=torch.bool)
+    kept[orig] = True
+    between_kept = int((kept[b.edge_index[0]] & kept[b.edge_index[1]]).sum())
+    frac = 1 - v.edge_index.size(1) / between_kept  # of the edges node drop left, edge drop removed ~half
+    assert 0.4 < frac < 0.6

@@ -78,3 +78,12 @@ def test_default_temperature_is_the_papers_0_05():
     assert default == pytest.approx(by_hand(z1, z2, 0.05), rel=1e-9, abs=1e-9)
     assert default == pytest.approx(symmetric_info_nce(z1, z2, TrainConfig().tau).item(), rel=1e-12)
     assert default != pytest.approx(by_hand(z1, z2, 0.1), rel=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3, 4)])
+def test_views_that_are_not_batch_by_dim_are_named(shape):
+    """Equal shapes are not enough: a 1-D or 3-D pair must be refused as a LossConfigError (the
+    project's error), not reach torch as an IndexError/RuntimeError from normalize or .t()."""
+    z = torch.ones(*shape)
+    with pytest.raises(LossConfigError, match="views must have equal"):
+        symmetric_info_nce(z, z.clone())

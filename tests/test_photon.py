@@ -265,3 +265,45 @@ def test_a_bad_or_unusable_bbv_cache_is_passed_by(wl_dir, tmp_path):
     (theirs / "chapter1.tex").write_text("x")
     assert (workload_bbvs(wl_dir, cache_dir=theirs) != fresh).nnz == 0
     assert sorted(p.name for p in theirs.iterdir()) == ["chapter1.tex"]
+
+
+def test_every_warps_first_instruction_starts_a_block():
+    """A block starts at a warp's first instruction even where its PC follows the previous warp's
+    last one (a warp whose trace ends without a control opcode, e.g. a capped trace); and a warp
+    with no instructions at the end of the trace changes nothing."""
+    w1 = [_at(0x00), _at(0x10)]  # no EXIT: the trace stopped here
+    w2 = [_at(0x20), _at(0x30, "EXIT")]
+    starts, counts = kernel_bbv(make_trace([w1, w2], with_values=False))
+    assert starts.tolist() == [0x00, 0x20] and counts.tolist() == [2, 2]
+    starts, counts = kernel_bbv(make_trace([w1, w2, []], with_values=False))
+    assert starts.tolist() == [0x00, 0x20] and counts.tolist() == [2, 2]
+
+
+def test_threshold_zero_is_refused_and_the_defaults_are_photons(tiny_workload):
+    """The threshold lies in (0, 1]: 0 would merge every launch that shares a block. The defaults
+    are Photon's fixed 95 % and launch-shape matching (module docstring)."""
+    with pytest.raises(PhotonError, match="threshold"):
+        PhotonSampler(threshold=0.0).fit(tiny_workload)
+    s = PhotonSampler()
+    assert s.threshold == 0.95 and s.match_launch is True
+    plan = s.fit(tiny_workload)
+    assert plan.to_json() == PhotonSampler(threshold=0.95, match_launch=True).fit(tiny_workload).to_json()
+
+
+def test_a_cached_table_of_another_shape_or_dtype_is_recomputed(wl_dir):
+    """A well-formed cache entry this code would not have written (a row count other than the
+    workload's, float32 values) is not trusted: the table is computed again."""
+    from gclsampler.photon import workload_bbvs
+
+    fresh = workload_bbvs(wl_dir, cache=False)
+    workload_bbvs(wl_dir)
+    (entry,) = (wl_dir / ".graph-cache" / "v1" / "photon").glob("*.npz")
+    wrong_rows = sp.vstack([fresh, fresh.getrow(0)]).tocsr()
+    wrong_rows.sort_indices()
+    f32 = fresh.astype(np.float32)
+    for bad in (wrong_rows, f32):
+        with entry.open("wb") as fh:
+            np.savez(fh, data=bad.data, indices=bad.indices, indptr=bad.indptr,
+                     shape=np.asarray(bad.shape, dtype=np.int64))
+        m = workload_bbvs(wl_dir)
+        assert m.shape == fresh.shape and m.dtype == np.float64 and (m != fresh).nnz == 0

@@ -695,3 +695,193 @@ def test_no_single_further_split_makes_a_small_plan_cheaper(seed, n, peaks, eps,
     for i, k in cuts:
         x, u = parts[i]
         assert cost(parts[:i] + [(x[:k], u), (x[k:], u)] + parts[i + 1:]) >= c0 * (1 - 1e-9), i
+
+
+# ---- round-4 mutation gaps ------------------------------------------------------------------
+def test_eq3_zero_mean_and_exact_integer_sizes():
+    """Eq. 3 is never below 1, also for a cluster whose times are all 0 (mu = 0: nothing to divide
+    by); and where (z sigma / (epsilon mu))^2 is an integer in exact arithmetic, float rounding
+    (9.000000000000004 for 1.5 * 0.1 / (0.01 * 5)) must not add a draw."""
+    from fractions import Fraction
+
+    assert stem_sample_size(0.0, 0.0) == 1
+    for mu, sigma, eps, z in [(5, "0.1", "0.01", "1.5"), (1, "0.1", "0.01", "1.5"), (2, "0.2", "0.01", "1.5"),
+                              (5, "0.2", "0.01", "1.5"), (5, "0.2", "0.02", "1.5")]:
+        exact = (Fraction(z) * Fraction(sigma) / (Fraction(eps) * mu)) ** 2
+        assert exact.denominator == 1
+        assert stem_sample_size(float(mu), float(sigma), float(eps), float(z)) == int(exact)
+
+
+def test_allocation_meets_the_bound_when_min_samples_exceeds_a_small_leaf():
+    """A leaf smaller than min_samples is taken whole (zero variance): its draws are capped at its
+    size, and its large spread must not count as slack that lets another leaf stay under-sampled."""
+    n = np.array([2, 10_000])
+    mu = np.array([1e4, 1.0])
+    sd = np.array([1e4, 5.0])  # leaf 0: times 0 and 2e4, as spread as two times can be
+    for eps in (0.05, 0.1):
+        m, _ = stem_allocate(n, mu, sd, epsilon=eps, min_samples=40)
+        assert m[0] == 2 and m[1] >= 40
+        c = (eps * np.dot(n, mu) / 1.96) ** 2
+        assert _fpc_var(m, n, sd).sum() <= c * (1 + 1e-9)
+    t = np.concatenate([[0.0, 2e4], np.where(np.arange(10_000) % 100 == 0, 100.0, 0.0)])
+    res = stem_root(t, np.repeat([0, 1], [2, 10_000]), epsilon=0.05, min_samples=40, root=False)
+    assert res.sample_sizes[0] == 2 and res.error_bound <= 0.05 * (1 + 1e-9)
+
+
+@given(leaf_rows, st.floats(0.005, 0.3), st.integers(1, 40))
+@settings(max_examples=60, deadline=None)
+def test_multiplier_is_the_feasible_edge_of_the_continuous_constraint(rows, eps, ms):
+    """lam is the smallest multiplier whose continuous (unrounded) draws meet each unit's bound:
+    feasible at lam, infeasible just below it (bisection to double precision, feasible side)."""
+    n = np.array([r[0] for r in rows])
+    mu = np.array([r[1] for r in rows])
+    sd = mu * np.array([r[2] for r in rows])
+    unit = np.unique(np.array([r[3] for r in rows]), return_inverse=True)[1]
+    _, lam = stem_allocate(n, mu, sd, unit, epsilon=eps, z=1.96, min_samples=ms)
+    nf = n.astype(float)
+    big_b = np.where(n > 1, n**3 * sd**2 / np.maximum(n - 1, 1), 0.0)
+    lo = np.minimum(ms, nf)
+    r = np.sqrt(big_b / mu)
+    for u in np.unique(unit):
+        sel = unit == u
+        cap = (eps * np.dot(nf[sel], mu[sel]) / 1.96) ** 2 + np.sum(big_b[sel] / nf[sel])
+
+        def g(x, sel=sel):
+            return np.sum(big_b[sel] / np.clip(x * r[sel], lo[sel], nf[sel]))
+
+        if lam[u] == 0:
+            assert g(0.0) <= cap * (1 + 1e-12)  # every leaf at its lower bound already meets it
+            continue
+        assert g(lam[u]) <= cap * (1 + 1e-12)
+        assert g(lam[u] * (1 - 1e-9)) > cap
+
+
+def test_2means_ties_go_to_the_leftmost_cut_as_in_root():
+    """split_1d_2means (the public cut, and the test oracle's) breaks ties like ROOT's vectorised
+    cut: the leftmost best. 0, 1, 1, 2 has two equally good cuts, after the 0 and before the 2."""
+    from gclsampler.stem import _new_leaves
+
+    rng = np.random.default_rng(0)
+    cases = [np.array([0.0, 1.0, 1.0, 2.0])]
+    cases += [np.sort(np.concatenate([-v, v])) for v in (rng.integers(1, 6, 7).astype(float) for _ in range(20))]
+    for x in cases:
+        for mg in (1, 2):
+            k = split_1d_2means(x, mg)
+            lv = _new_leaves(x, np.array([0]), np.array([x.size]), np.array([0]), mg)
+            assert (k is not None) == bool(lv.has[0])
+            if k is not None:
+                assert k == int(lv.cut[0])
+    assert split_1d_2means(np.array([0.0, 1.0, 1.0, 2.0])) == 1
+
+
+def _small_mixture(seed):
+    rng = np.random.default_rng(seed)
+    n, peaks = int(rng.integers(4, 150)), int(rng.integers(1, 5))
+    t = np.concatenate([rng.lognormal(rng.normal(0, 1.5), rng.uniform(0.01, 0.8), max(n // peaks, 2))
+                        for _ in range(peaks)])
+    g = rng.integers(0, int(rng.integers(1, 6)), t.size)
+    return t, g, [0.01, 0.05, 0.2, 0.5][seed % 4], ["global", "group"][(seed // 4) % 2], int(rng.integers(1, 4))
+
+
+def _leaf_sizes_by_group(leaves, t, g):
+    """Sorted (group, min time, size) of leaves given as arrays of their times."""
+    out = []
+    for x in leaves:
+        grp = int(g[np.flatnonzero(np.isin(t, x))[0]])
+        out.append((grp, float(x.min()), int(x.size)))
+    return sorted(out)
+
+
+def test_vectorised_root_equals_plain_oracle_on_small_mixtures():
+    """The oracle comparison over many small mixtures of few groups, where ROOT's later steps
+    matter: the better half of the candidates when all of them do not lower the plan, and a split
+    taken only when it makes the plan strictly cheaper."""
+    for seed in range(240):
+        t, g, eps, scope, ms = _small_mixture(seed)
+        res = stem_root(t, g, epsilon=eps, scope=scope, min_samples=ms)
+        oracle = _root_oracle(t, g, eps, 1.96, ms, 2, scope)
+        got = _leaf_sizes_by_group([np.sort(t[res.leaf == k]) for k in range(res.n_leaves)], t, g)
+        assert got == _leaf_sizes_by_group([x for x, _ in oracle], t, g), seed
+
+
+def test_small_plans_are_local_optima_up_to_the_documented_16_tries():
+    """docs/stem.md: when no level is accepted, the EXACT_TRIES (16) leaves with the best gains are
+    tried one at a time, so a plan with at most 16 leaves that have a cut admits no cheaper single
+    split. (The hypothesis test above reads the constant from the module; this pins the 16.)"""
+    def cost(ps, eps, ms):
+        n = np.array([x.size for x, _ in ps])
+        mu = np.array([x.mean() for x, _ in ps])
+        u = np.unique(np.array([u for _, u in ps]), return_inverse=True)[1]
+        m, _ = stem_allocate(n, mu, np.array([x.std() for x, _ in ps]), u, epsilon=eps, min_samples=ms)
+        return float(np.dot(m, mu))
+
+    for seed in range(240):
+        t, g, eps, scope, ms = _small_mixture(seed)
+        res = stem_root(t, g, epsilon=eps, scope=scope, min_samples=ms)
+        parts = [(np.sort(t[res.leaf == k]), int(res.leaf_group[k]) if scope == "group" else 0)
+                 for k in range(res.n_leaves)]
+        c0 = cost(parts, eps, ms)
+        cuts = [(i, k) for i, (x, _) in enumerate(parts) if (k := split_1d_2means(x, 2)) is not None]
+        if len(cuts) > 16:
+            continue
+        for i, k in cuts:
+            x, u = parts[i]
+            assert cost(parts[:i] + [(x[:k], u), (x[k:], u)] + parts[i + 1:], eps, ms) >= c0 * (1 - 1e-9), (seed, i)
+
+
+def test_out_of_range_bound_and_overflowing_totals_are_refused():
+    """epsilon 1 (100 %) bounds nothing; z's documented range [0.01, 40] is inclusive; times whose
+    total overflows float64 are refused with the unit advice rather than planned."""
+    from gclsampler.stem import Z_RANGE, check_bound
+
+    with pytest.raises(StemError, match="stem.epsilon"):
+        stem_root([1.0, 2.0], epsilon=1.0)
+    for z in Z_RANGE:
+        check_bound(0.05, z)
+        stem_root([1.0, 2.0, 4.0], z=z)
+    with pytest.raises(StemError, match="total overflows"):
+        stem_root([1e308, 1.5e308, 1.7e308])
+
+
+def test_missing_group_labels_form_a_group_of_their_own():
+    """None/NaN labels (a profile row without a kernel name) are one group, never mixed with the
+    named ones, and every invocation is still in the plan's leaves and weights."""
+    rng = np.random.default_rng(1)
+    t = rng.gamma(2.0, 10.0, 300)
+    names = np.array(["a", "b", None], dtype=object)[rng.integers(0, 3, 300)]
+    for groups in (names, pd.Series(names), pd.Series(np.where(pd.isna(names), np.nan, names))):
+        res = stem_root(t, groups, epsilon=0.05, random_state=0)
+        _check_weights(res, t.size)
+        missing = pd.isna(pd.Series(names)).to_numpy()
+        for leaf in range(res.n_leaves):
+            members = res.leaf == leaf
+            assert missing[members].all() or not missing[members].any()
+            assert pd.isna(res.leaf_group[leaf]) == missing[members][0]
+        assert pd.isna(pd.Series(res.leaf_group, dtype=object)).any()
+
+
+def test_min_group_default_is_2_and_keeps_a_lone_outlier():
+    """docs/stem.md: min_group defaults to 2 (config, function and sampler alike), which keeps a
+    lone slow first launch in its leaf: 999 equal times and one 30x outlier stay one leaf, while
+    min_group=1 cuts the outlier off and needs far fewer draws."""
+    from gclsampler.stem import StemRootSampler
+
+    assert StemConfig().min_group == 2 == StemRootSampler().get_params()["min_group"]
+    t = np.concatenate([[30.0], np.ones(999)])
+    default = stem_root(t, epsilon=0.05)
+    assert default.n_leaves == 1
+    np.testing.assert_array_equal(default.sample_sizes, stem_root(t, epsilon=0.05, min_group=2).sample_sizes)
+    one = stem_root(t, epsilon=0.05, min_group=1)
+    assert one.n_leaves == 2 and one.sample_sizes.sum() < default.sample_sizes.sum()
+
+
+@pytest.mark.parametrize("e", [0, -1060, -1070])
+def test_a_zero_leaf_beside_subnormal_times_changes_nothing(e):
+    """Times scaled by a power of two give the same plan, down to subnormal times, also when an
+    all-zero group shares the unit (its scale 1 against a tiny unit scale must not overflow)."""
+    base = np.array([0.0, 0.0, 1.0, 2.0, 3.0, 5.0])
+    g = ["zero", "zero", "b", "b", "b", "b"]
+    ref = stem_root(base, g, epsilon=0.05)
+    res = stem_root(np.ldexp(base, e), g, epsilon=0.05)
+    np.testing.assert_array_equal(res.sample_sizes, ref.sample_sizes)
+    assert res.error_bound == pytest.approx(ref.error_bound)
