@@ -305,6 +305,10 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
         if out_dir is not None:
             save_model(model, model_cfg, Path(out_dir) / "model.pt", extra={"epoch": -1})
             write_log([], Path(out_dir) / "train_log.csv")
+            # an earlier run's last.pt no longer goes with this untrained model.pt: a later resume
+            # (train.epochs back to its value) trained nothing, reloaded this model.pt as the best
+            # one, and run.json counted the checkpoint's epochs
+            (Path(out_dir) / "last.pt").unlink(missing_ok=True)
         return result
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)

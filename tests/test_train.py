@@ -496,3 +496,15 @@ def test_deterministic_kernels_are_switched_on_for_cuda_only_and_restored(monkey
         raise RuntimeError("a failed epoch")
     assert torch.are_deterministic_algorithms_enabled() == before
 
+
+def test_an_untrained_rerun_leaves_no_checkpoint_a_later_resume_would_take(tmp_path):
+    """train.epochs=0 into a finished run's directory replaced model.pt with untrained weights but
+    kept last.pt: the next run with the first settings resumed past its last epoch, trained
+    nothing, and embedded with the untrained model.pt while its log counted the trained epochs."""
+    graphs = tiny(8, seed=2)
+    first = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
+    fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), tmp_path)
+    again = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
+    assert [r["train_loss"] for r in again.log] == [r["train_loss"] for r in first.log]
+    for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
