@@ -515,6 +515,9 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
         v = getattr(cfg, key, None)
         if v is not None and not str(v).strip():
             raise EvaluationError(f"{key}: empty path; give a directory, or null for the default")
+    for key in ("workloads", "methods"):  # an empty list failed only at the end, after every workload was synthesized
+        if not list(getattr(suite, key)):
+            raise EvaluationError(f"suite.{key}: empty; name at least one")
     if int(suite.n_seeds) < 1:
         raise EvaluationError(f"suite.n_seeds: must be >= 1 (seeds per stochastic method), got {suite.n_seeds}")
     for eps in suite.epsilons:
@@ -589,9 +592,16 @@ def _check_synth_params(suite: SuiteConfig, data_dir: Path, synth: set[str], see
     came, and ``skip_unavailable`` then dropped the workload from the tables with a line in
     report.md only: ``+suite.synth_params.layers=2`` on the full suite scored 3 of its 11.
     """
-    from gclsampler.synth.generate import check_request
+    from gclsampler.synth.generate import check_request, synthesizes
 
     shared = set(suite.synth_params or {}) - {"per_workload"}
+    if not synthesizes(suite.trace_arch):  # the synthesizer's refusal named suite.synth_params, not the key set
+        from gclsampler.synth.arch import ARCHS
+
+        name = next((n for n in suite.workloads if n in synth and not _declared_real(data_dir / n)), None)
+        if name is not None:
+            raise EvaluationError(f"suite.trace_arch: unknown arch {suite.trace_arch!r} for synthetic workload "
+                                  f"{name!r}; known: {', '.join(sorted(ARCHS))}, each also as <arch>_rerun")
     for name in suite.workloads:
         if name not in synth or _declared_real(data_dir / name):
             continue

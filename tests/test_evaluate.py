@@ -734,3 +734,23 @@ def test_a_refused_train_py_setting_points_to_suite_train_overrides(text, key):
         assert hint == ""
     else:
         assert f"'suite.train_overrides=[\"{key}" in hint and hint.startswith(f"({key} is a train.py setting")
+
+
+@pytest.mark.parametrize("key", ["workloads", "methods"])
+def test_an_empty_workload_or_method_list_is_refused_before_any_work(key):
+    """suite.methods=[] synthesized every workload of the suite (hours for suite=full) and only then
+    said 'no method produced a plan'; suite.workloads=[] blamed suite.methods."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
+
+    with pytest.raises(EvaluationError, match=rf"^suite\.{key}: empty; name at least one$"):
+        check_suite_keys(EvaluateConfig(suite=SuiteConfig(**{"workloads": ["lu"], "methods": ["pka"], key: []})))
+
+
+def test_an_unknown_trace_arch_is_named_by_its_own_key(tmp_path):
+    """suite.trace_arch=volta was refused as 'suite.synth_params: ... synth.archs: unknown arch'."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
+
+    cfg = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["pka"], trace_arch="volta"),
+                         data_dir=str(tmp_path))
+    with pytest.raises(EvaluationError, match=r"^suite\.trace_arch: unknown arch 'volta' for synthetic workload 'lu'"):
+        check_suite_keys(cfg)
