@@ -456,7 +456,12 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
             if on:  # a model.* value in train_overrides outranks the model=paper group
                 raise EvaluationError(f"suite.train_overrides: {' '.join(on)} turns the project's encoder "
                                       "back on in gcl_paper's training (model=paper)")
-        pipeline.run(tcfg, out_dir=run_dir)
+        from gclsampler.train_config import TrainConfigError
+
+        try:
+            pipeline.run(tcfg, out_dir=run_dir)
+        except TrainConfigError as exc:  # train.py's hint is no key evaluate.py takes
+            raise TrainConfigError(_suite_resume_hint(str(exc))) from None
         emb = np.load(run_dir / "embeddings.npy")
         if emb.shape[0] != workload.n_invocations:
             raise EvaluationError(f"{run_dir}/embeddings.npy: rows: {emb.shape[0]} != {workload.n_invocations} "
@@ -464,6 +469,13 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
         return emb
 
     return embed
+
+
+def _suite_resume_hint(message: str) -> str:
+    """A training error's "set train.resume=false", as evaluate.py takes it. Why: evaluate.py
+    refuses ``train.resume=false`` as a key of its own (it is a train.py setting), so the hint a
+    rerun into the same ``out_dir`` with other training settings got was one it could not follow."""
+    return message.replace("train.resume=false", "'suite.train_overrides=[\"train.resume=false\"]'")
 
 
 def suite_data_dir(cfg: EvaluateConfig, launch_dir: str | Path | None = None) -> Path:

@@ -754,3 +754,24 @@ def test_an_unknown_trace_arch_is_named_by_its_own_key(tmp_path):
                          data_dir=str(tmp_path))
     with pytest.raises(EvaluationError, match=r"^suite\.trace_arch: unknown arch 'volta' for synthetic workload 'lu'"):
         check_suite_keys(cfg)
+
+
+def test_a_training_refusal_names_the_key_evaluate_takes(tmp_path, monkeypatch):
+    """A rerun into the same out_dir with other training settings was told to "set
+    train.resume=false", which evaluate.py refuses as a key of its own; the hint now names
+    suite.train_overrides, and the error keeps its type and the rest of its words."""
+    from types import SimpleNamespace
+
+    from gclsampler import pipeline
+    from gclsampler.evaluate import EvaluateConfig, default_embed_fn
+    from gclsampler.train_config import TrainConfigError
+
+    def refuse(cfg, out_dir):
+        raise TrainConfigError(f"{out_dir}/last.pt: settings differ (train.lr); set train.resume=false to start over")
+
+    monkeypatch.setattr(pipeline, "run", refuse)
+    wl = SimpleNamespace(name="toy", root=tmp_path / "wl", n_invocations=3, arch="turing", data_kind="")
+    with pytest.raises(TrainConfigError) as e:
+        default_embed_fn(EvaluateConfig(), tmp_path / "out")(wl)
+    assert str(e.value) == (f"{tmp_path / 'out' / 'train' / 'toy'}/last.pt: settings differ (train.lr); set "
+                            "'suite.train_overrides=[\"train.resume=false\"]' to start over")
