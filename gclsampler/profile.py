@@ -1093,14 +1093,21 @@ is 16379.999999999998 in floating point: they are rounded to the whole number th
 stands for, and a value that stands for no whole number (a fraction of a register) is refused."""
 
 
-def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
-    rows = _csv_rows(path, text)
-    header: list[str] | None = None
-    header_line = 0
-    ncu_errors: list[tuple[int, str]] = []  # ==ERROR== lines: (line, text)
+def _noting_ncu_errors(rows, into: list[tuple[int, str]]):
+    """``rows``, passed on as they are, with each ``==ERROR==`` line ncu wrote appended to
+    ``into`` on its way: the header search and the record loop read one stream of rows."""
     for line, row in rows:
         if row and row[0].lstrip().startswith("==ERROR=="):
-            ncu_errors.append((line, ",".join(row).strip()))
+            into.append((line, ",".join(row).strip()))
+        yield line, row
+
+
+def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
+    ncu_errors: list[tuple[int, str]] = []  # ==ERROR== lines: (line, text), wherever they stand
+    rows = _noting_ncu_errors(_csv_rows(path, text), ncu_errors)
+    header: list[str] | None = None
+    header_line = 0
+    for line, row in rows:
         if row and row[0].strip() == "ID":
             header, header_line = [c.strip() for c in row], line
             break
@@ -1124,8 +1131,6 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     units_line = header_line
     records: list[tuple[int, list[str]]] = []
     for line, row in rows:
-        if row and row[0].lstrip().startswith("==ERROR=="):
-            ncu_errors.append((line, ",".join(row).strip()))
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("=="):
             continue  # blank lines and ==PROF==/==WARNING== chatter from the profiler
         if len(row) != len(header):
