@@ -555,8 +555,7 @@ def _identical_groups(uniq: np.ndarray, counts: np.ndarray, tol: float) -> tuple
 
 
 def _each_group(groups: np.ndarray, inverse: np.ndarray, emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig,
-                random_state: int, work: np.ndarray | None, curve: dict[int, float], sampled: bool = False,
-                n_scored: int = 0) -> ClusterResult:
+                random_state: int, curve: dict[int, float], sampled: bool = False, n_scored: int = 0) -> ClusterResult:
     """Every near-identical group its own cluster: what is left when the silhouette cannot
     rank partitions (too few groups, in all or in the scored sample) or finds no structure (no
     K scores above 0); then cut by ``split_by_work`` when it is on, as the sweep's labelling is.
@@ -565,12 +564,7 @@ def _each_group(groups: np.ndarray, inverse: np.ndarray, emb: np.ndarray, x_all:
     embeddings far from the origin (a large common offset) launches whose work column differs
     2x counted as one point and kept one representative, uncut."""
     labels = _compact(groups[inverse])
-    n_groups = int(labels.max()) + 1
-    if cfg.split_tolerance > 0:
-        labels = split_by_work(labels, work_column(emb, cfg), cfg.split_tolerance)
-    reps = representatives(labels, x_all, cfg.representative, random_state, work)
-    sizes = np.bincount(labels)
-    return ClusterResult(labels, int(sizes.size), curve, reps, sizes, sampled, n_scored, asdict(cfg), n_groups)
+    return _work_split(labels, emb, x_all, cfg, random_state, curve, sampled, n_scored, int(labels.max()) + 1)
 
 
 def _subsample(inverse: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -658,15 +652,13 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     uniq = uniq.astype(np.float64, copy=False)
     groups, dist_all = _identical_groups(uniq, counts, cfg.identical_tol)
     n_groups = int(groups.max()) + 1
-    if n_groups == 1 and cfg.split_tolerance <= 0:
-        return _one_cluster(n, cfg, random_state, work)
-    if n_groups == 1:  # one point, unless its launches' work spans more than the split allows
-        v = work_column(emb, cfg)
-        if not float(v.max() - v.min()) > cfg.split_tolerance:
+    if n_groups == 1:  # one point, unless its launches' work spans more than the work split allows
+        v = work_column(emb, cfg) if cfg.split_tolerance > 0 else None
+        if v is None or not float(v.max() - v.min()) > cfg.split_tolerance:
             return _one_cluster(n, cfg, random_state, work)
         return _work_split(np.zeros(n, dtype=np.int64), emb, x_all, cfg, random_state, {}, False, 0, 0)
     if n_groups < cfg.silhouette_min_points:  # too few distinct points for silhouette to rank
-        return _each_group(groups, inverse, emb, x_all, cfg, random_state, work, {})
+        return _each_group(groups, inverse, emb, x_all, cfg, random_state, {})
     every = _Points.of(uniq, counts)
 
     sampled = n > cfg.sample_size
@@ -678,7 +670,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
             # workload has more (one kernel launched thousands of times beside a few launched
             # rarely): with no K it could score, the rare kernels were merged into one cluster
             # with the common one by rule. As with too few in all, each group is its own cluster.
-            return _each_group(groups, inverse, emb, x_all, cfg, random_state, work, {}, sampled, n_scored)
+            return _each_group(groups, inverse, emb, x_all, cfg, random_state, {}, sampled, n_scored)
     else:
         s_ids, s_w = np.arange(uniq.shape[0]), counts.astype(np.float64)
         n_scored = n
@@ -798,7 +790,7 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
         # far from each other as from anything, and the rule "smallest K among the comparable"
         # would merge kernels that share nothing (4 equally spaced kernels launched once each
         # all score 0, so K = 2 won). Nothing is alike, so nothing is merged.
-        return _each_group(groups, inverse, emb, x_all, cfg, random_state, work, dict(sorted(curve.items())),
+        return _each_group(groups, inverse, emb, x_all, cfg, random_state, dict(sorted(curve.items())),
                            sampled, n_scored)
     return _work_split(_compact(refined[chosen][inverse]), emb, x_all, cfg, random_state,
                        dict(sorted(curve.items())), sampled, n_scored, int(chosen))

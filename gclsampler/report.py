@@ -352,7 +352,7 @@ def _workload_rows(df, methods: list[str], cell) -> list[list[str]]:
     return rows
 
 
-def _any_member_table(summary, avg, arch: str) -> str | None:
+def _any_member_table(summary, arch: str) -> str | None:
     """Plan error next to the mean error over random representatives, and the spread the profile
     predicts for that (``spread_sd``), for one-per-cluster plans."""
     if "error_cycles_any_member" not in summary.columns:
@@ -377,7 +377,7 @@ def _any_member_table(summary, avg, arch: str) -> str | None:
     return _md_table(header, rows)
 
 
-def _rerun_table(summary, avg, arch: str) -> str | None:
+def _rerun_table(summary, arch: str) -> str | None:
     """Each method's cycle error on the run its plan was fitted on and on a second run of the
     same arch (``error_cycles_rerun``), where the workloads have one."""
     if "error_cycles_rerun" not in summary.columns:
@@ -649,7 +649,7 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
                   "|Σ time_ns − Σ w·time_ns| / Σ time_ns, the same formula as the cycle error on the profile's "
                   "kernel times (for REAL workloads measured on the GPU, the ground truth every profile has).", "",
                   _time_table(summary, avg, plan_arch, unavailable), ""]
-    any_member = _any_member_table(summary, avg, plan_arch)
+    any_member = _any_member_table(summary, plan_arch)
     if any_member:
         lines += [f"## Cluster quality apart from the representative, {plan_arch}", "",
                   "For plans that simulate one member per cluster: the plan's cycle error, then the mean error over "
@@ -659,7 +659,7 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
                   "predicts before anything is simulated: one standard deviation of the estimate over random "
                   "members, from the time spread inside each cluster (a normal error averages 0.8 of it).",
                   "", any_member, ""]
-    rerun = _rerun_table(summary, avg, plan_arch)
+    rerun = _rerun_table(summary, plan_arch)
     if rerun:
         lines += [f"## Error on a second run of {plan_arch}", "",
                   f"Each plan's cycle error on the profile it was fitted on, then on a second, independent profile "

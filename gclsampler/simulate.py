@@ -164,11 +164,17 @@ def _core_clock_mhz(config_file: Path, flags: Sequence[str]) -> float:
         m = re.match(r"\s*-gpgpu_clock_domains\s+([0-9.]+)", line)
         if m:
             clock = float(m.group(1))
-    for a, b in zip(flags, list(flags[1:]) + [""]):
-        if a == "-gpgpu_clock_domains":
+    for v in flag_values(flags, "-gpgpu_clock_domains"):
+        if v is not None:
             with contextlib.suppress(ValueError):
-                clock = float(b.split(":")[0])
+                clock = float(v.split(":")[0])
     return clock
+
+
+def flag_values(flags: Sequence[str], name: str) -> list[str | None]:
+    """Each value given for ``name``, in order (None for one last with no value after it):
+    Accel-Sim reads its flags in order, a later setting replacing an earlier."""
+    return [b for a, b in zip(flags, [*flags[1:], None]) if a == name]
 
 
 def tested_configs(root: Path) -> list[str]:
@@ -747,13 +753,10 @@ def _as_ampere_from(run: SimulationRun) -> str:
 
 
 def flag_value(flags: Sequence[str], name: str) -> str | None:
-    """The value the simulator takes for ``name``: the last one given (Accel-Sim reads its
-    flags in order, a later setting replacing an earlier), or None when not given."""
-    value = None
-    for a, b in zip(flags, list(flags[1:]) + [None]):
-        if a == name:
-            value = b
-    return value
+    """The value the simulator takes for ``name``: the last one given (``flag_values``), or
+    None when not given."""
+    given = flag_values(flags, name)
+    return given[-1] if given else None
 
 
 def _is(value: str | None, n: int) -> bool:
