@@ -235,6 +235,26 @@ def load_graphs(cfg: DictConfig, wdir: Path):
     return ds, graphs, np.asarray(ds.inv_to_graph, dtype=np.int64)
 
 
+RUN_OUTPUTS = ("config.yaml", "model.pt", "last.pt", "train_log.csv", "embeddings.npy", "run.json",
+               "plan.json", "clusters.csv", "silhouette.csv", "report.md", "results.csv")
+"""What a run writes at the top of its directory. Its plots (``plots/``) are left: a new
+report.md names only the plots it drew, and the post-embedding stage removes the
+sampler-specific ones."""
+
+
+def _start_over(out_dir: Path) -> None:
+    """Remove an earlier run's outputs before a run that does not resume writes its own.
+
+    Why: a rerun overwrote them one by one as it went, so one stopped part way (Ctrl-C, a
+    killed job) left its new config.yaml beside the earlier run's model.pt, embeddings.npy
+    and plan.json, and the embeddings reader then took that config.yaml's encoder for theirs.
+    Done once the data and graphs are known good, so a rerun refused for its input keeps the
+    earlier run whole. Only the files a run writes are removed, by name.
+    """
+    for name in RUN_OUTPUTS:
+        (out_dir / name).unlink(missing_ok=True)
+
+
 def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     """Run the pipeline for ``cfg.workload``; returns the ``run.json`` summary."""
     t_start = time.perf_counter()
@@ -260,8 +280,6 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     check_not_input(out_dir, [workload_dir(cfg)], directory=False)  # a run is written into, not replaced
     out_dir = claim_dir(out_dir, "train", ignore=(".hydra", "train.log"))
     resuming = bool(train_cfg.resume) and (out_dir / "last.pt").exists()
-    if not resuming:  # a resumed run's config.yaml is written once its checkpoint has accepted the settings
-        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
@@ -289,6 +307,9 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     log.info("training on %s in %s%s", device, precision, " (train.precision=auto)" if train_cfg.precision == "auto" else "")
     data = {f"graph.{k}": v for k, v in OmegaConf.to_container(cfg.graph, resolve=True).items()}
     data["workload.name"] = str(cfg.workload.name)
+    if not resuming:  # a resumed run's config.yaml is written once its checkpoint has accepted the settings
+        _start_over(out_dir)
+        atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     # this job's threads, not the one before it in a multirun; on CUDA fixed summation orders
     with intra_op_threads(train_cfg.threads) as threads, deterministic_cuda(train_cfg.deterministic, device):
         result = fit(graphs, model_cfg, aug_cfg, train_cfg, out_dir, data_settings=data,

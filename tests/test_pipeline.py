@@ -120,6 +120,29 @@ def test_a_refused_resume_keeps_the_runs_config_yaml(tiny_run, tmp_path):
     assert (tmp_path / "run" / "config.yaml").read_text() == before
 
 
+def test_an_interrupted_rerun_leaves_no_outputs_of_the_run_before(tiny_run, tmp_path, monkeypatch):
+    """A rerun wrote its config.yaml first and overwrote the rest as it went, so one stopped in
+    training left the new config.yaml beside the earlier run's model.pt, embeddings.npy and
+    plan.json: a reader of that embeddings.npy took the new config.yaml's encoder for its own."""
+    import gclsampler.train
+    from gclsampler.pipeline import RUN_OUTPUTS, run
+
+    cfg, root, _ = tiny_run
+    out = tmp_path / "run"
+    shutil.copytree(root / "run", out)
+    assert all((out / name).exists() for name in ("model.pt", "embeddings.npy", "plan.json", "run.json"))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gclsampler.train, "fit", interrupted)
+    rerun = compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "train.resume=false", "train.lr=0.001"])
+    with pytest.raises(KeyboardInterrupt):
+        run(rerun, out_dir=out)
+    assert [name for name in RUN_OUTPUTS if (out / name).exists()] == ["config.yaml"]
+    assert OmegaConf.load(out / "config.yaml").train.lr == 0.001
+
+
 @pytest.mark.parametrize("override, key", [("train.epochs=-1", "train.epochs"), ("graph.max_warps=-1", "graph.max_warps"),
                                            ("cluster.k_min=0", "cluster.k_min")])
 def test_a_bad_value_writes_nothing(tiny_run, tmp_path, override, key):
