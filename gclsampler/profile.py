@@ -1312,6 +1312,11 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     return result
 
 
+MAX_SMS = 10_000
+"""The most SMs an ncu SM count may claim: today's largest GPUs have fewer than 200, so a larger
+count is a value from another column (it made every launch's IPC one over its CTA count)."""
+
+
 def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int], df: dict[str, Any],
                       aux: dict[str, np.ndarray | None]) -> None:
     """Refuse launch facts no launch can have, or that contradict each other in one row.
@@ -1322,12 +1327,12 @@ def _check_ncu_launch(path: Path, lines: list[int], records, col: dict[str, int]
     """
     sm = aux["sm_count"]
     if sm is not None:
-        zero = np.flatnonzero(sm < 1)  # NaN (n/a) is unknown, not wrong
-        if zero.size:
-            k = int(zero[0])
+        bad = np.flatnonzero((sm < 1) | (sm > MAX_SMS))  # NaN (n/a) is unknown, not wrong; fractions are refused as counts
+        if bad.size:
+            k = int(bad[0])
             raise ProfileFormatError(located(path, lines[k], "device__attribute_multiprocessor_count",
                                              f"{records[k][1][col['device__attribute_multiprocessor_count']].strip()!r}: "
-                                             "a GPU has at least one SM"))
+                                             f"a GPU has 1 to {MAX_SMS:,} SMs"))
     lanes = df.get("pka_divergence_efficiency")
     if lanes is not None:  # ncu's ratio is threads per warp instruction (a profile.csv may hold another unit)
         over = np.flatnonzero(lanes > 32)

@@ -253,11 +253,12 @@ def test_ncu_launch_facts_no_launch_can_have(tmp_path):
     head = NCU_HEAD + ["sm__cycles_elapsed.max", "smsp__inst_executed.sum", "device__attribute_multiprocessor_count"]
     units = NCU_UNITS + ["cycle", "inst", ""]
     assert import_profile(_ncu(tmp_path, head, units, row + ["200", "300", "108"]))["ipc"].notna().all()
-    for sms in ("0", "-1"):
-        with pytest.raises(ProfileFormatError, match=r"n.csv:3: device__attribute_multiprocessor_count: .*at least one SM"
-                                                     if sms == "0" else r"n.csv:3: device__attribute_multiprocessor_count: "
-                                                     r"negative value '-1'"):
+    # 1e300 SMs (another column's value) made every launch's IPC one over its CTA count
+    for sms, why in (("0", "1 to 10,000 SMs"), ("1e300", "1 to 10,000 SMs"), ("-1", "negative value '-1'"),
+                     ("80.5", "not a whole number"), ("inf", "not finite")):
+        with pytest.raises(ProfileFormatError, match=r"n.csv:3: device__attribute_multiprocessor_count: .*" + why):
             import_profile(_ncu(tmp_path, head, units, row + ["200", "300", sms]))
+    assert import_profile(_ncu(tmp_path, head, units, row + ["200", "300", "10000"]))["ipc"].notna().all()
     # a part of the shared memory below 0 no longer hides inside a positive total
     head = NCU_HEAD + ["launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"]
     with pytest.raises(ProfileFormatError, match=r"n.csv:3: launch__shared_mem_per_block_dynamic: negative value '-1'"):
