@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["is_count", "is_int", "is_real"]
+__all__ = ["is_count", "is_int", "is_real", "is_whole"]
 
 
 def is_int(v: Any) -> bool:
@@ -26,10 +26,15 @@ def is_real(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def is_count(v: Any) -> bool:
-    """A whole number >= 1 (a sample or cluster count), a whole float such as 30.0 included.
+def is_whole(v: Any) -> bool:
+    """A whole number of any sign, a whole float such as 30.0 included.
 
     Why floats: ``--set floor=30.0`` and a YAML ``30.0`` arrive as floats and mean 30; 30.7,
     ``True``, NaN and infinity do not.
     """
-    return is_real(v) and math.isfinite(v) and float(v).is_integer() and v >= 1
+    return is_real(v) and math.isfinite(v) and float(v).is_integer()
+
+
+def is_count(v: Any) -> bool:
+    """A whole number >= 1 (a sample or cluster count), a whole float such as 30.0 included."""
+    return is_whole(v) and v >= 1

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from gclsampler._kinds import is_real, is_whole
 from gclsampler.errors import GclError, located
 from gclsampler.trace.ampere import REWRITTEN_BINARY_VERSIONS as REWRITTEN
 from gclsampler.trace.kernel_names import same_kernel
@@ -560,19 +561,17 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     for key in positive:
         if key in params:
             v = params[key]
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+            if not (is_real(v) and math.isfinite(v) and v > 0):
                 raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
-    if "fraction" in params and isinstance(params["fraction"], (int, float)) and params["fraction"] > 1:
-        raise GclError(f"{where}: fraction: must be at most 1, found {params['fraction']!r}")
-    if "threshold" in params and isinstance(params["threshold"], (int, float)) and params["threshold"] > 1:
-        raise GclError(f"{where}: threshold: must be at most 1, found {params['threshold']!r}")
+    for key in ("fraction", "threshold"):
+        if key in params and params[key] > 1:
+            raise GclError(f"{where}: {key}: must be at most 1, found {params[key]!r}")
 
 
 def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
     """A value must have its default's kind: a number for a numeric default (whole for an
     int), true/false for a bool. ``--set k_max=abc`` reached ``int('abc')`` inside fit."""
     import inspect
-    import math
 
     try:
         sig = inspect.signature(type(sampler).__init__)
@@ -586,7 +585,7 @@ def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
             if not isinstance(v, bool):
                 raise GclError(f"{where}: {name}: must be true or false, found {v!r}")
         elif isinstance(d, (int, float)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not is_real(v):
                 raise GclError(f"{where}: {name}: must be a number, found {v!r}")
-            if isinstance(d, int) and not (isinstance(v, int) or (math.isfinite(v) and float(v).is_integer())):
+            if isinstance(d, int) and not is_whole(v):
                 raise GclError(f"{where}: {name}: must be a whole number, found {v!r}")

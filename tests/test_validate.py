@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -385,6 +386,14 @@ def test_default_parameters_of_every_method_pass_the_early_check():
         check_sampler_params(make_sampler(name), name)  # no false alarms on the defaults
 
 
+def test_numpy_scalars_are_numbers_to_the_early_check():
+    """A k_max computed with numpy (np.int64(20)) was refused as 'must be a number', while fit takes it."""
+    from gclsampler.evaluate import make_sampler
+    from gclsampler.validate import check_sampler_params
+
+    check_sampler_params(make_sampler("pka", {"k_max": np.int64(20), "target_error": np.float32(0.05)}), "pka")
+
+
 @pytest.mark.parametrize("method,params,needle", [
     ("gcl_stem", {"z": 0}, "z: must be a number in [0.01, 40]"),
     ("gcl", {"cluster": {"k_min": 1}}, "cluster.k_min: must be >= 2"),
@@ -393,6 +402,8 @@ def test_default_parameters_of_every_method_pass_the_early_check():
     ("allegro", {"epsilon": float("nan")}, "epsilon: must be a number in (0, 1)"),
     ("pka", {"k_max": "abc"}, "k_max: must be a number, found 'abc'"),
     ("pka", {"k_max": 2.5}, "k_max: must be a whole number"),
+    ("pka", {"k_max": True}, "k_max: must be a number, found True"),
+    ("pka", {"k_max": float("inf")}, "k_max: must be a whole number, found inf"),
     ("photon", {"match_launch": "yes"}, "match_launch: must be true or false"),
     ("gcl_stem", {"strata": "names"}, "strata: must be one of auto, gcl, found 'names'"),
     ("allegro", {"epsilon": 1.5}, "epsilon: must be a number in (0, 1), found 1.5"),
