@@ -85,6 +85,7 @@ def test_train_py_names_workload_dir_to_use_it_as_it_is(made):
     (lambda m: '{"arch":', r"workload.json:1: not JSON: Expecting value"),
     (lambda m: json.dumps({**m, "synth": "oops"}), r"workload.json: synth: expected an object of knobs, found 'oops'"),
     (lambda m: json.dumps({**m, "seed": "x"}), r"workload.json: seed: expected an integer, found 'x'"),
+    (lambda m: json.dumps({**m, "ground_truth_version": "2"}), r"workload.json: ground_truth_version: expected an integer"),
     (lambda m: "[1, 2]", r"workload.json:1: expected a JSON object, found list"),
 ])
 def test_a_broken_workload_json_is_named_not_a_traceback(made, edit, needle):
@@ -95,3 +96,18 @@ def test_a_broken_workload_json_is_named_not_a_traceback(made, edit, needle):
     meta_path.write_text(edit(json.loads(meta_path.read_text())))
     with pytest.raises(SynthConfigError, match=needle):
         stale_reason(made, "bfs", SMALL, "ampere", 1)
+
+
+def test_a_workload_from_an_earlier_ground_truth_model_is_stale(made):
+    """Synthesized data carried no mark of the timing model that wrote it, so a workload made before
+    a ground-truth fix kept scoring samplers against the old ground truth without a word."""
+    from gclsampler.synth.generate import GROUND_TRUTH_VERSION, stale_reason
+
+    meta_path = made / "workload.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["ground_truth_version"] == GROUND_TRUTH_VERSION
+    assert stale_reason(made, "bfs", SMALL, "ampere", 1) is None
+    del meta["ground_truth_version"]  # what every synthesis before version 2 wrote
+    meta_path.write_text(json.dumps(meta))
+    assert stale_reason(made, "bfs", SMALL, "ampere", 1) == (
+        f"synthesized by ground-truth model version 1; this version writes {GROUND_TRUTH_VERSION}")

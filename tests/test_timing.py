@@ -352,3 +352,37 @@ def test_random_address_streams_give_valid_metrics(seed, arch, grid, warps):
     assert m["time_ns"] > 0 and 1 <= m["pka_divergence_efficiency"] <= 32
     assert st.resident_bytes <= ARCHS[arch].l2_kb * 1024
     assert m["pka_coalesced_global_loads"] >= m["pka_thread_global_loads"]  # >= 1 sector each
+
+
+def _guarded_off(work: WorkSummary, op: int) -> WorkSummary:
+    """``work`` with every instruction of opcode ``op`` issued with its guard false on all lanes:
+    an empty mask and no addresses, as the synthesizer's sample keeps such an instruction."""
+    import dataclasses
+
+    t = work.sample
+    off = t.opcode == op
+    cnt = np.where(off, 0, np.diff(t.addr_ptr))
+    keep = np.repeat(~off, np.diff(t.addr_ptr))
+    trace = dataclasses.replace(t, mask=np.where(off, 0, t.mask).astype(np.uint32),
+                                addr_ptr=np.r_[0, np.cumsum(cnt)].astype(np.int64), addrs=t.addrs[keep])
+    return dataclasses.replace(work, sample=trace)
+
+
+def test_an_instruction_issued_with_every_lane_guarded_off_costs_an_issue_slot_only():
+    """Ground-truth version 2: such an instruction used to be neither issued nor counted. It counts in
+    inst_executed as the GPU counts it, and moves no data and no pipe but the issue stage."""
+    work = make_work(mem="stream", iters=16)
+    on, _ = run(work)
+    off, _ = run(_guarded_off(work, OPS.index("LDG.E")))
+    assert off["inst_executed"] == on["inst_executed"] and off["pka_instructions"] == on["pka_instructions"]
+    assert off["pka_thread_global_loads"] == 0 < on["pka_thread_global_loads"]
+    assert off["pka_coalesced_global_loads"] == 0 < on["pka_coalesced_global_loads"]
+    assert off["cycles"] < on["cycles"]
+    assert off["pka_divergence_efficiency"] < on["pka_divergence_efficiency"] == 32
+    # an FFMA-bound kernel: guarded-off FFMAs leave the FP32 pipe and its latency, not the issue slot
+    work = make_work(mem=None, n_fp=32, iters=16)
+    on, _ = run(work)
+    off, _ = run(_guarded_off(work, OPS.index("FFMA")))
+    gone, _ = run(make_work(mem=None, n_fp=0, iters=16))  # the same kernel without those FFMAs
+    assert gone["cycles"] < off["cycles"] < on["cycles"]
+    assert gone["inst_executed"] < off["inst_executed"] == on["inst_executed"]

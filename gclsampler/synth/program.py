@@ -591,7 +591,7 @@ class Machine:
 
     def __init__(self, prog: Program, header: KernelHeader, ctas: np.ndarray, mem: Memory,
                  cap: np.ndarray | int, record_values: bool | np.ndarray = True,
-                 params: np.ndarray | None = None):
+                 params: np.ndarray | None = None, record_off: bool | np.ndarray = False):
         self.prog = prog
         self.header = header
         self.mem = mem
@@ -609,9 +609,13 @@ class Machine:
         self.exited = flat >= nthreads
         self.regs: dict[int, np.ndarray] = {}
         self.preds: dict[int, np.ndarray] = {7: np.ones(self.shape, bool)}
-        self.count = np.zeros(W, np.int64)
+        self.count = np.zeros(W, np.int64)  # warp instructions issued (what inst_executed counts)
+        self.nrec = np.zeros(W, np.int64)  # ... recorded, which the cap limits
         cap_arr = np.broadcast_to(np.asarray(cap, np.int64), (len(ctas),))
         self.cap = np.repeat(cap_arr, wpc)
+        # warps that also record what they issue with every lane's guard false (an empty mask):
+        # the timing model's sample, never the NVBit trace (the tracer records nothing for them)
+        self.record_off = np.repeat(np.broadcast_to(np.asarray(record_off, bool), (len(ctas),)), wpc)
         rv = np.broadcast_to(np.asarray(record_values, bool), (len(ctas),))
         self.value_warps = np.repeat(rv, wpc)
         self.record_values = bool(rv.any())
@@ -687,13 +691,14 @@ class Machine:
         live = mask & ~self.preds[n.pred] & ~self.exited
         per_iter = len(n.body) + len(n.post)
         while live.any():
-            if n.straight and not (live.any(axis=1) & (self.count < self.cap)).any():
+            if n.straight and not (live.any(axis=1) & (self.nrec < self.cap)).any():
                 # fast-forward: nothing more is recorded, only the counts matter
                 idx, end, step = _i(self.reg(n.idx)), _i(self.reg(n.end)), np.maximum(_i(self.reg(n.step)), 1)
                 rem = np.where(live, -(-(end - idx) // step), 0)
                 rem_w = rem.max(axis=1)
-                # the warp's final back-edge BRA is predicated off for all its lanes: not issued
-                self.count += np.where(rem_w > 0, rem_w * per_iter - 1, 0)
+                # every instruction of each iteration is issued, the final back-edge BRA (guard
+                # false on all lanes) and guarded body instructions included
+                self.count += rem_w * per_iter
                 self._write(n.idx, idx + rem * step, live)
                 break
             self._exec(n.body, live)
@@ -707,16 +712,23 @@ class Machine:
         if inst.guard is not None:
             p = self.preds.get(inst.guard[0], np.zeros(self.shape, bool))
             eff = act & (~p if inst.guard[1] else p)
-        wa = eff.any(axis=1)
-        if not wa.any():
+        # A warp that reaches a guarded instruction issues it even when the guard is false on
+        # all its lanes (it takes an issue slot and counts in inst_executed); only a branch
+        # around it, or exited lanes, keep a warp from issuing it. It then does nothing.
+        issued = act.any(axis=1)
+        if not issued.any():
             return
-        rec = wa & (self.count < self.cap) if self._recording else None
-        self.count += wa
-        if inst.op == "EXIT":
+        wa = eff.any(axis=1)
+        rec = np.where(self.record_off, issued, wa) & (self.nrec < self.cap) if self._recording else None
+        self.count += issued
+        if rec is not None:
+            self.nrec += rec
+        if inst.op == "EXIT" or not wa.any():  # (no lane's guard holds: nothing is written)
             if rec is not None and rec.any():
-                self._record(inst, rec, eff, None, None)
-            self.exited |= eff
-            self._recording = bool((self.count < self.cap).any())
+                self._record(inst, rec, eff, np.zeros(self.shape, np.uint64) if inst.mem else None, [])
+            if inst.op == "EXIT":
+                self.exited |= eff
+            self._recording = bool((self.nrec < self.cap).any())
             return
         srcv = [self.reg(s) for s in inst.src]
         addrs = None
@@ -739,7 +751,7 @@ class Machine:
         if rec is not None and rec.any():
             dstv = [self.reg(d) for d in inst.dst]
             self._record(inst, rec, eff, addrs, dstv + srcv)
-            if not (self.count < self.cap).any():
+            if not (self.nrec < self.cap).any():
                 self._recording = False
 
     def _record(self, inst: Inst, rec: np.ndarray, eff: np.ndarray, addrs, vals) -> None:
@@ -875,12 +887,14 @@ def _u32(x: np.ndarray) -> np.ndarray:
 
 def run_program(prog: Program, header: KernelHeader, ctas: np.ndarray, mem: Memory,
                 cap: np.ndarray | int, record_values: bool | np.ndarray = True,
-                params: np.ndarray | None = None) -> RunResult:
+                params: np.ndarray | None = None, record_off: bool | np.ndarray = False) -> RunResult:
     """Execute ``prog`` for all warps of ``ctas`` (rows of (x,y,z)) and return the trace.
 
     ``cap`` is the per-CTA limit on recorded instructions per warp; execution
-    continues past it (without recording) so ``insts_total`` is exact.
+    continues past it (without recording) so ``insts_total`` (issued warp instructions) is
+    exact. ``record_off`` (per CTA): also record, with an empty mask, what a warp issues
+    with its guard false on every lane, which the NVBit tracer does not see but the GPU issues.
     """
-    m = Machine(prog, header, ctas, mem, cap, record_values, params)
+    m = Machine(prog, header, ctas, mem, cap, record_values, params, record_off)
     m.run()
     return m.result()

@@ -134,6 +134,7 @@ class CacheState:
 OPCODE_CLASSES: tuple[str, ...] = (
     "int", "fp32", "fp64", "sfu", "tensor", "ctrl", "sync",
     "ldg", "stg", "atom", "lds", "sts", "ldl", "stl", "ldgsts",
+    "off",  # issued with the guard false on every lane: an issue slot, no pipe, no latency, no memory
 )
 _C = {c: i for i, c in enumerate(OPCODE_CLASSES)}
 NC = len(OPCODE_CLASSES)
@@ -544,12 +545,14 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     cls_tab = classify_opcodes(t.opcode_table)
     fma_tab = np.array([_tensor_fma(x) if cls_tab[i] == _C["tensor"] else 0.0
                         for i, x in enumerate(t.opcode_table)], dtype=np.float64)
-    cls = cls_tab[t.opcode] if N else np.zeros(0, np.int64)
+    lanes = _popcount32(t.mask) if N else np.zeros(0, np.int64)
+    # an empty mask: the warp issued it with its guard false on every lane (the sample keeps
+    # those; an NVBit trace has none), so it is work of no pipe
+    cls = np.where(lanes > 0, cls_tab[t.opcode], _C["off"]) if N else np.zeros(0, np.int64)
     wlen = np.diff(t.warp_ptr).astype(np.int64)
     warp_of = np.repeat(np.arange(W, dtype=np.int64), wlen)
     wcnt = np.bincount(warp_of * NC + cls, minlength=W * NC).reshape(W, NC).astype(np.float64)
-    w_fma = np.bincount(warp_of, weights=fma_tab[t.opcode], minlength=W) if N else np.zeros(W)
-    lanes = _popcount32(t.mask) if N else np.zeros(0, np.int64)
+    w_fma = np.bincount(warp_of, weights=np.where(lanes > 0, fma_tab[t.opcode], 0.0), minlength=W) if N else np.zeros(W)
 
     gx, gy = h.grid[0], h.grid[1]
     wc = t.warp_cta.astype(np.int64)
@@ -616,6 +619,7 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     thr[_C["fp64"]] = arch.fp64_per_clk
     thr[_C["sfu"]] = arch.sfu_per_clk
     thr[_C["sync"]] = arch.issue_per_clk
+    thr[_C["off"]] = arch.issue_per_clk  # only the issue slot
     thr[_C["tensor"]] = np.inf  # limited by FMA rate below
     for c in _MEM_CLASSES:
         thr[_C[c]] = arch.lsu_per_clk
