@@ -604,16 +604,14 @@ def _check_synth_params(suite: SuiteConfig, data_dir: Path, synth: set[str], see
     came, and ``skip_unavailable`` then dropped the workload from the tables with a line in
     report.md only: ``+suite.synth_params.layers=2`` on the full suite scored 3 of its 11.
     """
-    from gclsampler.synth.generate import check_request, synthesizes
+    from gclsampler.synth.generate import check_request, known_archs_text, synthesizes
 
     shared = set(suite.synth_params or {}) - {"per_workload"}
     if not synthesizes(suite.trace_arch):  # the synthesizer's refusal named suite.synth_params, not the key set
-        from gclsampler.synth.arch import ARCHS
-
         name = next((n for n in suite.workloads if n in synth and not _declared_real(data_dir / n)), None)
         if name is not None:
             raise EvaluationError(f"suite.trace_arch: unknown arch {suite.trace_arch!r} for synthetic workload "
-                                  f"{name!r}; known: {', '.join(sorted(ARCHS))}, each also as <arch>_rerun")
+                                  f"{name!r}; {known_archs_text()}")
     for name in suite.workloads:
         if name not in synth or _declared_real(data_dir / name):
             continue

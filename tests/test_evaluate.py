@@ -752,7 +752,8 @@ def test_an_unknown_trace_arch_is_named_by_its_own_key(tmp_path):
 
     cfg = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["pka"], trace_arch="volta"),
                          data_dir=str(tmp_path))
-    with pytest.raises(EvaluationError, match=r"^suite\.trace_arch: unknown arch 'volta' for synthetic workload 'lu'"):
+    with pytest.raises(EvaluationError, match=r"^suite\.trace_arch: unknown arch 'volta' for synthetic workload 'lu'; "
+                                              r"known: ada, ampere, turing, each also as <arch>_rerun \(a second run of it\)$"):
         check_suite_keys(cfg)
 
 

@@ -256,6 +256,11 @@ def _known_arch(archs: dict, name: str) -> bool:
     return name in archs or rerun_of(name) in archs
 
 
+def known_archs_text() -> str:
+    """The archs synthesis models, as a refusal of an unknown one lists them."""
+    return f"known: {', '.join(sorted(_timing()[3]))}, each also as <arch>_rerun (a second run of it)"
+
+
 def synthesizes(arch: str) -> bool:
     """Whether synthesis writes a ground truth for ``arch`` (a modelled GPU or its second run):
     callers that check a suite before any work need to tell those from archs that must be on disk."""
@@ -445,8 +450,7 @@ def check_request(name: str, params: dict | None, arch: str, seed) -> tuple[dict
     known = _timing()[3]
     bad = [a for a in archs if not _known_arch(known, a)]
     if bad:
-        raise SynthConfigError(f"synth.archs: unknown arch {bad[0]!r}; known: {', '.join(sorted(known))}, "
-                               "each also as <arch>_rerun (a second run of it)")
+        raise SynthConfigError(f"synth.archs: unknown arch {bad[0]!r}; {known_archs_text()}")
     return k, archs
 
 
