@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gclsampler._kinds import is_count, is_real
+from gclsampler._kinds import is_count, is_int, is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import (ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, plan_from_labels,
                              profile_gaps)
@@ -77,7 +77,9 @@ def _dim3_product(column) -> np.ndarray:
 
 
 def _check_positive(value: float, key: str, method: str) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    """A finite number > 0 by ``_kinds.is_real``: numpy's floats too (the early check,
+    ``validate.check_sampler_params``, takes np.float32(0.05), so fit must), not ``True``."""
+    if not (is_real(value) and math.isfinite(value) and value > 0):
         raise BaselineError(f"{method}: {key}: must be a positive number, found {value!r}")
 
 
@@ -97,6 +99,14 @@ def _check_count(value, key: str, method: str) -> None:
     """An integer >= 1, by the rule STEM's counts follow (``_kinds.is_count``)."""
     if not is_count(value):
         raise BaselineError(f"{method}: {key}: must be an integer >= 1, found {value!r}")
+
+
+def _check_rng_seed(value, method: str) -> None:
+    """A seed ``numpy.random.default_rng`` takes (an integer >= 0), else one line naming the key:
+    -1 was numpy's bare "expected non-negative integer". Not ``check_seed``'s [0, 2**32): the
+    suite's stochastic seeds count up from ``seed``, which may itself be 2**32 - 1."""
+    if not (is_int(value) and value >= 0):
+        raise BaselineError(f"{method}: random_state: must be an integer >= 0, found {value!r}")
 
 
 def _check_choice(value, choices: tuple[str, ...], key: str, method: str) -> None:
@@ -221,13 +231,17 @@ class PkaSampler(Sampler):
             _check_count(getattr(self, key), key, "pka")
         if not (1 <= int(self.k_min) <= int(self.k_max)):
             raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
-        if not (0 < self.pca_variance <= 1):
+        if not (is_real(self.pca_variance) and 0 < self.pca_variance <= 1):  # "0.9" raised TypeError
             raise BaselineError(f"pka: pca_variance: must be in (0, 1], found {self.pca_variance!r}")
         x = np.column_stack([_column(workload, m, "pka") for m in PKA_METRICS])
         cycles = _column(workload, "cycles", "pka")
         n = x.shape[0]
         std = x.std(axis=0)
-        keep = std > 0
+        # constant by its values, not by std > 0: the float mean of n equal non-integers is
+        # not always exactly their value, so their std was a tiny non-zero (1e-11 on 20 equal
+        # launches) and a profile of identical launches met PCA with zero total variance
+        # (sklearn's "invalid value encountered in divide")
+        keep = np.ptp(x, axis=0) > 0
         z = (x[:, keep] - x[:, keep].mean(axis=0)) / std[keep] if keep.any() else np.zeros((n, 1))
         if z.shape[1] > 1 and n > 1:
             pca = PCA(n_components=float(self.pca_variance) if self.pca_variance < 1 else None,
@@ -482,9 +496,11 @@ class SieveSampler(Sampler):
         # checked before any work: a misspelt rule used to pass until a stratum reached tier 3
         bw = self.bandwidth
         if not (bw in self.BANDWIDTH_RULES if isinstance(bw, str) else
-                not isinstance(bw, bool) and isinstance(bw, (int, float)) and math.isfinite(bw) and bw > 0):
+                is_real(bw) and math.isfinite(bw) and bw > 0):
             raise BaselineError(f"sieve: bandwidth: expected {' or '.join(map(repr, self.BANDWIDTH_RULES))} or a "
                                 f"positive number, found {bw!r}")
+        if not isinstance(self.kde, (bool, np.bool_)):  # kde="false" is truthy: it split tier 3 all the same
+            raise BaselineError(f"sieve: kde: must be true or false, found {self.kde!r}")
         inst = _column(workload, self.inst_column, "sieve")
         names = workload.profile["kernel_name"].to_numpy().astype(str)
         ctas = _dim3_product(workload.profile["grid"])
@@ -541,6 +557,7 @@ class RandomSampler(Sampler):
     def fit(self, workload) -> SamplingPlan:
         if not (is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
             raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
+        _check_rng_seed(self.random_state, "random")
         n = workload.n_invocations
         m = max(1, min(n, int(round(self.fraction * n))))
         rng = np.random.default_rng(self.random_state)
@@ -570,8 +587,9 @@ def allegro_m_min(times: np.ndarray, epsilon: float, z: float = 1.96, floor: int
     sigma = float(t.std(ddof=1)) if t.size > 1 else 0.0
     cov = sigma / mu if mu > 0 else 0.0
     q = z / epsilon * cov
-    # round before ceil so (z/eps*cov)^2 == 30.000000000004 does not become 31
-    return max(int(math.ceil(round(min(q * q, _M_MIN_CAP), 9))), int(floor))
+    # round before ceil so (z/eps*cov)^2 == 30.000000000004 does not become 31; the floor is
+    # capped too: floor=1e20 (a census of every leaf) overflowed the int64 m_min array
+    return min(max(int(math.ceil(round(min(q * q, _M_MIN_CAP), 9))), int(floor)), int(_M_MIN_CAP))
 
 
 def _best_2means_1d(t: np.ndarray) -> np.ndarray:
@@ -666,6 +684,7 @@ class AllegroSampler(Sampler):
         from gclsampler.stem import check_bound
 
         check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
+        _check_rng_seed(self.random_state, "allegro")
         for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
             _check_count(getattr(self, key), key, "allegro")
         times = _column(workload, self.time_column, "allegro")

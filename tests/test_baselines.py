@@ -201,6 +201,24 @@ def test_representative_rule_is_checked(cls):
         cls(representative="mean").fit(wl(make_profile(30)))
 
 
+def test_pka_drops_constant_metrics_whose_mean_rounds_off_them():
+    """docs/evaluation.md: constant columns are dropped. Twenty launches with equal
+    non-integer metrics have a float std of ~1e-11 (their mean is not exactly their value), so
+    they were kept and PCA met zero total variance with a RuntimeWarning."""
+    import warnings
+
+    df = make_profile(20)
+    same = df.iloc[[0] * 20].reset_index(drop=True)
+    same["invocation"] = np.arange(20)
+    same["cycles"] = np.linspace(90.0, 110.0, 20)
+    assert (same[PKA_METRICS].to_numpy().std(axis=0) > 0).any()  # the premise: float noise
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = PkaSampler()
+        plan = s.fit(wl(same))
+    assert s.k_ == 1 and s.n_components_ == 1 and plan.invocations.tolist() == [0]
+
+
 def test_pka_missing_metric_names_column():
     df = make_profile(30).drop(columns=["pka_thread_local_loads"])
     with pytest.raises(BaselineError, match="pka_thread_local_loads"):
@@ -413,6 +431,42 @@ def test_a_whole_float_count_is_taken_by_stem_pka_and_allegro_alike():
         check(3.0)
         with pytest.raises((BaselineError, StemError), match="must be an integer >= 1, found 3.5"):
             check(3.5)
+
+
+@pytest.mark.parametrize("make", [lambda v: PkaSampler(target_error=v), lambda v: SieveSampler(cov_threshold=v),
+                                  lambda v: SieveSampler(bandwidth=v)])
+def test_positive_parameters_take_numpy_floats_as_the_early_check_does(make):
+    """validate.check_sampler_params reads numbers with _kinds.is_real (np.float32(0.05) is a
+    number the user means), and fit refused what that check had passed."""
+    prof = make_profile(40)
+    assert make(np.float32(0.05)).fit(wl(prof)).to_json() == make(float(np.float32(0.05))).fit(wl(prof)).to_json()
+
+
+@pytest.mark.parametrize("make,key,bad", [
+    (PkaSampler, "target_error", True), (SieveSampler, "cov_threshold", True),
+    (PkaSampler, "pca_variance", "0.9"), (PkaSampler, "pca_variance", True),
+    (SieveSampler, "kde", "false"), (SieveSampler, "kde", 0),
+    (RandomSampler, "random_state", -1), (RandomSampler, "random_state", "1"),
+    (AllegroSampler, "random_state", -1), (AllegroSampler, "random_state", 2.5)])
+def test_bad_baseline_parameters_are_one_error_naming_the_key(make, key, bad):
+    """pca_variance="0.9" raised TypeError, random_state=-1 numpy's bare ValueError, kde="false"
+    (truthy) split tier 3 anyway and True passed as a target error of 1."""
+    with pytest.raises(BaselineError, match=f"^{make.name}: {key}: "):
+        make(**{key: bad}).fit(wl(make_profile(40)))
+
+
+def test_allegro_floor_beyond_int64_is_a_census_not_an_overflow():
+    """A floor above every leaf's size simulates every leaf whole; floor=1e20 overflowed the
+    int64 array of m_min (OverflowError) where 2**62 gave the census."""
+    prof = make_profile(60)
+    census = AllegroSampler(floor=2**62).fit(wl(prof))
+    assert census.invocations.size == len(prof)
+    for floor in (2**63, 10**20, 1e20):
+        s = AllegroSampler(floor=floor)
+        plan = s.fit(wl(prof))
+        assert plan.invocations.tolist() == census.invocations.tolist()
+        assert plan.weights.tolist() == census.weights.tolist()
+        assert s.m_min_.tolist() == [2**62] * s.m_min_.size
 
 
 def test_random_rejects_bad_fraction():
