@@ -595,6 +595,17 @@ def test_an_immediate_is_its_64_bits_written_signed_or_unsigned(tmp_path, parser
     assert int(t.imm[0]) == value
 
 
+@pytest.mark.parametrize("written,value", [("01234567890123456789", 1234567890123456789),
+                                           ("09223372036854775808", -2**63), ("00000000000000000064", 64)])
+def test_a_twenty_digit_immediate_below_2_63_reads_alike_in_both_parsers(tmp_path, parser, written, value):
+    """The compiled parser reads an unsigned immediate of up to 20 digits (2^64 - 1 has 20), so a
+    zero-padded one below 2^63 too; the numpy one took only [2^63, 2^64) past 19 digits and called
+    01234567890123456789 'out of range (signed 64-bit)': one file, read or refused by the parser."""
+    body = BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", f"0000 ffffffff 1 R1 MOV 0 0 {written}")
+    t = read_kernel(_w(tmp_path / "kernel-1.traceg", HEADER.format(kid=1) + body))
+    assert int(t.imm[0]) == value
+
+
 def test_an_immediate_past_64_bits_is_refused(tmp_path, parser):
     body = BODY.replace("0000 ffffffff 1 R1 MOV 0 0 0", "0000 ffffffff 1 R1 MOV 0 0 18446744073709551616")
     with pytest.raises(TraceFormatError, match=re.escape("immediate: value '18446744073709551616' out of range")):

@@ -410,12 +410,14 @@ class _Body:
     def imm64(self, tok, lines, field):
         """The immediate: 64 bits, written signed. gcl_tracer wrote them unsigned until it was
         first run on a GPU (2026-11-27), so a decimal in [2^63, 2^64) is read as the int64 with
-        the same bits; the real traces of that run have -1 as 18446744073709551615."""
+        the same bits; the real traces of that run have -1 as 18446744073709551615. As the compiled
+        parser (``_jit._imm64``): up to 20 digits (2^64 - 1 has 20), so also a zero-padded one below 2^63."""
         v, ok = T.parse_int(self.buf, self.ts[tok], self.te[tok], digits=self.digits)
         for bad in np.flatnonzero(~ok):
             text = self.tok_text(tok[bad])
-            if text.isascii() and text.isdigit() and 2**63 <= int(text) < 2**64:
-                v[bad] = int(text) - 2**64
+            if text.isascii() and text.isdigit() and len(text) <= 20 and int(text) < 2**64:
+                x = int(text)
+                v[bad] = x - 2**64 if x >= 2**63 else x
                 ok[bad] = True
         if not ok.all():
             return self.sint(tok, lines, field)  # the first bad token, named as sint names it
