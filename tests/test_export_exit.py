@@ -6,6 +6,8 @@ Accel-Sim retires a warp only on EXIT; a trace that runs out first crashes its s
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +15,8 @@ from hypothesis import strategies as st
 from gclsampler.trace import read_kernel, write_kernel
 from gclsampler.trace.testing import random_kernel_trace
 from gclsampler.trace.workload import accelsim_text, export_accelsim, write_kernelslist
+
+from _trace_fixtures import Inst, make_trace
 
 
 def _base(t, i):
@@ -46,7 +50,10 @@ def test_every_exported_warp_ends_in_exit_and_nothing_else_changes(seed, lineinf
                                       t.addrs[t.addr_ptr[a.start]:t.addr_ptr[a.stop]])
         if not closed:
             e = b.stop - 1
-            assert int(out.pc[e]) == int(t.pc[a.stop - 1]) + 16 and int(out.mask[e]) == int(t.mask[a.stop - 1])
+            # the lanes that have not exited (random_kernel_trace's warps are all 32 threads)
+            exited = np.bitwise_or.reduce([int(m) for i, m in zip(range(a.start, a.stop), t.mask[a])
+                                           if _base(t, i) == "EXIT"] + [0])
+            assert int(out.pc[e]) == int(t.pc[a.stop - 1]) + 16 and int(out.mask[e]) == 0xFFFFFFFF & ~exited
             assert int(out.mem_width[e]) == 0 and (out.dst[e] < 0).all() and (out.src[e] < 0).all()
 
 
@@ -62,3 +69,26 @@ def test_export_of_a_capped_workload_closes_its_warps(tmp_path):
     ends = [_base(out, out.warp_slice(w).stop - 1) for w in range(out.n_warps)
             if out.warp_slice(w).stop > out.warp_slice(w).start]
     assert ends and set(ends) == {"EXIT"}
+
+
+def test_an_appended_exit_retires_every_lane_that_has_not_exited(tmp_path):
+    """Accel-Sim retires a warp once every lane of its threads has executed an EXIT, each lane
+    once (a second EXIT of a lane asserts); a warp not retired when its trace runs out is
+    fetched past its end, the crash the appended EXIT is for. The EXIT took the last traced
+    mask, which is predicated: a cap that stops at a divergent branch or at an instruction whose
+    guard is false on every lane (00000000) left lanes that never exit (synthetic bfs with
+    trace_cap=47: 33 of its 352 exported warps)."""
+    t = make_trace([
+        [Inst("MOV", ("R1",)), Inst("BRA", mask=0x0000FFFF)],  # cut at a divergent branch
+        [Inst("EXIT", mask=0x000000FF), Inst("MOV", ("R2",), mask=0)],  # lanes 0-7 exited, then guard false
+        [Inst("MOV", ("R3",)), Inst("EXIT")],  # complete: nothing appended
+        [Inst("MOV", ("R4",), mask=0xF)],  # the CTA's last 16 threads
+    ], with_values=False)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, block=(112, 1, 1)))
+    path = tmp_path / "kernel-1.traceg"
+    path.write_bytes(accelsim_text(t))
+    out = read_kernel(path)
+    last = out.warp_ptr[1:] - 1
+    assert [out.opcode_table[i] for i in out.opcode[last]] == ["EXIT"] * 4
+    assert out.mask[last].tolist() == [0xFFFFFFFF, 0xFFFFFF00, 0xFFFFFFFF, 0x0000FFFF]
+    assert np.diff(out.warp_ptr).tolist() == [3, 3, 2, 2]

@@ -361,8 +361,11 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
     Traces capped at N instructions per warp (GCL_MAX_INSTS_PER_WARP, synth's
     ``trace_cap``) end mid-program. Accel-Sim retires a warp only when it executes
     EXIT; a warp whose trace runs out first makes the simulator fetch past the end
-    and crash (segfault in the scheduler). The EXIT takes the warp's last PC + 16 and
-    last active mask.
+    and crash (segfault in the scheduler). The EXIT takes the warp's last PC + 16, and as
+    its mask the lanes of the warp's threads that have not executed an EXIT: Accel-Sim
+    retires a warp once each of those lanes has, once (``shd_warp_t::set_completed``). The
+    last traced mask is predicated (a divergent branch, a guard false on every lane), so as
+    the EXIT's mask it left lanes that never exit and the warp ran out of trace all the same.
     """
     import dataclasses
 
@@ -371,9 +374,19 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
     lens = np.diff(t.warp_ptr)
     last = (t.warp_ptr[1:] - 1)[lens > 0]
     base = np.array([op.split(".")[0] for op in t.opcode_table])
-    open_ = last[base[t.opcode[last]] != "EXIT"]
+    is_open = base[t.opcode[last]] != "EXIT"
+    open_ = last[is_open]
     if open_.size == 0:
         return t
+    # lanes still to exit: the warp's threads (the last warp of a CTA may hold fewer than 32)
+    # less the lanes of its EXITs so far
+    ow = np.flatnonzero(lens > 0)[is_open]
+    is_exit = base[t.opcode] == "EXIT"
+    exited = np.zeros(t.n_warps, dtype=np.uint64)
+    np.bitwise_or.at(exited, np.repeat(np.arange(t.n_warps), lens)[is_exit], t.mask[is_exit].astype(np.uint64))
+    threads = np.clip(t.header.threads_per_cta - 32 * t.warp_id[ow].astype(np.int64), 0, 32)
+    lanes = (np.uint64(1) << threads.astype(np.uint64)) - np.uint64(1)
+    exit_mask = (lanes & ~exited[ow]).astype(np.uint32)
     table = t.opcode_table
     if "EXIT" not in table:
         table = table + ("EXIT",)
@@ -389,7 +402,7 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
     warp_ptr = t.warp_ptr.copy()
     warp_ptr[1:] += np.searchsorted(open_, t.warp_ptr[1:] - 1, side="right")  # EXITs added up to each end
     return dataclasses.replace(
-        t, warp_ptr=warp_ptr, pc=ins(t.pc, t.pc[open_] + 16), mask=ins(t.mask, t.mask[open_]),
+        t, warp_ptr=warp_ptr, pc=ins(t.pc, t.pc[open_] + 16), mask=ins(t.mask, exit_mask),
         opcode=ins(t.opcode, exit_id), opcode_table=table, dst=ins(t.dst, NO_REG), src=ins(t.src, NO_REG),
         mem_width=ins(t.mem_width, 0), addr_ptr=addr_ptr,
         line_num=None if t.line_num is None else ins(t.line_num, t.line_num[open_]),
