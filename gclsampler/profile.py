@@ -1117,7 +1117,8 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
     col = {name: i for i, name in enumerate(header)}
     has_dims = ("Grid Size" in col and "Block Size" in col) or ("launch__grid_size" in col and "launch__block_size" in col)
     need = ["Kernel Name", "gpu__time_duration.sum"]
-    missing = [c for c in need if c not in col] + ([] if has_dims else ["Grid Size", "Block Size"])
+    missing = [c for c in need if c not in col] + ([] if has_dims else
+                                                   [c for c in ("Grid Size", "Block Size") if c not in col])
     if missing and "Metric Name" in col and "Metric Value" in col:
         raise ProfileFormatError(located(path, header_line, ",".join(missing),
                                          "this is ncu's --page details export (one row per metric); export "

@@ -248,6 +248,19 @@ def test_ncu_repeated_column_and_missing_kernel_name(tmp_path):
         import_profile(p)
 
 
+def test_ncu_missing_grid_size_names_that_column_alone(tmp_path):
+    """An export without `Grid Size` was refused naming `Grid Size,Block Size` as missing,
+    while `Block Size` was there (and the message's own list of columns showed it)."""
+    head = ["ID", "Kernel Name", "Block Size", "gpu__time_duration.sum"]
+    p = _ncu(tmp_path, head, ["", "", "", "nsecond"], ["0", "kA", "(1, 1, 1)", "5"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:1: Grid Size: required Nsight Compute column\(s\) missing"):
+        import_profile(p)
+    head = ["ID", "Kernel Name", "Grid Size", "launch__block_size", "gpu__time_duration.sum"]
+    p = _ncu(tmp_path, head, ["", "", "", "", "nsecond"], ["0", "kA", "(1, 1, 1)", "1", "5"])
+    with pytest.raises(ProfileFormatError, match=r"n.csv:1: Block Size: required Nsight Compute column\(s\) missing"):
+        import_profile(p)
+
+
 def test_ncu_launch_facts_no_launch_can_have(tmp_path):
     row = ["0", "kA", "(64, 8, 1)", "(128, 1, 1)", "100"]
     head = NCU_HEAD + ["sm__cycles_elapsed.max", "smsp__inst_executed.sum", "device__attribute_multiprocessor_count"]
