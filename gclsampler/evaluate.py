@@ -285,7 +285,7 @@ def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
         raise EvaluationError(f"{meta}: arch: missing (the arch the profile was measured on, e.g. \"h100\")")
     from gclsampler.validate import require_valid_workload
 
-    profile = require_valid_workload(wdir, traces=None)
+    profile = require_valid_workload(wdir, traces=None, scored=True)
     if "n_invocations" in d:
         rows = len(profile)
         if not isinstance(d["n_invocations"], int) or d["n_invocations"] != rows:
@@ -758,7 +758,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
         if check_real_workload(data_dir / name, name, required=suite.real):
             checked.add(data_dir / name)
         elif (data_dir / name / "profile.csv").exists():
-            require_valid_workload(data_dir / name)
+            require_valid_workload(data_dir / name, scored=True)
             checked.add(data_dir / name)
     _check_suite_archs(suite, data_dir, checked)
     rows: list[dict[str, Any]] = []
@@ -785,7 +785,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
                         "skip_unavailable=false makes it an error)")
             continue
         # synthesized just now: checked here, and its profile.csv parsed once
-        profile = require_valid_workload(wdir) if wdir not in checked else None
+        profile = require_valid_workload(wdir, scored=True) if wdir not in checked else None
         workload = Workload.load(wdir, profile=profile)
         real = workload.data_kind == "real"
         if real:

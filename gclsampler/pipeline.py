@@ -288,7 +288,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     from gclsampler.validate import require_valid_workload
 
     # kernelslist.g vs trace headers vs profile.csv: seconds, before minutes of graphs and training
-    profile = require_valid_workload(wdir, profile=post_enabled, traces=True)
+    profile = require_valid_workload(wdir, profile=post_enabled, traces=True, scored=post_enabled)
     # profile.csv is read now (by the validator), so a bad profile fails before minutes of training
     workload = _load_workload(wdir, str(cfg.workload.name), profile) if post_enabled else None
     timings["workload_s"] = round(time.perf_counter() - t, 3)

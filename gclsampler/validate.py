@@ -248,6 +248,31 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
                             f"warning:{col}")
 
 
+def _partial_cycles(path: Path, prof, rep: _Report, scored: bool | None) -> None:
+    """``cycles`` empty in some rows but not all (an ncu export with ``n/a`` for a launch).
+
+    A wall-time source leaves every row empty and is scored on time; a gap in some rows
+    only cannot be scored at all (``score_plan`` refuses it, as any estimate would drop those
+    rows' cycles). ``scored``: the caller scores plans on this profile (train.py, evaluate.py),
+    so it is an error found before training instead of after it; False (``gclsampler
+    validate``) a warning; None (a sampler, which reads ``time_ns``) not checked."""
+    if scored is None or "cycles" not in prof.columns:
+        return
+    import numpy as np
+
+    empty = np.flatnonzero(prof["cycles"].isna().to_numpy())
+    if 0 < empty.size < len(prof):
+        from gclsampler.profile import ProfileRowLines
+
+        first = int(empty[0])
+        rep.add("error" if scored else "warning",
+                located(path, ProfileRowLines(path)(first), "cycles",
+                        f"empty in {empty.size} of {len(prof)} rows (first: invocation {first}); plans cannot be "
+                        "scored on cycles some launches lack, so train.py and evaluate.py refuse it (profile "
+                        "those launches again, or `gclsampler profile import --clock-mhz` fills them as an "
+                        "estimate)"))
+
+
 def _misspelt_columns(prof_path: Path, prof, rep: _Report) -> None:
     """A warning for each column close to one gclsampler reads but not it (``l1_hitrate``,
     ``IPC``). Why: extra columns are kept as they are, so a misspelt metric was dropped from
@@ -373,7 +398,7 @@ def _bodies(root: Path, entries: list[tuple[int, str]], rep: _Report, progress: 
 
 def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
                    bodies: bool = False, progress: bool = False, workers: int = 1,
-                   as_ampere: bool = False, read: dict | None = None) -> list[Problem]:
+                   as_ampere: bool = False, read: dict | None = None, scored: bool | None = None) -> list[Problem]:
     """Every consistency problem of the workload at ``root`` (see the module docstring).
 
     Checks kernelslist.g (readable, no duplicate or missing entries), every trace header
@@ -388,7 +413,10 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
     are read. ``as_ampere``: the traces go to Accel-Sim through ``--as-ampere``, so sm_89/sm_90
     headers are not warned about. ``read``: a dict that receives the parsed profile.csv under
     ``"profile"`` (when it parsed), so a caller that goes on to use it does not read a
-    million-row file twice.
+    million-row file twice. ``scored``: whether plans will be scored on these profiles. True
+    (train.py, evaluate.py): a ``cycles`` column empty in some rows only is an error, found
+    before training; False (``gclsampler validate``): a warning; None (the samplers, which
+    read ``time_ns``): not checked.
     """
     from gclsampler.profile import ProfileFormatError, read_profile
 
@@ -450,6 +478,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             except WorkloadError as exc:
                 rep.add("error", str(exc))
             _misspelt_columns(prof_path, prof, rep)
+            _partial_cycles(prof_path, prof, rep, scored)
         if prof is not None and heads is not None:
             _profile_vs_traces(prof_path, prof, names, heads, rep, kl)
         # the traces are the better witness: where they disagree with the profile, that was said
@@ -467,6 +496,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             except OSError as exc:
                 rep.add("error", located(other, None, None, f"cannot read: {exc.strerror or exc}"))
                 continue
+            _partial_cycles(other, p2, rep, scored)
             if heads is not None:
                 _profile_vs_traces(other, p2, names, heads, rep, kl, own=False)
             elif prof is not None:  # a profile-only workload: the arch profiles must align with profile.csv
@@ -480,16 +510,17 @@ def errors_and_warnings(problems: Iterable[Problem]) -> tuple[list[Problem], lis
 
 
 def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, traces: bool | None = None,
-                           warn=None, as_ampere: bool = False) -> pd.DataFrame | None:
+                           warn=None, as_ampere: bool = False, scored: bool | None = None) -> pd.DataFrame | None:
     """Raise ``WorkloadError`` (first problem + a count) when ``check_workload`` finds errors.
 
     Warnings go to ``warn`` (default: one line each on stderr) and do not stop the run.
     Returns profile.csv as ``read_profile`` gave it (None with ``profile=False``), which the
-    caller hands to ``Workload.load`` instead of parsing the file again.
+    caller hands to ``Workload.load`` instead of parsing the file again. ``scored``: see
+    ``check_workload``.
     """
     read: dict = {}
     errors, warnings = errors_and_warnings(check_workload(root, profile=profile, traces=traces,
-                                                          as_ampere=as_ampere, read=read))
+                                                          as_ampere=as_ampere, read=read, scored=scored))
     if warn is None:
         def warn(text: str) -> None:
             print(f"gclsampler: warning: {text}", file=sys.stderr)

@@ -367,6 +367,26 @@ def test_pipeline_checks_the_workload_before_graphs_and_training(wl_copy, tmp_pa
     assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "embeddings.npy").exists()
 
 
+def test_cycles_in_some_rows_only_are_found_before_training(wl_copy, tmp_path, capsys):
+    """An Nsight Compute export with `n/a` cycles for one launch imports as a profile whose
+    cycles column is empty in that row only. validate said "ok", and train.py trained, then
+    failed scoring the plan ("the ground truth has rows without a cycle count"), leaving a
+    run directory with a plan.json and no report. validate now names the row, and train.py
+    (which scores every plan) refuses it before graphs and training."""
+    from gclsampler.pipeline import run
+
+    _edit_profile(wl_copy, lambda df: df.assign(cycles=df["cycles"].where(df.index != 2)))
+    assert main(["validate", str(wl_copy)]) == 0  # a warning: sample and stem read time_ns, not cycles
+    (line,) = _errors(capsys)
+    assert line.startswith("gclsampler: warning: ") and "profile.csv:4: cycles: empty in 1 of " in line
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl_copy}", "train.epochs=1",
+                    "train.threads=1"])
+    with pytest.raises(WorkloadError, match=r"profile\.csv:4: cycles: empty in 1 of \d+ rows \(first: invocation 2"):
+        run(cfg, out_dir=tmp_path / "run")
+    assert not (wl_copy / ".graph-cache").exists()
+    assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "plan.json").exists()
+
+
 def test_pipeline_checks_sampler_parameters_before_training(tiny_workload, tmp_path):
     from gclsampler.errors import GclError
     from gclsampler.pipeline import run
@@ -465,6 +485,26 @@ def test_evaluate_checks_every_workload_before_any_fitting(tmp_path, monkeypatch
     with pytest.raises(WorkloadError, match=r"wb/profiles/ampere\.csv: invocation: 39 rows, but profile\.csv has 40"):
         ev.run_suite(cfg, tmp_path / "out")
     assert fitted == []  # wa was not fitted before wb's problem was found
+
+
+def test_evaluate_refuses_cycles_in_some_rows_only_before_any_fitting(tmp_path, monkeypatch):
+    """evaluate.py scores every plan on cycles too: a profile with a gap in them stopped it
+    after fitting and training, at the first score."""
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    t = make_profile(40, 0)
+    _write_workload(data / "wa", {"turing": t.assign(cycles=t["cycles"].astype(float).where(t.index != 7))})
+    fitted = []
+    monkeypatch.setattr(ev, "fit_methods", lambda workload, *a, **k: fitted.append(workload.name) or [])
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa]", "suite.data_dir=null",
+                               "suite.methods=[random]", f"data_dir={data}", "generate=false", "plots=false"])
+    with pytest.raises(WorkloadError, match=r"wa/profile\.csv:9: cycles: empty in 1 of 40 rows"):
+        ev.run_suite(cfg, tmp_path / "out")
+    assert fitted == []
 
 
 def test_full_parses_trace_bodies_that_the_header_check_passes(wl_copy, capsys):

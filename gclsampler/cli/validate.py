@@ -40,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise GclError(f"--workers {args.workers}: must be at least 1")
     problems = check_workload(args.workload, profile=not args.no_profile, bodies=args.full,
-                              progress=not args.quiet, workers=args.workers)
+                              progress=not args.quiet, workers=args.workers, scored=False)
     errors, warnings = errors_and_warnings(problems)
     for p in problems:
         print(f"gclsampler: {p.severity}: {one_line(p.text)}", file=sys.stderr)  # one line per problem
