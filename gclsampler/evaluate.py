@@ -315,6 +315,13 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
             not generate or stale_reason(wdir, name, params or None, suite.trace_arch, seed) is None)
 
     if fresh():
+        if not generate:  # scored as it is: say so when its ground truth is an older model's
+            from gclsampler.synth.generate import GROUND_TRUTH_VERSION, ground_truth_version, old_ground_truth
+
+            made = ground_truth_version(wdir)
+            if made not in (None, GROUND_TRUTH_VERSION):
+                print(f"evaluate: warning: {wdir}: {old_ground_truth(made)}; scored as it is (generate=false)",
+                      file=sys.stderr)
         return wdir
     if not generate:
         raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")

@@ -111,3 +111,21 @@ def test_a_workload_from_an_earlier_ground_truth_model_is_stale(made):
     meta_path.write_text(json.dumps(meta))
     assert stale_reason(made, "bfs", SMALL, "ampere", 1) == (
         f"synthesized by ground-truth model version 1; this version writes {GROUND_TRUTH_VERSION}")
+
+
+def test_evaluate_scoring_old_ground_truth_as_it_is_says_so(made, capsys):
+    """With generate=false evaluate.py scores a workload as it is; one synthesized by an earlier
+    ground-truth model was scored without a word, so its report mixed two models' ground truths."""
+    from gclsampler.evaluate import SuiteConfig, _prepare_workload
+
+    suite = SuiteConfig(rerun=False, trace_arch="ampere", synth_params={"per_workload": {"bfs": SMALL}})
+    assert _prepare_workload("bfs", made.parent, suite, False, 1) == made
+    assert "warning" not in capsys.readouterr().err
+    meta_path = made / "workload.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["ground_truth_version"]
+    meta_path.write_text(json.dumps(meta))
+    assert _prepare_workload("bfs", made.parent, suite, False, 1) == made
+    err = capsys.readouterr().err
+    assert f"evaluate: warning: {made}: synthesized by ground-truth model version 1" in err
+    assert "scored as it is (generate=false)" in err

@@ -132,8 +132,21 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
         return "arch differs"
     made = meta.get("ground_truth_version", 1)
     if made != GROUND_TRUTH_VERSION:
-        return f"synthesized by ground-truth model version {made}; this version writes {GROUND_TRUTH_VERSION}"
+        return old_ground_truth(made)
     return None
+
+
+def old_ground_truth(made: int) -> str:
+    """Why a synthesized directory of ground-truth version ``made`` is not this synthesizer's."""
+    return f"synthesized by ground-truth model version {made}; this version writes {GROUND_TRUTH_VERSION}"
+
+
+def ground_truth_version(wdir) -> int | None:
+    """The ground-truth version a synthesized directory was made with (1 when workload.json
+    predates the field), None for a directory the synthesizer did not write."""
+    meta_path = Path(wdir) / "workload.json"
+    meta = _synth_meta(meta_path) if meta_path.exists() else None
+    return None if meta is None else meta.get("ground_truth_version", 1)
 
 
 def _synth_meta(meta_path: Path) -> dict | None:
