@@ -259,9 +259,7 @@ class GraphDataset(torch.utils.data.Dataset):
         self.invocations = np.array([i.invocation for i in infos], dtype=np.int64)
         self._pos = {int(v): k for k, v in enumerate(self.invocations)}
         self._trace_paths = [str(self.workload_dir / i.path) for i in infos]
-        fp = _config_fingerprint(self.cfg)
-        self._keys = [_digest((_trace_digest(Path(p), self._paths.trace_memo, rehash) + fp).encode())
-                      for p in self._trace_paths]
+        self._keys = [self._key(p, rehash) for p in self._trace_paths]
         hashes: list[str | None] = [_read_entry(self._paths, k) for k in self._keys]
         todo = [i for i, h in enumerate(hashes) if h is None]
         n_insts = n_parsed = 0
@@ -334,20 +332,32 @@ class GraphDataset(torch.utils.data.Dataset):
             self._lru.popitem(last=False)
         return g
 
+    def _key(self, trace_path: str, rehash: bool) -> str:
+        """The cache index key of a trace under this dataset's graph config (its content's hash,
+        read again with ``rehash`` rather than taken from the memo)."""
+        return _digest((_trace_digest(Path(trace_path), self._paths.trace_memo, rehash)
+                        + _config_fingerprint(self.cfg)).encode())
+
     def _rebuild(self, gid: int) -> Data | None:
         """A damaged graph file: rebuild it from the invocations that map to it, first first.
 
         One whose trace changed since the dataset was opened gets a graph of its own (a new
         index) and the next is tried, so ``gid`` stays the graph of the invocations whose traces
         did not change. Why: it used to return the changed trace's graph as ``gid``'s, and its
-        unchanged twins were then served that graph from memory. None when none is left."""
+        unchanged twins were then served that graph from memory. None when none is left.
+
+        The rebuilt graph is filed under the key of the trace as it is now (hashed again): filed
+        under the key taken at open, a changed trace's graph was served for the original text by
+        the next open once the edit was undone."""
         for pos in np.flatnonzero(self.inv_to_graph == gid).tolist():
             for p in (self._paths.graph(self.graph_hashes[gid]), self._paths.entry(self._keys[pos])):
                 try:
                     p.unlink()
                 except FileNotFoundError:
                     pass
-            h, _, _, _ = _build_one(self._trace_paths[pos], self.cfg.to_dict(), str(self.cache_dir), self._keys[pos])
+            path = self._trace_paths[pos]
+            self._keys[pos] = self._key(path, rehash=True)
+            h, _, _, _ = _build_one(path, self.cfg.to_dict(), str(self.cache_dir), self._keys[pos])
             if h == self.graph_hashes[gid]:
                 return load_graph_bytes(self._paths.graph(h).read_bytes(), str(self._paths.graph(h)))
             self.graph_hashes.append(h)  # this invocation's trace changed: its new graph is read on demand

@@ -310,3 +310,21 @@ def test_an_invocations_graph_is_its_own_copy(wl):
     assert a.invocation.tolist() == [0] and b.invocation.tolist() == [2]
     a.token += 1
     assert _equal(ds[2], b) and _equal(ds[0], b) and not torch.equal(a.token, b.token)
+
+
+def test_a_rebuild_after_a_trace_changed_does_not_poison_the_old_texts_entry(wl):
+    """A damaged graph rebuilt from a trace that changed since the dataset was opened must not
+    be filed under the old text's index key: with the edit undone (git checkout, a restore),
+    the next open served the edited trace's graph for the original text."""
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    p = wl / "kernel-1.traceg"
+    original = p.read_bytes()
+    t = random_trace(np.random.default_rng(7), n_warps=3, max_len=12)
+    t.header = replace(t.header, kernel_id=1)
+    write_kernel(t, p)
+    ds._paths.graph(ds.graph_hashes[0]).write_bytes(b"damaged")
+    assert _equal(ds[0], build_graph(read_kernel(p), CFG))
+    p.write_bytes(original)  # the edit undone
+    again = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert again.inv_to_graph.tolist() == [0, 1, 0, 2, 1]
+    assert _equal(again[0], build_graph(read_kernel(p), CFG))
