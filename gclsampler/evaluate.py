@@ -293,6 +293,25 @@ def check_real_workload(wdir: Path, name: str, required: bool) -> bool:
     return True
 
 
+def _check_unique_names(suite: SuiteConfig, data_dir: Path) -> None:
+    """Refuse two workloads of the suite that declare one name (workload.json's ``workload``).
+
+    Why: a workload's training run (``train/<name>/``), plans and result rows are named by it,
+    so the second trained into the first's run, or with ``embeddings=cached`` was handed the
+    first's embeddings without a word when their invocation counts matched. A directory not
+    on disk yet is synthesized under its suite name."""
+    from gclsampler.workload import declared_name
+
+    named: dict[str, Path] = {}
+    for name in suite.workloads:
+        wdir = data_dir / name
+        declared = declared_name(wdir) if (wdir / "workload.json").is_file() else name
+        if declared in named:
+            raise EvaluationError(f"{wdir / 'workload.json'}: workload: {declared!r} is also the name of "
+                                  f"{named[declared]}; each workload of a suite needs its own name")
+        named[declared] = wdir
+
+
 def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
     """The workload directory, generating it with ``gclsampler.synth`` when missing.
 
@@ -768,6 +787,7 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
             require_valid_workload(data_dir / name, scored=True)
             checked.add(data_dir / name)
     _check_suite_archs(suite, data_dir, checked)
+    _check_unique_names(suite, data_dir)
     rows: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     silhouettes: dict[str, Any] = {}

@@ -97,7 +97,7 @@ class Workload:
         if profile is None:
             profile = read_profile(root / "profile.csv")
         return cls(
-            name=str(meta.get("workload", root.name)),
+            name=declared_name(root),
             profile=profile,
             root=root,
             arch=meta.get("arch"),
@@ -125,6 +125,11 @@ def declared_data_kind(root: str | Path) -> str:
     directory, which may not hold a loadable workload yet. No workload.json: ``""``.
     """
     return data_kind_of(declared_meta(root))
+
+
+def declared_name(root: str | Path) -> str:
+    """The workload's name: workload.json's ``workload``, else the directory's name."""
+    return str(declared_meta(root).get("workload", Path(root).name))
 
 
 def declared_arch(root: str | Path) -> str | None:

@@ -580,3 +580,27 @@ def test_full_warns_of_warps_without_exit_and_unlisted_traces_are_named(tmp_path
     assert main(["validate", "--no-profile", "--full", str(wl)]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and f"warning: {wl / 'kernel-2.traceg'}: warps: 1 of 2 end without EXIT" in err[1], err
+
+
+def test_evaluate_refuses_two_workloads_of_one_declared_name_before_any_fitting(tmp_path, monkeypatch):
+    """A copied workload directory keeps its workload.json's name; both then trained into one
+    train/<name>/ run, or with embeddings=cached the second was given the first's embeddings."""
+    import gclsampler.evaluate as ev
+    from test_baselines import make_profile
+    from test_evaluate import _compose as compose_evaluate
+    from test_evaluate import _write_workload
+
+    data = tmp_path / "data"
+    for name in ("wa", "wb"):
+        _write_workload(data / name, {"turing": make_profile(40, 0)})
+    meta = json.loads((data / "wb" / "workload.json").read_text())
+    (data / "wb" / "workload.json").write_text(json.dumps({**meta, "workload": "wa"}))
+    fitted = []
+    monkeypatch.setattr(ev, "fit_methods", lambda workload, *a, **k: fitted.append(workload.name) or [])
+    cfg, _ = compose_evaluate(["suite=quick", "suite.workloads=[wa,wb]", "suite.data_dir=null",
+                               "suite.methods=[pka]", "suite.archs=[turing]", f"data_dir={data}", "generate=false",
+                               "plots=false"])
+    with pytest.raises(ev.EvaluationError, match=r"wb/workload\.json: workload: 'wa' is also the name of .*/data/wa; "
+                                                 r"each workload of a suite needs its own name"):
+        ev.run_suite(cfg, tmp_path / "out")
+    assert fitted == []
