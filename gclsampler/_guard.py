@@ -108,6 +108,11 @@ def config_error_text(exc: BaseException) -> str | None:
                 break
         return "config: " + _first_line(text) + (f" (available: {', '.join(opts)})" if opts else "")
     cause = exc.__cause__ if isinstance(exc, HydraException) else exc
+    if isinstance(exc, HydraException) and cause is None and isinstance(exc.__context__, OmegaConfBaseException):
+        # a bad key or value in a group's yaml (or `+suite=quick`): Hydra raises "In 'augment/mine':
+        # ConfigKeyError raised while composing config:" inside the except block, so the error that names
+        # the key is its __context__, and the first line alone named neither the key nor the reason
+        cause = exc.__context__
     if isinstance(cause, OmegaConfBaseException):
         key = getattr(cause, "full_key", None)
         msg = _first_line(str(cause))
@@ -124,8 +129,11 @@ def config_error_text(exc: BaseException) -> str | None:
     if isinstance(exc, HydraException):
         return "config: " + _first_line(str(exc))
     if isinstance(exc, (ValueError, TypeError)) and _raised_in_hydra_composition(exc):
-        # `workload=null`: Hydra's defaults list raises a plain ValueError, a traceback and exit 1
-        return "config: " + _first_line(str(exc)) + " (a config group such as workload= takes one of its names)"
+        # `workload=null`: Hydra's defaults list raises a plain ValueError, a traceback and exit 1; other
+        # ValueErrors of Hydra's (`-m --cfg job`: "Only one of --run, --multirun, --cfg...") get no group hint
+        text = _first_line(str(exc))
+        hint = " (a config group such as workload= takes one of its names)" if "Config group" in text else ""
+        return "config: " + text + hint
     return None
 
 

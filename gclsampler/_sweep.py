@@ -48,23 +48,28 @@ def check_sweep_values(argv: Sequence[str], config_dir: str | Path, config_name:
     if not overrides:
         return 0
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     from gclsampler._guard import prefixed_errors
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except HydraException:
-        return 0  # Hydra's own parser reports it, in its words, when the multirun starts
-    keep = [o for o in parsed if not o.key_or_group.startswith("hydra")]  # the launcher's, not the job's
-    fixed = [o.input_line for o in keep if not o.is_sweep_override()]
-    swept = [f"{o.get_key_element()}={v}" for o in keep if o.is_sweep_override() for v in o.sweep_string_iterator()]
-    if not swept:
-        return 0
     n = 0
     failed: list[tuple[str, SweepValueError]] = []
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
+        try:
+            # the config loader lists a group's options for a glob (`augment=glob(*)`): without it the
+            # glob raised "ConfigLoader is not set" and train.py stopped with that line, exit 2
+            parsed = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader()) \
+                .parse_overrides(overrides)
+        except HydraException:
+            return 0  # Hydra's own parser reports it, in its words, when the multirun starts
+        keep = [o for o in parsed if not o.key_or_group.startswith("hydra")]  # the launcher's, not the job's
+        fixed = [o.input_line for o in keep if not o.is_sweep_override()]
+        swept = [f"{o.get_key_element()}={v}" for o in keep if o.is_sweep_override()
+                 for v in o.sweep_string_iterator()]
+        if not swept:
+            return 0
         for one in swept:
             try:
                 with prefixed_errors(f"sweep value {one}", SweepValueError):

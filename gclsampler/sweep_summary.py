@@ -12,15 +12,16 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from gclsampler._atomic import write_text_atomic
 from gclsampler._safe_out import _HydraCallback, first_line, job_order
 
 
-def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
+def summarize_sweep(multirun_dir: str | os.PathLike, jobs: Optional[Iterable[str | os.PathLike]] = None) -> Optional[Path]:
     """Compare the jobs of a Hydra multirun: ``sweep_summary.csv`` and ``.md`` in ``multirun_dir``.
 
+    ``jobs``: the job directories to compare (default: every directory in ``multirun_dir``).
     One row per job directory holding a ``train_log.csv``: its overrides, best and final
     validation loss, epochs, training seconds, and plan error/speedup when the job's
     ``run.json`` carries them (post-embedding hook). Rows are sorted by best validation
@@ -33,7 +34,8 @@ def summarize_sweep(multirun_dir: str | os.PathLike) -> Optional[Path]:
     root = Path(multirun_dir)
     rows = []
 
-    for job in sorted((p for p in root.iterdir() if p.is_dir()), key=job_order):
+    found = (p for p in root.iterdir() if p.is_dir()) if jobs is None else (Path(j) for j in dict.fromkeys(jobs))
+    for job in sorted(found, key=job_order):
         logf = job / "train_log.csv"
         if not logf.exists():
             continue
@@ -112,24 +114,75 @@ def foreign_sweep_files(root: str | os.PathLike) -> list[Path]:
     return out
 
 
+_CLOCK_SLACK_S = 2.0
+"""How much older than the multirun's start a job's run.json may look and still be its: file
+times are whole seconds (or 2 s) on some file systems."""
+
+
 class SweepSummaryCallback(_HydraCallback):  # type: ignore[misc,valid-type]
     """Hydra callback (conf/hydra/default.yaml): summarise a multirun when it ends.
 
     A summary file of the user's in the sweep directory stops the multirun before its first
     job (it was silently replaced after all of them); one that appears during the jobs is
-    kept, and the summary is not written, in one line."""
+    kept, and the summary is not written, in one line.
+
+    Which jobs: those of this multirun only, whose end this callback saw (``on_job_end``, in this
+    process under Hydra's basic launcher), else those whose ``run.json`` was written since the
+    multirun began. A sweep directory reused by an earlier multirun (a fixed ``hydra.sweep.dir``)
+    also holds its jobs, and the summary ranked them beside this multirun's. A job that fails
+    stops the multirun before ``on_multirun_end``: the jobs that finished are summarised then."""
+
+    def __init__(self) -> None:
+        self._started: float | None = None
+        self._ended: list[Path] = []
 
     def on_multirun_start(self, config, **kwargs) -> None:  # noqa: D401
-        found = foreign_sweep_files(config.hydra.sweep.dir)
+        import time
+
+        root = Path(str(config.hydra.sweep.dir))
+        found = foreign_sweep_files(root)
         if found:  # Hydra turns a callback's exception into a warning and carries on; SystemExit it lets through
             print(f"train.py: error: hydra.sweep.dir: {found[0]}: exists and was not written by a train.py "
                   "multirun; not replaced (move it, or give the sweep another hydra.sweep.dir)", file=sys.stderr)
             raise SystemExit(2)
+        self._started = time.time()
+        self._ended = []
+        for name in _SWEEP_FILES:  # an earlier multirun's summary (ours: checked above) describes other jobs
+            if (root / name).is_file():
+                (root / name).unlink()
+        from gclsampler._guard import after_an_error
 
-    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
-        found = foreign_sweep_files(config.hydra.sweep.dir)
+        after_an_error(lambda: self._summarize(root, "that finished before the error"))
+
+    def on_job_end(self, config, job_return=None, **kwargs) -> None:  # noqa: D401
+        from omegaconf import OmegaConf
+
+        out = OmegaConf.select(config, "hydra.runtime.output_dir", default=None)
+        if out is not None and getattr(getattr(job_return, "status", None), "name", "") == "COMPLETED":
+            self._ended.append(Path(str(out)))
+
+    def _jobs(self, root: Path) -> list[Path]:
+        if self._ended:
+            return list(dict.fromkeys(self._ended))
+        jobs = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+        if self._started is None:  # not started by Hydra: every job there
+            return jobs
+        return [d for d in jobs if (d / "run.json").is_file()
+                and (d / "run.json").stat().st_mtime >= self._started - _CLOCK_SLACK_S]
+
+    def _summarize(self, root: Path, which: str = "") -> None:
+        found = foreign_sweep_files(root)
         if found:
             print(f"train.py: warning: {found[0]}: exists and was not written by a train.py multirun; sweep summary not "
                   "written", file=sys.stderr)
             return
-        summarize_sweep(config.hydra.sweep.dir)
+        jobs = self._jobs(root)
+        if not jobs or summarize_sweep(root, jobs) is None:
+            return
+        if which:
+            n = len([j for j in jobs if (j / "train_log.csv").exists()])
+            print(f"train.py: summarized {n} job{'s' if n != 1 else ''} {which} in {root / 'sweep_summary.md'}",
+                  file=sys.stderr)
+
+    def on_multirun_end(self, config, **kwargs) -> None:  # noqa: D401
+        self._summarize(Path(str(config.hydra.sweep.dir)))

@@ -207,6 +207,38 @@ def test_train_py_config_errors_are_one_line_exit_2(tmp_path, override, needle):
     assert len(lines) == 1 and lines[0].startswith("train.py: error: ") and needle in lines[0], r.stderr
 
 
+@pytest.mark.parametrize("yaml_text, needle", [
+    ("node_dorp: 0.1\n", "config: augment.node_dorp: Key 'node_dorp' not in 'AugmentConfig'"),
+    ("node_drop: abc\n", "config: augment.node_drop: Value 'abc' of type 'str' could not be converted to Float"),
+])
+def test_a_bad_key_in_a_group_yaml_is_named(tmp_path, yaml_text, needle):
+    """A misspelt key or bad value in a config group's yaml (a user's own conf/augment/mine.yaml, or an
+    edited default) stopped train.py with "config: In 'augment/mine': ConfigKeyError raised while
+    composing config:", naming neither the key nor what was wrong with it (the next lines of Hydra's
+    message did, and one line keeps only the first)."""
+    import shutil
+
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401
+    from gclsampler._guard import config_error_text
+
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    (conf / "augment" / "mine.yaml").write_text("defaults:\n  - default\n" + yaml_text)
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        with pytest.raises(Exception) as exc:
+            compose("config", overrides=["augment=mine"])
+    assert config_error_text(exc.value) == needle
+
+
+def test_train_py_refuses_evaluates_suite_group_naming_it(tmp_path):
+    r = _run([str(ROOT / "train.py"), "debug=default", "+suite=quick", f"hydra.run.dir={tmp_path}/run"], cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert line == "train.py: error: config: suite: Key 'suite' not in 'RootConfig'", r.stderr
+
+
 def _imported(stderr: str) -> set[str]:
     """Top-level module names in ``python -X importtime``'s report."""
     return {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in stderr.splitlines()

@@ -557,6 +557,93 @@ def test_only_a_summary_of_the_users_stops_a_sweep(tmp_path):
     assert foreign_sweep_files(sweep) == [sweep / "sweep_summary.csv"]
 
 
+def _job(sweep: Path, name: str, override: str, loss: float, mtime: float | None = None) -> Path:
+    job = sweep / name
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "overrides.yaml").write_text(f"- {override}\n")
+    (job / "train_log.csv").write_text(f"epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n0,1,{loss},0.1,8,2,1,1\n")
+    (job / "run.json").write_text(json.dumps({"synthetic": True, "post_embedding": {}}))
+    if mtime is not None:
+        import os
+
+        for f in (job / "train_log.csv", job / "run.json"):
+            os.utime(f, (mtime, mtime))
+    return job
+
+
+def _hydra_cfg(sweep: Path, job: Path | None = None):
+    return OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)},
+                                       "runtime": {"output_dir": str(job) if job else None}}})
+
+
+def test_a_sweep_summary_has_only_the_jobs_of_its_multirun(tmp_path, monkeypatch):
+    """`train.py -m augment=default,node_drop` then `-m augment=drops train.resume=false` into the
+    same hydra.sweep.dir: the second, 1-job multirun's summary said "2 jobs" and ranked the first
+    multirun's stale 1_phi2 (augment=node_drop) beside its own job."""
+    import time
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from gclsampler import _guard
+    from gclsampler.sweep_summary import SweepSummaryCallback
+
+    monkeypatch.setattr(_guard, "_after_error", [])  # the hooks on_multirun_start registers end with this test
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("hydra:\n")
+    _job(sweep, "1_phi2", "augment=node_drop", 0.5, mtime=time.time() - 3600)  # the earlier multirun's
+    (sweep / "0_phi2").mkdir()
+    cb = SweepSummaryCallback()
+    cb.on_multirun_start(_hydra_cfg(sweep))
+    job0 = _job(sweep, "0_phi2", "augment=drops", 0.9)
+    cb.on_job_end(_hydra_cfg(sweep, job0), SimpleNamespace(status=SimpleNamespace(name="COMPLETED")))
+    cb.on_multirun_end(_hydra_cfg(sweep))
+    t = pd.read_csv(sweep / "sweep_summary.csv")
+    assert list(t["job"]) == ["0_phi2"] and list(t["overrides"]) == ["augment=drops"]
+    assert "1 jobs in" in (sweep / "sweep_summary.md").read_text()
+    # a launcher whose jobs end in other processes (SLURM): the jobs whose run.json this multirun wrote
+    cb = SweepSummaryCallback()
+    cb.on_multirun_start(_hydra_cfg(sweep))
+    assert not (sweep / "sweep_summary.csv").exists()  # the earlier multirun's summary described other jobs
+    import os
+
+    os.utime(job0 / "run.json")
+    cb.on_multirun_end(_hydra_cfg(sweep))
+    assert list(pd.read_csv(sweep / "sweep_summary.csv")["job"]) == ["0_phi2"]
+
+
+def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path, monkeypatch, capsys):
+    """A job that fails stops the multirun (exit 2, its error line), and Hydra never reaches the
+    callback's on_multirun_end: the jobs that had finished, minutes each, got no summary."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from gclsampler import _guard
+    from gclsampler.errors import GclError
+    from gclsampler.sweep_summary import SweepSummaryCallback
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # run_hydra_main sets it; monkeypatch puts it back
+    monkeypatch.setattr(_guard, "_after_error", [])
+    sweep = tmp_path / "sweep"
+    cb = SweepSummaryCallback()
+
+    def main():
+        sweep.mkdir()
+        cb.on_multirun_start(_hydra_cfg(sweep))
+        job0 = _job(sweep, "0_phi2", "train.device=cpu", 0.9)
+        cb.on_job_end(_hydra_cfg(sweep, job0), SimpleNamespace(status=SimpleNamespace(name="COMPLETED")))
+        (sweep / "1_phi2").mkdir()
+        raise GclError("train.device: cuda requested but torch sees no CUDA device")
+
+    assert _guard.run_hydra_main(main, "train.py") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "train.py: error: train.device: cuda requested but torch sees no CUDA device"
+    assert err[1] == f"train.py: summarized 1 job that finished before the error in {sweep / 'sweep_summary.md'}"
+    assert list(pd.read_csv(sweep / "sweep_summary.csv")["job"]) == ["0_phi2"]
+
+
 def test_hydra_group_slurm_launcher_and_sweep_callback():
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="config", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
@@ -852,6 +939,20 @@ def test_check_sweep_values_expands_only_basic_multiruns():
         check_sweep_values(["-m", *base, "train.lr=-1", "workload=3mm,backprop"], conf, "config", check)
 
 
+def test_check_sweep_values_expands_a_glob_over_a_group():
+    """`train.py -m 'augment=glob(*)'` (Hydra's sweep over every option of a group) stopped before
+    any job with "train.py: error: config: ConfigLoader is not set", exit 2: the sweep check
+    parsed the overrides without the config loader a glob needs to list the group's options."""
+    from gclsampler._sweep import check_sweep_values
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    seen = []
+    n = check_sweep_values(["-m", "debug=default", "augment=glob(*,exclude=default)"], conf, "config",
+                           lambda cfg: seen.append(list(cfg.augment.pool)))
+    assert n == 4 and sorted(map(tuple, seen)) == [("edge_drop",), ("feature_noise",), ("node_drop",),
+                                                    ("node_drop", "edge_drop")]
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_run_dir_inside_its_workload_is_refused_before_hydra_writes_there(tmp_path, tiny_workload, existing):
     """The task refused it, but only after Hydra had put .hydra/ and train.log inside the
@@ -902,3 +1003,13 @@ def test_a_config_group_given_no_name_is_one_line(tmp_path, override):
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("train.py: error: config: Config group override must be a string or a list")
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_hydras_other_usage_errors_get_no_config_group_hint(tmp_path):
+    """`train.py -m --cfg job` (Hydra: only one of --run, --multirun, --cfg...) was told "(a config
+    group such as workload= takes one of its names)", the hint for `workload=null`."""
+    r = run_train_py(tmp_path, "-m", "--cfg", "job")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0] == ("train.py: error: config: Only one of --run, --multirun, --cfg, --info and --shell_completion "
+                        "can be specified")
