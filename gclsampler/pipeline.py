@@ -226,7 +226,9 @@ def load_graphs(cfg: DictConfig, wdir: Path):
 
     try:
         ds = GraphDataset(wdir, gcfg, cache_dir=cache, workers=int(cfg.workers), progress=bool(cfg.train.progress))
-    except OutputError as exc:  # a user's directory as the cache: name the key that chose it
+    except OutputError as exc:  # a user's directory as the cache: name the key that chose it, if one did
+        if not cache:  # the default, <workload>/.graph-cache: no key of the user's chose it
+            raise
         raise OutputError(f"paths.cache_dir: {exc}") from None
     invocations = np.asarray(ds.invocations)
     if not np.array_equal(invocations, np.arange(len(invocations))):

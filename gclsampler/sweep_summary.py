@@ -64,7 +64,7 @@ def summarize_sweep(multirun_dir: str | os.PathLike, jobs: Optional[Iterable[str
     table = pd.DataFrame(rows).sort_values("best_val_loss", kind="stable")
     write_text_atomic(root / "sweep_summary.csv", table.to_csv(index=False))
     lines = ["# Sweep summary", "", *_sweep_data_note(table),
-             f"{len(table)} jobs in `{root}`, sorted by best validation loss "
+             f"{len(table)} job{'s' if len(table) != 1 else ''} in `{root}`, sorted by best validation loss "
              "(lower is better; each job validates under its own augmentations).", ""]
     cols = list(table.columns)
     lines.append("| " + " | ".join(cols) + " |")

@@ -307,6 +307,20 @@ def test_a_graph_cache_holding_a_users_files_names_its_key(tmp_path):
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
+def test_the_default_graph_cache_holding_a_users_files_names_no_key(tmp_path):
+    """With paths.cache_dir unset the cache is <workload>/.graph-cache, and a file of the user's
+    there was reported as 'paths.cache_dir: ...', a key the user never set."""
+    from gclsampler._safe_out import OutputError
+    from gclsampler.pipeline import load_graphs
+
+    cache = tmp_path / "wl" / ".graph-cache"
+    cache.mkdir(parents=True)
+    (cache / "notes.txt").write_text("x")
+    with pytest.raises(OutputError, match=rf"^graph cache {re.escape(str(cache))}: holds 'notes.txt'"):
+        load_graphs(compose_cfg([]), tmp_path / "wl")
+    assert [p.name for p in cache.iterdir()] == ["notes.txt"]
+
+
 def test_missing_explicit_workload_dir_is_an_error(tmp_path):
     from gclsampler.pipeline import PipelineError, ensure_workload
 
@@ -601,7 +615,7 @@ def test_a_sweep_summary_has_only_the_jobs_of_its_multirun(tmp_path, monkeypatch
     cb.on_multirun_end(_hydra_cfg(sweep))
     t = pd.read_csv(sweep / "sweep_summary.csv")
     assert list(t["job"]) == ["0_phi2"] and list(t["overrides"]) == ["augment=drops"]
-    assert "1 jobs in" in (sweep / "sweep_summary.md").read_text()
+    assert "1 job in" in (sweep / "sweep_summary.md").read_text()
     # a launcher whose jobs end in other processes (SLURM): the jobs whose run.json this multirun wrote
     cb = SweepSummaryCallback()
     cb.on_multirun_start(_hydra_cfg(sweep))
