@@ -628,3 +628,37 @@ def test_help_states_ranges(capsys, group, texts):
     out = " ".join(capsys.readouterr().out.split())
     for text in texts:
         assert text in out
+
+
+# plan CLI audit ---------------------------------------------------------------------------
+@pytest.mark.parametrize("config", [{"error_bound": 10**307}, {"error_bound": 0.01, "epsilon": 10**307}])
+def test_show_prints_config_numbers_whose_percent_is_past_float_range(tmp_path, capsys, config):
+    """An int inside float range times 100 is past it: f"{100 * b:.2f}" raised OverflowError
+    (a traceback, exit 1) on a hand-edited config; a float gives inf, as cluster bounds do."""
+    doc = _plan().to_dict()
+    doc["config"] = config
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    assert main(["plan", "show", str(p)]) == 0
+    assert "predicted error bound" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n_strata", ["x", [2], 2.5, True])
+def test_show_ignores_an_n_strata_of_another_type(tmp_path, capsys, n_strata):
+    """`show prints from [config] only values of the type the samplers write` (docs/plans.md):
+    an n_strata that is no integer was printed as given; the plan's cluster count stands in."""
+    out = _show_with_config(tmp_path, capsys, {"strata_chosen": "kernel_name", "n_strata": n_strata})
+    assert f"the kernel_name strata ({len(_plan().clusters)})" in out
+
+
+def test_reconstruct_a_plan_of_no_invocations_is_one_line(tmp_path, capsys):
+    """load accepts n_invocations 0 (no samples, no clusters); the weighted means divided by it
+    (ZeroDivisionError, a traceback). One line naming the plan's field instead."""
+    doc = _plan().to_dict()
+    doc.update(n_invocations=0, samples=[], clusters=[])
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    r = tmp_path / "results.csv"
+    r.write_text("invocation,cycles,ipc\n")
+    assert main(["plan", "reconstruct", str(p), str(r)]) == 2
+    assert "plan.json: n_invocations: 0" in _err(capsys)

@@ -123,12 +123,14 @@ def _show(args: argparse.Namespace) -> int:
               f"(best {max(curve.values()):.4f}; {len(curve)} K scored){after}", file=out)
     chosen = cfg.get("strata_chosen")
     if isinstance(chosen, str) and chosen != "gcl":  # gcl_stem with strata auto: the clusters are not the K above
-        print(f"  clusters: the {chosen} strata ({cfg.get('n_strata', len(plan.clusters))}), which STEM sizes "
+        n_strata = cfg.get("n_strata")  # printed only as the integer the samplers write
+        n_strata = n_strata if is_int(n_strata) else len(plan.clusters)
+        print(f"  clusters: the {chosen} strata ({n_strata}), which STEM sizes "
               "more cheaply than the GCL clusters (strata auto)", file=out)
     bound, epsilon = cfg.get("error_bound"), cfg.get("epsilon")
-    if is_finite_number(bound):
-        eps = f" (epsilon {100 * epsilon:g}%)" if is_finite_number(epsilon) else ""
-        print(f"  predicted error bound of the total: {_fmt_bound(bound)}{eps}", file=out)
+    if is_finite_number(bound):  # as floats: an int in float range can be past it times 100 (OverflowError)
+        eps = f" (epsilon {100 * float(epsilon):g}%)" if is_finite_number(epsilon) else ""
+        print(f"  predicted error bound of the total: {_fmt_bound(float(bound))}{eps}", file=out)
 
     if args.profile is not None:
         _show_profile(plan, args.profile, args.time_column, out, args.plan)
@@ -471,10 +473,12 @@ def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True
 
 
 def _reconstruct(args: argparse.Namespace) -> int:
-    from gclsampler.plan import SamplingPlan
+    from gclsampler.plan import PlanError, SamplingPlan
     from gclsampler.score import finite_or_null, no_estimate_reasons
 
     plan = SamplingPlan.load(args.plan)
+    if plan.n_invocations == 0:  # load accepts it; the weighted means divide by it
+        raise PlanError(f"{args.plan}: n_invocations: 0; a plan of no invocations has nothing to estimate")
     est = reconstruct(plan, args.results, args.format, not args.no_name_check, tuple(args.rate))
     n = plan.n_invocations
     fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(args.results) else "accelsim")
