@@ -877,11 +877,11 @@ def _number(text: str) -> float:
     s = text.strip().replace(",", "")
     if s == "" or s.lower() in ("n/a", "na", "nan", "-"):
         return math.nan
-    _refuse_python_only_digits(s)
+    refuse_python_only_digits(s)
     return float(s)
 
 
-def _refuse_python_only_digits(s: str) -> None:
+def refuse_python_only_digits(s: str) -> None:
     """ValueError for text that Python's ``float`` reads but no profiler writes: digit-group
     underscores (``1_5`` read as 15) and non-ASCII digits (``١٢`` read as 12). Why: a cell
     like that is a damaged or hand-edited export, and it was imported as another number."""
@@ -1737,7 +1737,7 @@ def _json_number(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ValueError(v)
     if isinstance(v, str):
-        _refuse_python_only_digits(v.strip())
+        refuse_python_only_digits(v.strip())
     try:
         x = float(v)
     except OverflowError:

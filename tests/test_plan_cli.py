@@ -157,6 +157,22 @@ def test_reconstruct_csv_bad_value_names_line_and_field(tmp_path, capsys):
         assert "res.csv:1: invocation: no such column" in capsys.readouterr().err
 
 
+def test_reconstruct_refuses_digits_only_python_reads(tmp_path, capsys):
+    """int() and float() read `1_0` as 10 and Arabic-Indic digits as ASCII ones: a damaged results
+    file was read as other invocations and values, where the profile importers refuse the same cells."""
+    plan, _ = make_plan()
+    inv = sorted(s.invocation for s in plan.samples)
+    rows = ["invocation,cycles"] + [f"{i},{100 + i}" for i in inv]
+    bad = list(rows)
+    bad[1] = f"{inv[0] // 10}_{inv[0] % 10},{100 + inv[0]}"
+    assert "res.csv:2: invocation: not an integer" in reconstruct_refused(tmp_path, capsys, plan, bad)
+    bad = list(rows)
+    bad[2] = f"{inv[1]},1_00"
+    assert "res.csv:3: cycles: not a finite number > 0: '1_00'" in reconstruct_refused(tmp_path, capsys, plan, bad)
+    bad[2] = f"{inv[1]},\u0661\u0662"
+    assert "res.csv:3: cycles: not a finite number > 0" in reconstruct_refused(tmp_path, capsys, plan, bad)
+
+
 def _log_for(plan, rng):
     samples = sorted(plan.samples, key=lambda s: s.invocation)
     cyc = {s.invocation: int(rng.integers(1_000, 90_000)) for s in samples}

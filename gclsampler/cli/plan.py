@@ -292,12 +292,12 @@ def parse_accelsim_log(path: Path) -> list[_Launch]:
             cur = launches[-1]
             if key == "kernel_launch_uid":
                 try:
-                    cur.uids = [int(u) for u in value.split()]
+                    cur.uids = [_strict(int, u) for u in value.split()]
                 except ValueError:
                     raise ResultsFormatError(located(path, lineno, key, f"not an integer: {value!r}")) from None
             else:
                 try:
-                    v = float(value)
+                    v = _strict(float, value)
                 except ValueError:
                     raise ResultsFormatError(located(path, lineno, key, f"not a number: {value!r}")) from None
                 if not math.isfinite(v):
@@ -370,7 +370,7 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
             if len(row) != len(header):
                 raise ResultsFormatError(located(path, lineno, None, f"{len(row)} fields, header has {len(header)}"))
             try:
-                inv = int(row[inv_col])
+                inv = _strict(int, row[inv_col])
             except ValueError:
                 raise ResultsFormatError(located(path, lineno, "invocation", f"not an integer: {row[inv_col]!r}")) from None
             if inv in rows:
@@ -402,7 +402,7 @@ def _values_from_csv(plan, path: Path, check_names: bool = True) -> dict[str, di
             if not row[j].strip():
                 continue  # an empty cell: no value (e.g. a simulated hit rate of a cache without accesses)
             try:
-                v = float(row[j])
+                v = _strict(float, row[j])
             except ValueError:
                 bad = bad or (lineno, row[j])
                 continue
@@ -441,6 +441,15 @@ def _looks_like_csv(path: Path) -> bool:
             raise ResultsFormatError(located(path, 1, None, f"a table separated by {name}; write it with commas "
                                                             "(CSV), as simulated.csv is"))
     return len(fields) >= 2 and "=" not in first and all(f and not any(ch.isspace() for ch in f) for f in fields)
+
+
+def _strict(parse, text: str):
+    """``parse`` (int or float) of a results cell, refusing what Python reads but no simulator
+    or script writes: ``1_0`` (read as 10) and non-ASCII digits, as the profile importers do."""
+    from gclsampler.profile import refuse_python_only_digits
+
+    refuse_python_only_digits(text.strip())
+    return parse(text)
 
 
 def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True,
