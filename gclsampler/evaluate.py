@@ -305,7 +305,7 @@ def _check_unique_names(suite: SuiteConfig, data_dir: Path) -> None:
     named: dict[str, Path] = {}
     for name in suite.workloads:
         wdir = data_dir / name
-        declared = declared_name(wdir) if (wdir / "workload.json").is_file() else name
+        declared = declared_name(wdir)  # without a workload.json: the directory's name, the suite's
         if declared in named:
             raise EvaluationError(f"{wdir / 'workload.json'}: workload: {declared!r} is also the name of "
                                   f"{named[declared]}; each workload of a suite needs its own name")

@@ -356,15 +356,20 @@ def _compose(overrides):
 def test_pipeline_checks_the_workload_before_graphs_and_training(wl_copy, tmp_path):
     """train.py on a workload whose profile lost a row: fails in seconds naming profile.csv,
     with no graph cache, model or embeddings written (it used to train, then fail on a shape)."""
+    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
+    _refused_before_training(wl_copy, tmp_path / "run", r"profile\.csv: invocation: .* rows, but kernelslist\.g lists")
+
+
+def _refused_before_training(wl: Path, run_dir: Path, match: str) -> None:
+    """train.py on ``wl`` stops with a WorkloadError matching ``match`` before graphs and training:
+    no graph cache, checkpoint, embeddings or plan written."""
     from gclsampler.pipeline import run
 
-    _edit_profile(wl_copy, lambda df: df.iloc[:-1])
-    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl_copy}", "train.epochs=1",
-                    "train.threads=1"])
-    with pytest.raises(WorkloadError, match=r"profile\.csv: invocation: .* rows, but kernelslist\.g lists"):
-        run(cfg, out_dir=tmp_path / "run")
-    assert not (wl_copy / ".graph-cache").exists()
-    assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "embeddings.npy").exists()
+    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl}", "train.epochs=1", "train.threads=1"])
+    with pytest.raises(WorkloadError, match=match):
+        run(cfg, out_dir=run_dir)
+    assert not (wl / ".graph-cache").exists() and not any(run_dir.glob("*.pt"))
+    assert not (run_dir / "embeddings.npy").exists() and not (run_dir / "plan.json").exists()
 
 
 def test_cycles_in_some_rows_only_are_found_before_training(wl_copy, tmp_path, capsys):
@@ -373,18 +378,11 @@ def test_cycles_in_some_rows_only_are_found_before_training(wl_copy, tmp_path, c
     failed scoring the plan ("the ground truth has rows without a cycle count"), leaving a
     run directory with a plan.json and no report. validate now names the row, and train.py
     (which scores every plan) refuses it before graphs and training."""
-    from gclsampler.pipeline import run
-
     _edit_profile(wl_copy, lambda df: df.assign(cycles=df["cycles"].where(df.index != 2)))
     assert main(["validate", str(wl_copy)]) == 0  # a warning: sample and stem read time_ns, not cycles
     (line,) = _errors(capsys)
     assert line.startswith("gclsampler: warning: ") and "profile.csv:4: cycles: empty in 1 of " in line
-    cfg = _compose(["debug=default", "workload.name=phi2", f"workload.dir={wl_copy}", "train.epochs=1",
-                    "train.threads=1"])
-    with pytest.raises(WorkloadError, match=r"profile\.csv:4: cycles: empty in 1 of \d+ rows \(first: invocation 2"):
-        run(cfg, out_dir=tmp_path / "run")
-    assert not (wl_copy / ".graph-cache").exists()
-    assert not any((tmp_path / "run").glob("*.pt")) and not (tmp_path / "run" / "plan.json").exists()
+    _refused_before_training(wl_copy, tmp_path / "run", r"profile\.csv:4: cycles: empty in 1 of \d+ rows \(first: invocation 2")
 
 
 def test_pipeline_checks_sampler_parameters_before_training(tiny_workload, tmp_path):

@@ -130,10 +130,15 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
         return "seed differs"
     if "arch" in meta and str(meta["arch"]) != str(arch):
         return "arch differs"
-    made = meta.get("ground_truth_version", 1)
+    made = _version_of(meta)
     if made != GROUND_TRUTH_VERSION:
         return old_ground_truth(made)
     return None
+
+
+def _version_of(meta: dict) -> int:
+    """A synthesized workload.json's ground-truth version (absent: written before the field, 1)."""
+    return meta.get("ground_truth_version", 1)
 
 
 def old_ground_truth(made: int) -> str:
@@ -146,7 +151,7 @@ def ground_truth_version(wdir) -> int | None:
     predates the field), None for a directory the synthesizer did not write."""
     meta_path = Path(wdir) / "workload.json"
     meta = _synth_meta(meta_path) if meta_path.exists() else None
-    return None if meta is None else meta.get("ground_truth_version", 1)
+    return None if meta is None else _version_of(meta)
 
 
 def _synth_meta(meta_path: Path) -> dict | None:
@@ -393,12 +398,11 @@ def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Me
     ids = np.concatenate([t_ids, s_ids])
     per = len(ids)
     coords = np.tile(_cta_coords(ids, L0.grid), (len(members), 1))
-    caps = np.tile(np.concatenate([np.full(len(t_ids), tcap), np.full(len(s_ids), scap)]), len(members))
-    vals = np.tile(np.concatenate([np.ones(len(t_ids), bool), np.zeros(len(s_ids), bool)]), len(members))
-    vals &= bool(k["values"])
+    traced_cta = np.tile(np.arange(per) < len(t_ids), len(members))  # else a timing-sample CTA
+    caps = np.where(traced_cta, tcap, scap)
     params = np.repeat(np.array([progs[j].slots for j in members], np.int64).reshape(len(members), -1), per, axis=0)
-    off = np.tile(np.concatenate([np.zeros(len(t_ids), bool), np.ones(len(s_ids), bool)]), len(members))
-    res = run_program(p0, _header(L0, first_id + members[0], p0), coords, mem, caps, vals, params, record_off=off)
+    res = run_program(p0, _header(L0, first_id + members[0], p0), coords, mem, caps, traced_cta & bool(k["values"]),
+                      params, record_off=~traced_cta)
     wpc = (L0.threads + 31) // 32
     largest = 0
     for g, j in enumerate(members):

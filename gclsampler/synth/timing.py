@@ -548,11 +548,12 @@ def simulate(arch: ArchConfig, work: WorkSummary, cache: CacheState | None,
     lanes = _popcount32(t.mask) if N else np.zeros(0, np.int64)
     # an empty mask: the warp issued it with its guard false on every lane (the sample keeps
     # those; an NVBit trace has none), so it is work of no pipe
-    cls = np.where(lanes > 0, cls_tab[t.opcode], _C["off"]) if N else np.zeros(0, np.int64)
+    on = lanes > 0
+    cls = np.where(on, cls_tab[t.opcode], _C["off"]) if N else np.zeros(0, np.int64)
     wlen = np.diff(t.warp_ptr).astype(np.int64)
     warp_of = np.repeat(np.arange(W, dtype=np.int64), wlen)
     wcnt = np.bincount(warp_of * NC + cls, minlength=W * NC).reshape(W, NC).astype(np.float64)
-    w_fma = np.bincount(warp_of, weights=np.where(lanes > 0, fma_tab[t.opcode], 0.0), minlength=W) if N else np.zeros(W)
+    w_fma = np.bincount(warp_of, weights=np.where(on, fma_tab[t.opcode], 0.0), minlength=W) if N else np.zeros(W)
 
     gx, gy = h.grid[0], h.grid[1]
     wc = t.warp_cta.astype(np.int64)
