@@ -141,6 +141,8 @@ def test_gcl_refuses_embeddings_without_the_size_vector(wl, tmp_path, capsys, me
     (["photon", "--set", "thresh=0.9"], "--set thresh: photon has no parameter 'thresh'; it takes: threshold, match_launch"),
     (["photon", "--set", "threshold"], "expected KEY=VALUE"),
     (["gcl"], "needs --embeddings"),
+    (["pka", "--embeddings", "e.npy"], "--embeddings: pka does not read embeddings (only gcl, gcl_stem, gcl_paper do)"),
+    (["photon", "--embeddings", "e.npy"], "--embeddings: photon does not read embeddings"),
     (["photon", "--set", "threshold=0.9", "--set", "threshold=0.8"], "--set threshold: given twice"),
 ])
 def test_bad_requests_are_one_line_errors(wl, tmp_path, capsys, argv, message):

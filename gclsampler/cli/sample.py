@@ -40,7 +40,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
     parser.add_argument("--embeddings", type=path_arg,
-                        help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem")
+                        help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem; refused for the other methods, which do not read it")
     parser.add_argument("--list", action=_ListMethods, help="list the methods and their parameters, then exit")
     parser.set_defaults(handler=_run)
 
@@ -185,6 +185,10 @@ def _run(args: argparse.Namespace) -> int:
     _check_params(sampler, args.method)
     if args.embeddings is None and args.method in EMBEDDING_METHODS:
         raise GclError(f"sample {args.method}: needs --embeddings (embeddings.npy from `python train.py`)")
+    if args.embeddings is not None and args.method not in EMBEDDING_METHODS:
+        # Loaded and then ignored, the file would read as if it had shaped the plan.
+        raise GclError(f"--embeddings: {args.method} does not read embeddings (only {', '.join(EMBEDDING_METHODS)} do); "
+                       "leave it out")
     from gclsampler.validate import require_valid_workload
 
     profile = require_valid_workload(args.workload)  # profile vs traces, before any fitting
