@@ -221,10 +221,8 @@ class PkaSampler(Sampler):
         return (profile_gaps(workload.profile, PKA_METRICS, "the 12 PKA metrics of Nsight Compute")
                 or profile_gaps(workload.profile, ["cycles"], "PKA projects the total cycles"))
 
-    def fit(self, workload) -> SamplingPlan:
-        from sklearn.cluster import KMeans
-        from sklearn.decomposition import PCA
-
+    def check_params(self) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any."""
         _check_choice(self.representative, self.REPRESENTATIVES, "representative", "pka")
         _check_positive(self.target_error, "target_error", "pka")
         for key in ("k_min", "k_max", "n_init"):
@@ -233,6 +231,12 @@ class PkaSampler(Sampler):
             raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
         if not (is_real(self.pca_variance) and 0 < self.pca_variance <= 1):  # "0.9" raised TypeError
             raise BaselineError(f"pka: pca_variance: must be in (0, 1], found {self.pca_variance!r}")
+
+    def fit(self, workload) -> SamplingPlan:
+        from sklearn.cluster import KMeans
+        from sklearn.decomposition import PCA
+
+        self.check_params()
         x = np.column_stack([_column(workload, m, "pka") for m in PKA_METRICS])
         cycles = _column(workload, "cycles", "pka")
         n = x.shape[0]
@@ -490,7 +494,8 @@ class SieveSampler(Sampler):
     def missing_inputs(self, workload) -> str | None:
         return profile_gaps(workload.profile, [self.inst_column], "Sieve's instruction counts, from Nsight Compute")
 
-    def fit(self, workload) -> SamplingPlan:
+    def check_params(self) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any."""
         _check_choice(self.representative, self.REPRESENTATIVES, "representative", "sieve")
         _check_positive(self.cov_threshold, "cov_threshold", "sieve")
         # checked before any work: a misspelt rule used to pass until a stratum reached tier 3
@@ -501,6 +506,9 @@ class SieveSampler(Sampler):
                                 f"positive number, found {bw!r}")
         if not isinstance(self.kde, (bool, np.bool_)):  # kde="false" is truthy: it split tier 3 all the same
             raise BaselineError(f"sieve: kde: must be true or false, found {self.kde!r}")
+
+    def fit(self, workload) -> SamplingPlan:
+        self.check_params()
         inst = _column(workload, self.inst_column, "sieve")
         names = workload.profile["kernel_name"].to_numpy().astype(str)
         ctas = _dim3_product(workload.profile["grid"])
@@ -554,10 +562,14 @@ class RandomSampler(Sampler):
         self.fraction = fraction
         self.random_state = random_state
 
-    def fit(self, workload) -> SamplingPlan:
+    def check_params(self) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any."""
         if not (is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
             raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
         _check_rng_seed(self.random_state, "random")
+
+    def fit(self, workload) -> SamplingPlan:
+        self.check_params()
         n = workload.n_invocations
         m = max(1, min(n, int(round(self.fraction * n))))
         rng = np.random.default_rng(self.random_state)
@@ -680,13 +692,17 @@ class AllegroSampler(Sampler):
         self.time_column = time_column
         self.random_state = random_state
 
-    def fit(self, workload) -> SamplingPlan:
+    def check_params(self) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any."""
         from gclsampler.stem import check_bound
 
         check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
         _check_rng_seed(self.random_state, "allegro")
         for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
             _check_count(getattr(self, key), key, "allegro")
+
+    def fit(self, workload) -> SamplingPlan:
+        self.check_params()
         times = _column(workload, self.time_column, "allegro")
         df = workload.profile
         keys = (df["kernel_name"].astype(str) + "|" + df["grid"].astype(str) + "|"

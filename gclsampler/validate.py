@@ -543,7 +543,7 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
 
     Samplers validate in ``fit`` (scikit-learn style), which in the pipeline runs after
     graphs and training; this runs the same checks up front. Duck-typed: a sampler with
-    a ``check_params()`` method is asked directly; the STEM parameters
+    a ``check_params()`` method is asked too, after the checks below; the STEM parameters
     (``epsilon, z, min_samples, min_group, scope``) and a ``cluster`` mapping are checked
     with the stem and cluster stages' own validators; positive-number parameters of the
     baselines are checked by name, and a ``representative`` against the sampler class's
@@ -551,10 +551,6 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     """
     import math
 
-    own = getattr(sampler, "check_params", None)
-    if callable(own):
-        own()
-        return
     params = {k: v for k, v in vars(sampler).items() if not k.startswith("_") and not k.endswith("_")}
     _check_types_against_defaults(sampler, params, where)
     if all(k in params for k in _STEM_KEYS):
@@ -597,6 +593,9 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     for key in ("fraction", "threshold"):
         if key in params and params[key] > 1:
             raise GclError(f"{where}: {key}: must be at most 1, found {params[key]!r}")
+    own = getattr(sampler, "check_params", None)
+    if callable(own):  # the method's own data-free checks (pka's k range, allegro's counts, ...)
+        own()
 
 
 def _check_types_against_defaults(sampler, params: dict, where: str) -> None:

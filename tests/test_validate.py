@@ -429,6 +429,14 @@ def test_numpy_scalars_are_numbers_to_the_early_check():
     ("gcl_stem", {"cluster_random_state": -1}, "cluster_random_state: must be an integer in [0, 2**32)"),
     ("pka", {"representative": "mean"}, "representative: must be one of first, work_mean, found 'mean'"),
     ("sieve", {"representative": 1}, "representative: must be one of dominant_cta, max_cta, first, work_mean"),
+    # the method's own data-free checks, which ran only inside fit (after the workload was read)
+    ("allegro", {"floor": 0}, "allegro: floor: must be an integer >= 1, found 0"),
+    ("allegro", {"m_th": -5}, "allegro: m_th: must be an integer >= 1, found -5"),
+    ("pka", {"k_min": 5, "k_max": 3}, "pka: k_min/k_max: need 1 <= k_min <= k_max, found 5, 3"),
+    ("pka", {"n_init": 0}, "pka: n_init: must be an integer >= 1, found 0"),
+    ("pka", {"pca_variance": 1.5}, "pka: pca_variance: must be in (0, 1], found 1.5"),
+    ("sieve", {"bandwidth": "silvermann"}, "sieve: bandwidth: expected 'silverman' or 'scott'"),
+    ("sieve", {"kde": "false"}, "sieve: kde: must be true or false, found 'false'"),
 ])
 def test_bad_method_parameters_fail_early(method, params, needle):
     from gclsampler.errors import GclError
