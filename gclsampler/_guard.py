@@ -326,13 +326,13 @@ def exit_on_interrupt(prog: str):
 
 
 _after_error: list[Callable[[], None]] = []
-"""What ``run_hydra_main`` runs when its run ends in an error (exit 2): registered by a Hydra
+"""What ``run_hydra_main`` runs when its run ends in an error (exit 2) or a bug's traceback: registered by a Hydra
 callback whose own end Hydra then never reaches (a multirun stopped by a failed job)."""
 
 
 def after_an_error(fn: Callable[[], None]) -> None:
-    """Run ``fn`` if this process's Hydra run ends in an error (not an interrupt: a Ctrl-C
-    asks to stop, not for more work)."""
+    """Run ``fn`` if this process's Hydra run ends in an error or a crash (not an interrupt: a
+    Ctrl-C asks to stop, not for more work)."""
     _after_error.append(fn)
 
 
@@ -344,17 +344,27 @@ def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str
     """
     os.environ["HYDRA_FULL_ERROR"] = "1"
     code = None
+    crashed = False
     try:
         code = run_guarded(main, prog, hint)
         return code
+    except Exception:  # a bug's traceback (exit 1): the jobs that finished still get their summary
+        crashed = True
+        raise
     finally:
         if code != 0:  # a failed rerun (a bug's traceback too) leaves the earlier run's .hydra/ as it was
             from gclsampler._safe_out import restore_hydra_records
 
             restore_hydra_records()
         hooks, _after_error[:] = list(_after_error), []
-        for fn in hooks if code == EXIT_ERROR else ():
-            fn()
+        for fn in hooks if code == EXIT_ERROR or crashed else ():
+            if not crashed:
+                fn()
+                continue
+            try:  # a second failure here must not replace the traceback the user needs
+                fn()
+            except Exception as exc:  # pragma: no cover - both failing at once
+                stderr_line(f"{prog}: could not summarize the finished jobs after the error: {one_line(str(exc))}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -658,6 +658,36 @@ def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path,
     assert list(pd.read_csv(sweep / "sweep_summary.csv")["job"]) == ["0_phi2"]
 
 
+def test_a_sweep_stopped_by_a_crashing_job_summarizes_the_jobs_before_it(tmp_path, monkeypatch, capsys):
+    """A bug's traceback (exit 1) stops the multirun as an error does; the jobs that finished
+    before it got no summary, and the traceback must still reach the user."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from gclsampler import _guard
+    from gclsampler.sweep_summary import SweepSummaryCallback
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    monkeypatch.setattr(_guard, "_after_error", [])
+    sweep = tmp_path / "sweep"
+    cb = SweepSummaryCallback()
+
+    def main():
+        sweep.mkdir()
+        cb.on_multirun_start(_hydra_cfg(sweep))
+        job0 = _job(sweep, "0_phi2", "train.device=cpu", 0.9)
+        cb.on_job_end(_hydra_cfg(sweep, job0), SimpleNamespace(status=SimpleNamespace(name="COMPLETED")))
+        (sweep / "1_phi2").mkdir()
+        raise ZeroDivisionError("a bug in job 1")
+
+    with pytest.raises(ZeroDivisionError, match="a bug in job 1"):
+        _guard.run_hydra_main(main, "train.py")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"train.py: summarized 1 job that finished before the error in {sweep / 'sweep_summary.md'}"]
+    assert list(pd.read_csv(sweep / "sweep_summary.csv")["job"]) == ["0_phi2"]
+
+
 def test_hydra_group_slurm_launcher_and_sweep_callback():
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="config", overrides=["hydra/launcher=slurm"], return_hydra_config=True)
