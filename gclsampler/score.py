@@ -72,6 +72,7 @@ __all__ = [
     "chance_at_least",
     "head_to_head_counts",
     "pareto_counts",
+    "speedup_no_lower",
     "evaluate_workload",
     "summarize",
     "averaged_columns",
@@ -407,16 +408,30 @@ def pareto_counts(err_a, speedup_a, err_b, speedup_b) -> tuple[float, float]:
     *and* speedup no lower than the other's, and is strictly better in one of them (errors equal
     within ``TIE`` points, speedups within ``SPEEDUP_TIE`` relative). Why: a lower error bought by
     simulating more is a trade-off, not a win; a reader choosing a sampler wants the plans that
-    are better on both. A workload missing a number for either plan counts for neither."""
+    are better on both. A workload missing a number for either plan counts for neither; an infinite
+    speedup (``score_plan``'s for a sampled time of 0) is no missing number (``speedup_no_lower``)."""
     ea, sa, eb, sb = (np.asarray(x, dtype=np.float64) for x in (err_a, speedup_a, err_b, speedup_b))
-    known = np.isfinite(ea) & np.isfinite(sa) & np.isfinite(eb) & np.isfinite(sb)
+    # an infinite speedup (sampled time 0) is a number, the highest: it was counted as missing, so a
+    # plan lower on error at speedup inf did not dominate the one it beats on both
+    known = np.isfinite(ea) & ~np.isnan(sa) & np.isfinite(eb) & ~np.isnan(sb)
     ea, sa, eb, sb = ea[known], sa[known], eb[known], sb[known]
     de = ea - eb
-    tol = SPEEDUP_TIE * np.maximum(np.abs(sa), np.abs(sb))
-    ds = sa - sb
-    a_better = (de < -TIE) | (ds > tol)
-    b_better = (de > TIE) | (ds < -tol)
+    a_better = (de < -TIE) | ~speedup_no_lower(sb, sa)
+    b_better = (de > TIE) | ~speedup_no_lower(sa, sb)
     return float((a_better & ~b_better).sum()), float((b_better & ~a_better).sum())
+
+
+def speedup_no_lower(a, b) -> np.ndarray:
+    """Elementwise: speedup ``a`` is no lower than ``b``, equal within ``SPEEDUP_TIE`` (relative)
+    counting as no lower; two infinite speedups (sampled time 0 for both) are equal, and an
+    infinite one is above every finite one. NaN is no lower than nothing (False).
+    Why not ``a >= b - tol``: with an infinite speedup the tolerance is inf too, and inf - inf
+    is NaN, so two equal inf speedups compared as unequal and inf against 10 as equal."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = np.isfinite(a) & np.isfinite(b)
+        close = (a == b) | (finite & (np.abs(a - b) <= SPEEDUP_TIE * np.maximum(np.abs(a), np.abs(b))))
+        return (a > b) | close
 
 
 RESULT_COLUMNS = [

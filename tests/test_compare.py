@@ -494,6 +494,24 @@ def test_an_infinite_speedup_counts_in_the_harmonic_mean(tmp_path):
     assert per["speedup_hmean"] == pytest.approx(4.0)
 
 
+def test_an_infinite_speedup_counts_in_the_pareto_counts(tmp_path):
+    """A speedup of inf (sampled time 0) is the highest speedup, not a missing one: a plan lower
+    on error at speedup inf beats one at 10x on both, and two plans at inf tie on speed. The
+    Pareto counts dropped such a workload (Pareto 1 / 0 here, where pka beats gcl on w2)."""
+    from gclsampler.score import pareto_counts
+
+    assert pareto_counts([2.0], [10.0], [0.5], [np.inf]) == (0.0, 1.0)
+    assert pareto_counts([0.5], [np.inf], [2.0], [np.inf]) == (1.0, 0.0)
+    assert pareto_counts([1.0], [np.inf], [1.0], [5.0]) == (1.0, 0.0)
+    assert pareto_counts([1.0], [np.inf], [1.0], [np.inf]) == (0.0, 0.0)
+    assert pareto_counts([1.0], [np.nan], [2.0], [5.0]) == (0.0, 0.0)  # a missing number still counts for neither
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 3.0, ("w2", "pka"): 0.5})
+    df.loc[(df["workload"] == "w2") & (df["method"] == "pka") & (df["arch"] == "turing"), "speedup"] = np.inf
+    run = load_run(_write(tmp_path, "r", df))
+    h = head_to_head([run], ["w1", "w2"], ["gcl", "pka"], "gcl").iloc[0]
+    assert (h["dominates"], h["dominated"]) == (1.0, 1.0)
+
+
 def test_a_method_without_plan_arch_rows_is_left_out_not_a_traceback(tmp_path):
     """A run holding pka's cross-arch rows but none on the plan arch counted as having pka, and
     per_run_table died on the missing row (IndexError); a run with no plan-arch rows at all too."""
