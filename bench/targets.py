@@ -43,14 +43,14 @@ NEEDED = ("gcl", "gcl_stem", "stem_root", *RIVALS)
 def run_targets(summary, per_run, arch: str) -> dict:
     """Issue 12's measures for one run: ``summary`` its ``score.summarize`` rows, ``per_run`` its
     rows of ``compare.per_run_table`` (suite means, worst workload, cross-arch), by method."""
-    from gclsampler.score import SPEEDUP_TIE, TIE, head_to_head_counts
+    from gclsampler.score import TIE, head_to_head_counts, speedup_no_lower
 
     gcl, pka = per_run.loc["gcl"], per_run.loc["pka"]
     h2h = head_to_head_counts(summary, "gcl", arch, list(RIVALS), at_least=LOWER_ON).set_index("method")
     own = summary[summary["arch"] == arch].set_index(["method", "workload"])
     stem, root = own.loc["gcl_stem"], own.loc["stem_root"].reindex(own.loc["gcl_stem"].index)
-    tol = SPEEDUP_TIE * np.maximum(stem["speedup_mean"].abs(), root["speedup_mean"].abs())
-    on_front = (stem["error_cycles"] <= root["error_cycles"] + TIE) & (stem["speedup_mean"] >= root["speedup_mean"] - tol)
+    on_front = (stem["error_cycles"] <= root["error_cycles"] + TIE) & speedup_no_lower(stem["speedup_mean"],
+                                                                                      root["speedup_mean"])
     return {
         "mean": float(gcl["error_cycles"]),
         "worst": (float(gcl["worst_error"]), str(gcl["worst_workload"])),
@@ -68,6 +68,17 @@ def _percent(p: float) -> str:
     return "0 %" if p == 0 else f"{100 * p:.1f} %" if p >= 0.001 else "< 0.1 %"
 
 
+def _speedup(x: float) -> str:
+    """A mean speedup cell: n/a where it is not finite (``INFINITE_SPEEDUP`` says why), as
+    compare.md shows it; "inf" was printed as if it were a measurement."""
+    return f"{x:.1f}" if np.isfinite(x) else "n/a"
+
+
+INFINITE_SPEEDUP = ("n/a speedup: some workload's plan simulates only invocations of zero measured time "
+                    "(speedup inf, sampled time 0), so the arithmetic mean over workloads has no finite value; "
+                    "an infinite speedup is still no lower than any other.")
+
+
 def target_rows(per_run: list[dict]) -> list[tuple[str, list[str], int | str]]:
     """(target, cell per run, on how many runs it holds; for a chance row, its mean over runs)."""
     rows = [
@@ -83,7 +94,8 @@ def target_rows(per_run: list[dict]) -> list[tuple[str, list[str], int | str]]:
         rows.append((f"chance of ≥ {LOWER_ON} lower than {m}, from the spreads", [_percent(p) for p in chance],
                      f"mean {_percent(float(np.mean(chance)))}"))
     rows += [
-        ("speedup ≥ pka's (gcl / pka)", [f"{a:.1f} / {b:.1f}×" for a, b in (t["speedup"] for t in per_run)],
+        ("speedup ≥ pka's (gcl / pka)", [f"{_speedup(a)} / {_speedup(b)}" + ("×" if np.isfinite(b) else "")
+                                         for a, b in (t["speedup"] for t in per_run)],
          sum(a >= b for a, b in (t["speedup"] for t in per_run))),
         ("`gcl_stem` on stem_root's front on ≥ 9", [str(t["front"][0]) for t in per_run],
          sum(t["front"][0] >= 9 for t in per_run)),
@@ -146,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     for target, cells, holds in target_rows(per_run):
         last = holds if isinstance(holds, str) else f"{holds} of {len(runs)}"
         print(f"| {target} | " + " | ".join(cells) + f" | {last} |")
+    if not all(np.isfinite(t["speedup"]).all() for t in per_run):
+        print(f"\n{INFINITE_SPEEDUP}")
     return 0
 
 

@@ -117,3 +117,21 @@ def test_targets_read_a_sweep_directory_as_compare_does(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert targets.main([str(tmp_path / "empty")]) == 2
     assert "no results.csv in it or in its subdirectories" in capsys.readouterr().err
+
+
+def test_an_infinite_speedup_is_no_inf_cell_and_ties_on_the_front(tmp_path, capsys):
+    """A plan of sampled time 0 has speedup inf: gcl's mean speedup was printed "inf" as if it
+    were a number, and gcl_stem and stem_root both at inf (equal plans) were off each other's
+    front, since inf >= inf - inf is False."""
+    targets = _bench_module("targets")
+    df = _rows(_run({}), seed=0)
+    own = df["arch"] == "turing"
+    df.loc[own & (df["method"] == "gcl") & (df["workload"] == "w3"), "speedup"] = np.inf
+    df.loc[own & df["method"].isin(["gcl_stem", "stem_root"]) & (df["workload"] == "w4"), "speedup"] = np.inf
+    assert targets.main([str(_write(tmp_path, "s0", df))]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    assert "inf" not in lines["speedup ≥ pka's (gcl / pka)"].lower()
+    assert "| n/a / 10.0× | 1 of 1 |" in lines["speedup ≥ pka's (gcl / pka)"]
+    assert "speedup inf, sampled time 0" in out
+    assert "| 10 | 1 of 1 |" in lines["`gcl_stem` on stem_root's front on ≥ 9"]
