@@ -176,6 +176,10 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
         raise EvaluationError(f"{csv}: not a readable CSV ({str(exc).splitlines()[0]})") from None
     except pd.errors.EmptyDataError:
         raise EvaluationError(f"{csv}: empty file; expected evaluate.py's results.csv") from None
+    blank = _blank_line(csv)
+    if blank is not None:
+        raise EvaluationError(f"{csv}:{blank}: a blank line, which evaluate.py never writes; remove it (every line "
+                              "after it would be named one line off)")
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
         raise EvaluationError(f"{csv}:1: {missing[0]}: missing column (results.csv of evaluate.py has "
@@ -213,6 +217,27 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
                               "writes cross_arch = (arch != plan_arch)")
     seed = int(fixed[0]) if fixed.size else None
     return EvaluationRun(label or _default_label(p), csv, seed, df)
+
+
+def _blank_line(csv: Path) -> int | None:
+    """The line number of the first blank line of ``csv`` that comes before a line of data (the
+    header included), or None. Why: pandas skips blank lines, and every error naming a row
+    numbers it as row + 2, so a blank line (a hand edit, two files pasted together) made each
+    error after it name the line above the damaged one. Trailing blank lines shift nothing."""
+    import csv as csvlib
+
+    first = None
+    with open(csv, encoding="utf-8-sig", errors="replace", newline="") as f:
+        reader = csvlib.reader(f)
+        try:
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    first = reader.line_num if first is None else first
+                elif first is not None:
+                    return first
+        except csvlib.Error:  # what pandas read and this reader cannot (a cell past its size limit): no blank found
+            return None
+    return None
 
 
 def _seed_cell(run: EvaluationRun, data: str) -> str:

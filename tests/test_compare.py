@@ -179,6 +179,20 @@ def test_bad_results_csv_is_one_located_error(tmp_path, edit, needle):
     assert needle in str(e.value) and str(d / "results.csv") in str(e.value)
 
 
+def test_a_blank_line_is_refused_at_its_line_so_no_error_names_the_wrong_line(tmp_path):
+    """pandas skips blank lines, and each error numbers its row as row + 2: a blank line made the
+    bad cell below it (line 6 here) be named as line 5. Trailing blank lines shift nothing."""
+    lines = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0}).to_csv(index=False).splitlines(keepends=True)
+    bad = lines[:3] + ["\n"] + lines[3:4] + [lines[4].replace(",100,", ",x,", 1)]
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "results.csv").write_text("".join(bad))
+    with pytest.raises(EvaluationError, match=re.escape(f"{d / 'results.csv'}:4: a blank line")):
+        load_run(d)
+    (d / "results.csv").write_text("".join(lines) + "\n\n")
+    assert len(load_run(d).results) == len(lines) - 1
+
+
 def test_runs_fitted_on_different_archs_are_refused(tmp_path):
     a = _write(tmp_path, "a", _rows({("w1", "gcl"): 1.0}))
     b = _write(tmp_path, "b", _rows({("w1", "gcl"): 1.0}).assign(plan_arch="ampere", cross_arch=True))
