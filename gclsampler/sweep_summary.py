@@ -54,6 +54,8 @@ def summarize_sweep(multirun_dir: str | os.PathLike, jobs: Optional[Iterable[str
         if rj.exists():
             run = json.loads(rj.read_text())
             row["synthetic"] = bool(run.get("synthetic"))
+            if "data" in run:  # synthetic / real / "" (workload.json says neither), as report.md labels it
+                row["data"] = str(run.get("data") or "")
             post = run.get("post_embedding") or {}
             for key in ("error_pct", "error_time_pct", "speedup", "k"):
                 if key in post:
@@ -86,14 +88,22 @@ def _missing(v) -> bool:
 def _sweep_data_note(table) -> list[str]:
     """What the plan errors in the summary are measured against: a synthetic workload's ground
     truth is the synthesizer's timing model, never hardware, and the table must say so."""
-    if "synthetic" not in table.columns:
-        return []
-    synth = table["synthetic"].fillna(False).astype(bool)
-    if not synth.any():
-        return []
-    which = "Every job" if synth.all() else f"{int(synth.sum())} of {len(table)} jobs (synthetic = True)"
-    return [f"> **SYNTHETIC DATA.** {which} ran on a workload written by `gclsampler.synth`: their plan "
-            "errors are against the synthesizer's timing model, not hardware measurements.", ""]
+    lines = []
+    if "synthetic" in table.columns:
+        synth = table["synthetic"].fillna(False).astype(bool)
+        if synth.any():
+            which = "Every job" if synth.all() else f"{int(synth.sum())} of {len(table)} jobs (synthetic = True)"
+            lines += [f"> **SYNTHETIC DATA.** {which} ran on a workload written by `gclsampler.synth`: their plan "
+                      "errors are against the synthesizer's timing model, not hardware measurements.", ""]
+    # a job on a measured workload was labelled nothing, as if its plan error were no measurement either
+    if "data" in table.columns:
+        real = (table["data"].fillna("").astype(str) == "real").to_numpy()
+        if real.any():
+            which = "Every job" if real.all() else f"{int(real.sum())} of {len(table)} jobs (data = real)"
+            lines += [f"> **REAL DATA.** {which} ran on a workload measured on a GPU (its workload.json says "
+                      "`\"synthetic\": false`): their plan errors are against measured ground "
+                      "truth.", ""]
+    return lines
 
 
 _SWEEP_FILES = {

@@ -497,6 +497,32 @@ def test_sweep_summary_says_which_jobs_are_synthetic(tmp_path, labels, banner):
     assert "nan" not in md and "| 0_3mm |  | n/a | n/a | 2.0000 |" in md and "fewer than 2 validation graphs" in md
 
 
+@pytest.mark.parametrize("kinds, banners", [
+    (("real", "real"), ["> **REAL DATA.** Every job ran on a workload measured on a GPU"]),
+    (("synthetic", "real"), ["> **SYNTHETIC DATA.** 1 of 2 jobs (synthetic = True)",
+                             "> **REAL DATA.** 1 of 2 jobs (data = real) ran on a workload measured on a GPU"]),
+    (("", ""), []),
+])
+def test_sweep_summary_says_which_jobs_are_real(tmp_path, kinds, banners):
+    """run.json says a job's data (synthetic, real or unlabelled), but the summary labelled only
+    synthetic jobs: plan errors against a GPU's measurements stood under no label at all."""
+    import pandas as pd
+
+    from gclsampler.sweep_summary import summarize_sweep
+
+    for job, kind in enumerate(kinds):
+        d = tmp_path / f"{job}_nw"
+        d.mkdir()
+        (d / "train_log.csv").write_text(f"epoch,train_loss,val_loss,lr,n_train,n_val,seconds,best\n0,2,1.{job},0.1,2,1,1,1\n")
+        (d / "run.json").write_text(json.dumps({"synthetic": kind == "synthetic", "data": kind,
+                                                "post_embedding": {"error_pct": 3.0}}))
+    t = pd.read_csv(summarize_sweep(tmp_path), keep_default_na=False)
+    assert list(t["data"]) == list(kinds)
+    md = (tmp_path / "sweep_summary.md").read_text()
+    assert all(b in md for b in banners)
+    assert ("REAL DATA" in md) == any(k == "real" for k in kinds) and ("SYNTHETIC" in md) == ("synthetic" in kinds)
+
+
 @pytest.mark.parametrize("extra", [[], ["debug=default"]])
 def test_a_workload_sweep_shares_one_sweep_dir(extra):
     """Hydra resolves hydra.sweep.dir per job: with ${workload.name} in it, `-m workload=3mm,bfs`
