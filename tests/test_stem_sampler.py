@@ -124,3 +124,14 @@ def test_cli_bad_epsilon_is_one_line(tmp_path, rng, capsys):
     err = capsys.readouterr().err.strip()
     assert "--epsilon: " in err and "\n" not in err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_help_does_not_credit_the_paper_with_the_global_scope(capsys):
+    """--help said scope global was "as in the STEM paper"; the paper bounds each kernel's cluster
+    set and unions them (Theorem 3.1), which is scope group (docs/stem.md, conf/stem/default.yaml)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["stem", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "global, default, as in the STEM paper" not in text
+    assert "--scope group, the STEM paper's" in text

@@ -13,8 +13,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Group invocations by kernel name, split each group by execution time (ROOT) and size "
         "a random sample per leaf (STEM) so that the estimated total time is within ±epsilon of "
-        "the truth with confidence z: the workload's total (--scope global, default, as in the STEM "
-        "paper) or every kernel name's (--scope group). Writes plan.json (gclsampler-plan/1)."
+        "the truth with confidence z: the workload's total (--scope global, this project's default) or "
+        "every kernel name's (--scope group, the STEM paper's per-kernel construction; more samples). "
+        "Writes plan.json (gclsampler-plan/1)."
     )
     parser.add_argument("profile", type=path_arg, help="profile.csv (one row per invocation)")
     parser.add_argument("--out", type=path_arg, required=True, help="plan.json to write (atomically)")
