@@ -192,12 +192,13 @@ class StemResult:
 def stem_sample_size(mu: float, sigma: float, epsilon: float = 0.05, z: float = 1.96) -> int:
     """Eq. 3 for one cluster, never below 1: a constant cluster still needs one draw.
 
-    The bound is checked (``check_bound``) and sigma must be a finite number >= 0: a negative
-    sigma was squared into a sample size, and epsilon 0 divided by zero."""
+    The bound is checked (``check_bound``) and mu and sigma must be finite numbers >= 0 (they are
+    a mean and a spread of execution times): a negative sigma was squared into a sample size, a
+    negative mu gave 1 draw whatever the spread, and epsilon 0 divided by zero."""
     check_bound(epsilon, z)
-    if not (is_real(sigma) and math.isfinite(sigma) and sigma >= 0) or not (is_real(mu) and math.isfinite(mu)):
-        raise StemError(f"stem: mu must be a finite number and sigma one >= 0, found mu={mu!r}, sigma={sigma!r}")
-    if mu <= 0:
+    if not all(is_real(v) and math.isfinite(v) and v >= 0 for v in (mu, sigma)):
+        raise StemError(f"stem: mu and sigma must be finite numbers >= 0, found mu={mu!r}, sigma={sigma!r}")
+    if mu == 0:
         return 1
     return max(1, int(math.ceil((z * sigma / (epsilon * mu)) ** 2 - 1e-9)))
 
@@ -207,10 +208,16 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
 
     Clusters with sigma = 0 (or mu = 0) need no draws for the error constraint and
     get 0 here. ``stem_allocate`` is what plans use: integer, bounded, corrected.
+    The bound is checked as ``stem_sample_size`` checks it, and sizes, mu and sigma must be
+    1-D arrays of one length of finite numbers >= 0: z = 0 divided by zero, epsilon 0 gave 0
+    draws everywhere, and a negative sigma was squared into draws.
     """
-    n = np.asarray(sizes, dtype=np.float64)
-    a = np.asarray(mu, dtype=np.float64)
-    sd = np.asarray(sigma, dtype=np.float64)
+    check_bound(epsilon, z)
+    n = _finite_nonneg(sizes, "sizes")
+    a = _finite_nonneg(mu, "mu")
+    sd = _finite_nonneg(sigma, "sigma")
+    if not n.shape == a.shape == sd.shape:
+        raise StemError(f"stem: sizes, mu and sigma must have one length, found {n.size}, {a.size}, {sd.size}")
     b = n * n * sd * sd
     c = (epsilon * float(np.dot(n, a)) / z) ** 2
     out = np.zeros_like(a)
@@ -220,6 +227,21 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
     s = float(np.sqrt(a[live] * b[live]).sum())
     out[live] = (s / c) * np.sqrt(b[live] / a[live])
     return out
+
+
+def _finite_nonneg(values, name: str) -> np.ndarray:
+    """``values`` as a 1-D float64 array of finite numbers >= 0, else a ``StemError`` naming ``name``."""
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise StemError(f"stem: {name}: not numeric") from None
+    if v.ndim != 1:
+        raise StemError(f"stem: {name}: expected a 1-D array, found shape {v.shape}")
+    bad = ~np.isfinite(v) | (v < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise StemError(f"stem: {name}[{i}]: must be a finite number >= 0, found {float(v[i])!r}")
+    return v
 
 
 def _corrected_b(n: np.ndarray, sd: np.ndarray) -> np.ndarray:

@@ -40,6 +40,22 @@ def test_eq3_refuses_what_has_no_sample_size(args, needle):
         stem_sample_size(*args)
 
 
+@pytest.mark.parametrize("call, needle", [
+    (lambda: stem_sample_size(-100.0, 10.0), "mu=-100.0"),  # was 1 draw, whatever the spread
+    (lambda: stem_kkt([10], [100.0], [10.0], 0.05, 0.0), "stem.z"),  # was ZeroDivisionError
+    (lambda: stem_kkt([10], [100.0], [10.0], 0.0, 1.96), "stem.epsilon"),  # was 0 draws
+    (lambda: stem_kkt([10], [100.0], [-10.0]), "sigma[0]"),  # was 15.37 draws (squared away)
+    (lambda: stem_kkt([10], [-100.0], [10.0]), "mu[0]"),
+    (lambda: stem_kkt([10, 5], [100.0], [10.0, 1.0]), "one length"),  # was numpy's shape error
+    (lambda: stem_kkt([10], [np.nan], [1.0]), "mu[0]"),
+])
+def test_eq3_and_kkt_refuse_what_is_no_mean_spread_or_bound(call, needle):
+    """A mean and a spread of execution times are finite and >= 0, and the bound has STEM's ranges:
+    stem_kkt checked nothing, and stem_sample_size took a negative mean for a zero one."""
+    with pytest.raises(StemError, match=re.escape(needle)):
+        call()
+
+
 def test_single_cluster_kkt_is_eq3():
     m = stem_kkt([1000], [100.0], [10.0], 0.05, 1.96)
     assert m[0] == pytest.approx(15.3664, rel=1e-12)
