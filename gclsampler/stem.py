@@ -82,7 +82,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gclsampler._kinds import is_count, is_real
+from gclsampler._kinds import is_count, is_int, is_real
 from gclsampler.errors import GclError
 from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column
 
@@ -725,6 +725,7 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     docstring for the rules; ``stem_draw`` redraws the same leaves and sizes.
     """
     check_params(epsilon, z, min_samples, min_group, scope)
+    _check_random_state(random_state)
     t = _times(times)
     n = t.size
     codes, labels = _group_codes(groups, n)
@@ -807,6 +808,7 @@ def stem_draw(res: StemResult, random_state: int | None = 0) -> tuple[np.ndarray
     none is left (each round keeps the first copy), which gives every m_i-subset the
     same chance by symmetry. Returns (invocations ascending, weights).
     """
+    _check_random_state(random_state)
     rng = np.random.default_rng(random_state)
     sizes, m = res.leaf_sizes, res.sample_sizes
     start = res.leaf_start
@@ -851,6 +853,16 @@ def stem_draw(res: StemResult, random_state: int | None = 0) -> tuple[np.ndarray
     w = sizes[leaf_of_pos] / m[leaf_of_pos]
     o = np.argsort(inv, kind="stable")
     return inv[o].astype(np.int64), w[o].astype(np.float64)
+
+
+def _check_random_state(value: Any) -> None:
+    """A seed ``numpy.random.default_rng`` takes: None, an integer >= 0 (or a numpy Generator or
+    SeedSequence), else one ``StemError`` naming ``random_state``. Why: -1 was numpy's bare
+    "expected non-negative integer" traceback, after ROOT had run (the baselines check the same)."""
+    if value is None or isinstance(value, (np.random.Generator, np.random.SeedSequence)):
+        return
+    if not (is_int(value) and value >= 0):
+        raise StemError(f"random_state: must be an integer >= 0 or None, found {value!r}")
 
 
 def _group_time_order(t: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:

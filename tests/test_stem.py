@@ -901,3 +901,18 @@ def test_a_zero_leaf_beside_subnormal_times_changes_nothing(e):
     res = stem_root(np.ldexp(base, e), g, epsilon=0.05)
     np.testing.assert_array_equal(res.sample_sizes, ref.sample_sizes)
     assert res.error_bound == pytest.approx(ref.error_bound)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "0", True])
+def test_a_seed_numpy_refuses_is_one_error_naming_random_state(seed):
+    """random_state -1 reached numpy.random.default_rng after ROOT: its bare "expected non-negative
+    integer" (ValueError) named no parameter; 1.5 and "0" were TypeErrors, True seeded as 1."""
+    t = np.random.default_rng(0).lognormal(3, 1, 200)
+    with pytest.raises(StemError, match=r"^random_state: must be an integer >= 0"):
+        stem_root(t, random_state=seed)
+    res = stem_root(t, random_state=0)
+    with pytest.raises(StemError, match=r"^random_state: must be an integer >= 0"):
+        stem_draw(res, seed)
+    for ok in (None, 0, np.int64(7), 2**40, np.random.default_rng(1)):  # what default_rng takes still works
+        _, w = stem_draw(res, ok)
+        assert w.sum() == pytest.approx(t.size)
