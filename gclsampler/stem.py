@@ -218,6 +218,12 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
     sd = _finite_nonneg(sigma, "sigma")
     if not n.shape == a.shape == sd.shape:
         raise StemError(f"stem: sizes, mu and sigma must have one length, found {n.size}, {a.size}, {sd.size}")
+    # m_i does not change when every time (or every size) is multiplied by one factor, but b and c
+    # are squares: times around 1e-170 made c underflow to 0 and gave 0 draws, times around 1e160
+    # gave NaN. Divide by a power of two (exact; 1 for times and sizes in any ordinary unit)
+    ts = time_scale(np.concatenate([a, sd]))
+    a, sd = a / ts, sd / ts
+    n = n / time_scale(n)
     b = n * n * sd * sd
     c = (epsilon * float(np.dot(n, a)) / z) ** 2
     out = np.zeros_like(a)

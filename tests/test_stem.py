@@ -56,6 +56,16 @@ def test_eq3_and_kkt_refuse_what_is_no_mean_spread_or_bound(call, needle):
         call()
 
 
+@pytest.mark.parametrize("e", [-600, -565, 0, 520, 1000])
+def test_kkt_does_not_depend_on_the_unit_of_the_times(e):
+    """Problem 1's optimum is the same in any unit of time; with times 2^-565 (~1e-170) c underflowed
+    to 0 and stem_kkt returned 0 draws, with times 2^520 it returned NaN."""
+    n, mu, sd = np.array([1000.0, 50.0]), np.array([10.0, 400.0]), np.array([5.0, 40.0])
+    ref = stem_kkt(n, mu, sd)
+    np.testing.assert_allclose(stem_kkt(n, np.ldexp(mu, e), np.ldexp(sd, e)), ref, rtol=1e-12)
+    np.testing.assert_allclose(stem_kkt(n * 2.0**200, mu, sd), ref, rtol=1e-12)
+
+
 def test_single_cluster_kkt_is_eq3():
     m = stem_kkt([1000], [100.0], [10.0], 0.05, 1.96)
     assert m[0] == pytest.approx(15.3664, rel=1e-12)
