@@ -277,11 +277,31 @@ def stem_allocate(sizes, mu, sigma, units=None, *, epsilon: float = 0.05, z: flo
     The answer depends only on ratios of times within a unit, but B_i and the budget are
     squares: give each unit's mu and sigma in a unit where they are neither huge nor tiny
     (``stem_root`` passes each unit's in the power of two of its largest time).
+
+    Inputs are checked (one ``StemError`` naming the field): the bound's ranges, sizes whole
+    numbers >= 1, mu and sigma finite and >= 0, units whole numbers >= 0, one length. A leaf of
+    size 0 made the budget NaN and every other leaf got its lower bound; a negative sigma was
+    squared into draws; epsilon 5 gave 1 draw.
     """
-    n = np.asarray(sizes, dtype=np.int64)
-    a = np.asarray(mu, dtype=np.float64)
-    sd = np.asarray(sigma, dtype=np.float64)
-    u = np.zeros(n.size, dtype=np.int64) if units is None else np.asarray(units, dtype=np.int64)
+    check_params(epsilon, z, min_samples, 1, "global")
+    nf = _finite_nonneg(sizes, "sizes")
+    a = _finite_nonneg(mu, "mu")
+    sd = _finite_nonneg(sigma, "sigma")
+    uf = np.zeros(nf.size) if units is None else _finite_nonneg(units, "units")
+    if not nf.shape == a.shape == sd.shape == uf.shape:
+        raise StemError(f"stem: sizes, mu, sigma and units must have one length, found "
+                        f"{nf.size}, {a.size}, {sd.size}, {uf.size}")
+    for name, v, least in (("sizes", nf, 1), ("units", uf, 0)):
+        bad = (v < least) | (v != np.floor(v))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise StemError(f"stem: {name}[{i}]: must be a whole number >= {least}, found {float(v[i])!r}")
+    return _allocate(nf.astype(np.int64), a, sd, uf.astype(np.int64), epsilon, z, min_samples)
+
+
+def _allocate(n: np.ndarray, a: np.ndarray, sd: np.ndarray, u: np.ndarray, epsilon, z,
+              min_samples) -> tuple[np.ndarray, np.ndarray]:
+    """``stem_allocate`` on checked arrays (int64 sizes and units, float64 mu and sigma)."""
     U = int(u.max()) + 1 if u.size else 0
     nf = n.astype(np.float64)
     lo = np.minimum(max(int(min_samples), 1), nf)
@@ -511,7 +531,7 @@ def _plan_cost(lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples) -> 
     the largest unit's, the time of the whole plan that ROOT lowers.
     """
     mu, sd = _in_units(lv, unit_scale)
-    m, lam = stem_allocate(lv.n, mu, sd, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
+    m, lam = _allocate(lv.n, mu, sd, lv.unit, epsilon, z, min_samples)
     return float(np.dot(m, mu * (unit_scale / unit_scale.max())[lv.unit])), lam
 
 
@@ -758,7 +778,7 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     if root:
         lv = _root(xs, lv, unit_scale, epsilon, z, min_samples, min_group)
     mu_u, sd_u = _in_units(lv, unit_scale)
-    m, _ = stem_allocate(lv.n, mu_u, sd_u, lv.unit, epsilon=epsilon, z=z, min_samples=min_samples)
+    m, _ = _allocate(lv.n, mu_u, sd_u, lv.unit, epsilon, z, min_samples)
 
     # leaf ids in order of each leaf's first invocation
     pos = np.argsort(lv.S, kind="stable")

@@ -926,3 +926,22 @@ def test_a_seed_numpy_refuses_is_one_error_naming_random_state(seed):
     for ok in (None, 0, np.int64(7), 2**40, np.random.default_rng(1)):  # what default_rng takes still works
         _, w = stem_draw(res, ok)
         assert w.sum() == pytest.approx(t.size)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(sizes=[0, 10]), "sizes[0]"),  # the budget was NaN: leaf 1 got 1 draw for a 5 % bound
+    (dict(sizes=[2.5, 10]), "sizes[0]"),
+    (dict(sigma=[1.0, -30.0]), "sigma[1]"),  # squared into draws
+    (dict(mu=[np.inf, 100.0]), "mu[0]"),
+    (dict(units=[0, -1]), "units[1]"),
+    (dict(units=[0]), "one length"),
+    (dict(epsilon=5.0), "stem.epsilon"),  # 1 draw: a bound of 500 % bounds nothing
+    (dict(min_samples=0), "stem.min_samples"),
+])
+def test_allocate_refuses_what_has_no_allocation(kwargs, needle):
+    args = dict(sizes=[5, 10_000], mu=[1.0, 100.0], sigma=[1.0, 30.0])
+    args.update(kwargs)
+    with pytest.raises(StemError, match=re.escape(needle)):
+        stem_allocate(args.pop("sizes"), args.pop("mu"), args.pop("sigma"), args.pop("units", None), **args)
+    m, _ = stem_allocate([5, 10_000], [1.0, 100.0], [1.0, 30.0])  # the same leaves, in range
+    assert m[1] > 100
