@@ -66,17 +66,39 @@ def check_sweep_values(argv: Sequence[str], config_dir: str | Path, config_name:
             return 0  # Hydra's own parser reports it, in its words, when the multirun starts
         keep = [o for o in parsed if not o.key_or_group.startswith("hydra")]  # the launcher's, not the job's
         fixed = [o.input_line for o in keep if not o.is_sweep_override()]
-        swept = [f"{o.get_key_element()}={v}" for o in keep if o.is_sweep_override()
-                 for v in o.sweep_string_iterator()]
+        groups = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+                  for o in keep if o.is_sweep_override()]
+        swept = [(i, one) for i, values in enumerate(groups) for one in values]
         if not swept:
             return 0
-        for one in swept:
+
+        def refusal(one: str, others: list[str]) -> SweepValueError | None:
             try:
                 with prefixed_errors(f"sweep value {one}", SweepValueError):
-                    check(compose(config_name, overrides=[*fixed, one]))
+                    check(compose(config_name, overrides=[*fixed, *others, one]))
             except SweepValueError as exc:
-                failed.append((one, exc))
+                return exc
+            return None
+
+        alone: list[tuple[int, str, SweepValueError]] = []
+        for i, one in swept:
+            exc = refusal(one, [])
+            if exc is not None:
+                alone.append((i, one, exc))
             n += 1
+        # Checked alone, a value meets the *defaults* of the other swept keys, which no job of the
+        # sweep has: `augment.min_strategies=2,3 augment.max_strategies=3,4` refused min 3 for the
+        # default max 2, though each of its four jobs is valid. A value refused alone is refused
+        # only if a job of the sweep refuses it too: the one that takes every other swept key's
+        # first value accepted alone (a key with none keeps its default, being refused itself).
+        bad = {one for _, one, _ in alone}
+        firsts = {j: next((v for v in values if v not in bad), None) for j, values in enumerate(groups)}
+        for i, one, exc in alone:
+            others = [v for j, v in firsts.items() if j != i and v is not None]
+            if others:
+                exc = refusal(one, others)
+            if exc is not None:
+                failed.append((one, exc))
     if failed:
         one, exc = failed[0]
         reasons = {str(e)[len(f"sweep value {v}: "):] for v, e in failed}

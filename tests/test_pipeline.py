@@ -1009,6 +1009,33 @@ def test_check_sweep_values_expands_only_basic_multiruns():
         check_sweep_values(["-m", *base, "train.lr=-1", "workload=3mm,backprop"], conf, "config", check)
 
 
+def test_a_sweep_value_is_not_refused_for_the_default_of_another_swept_key():
+    """`train.py -m augment.min_strategies=2,3 augment.max_strategies=3,4`: every one of its four
+    jobs is valid, but min 3 was checked beside the default max 2, which no job has, and the
+    sweep stopped before its first job ("need 0 <= min <= max, got 3, 2"). A value that a job
+    of the sweep would refuse is still refused before the first job."""
+    from gclsampler._guard import check_config_keys
+    from gclsampler._sweep import SweepValueError, check_sweep_values
+    from gclsampler.pipeline import check_config
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+
+    def check(cfg):
+        check_config_keys(cfg)
+        check_config(cfg)
+
+    base = ["-m", "debug=default", "workload=3mm"]
+    assert check_sweep_values([*base, "augment.min_strategies=2,3", "augment.max_strategies=3,4"],
+                              conf, "config", check) == 4
+    # min 3 with max 2 is a job of this sweep: refused, naming the value
+    with pytest.raises(SweepValueError, match=r"^sweep value augment\.min_strategies=3: .*got 3, 2$"):
+        check_sweep_values([*base, "augment.min_strategies=1,3", "augment.max_strategies=2,4"], conf, "config", check)
+    # a value bad on its own is still refused, whatever the other swept keys hold
+    with pytest.raises(SweepValueError, match=r"^sweep value augment\.node_drop=1\.5: augment\.node_drop: rate"):
+        check_sweep_values([*base, "augment.min_strategies=2,3", "augment.max_strategies=3,4",
+                            "augment.node_drop=0.1,1.5"], conf, "config", check)
+
+
 def test_check_sweep_values_expands_a_glob_over_a_group():
     """`train.py -m 'augment=glob(*)'` (Hydra's sweep over every option of a group) stopped before
     any job with "train.py: error: config: ConfigLoader is not set", exit 2: the sweep check
