@@ -87,6 +87,8 @@ class TrainConfig:
             raise bad("embed_batch_size", f"must be >= 1, got {self.embed_batch_size}")
         if self.max_train_graphs < 0:
             raise bad("max_train_graphs", f"must be >= 0 (0 = all), got {self.max_train_graphs}")
+        if self.max_train_graphs == 1:  # one training graph has no negative: fit() trained nothing, silently
+            raise bad("max_train_graphs", "must be 0 (all) or >= 2 (InfoNCE needs two graphs to contrast), got 1")
         from gclsampler.errors import check_seed
 
         check_seed(self.seed, "train.seed", TrainConfigError)  # the root seed's range: fit() adds small offsets

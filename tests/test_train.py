@@ -417,6 +417,18 @@ def test_train_config_out_of_range_names_the_key(key, value, message):
     assert str(err.value) == message
 
 
+def test_a_cap_of_one_training_graph_is_refused_not_left_untrained():
+    """train.max_train_graphs=1 was accepted, and fit() then had one training graph, no negative
+    to contrast, and returned the initialised encoder without a word (train_log.csv empty)."""
+    with pytest.raises(TrainConfigError) as err:
+        TrainConfig(max_train_graphs=1).validate()
+    assert str(err.value) == ("train.max_train_graphs: must be 0 (all) or >= 2 (InfoNCE needs two graphs to "
+                              "contrast), got 1")
+    with pytest.raises(TrainConfigError, match="^train.max_train_graphs: "):
+        fit(tiny(), ModelConfig(**MCFG), AugmentConfig(), tcfg(max_train_graphs=1))
+    TrainConfig(max_train_graphs=2).validate()
+
+
 def test_train_config_edge_values_are_accepted():
     TrainConfig(max_nodes_per_batch=0, weight_decay=0.0, min_delta=0.0, seed=2**32 - 1).validate()
 
