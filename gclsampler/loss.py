@@ -27,10 +27,13 @@ def symmetric_info_nce(z1: Tensor, z2: Tensor, tau: float = 0.05) -> Tensor:
     Shapes: ``z1``, ``z2`` (B, D) -> scalar. Both directions are averaged so
     neither augmentation view is the privileged anchor (paper eq. 4).
     """
-    if tau <= 0:
+    if not tau > 0:  # NaN fails every comparison: `tau <= 0` let it through to a NaN loss
         raise LossConfigError(f"train.tau: temperature must be > 0, got {tau}")
     if z1.shape != z2.shape or z1.dim() != 2:
         raise LossConfigError(f"views must have equal (B, D) shapes, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    if z1.is_floating_point() and tau * torch.finfo(z1.dtype).max < 1.0:
+        # cos / tau overflows to inf and the cross-entropy of a row holding inf is NaN
+        raise LossConfigError(f"train.tau: temperature {tau} too small for {z1.dtype} logits (1/tau overflows)")
     s = F.normalize(z1, dim=1) @ F.normalize(z2, dim=1).t() / tau
     target = torch.arange(s.size(0), device=s.device)
     return 0.5 * (F.cross_entropy(s, target) + F.cross_entropy(s.t(), target))

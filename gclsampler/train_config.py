@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gclsampler.errors import GclError
 
 PRECISIONS = ("auto", "fp32", "bf16")
+_FLOAT32_MAX = 3.4028234663852886e38  # torch.finfo(torch.float32).max, without importing torch
 
 
 class TrainConfigError(GclError):
@@ -71,6 +72,9 @@ class TrainConfig:
             v = getattr(self, key)
             if not (math.isfinite(v) and (v > low if strict else v >= low)):
                 raise bad(key, f"must be a finite number {'>' if strict else '>='} {low:g}, got {v}")
+        if self.tau * _FLOAT32_MAX < 1.0:  # the InfoNCE logits cos/tau are float32: inf, and a NaN loss
+            raise bad("tau", f"must be at least {1.0 / _FLOAT32_MAX:.3g} (1/tau overflows the float32 logits), "
+                             f"got {self.tau}")
         if self.max_nodes_per_batch < 0:
             raise bad("max_nodes_per_batch", f"must be >= 0 (0 = no cap), got {self.max_nodes_per_batch}")
         if not 0.0 <= self.val_fraction < 1.0:

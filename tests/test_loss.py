@@ -87,3 +87,32 @@ def test_views_that_are_not_batch_by_dim_are_named(shape):
     z = torch.ones(*shape)
     with pytest.raises(LossConfigError, match="views must have equal"):
         symmetric_info_nce(z, z.clone())
+
+
+def test_a_nan_temperature_is_refused_not_a_nan_loss():
+    """`tau <= 0` is false for NaN: the loss returned NaN instead of its LossConfigError."""
+    with pytest.raises(LossConfigError, match="^train.tau: temperature must be > 0, got nan$"):
+        symmetric_info_nce(torch.ones(2, 2), torch.eye(2), float("nan"))
+
+
+def test_the_smallest_temperatures_give_a_finite_loss_or_are_refused():
+    """Below 1/float32-max (about 2.9e-39) cos/tau overflowed to inf in the float32 logits and the
+    loss and its gradients were NaN, for a tau that TrainConfig accepted (finite, > 0)."""
+    from gclsampler.train_config import TrainConfig, TrainConfigError
+
+    g = torch.Generator().manual_seed(0)
+    z1 = torch.randn(4, 8, generator=g)
+    z2 = z1 + 0.1 * torch.randn(4, 8, generator=g)
+    for tau in (1e-38, 1e-20, 1e-6, 1e30):  # accepted: finite loss and gradients
+        z = z1.clone().requires_grad_()
+        loss = symmetric_info_nce(z, z2, tau)
+        loss.backward()
+        assert math.isfinite(loss.item()) and bool(torch.isfinite(z.grad).all())
+        TrainConfig(tau=tau).validate()
+    for tau in (1e-39, 1e-45):
+        with pytest.raises(LossConfigError, match=r"^train.tau: temperature .* too small for torch.float32 logits"):
+            symmetric_info_nce(z1, z2, tau)
+        with pytest.raises(TrainConfigError, match=r"^train.tau: must be at least 2.94e-39 .*got "):
+            TrainConfig(tau=tau).validate()
+    # float64 views have the range for it
+    assert math.isfinite(symmetric_info_nce(z1.double(), z2.double(), 1e-39).item())
