@@ -96,9 +96,12 @@ def test_without_out_dir_fit_returns_the_kept_epochs_weights():
     last epoch's model beside the best epoch's loss (epoch 0 kept, epoch 3 returned)."""
     g = random_graphs(20, seed=0, n_warps=2, insts_per_warp=6)
     small = dict(MCFG, hidden_dim=16, out_dim=16, proj_hidden=16, proj_dim=8)
-    cfg = tcfg(epochs=6, lr=0.05, patience=3)
+    # min_delta keeps epoch 0 whatever the later epochs score (with lr=0.05 and patience 3 the last
+    # epoch had become the best one here, and the test's precondition failed before fit was checked)
+    cfg = tcfg(epochs=3, lr=0.05, patience=0, min_delta=1e9)
     r = fit(g, ModelConfig(**small), AugmentConfig(), cfg, None)
-    assert r.best_epoch != r.log[-1]["epoch"]  # else this checks nothing: pick settings where a later epoch is worse
+    assert r.best_epoch == 0 and r.log[-1]["epoch"] == 2
+    assert r.log[-1]["val_loss"] != r.log[0]["val_loss"]  # the last epoch's weights score otherwise
     sizes = [int(x.num_nodes) for x in g]
     again = evaluate_loss(r.model, g, r.val_ids, AugmentConfig(), cfg, sizes, torch.device("cpu"))
     assert again == pytest.approx(r.best_val_loss, abs=1e-5)
