@@ -279,8 +279,11 @@ def test_auto_precision_without_native_bf16_trains_as_fp32(tmp_path, monkeypatch
 @pytest.mark.parametrize("resume_with", [{}, {"deterministic": False}, {"threads": 2}, {"embed_batch_size": 3}])
 def test_resume_equals_uninterrupted_run(tmp_path, resume_with):
     """An interrupted run resumes to the uninterrupted one's losses. train.deterministic,
-    train.threads and train.embed_batch_size, like device, change how a run goes, not what a
-    CPU run computes: a resume with one changed continues instead of refusing."""
+    train.threads and train.embed_batch_size, like device, are free to change on resume: a
+    resume with one changed continues instead of refusing. Another thread count sums in another
+    order (README: same bytes for the same thread count), so its later epochs agree to rounding
+    only: on a CPU with native bfloat16 (precision auto = bf16) epoch 2 gave 0.008433 against
+    0.008447 with 1 thread, and the exact comparison failed there."""
     graphs = tiny(8, seed=2)
     full = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "full")
 
@@ -291,8 +294,12 @@ def test_resume_equals_uninterrupted_run(tmp_path, resume_with):
     with pytest.raises(KeyboardInterrupt):
         fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3), tmp_path / "part", log_fn=interrupt)
     resumed = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=3, **resume_with), tmp_path / "part")
-    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
     assert len(resumed.log) == 3
+    if "threads" in resume_with:
+        assert resumed.log[0]["train_loss"] == full.log[0]["train_loss"]  # the checkpoint's epoch
+        assert [r["train_loss"] for r in resumed.log] == pytest.approx([r["train_loss"] for r in full.log], abs=1e-3)
+    else:
+        assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in full.log]
     # its training time counts the epoch before the interruption too, as its log does
     assert resumed.seconds >= sum(r["seconds"] for r in resumed.log) - 0.01
 
