@@ -653,6 +653,24 @@ def test_options_are_not_taken_by_abbreviation(tmp_path):
     assert not (tmp_path / "p.json").exists()
 
 
+@pytest.mark.parametrize("argv,command", [
+    (["stem", "profile.csv", "--out", "p.json", "--eps", "0.1"], "gclsampler stem"),
+    (["plan", "reconstruct", "plan.json", "log.txt", "--formt", "csv"], "gclsampler plan reconstruct"),
+    (["sample", "pka", "wl", "--out", "p.json", "--bogus"], "gclsampler sample"),
+])
+def test_an_unknown_option_is_reported_by_its_command(argv, command, capsys):
+    """The top-level parser reported a subcommand's unknown option as its own ("gclsampler: error:
+    ... (see `gclsampler --help`)"), pointing at a help page that does not list the command's options."""
+    from gclsampler.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    unknown = " ".join(argv[argv.index(next(a for a in argv if a in ("--eps", "--formt", "--bogus"))):])
+    assert info.value.code == 2 and err == (f"{command}: error: unrecognized arguments: {unknown} "
+                                            f"(see `{command} --help`)\n"), err
+
+
 def test_ctrl_c_inside_import_torch_prints_the_one_line_only(tmp_path):
     """A Ctrl-C in the middle of ``import torch`` (after its FakeTensor module registered an atexit
     dump, before torch set up its loggers), with the root logger at INFO as in a Hydra task: the

@@ -65,7 +65,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         group = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or only == name:
             importlib.import_module(module).register(group)
+    _mark_parsers(parser)
     return parser
+
+
+def _mark_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command's parser records itself in the namespace it fills, so that an unknown
+    option is reported by the command it was given to: the top-level parser said
+    "gclsampler: error: unrecognized arguments: --bogus (see `gclsampler --help`)" for
+    ``gclsampler sample ... --bogus``, whose options are in ``gclsampler sample --help``. The
+    innermost command parses last, so its mark is the one left."""
+    parser.set_defaults(_cli_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                _mark_parsers(child)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
@@ -109,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     try:  # building a group's parser may import torch (seconds): Ctrl-C there is no traceback either
         with termination_signals_raise():
             parser = build_parser(only=group if group in GROUPS else "")
-            args = parser.parse_args(argv)
+            args, unknown = parser.parse_known_args(argv)
+            if unknown:  # parse_args would report them as the top-level command's
+                getattr(args, "_cli_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     except KeyboardInterrupt as exc:
         if debug_enabled():
             raise
