@@ -70,7 +70,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("plan", type=path_arg, help="plan.json")
     p.add_argument("results", type=path_arg, help="Accel-Sim output log, or CSV with invocation + metric columns")
     p.add_argument("--format", choices=["auto", "accelsim", "csv"], default="auto",
-                   help="results format (default: CSV when the first line has an `invocation` column)")
+                   help="results format; auto (default): a CSV when the first line is a header of comma-separated "
+                        "column names (it then needs an `invocation` column), else an Accel-Sim log")
     p.add_argument("--no-name-check", action="store_true",
                    help="do not require the results' kernel names (Accel-Sim log, or a CSV's kernel_name "
                         "column) to match the plan's kernel_name")
