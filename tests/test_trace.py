@@ -319,6 +319,46 @@ def test_export_keeps_general_registers_only_from_r0_to_the_last_below_ur0():
     assert lines[1][2:] == ["1", "R3", "MOV", "0", "0"]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.sampled_from([0xFFFFFFFF, 0x0000FFFF, 0])),
+                min_size=1, max_size=5),
+       st.integers(1, 160))
+def test_export_ends_every_warp_with_one_exit_even_an_empty_one(warps, threads):
+    """Each warp of the export ends with an EXIT that retires its threads' lanes not yet exited,
+    and nothing else moves. A warp listed with `insts = 0` (the reader takes it) was written
+    as an empty warp, which trips Accel-Sim's assertion; it now gets one EXIT at the kernel's
+    first PC. A warp traced to its EXIT is left as it was."""
+    import dataclasses
+
+    from gclsampler.trace.workload import _close_truncated_warps, accelsim_text, warps_without_exit
+
+    body = []
+    for n, ends, mask in warps:
+        w = [Inst("MOV", ("R1",), (), pc=0x40 + 16 * i, mask=mask) for i in range(n)]
+        if ends and n:
+            w[-1] = Inst("EXIT", pc=0x40 + 16 * (n - 1), mask=mask)
+        body.append(w)
+    t = make_trace(body, with_values=False)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, block=(max(threads, 32 * (len(warps) - 1) + 1), 1, 1)))
+    lens = np.diff(t.warp_ptr)
+    closed = _close_truncated_warps(t)
+    assert warps_without_exit(t) == sum(1 for n, ends, _ in warps if not (ends and n))
+    assert warps_without_exit(closed) == 0
+    first_pc = int(t.pc.min()) if t.n_insts else 0
+    for w, (n, ends, mask) in enumerate(warps):
+        a, b = t.warp_slice(w), closed.warp_slice(w)
+        added = (b.stop - b.start) - (a.stop - a.start)
+        assert added == (0 if ends and n else 1)
+        assert np.array_equal(closed.pc[b.start:b.start + lens[w]], t.pc[a])
+        if added:
+            lanes = (1 << min(32, max(0, t.header.threads_per_cta - 32 * w))) - 1
+            assert closed.opcode_table[closed.opcode[b.stop - 1]] == "EXIT"
+            assert int(closed.mask[b.stop - 1]) == lanes
+            assert int(closed.pc[b.stop - 1]) == (int(t.pc[a.stop - 1]) + 16 if n else first_pc)
+    text = accelsim_text(t).decode()
+    assert "insts = 0" not in text
+
+
 def test_export_rejects_too_many_operands(tmp_path):
     d = tmp_path / "wl"
     d.mkdir()

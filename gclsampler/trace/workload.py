@@ -225,15 +225,22 @@ def unlisted_traces(root: str | os.PathLike, listed: Iterable[str]) -> list[str]
     return [n for _, n in sorted(found)]
 
 
-def warps_without_exit(t: KernelTrace) -> int:
-    """Warps whose last traced instruction is not an EXIT: a warp traced to its end finishes
-    with one, so these hold a prefix only (an instruction cap, or a trace that stopped early)."""
+def _open_warps(t: KernelTrace) -> np.ndarray:
+    """Per warp: its trace does not end with an EXIT, or holds no instruction at all."""
     lens = np.diff(t.warp_ptr)
-    last = (t.warp_ptr[1:] - 1)[lens > 0]
-    if not last.size or not t.opcode_table:
-        return 0
-    base = np.array([op.split(".")[0] for op in t.opcode_table])
-    return int((base[t.opcode[last]] != "EXIT").sum())
+    is_open = lens == 0
+    if t.n_insts and t.opcode_table:
+        base = np.array([op.split(".")[0] for op in t.opcode_table])
+        full = np.flatnonzero(lens > 0)
+        is_open[full] = base[t.opcode[t.warp_ptr[1:][full] - 1]] != "EXIT"
+    return is_open
+
+
+def warps_without_exit(t: KernelTrace) -> int:
+    """Warps whose trace does not end with an EXIT: a warp traced to its end finishes with one,
+    so these hold a prefix only (an instruction cap, a trace that stopped early, or none of
+    the warp's instructions: an empty warp)."""
+    return int(_open_warps(t).sum())
 
 
 def launch_order_problem(prev: tuple[str, int], name: str, kernel_id: int) -> str | None:
@@ -366,46 +373,50 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
     retires a warp once each of those lanes has, once (``shd_warp_t::set_completed``). The
     last traced mask is predicated (a divergent branch, a guard false on every lane), so as
     the EXIT's mask it left lanes that never exit and the warp ran out of trace all the same.
+    A warp listed with ``insts = 0`` (the reader takes it) tripped Accel-Sim's assertion on
+    an empty warp; it gets an EXIT of all its threads' lanes at the kernel's first PC, so it
+    retires at once, as a warp cut before its first instruction.
     """
     import dataclasses
 
-    if t.n_insts == 0:
+    is_open = _open_warps(t)
+    if not is_open.any():
         return t
     lens = np.diff(t.warp_ptr)
-    last = (t.warp_ptr[1:] - 1)[lens > 0]
-    base = np.array([op.split(".")[0] for op in t.opcode_table])
-    is_open = base[t.opcode[last]] != "EXIT"
-    open_ = last[is_open]
-    if open_.size == 0:
-        return t
+    ow = np.flatnonzero(is_open)
+    at = t.warp_ptr[1:][ow]  # insert at each open warp's end (its start, when it is empty)
+    base = np.array([op.split(".")[0] for op in t.opcode_table]) if t.opcode_table else np.zeros(0, str)
     # lanes still to exit: the warp's threads (the last warp of a CTA may hold fewer than 32)
     # less the lanes of its EXITs so far
-    ow = np.flatnonzero(lens > 0)[is_open]
-    is_exit = base[t.opcode] == "EXIT"
+    is_exit = base[t.opcode] == "EXIT" if t.n_insts else np.zeros(0, bool)
     exited = np.zeros(t.n_warps, dtype=np.uint64)
     np.bitwise_or.at(exited, np.repeat(np.arange(t.n_warps), lens)[is_exit], t.mask[is_exit].astype(np.uint64))
     threads = np.clip(t.header.threads_per_cta - 32 * t.warp_id[ow].astype(np.int64), 0, 32)
     lanes = (np.uint64(1) << threads.astype(np.uint64)) - np.uint64(1)
-    exit_mask = (lanes & ~exited[ow]).astype(np.uint32)
+    exit_mask = (lanes & ~exited[ow]).astype(t.mask.dtype)
+    last = np.maximum(at - 1, 0)
+    entry = t.pc.min() if t.n_insts else 0
+    exit_pc = np.where(lens[ow] > 0, t.pc[last] + 16 if t.n_insts else 0, entry).astype(t.pc.dtype)
     table = t.opcode_table
     if "EXIT" not in table:
         table = table + ("EXIT",)
     exit_id = table.index("EXIT")
-    at = open_ + 1  # insert after the warp's last instruction
 
     def ins(a, v):
         return np.insert(a, at, v, axis=0)
 
     n_addr = np.diff(t.addr_ptr)
-    addr_ptr = np.zeros(t.n_insts + open_.size + 1, dtype=t.addr_ptr.dtype)
+    addr_ptr = np.zeros(t.n_insts + ow.size + 1, dtype=t.addr_ptr.dtype)
     np.cumsum(ins(n_addr, 0), out=addr_ptr[1:])
     warp_ptr = t.warp_ptr.copy()
-    warp_ptr[1:] += np.searchsorted(open_, t.warp_ptr[1:] - 1, side="right")  # EXITs added up to each end
+    warp_ptr[1:] += np.cumsum(is_open)  # EXITs added up to each warp's end
+    line_num = None
+    if t.line_num is not None:
+        line_num = ins(t.line_num, np.where(lens[ow] > 0, t.line_num[last] if t.n_insts else 0, 0))
     return dataclasses.replace(
-        t, warp_ptr=warp_ptr, pc=ins(t.pc, t.pc[open_] + 16), mask=ins(t.mask, exit_mask),
+        t, warp_ptr=warp_ptr, pc=ins(t.pc, exit_pc), mask=ins(t.mask, exit_mask),
         opcode=ins(t.opcode, exit_id), opcode_table=table, dst=ins(t.dst, NO_REG), src=ins(t.src, NO_REG),
-        mem_width=ins(t.mem_width, 0), addr_ptr=addr_ptr,
-        line_num=None if t.line_num is None else ins(t.line_num, t.line_num[open_]),
+        mem_width=ins(t.mem_width, 0), addr_ptr=addr_ptr, line_num=line_num,
         imm=None if t.imm is None else ins(t.imm, 0), value_ptr=None, values=None)
 
 
