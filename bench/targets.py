@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     judged = f"the second run of {arch}, which no method read" if args.second_run else f"the {arch} profile"
     print(f"{data_stamp(runs, workloads, methods)}; plans on {arch}, errors on {judged}; "
           f"{len(workloads)} workloads per run")
-    header = ["target", *[r.label for r in runs], f"holds on, {len(runs)} runs"]
+    header = ["target", *[r.label for r in runs], f"holds on, {len(runs)} run{'' if len(runs) == 1 else 's'}"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for target, cells, holds in target_rows(per_run):
