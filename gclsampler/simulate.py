@@ -42,6 +42,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -128,7 +129,8 @@ def _source_environment(setup: Path) -> dict[str, str]:
     ``release`` is passed explicitly: sourced from a script, it would otherwise inherit
     ``$1`` and pick a debug build or the system libcudart (``undefined symbol: _ZTI10shd_warp_t``).
     """
-    script = f'set +u; cd "{setup.parent}" && source ./setup_environment.sh release >&2 && env -0'
+    # quoted for the shell: inside "..." a checkout path with $, ` or " was expanded or broke the line
+    script = f"set +u; cd {shlex.quote(str(setup.parent))} && source ./setup_environment.sh release >&2 && env -0"
     try:
         p = subprocess.run(["bash", "-c", script], capture_output=True, timeout=SETUP_TIMEOUT_S,
                            stdin=subprocess.DEVNULL)

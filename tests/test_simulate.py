@@ -130,6 +130,16 @@ def test_locate_sources_environment_and_accepts_gpu_simulator_dir(tmp_path, monk
     assert S.locate_simulator(root, flags=["-gpgpu_clock_domains", "1500:1:1:1"]).core_clock_mhz == 1500
 
 
+@pytest.mark.parametrize("name", ["accel $HOME sim", 'accel "sim', "accel `true` sim"])
+def test_locate_a_checkout_whose_path_the_shell_would_expand(tmp_path, name):
+    """setup_environment.sh is sourced through bash: a checkout path with $, a double quote or a
+    backtick was expanded there ("cd: .../accel /root sim/gpu-simulator: No such file") or broke
+    the line ("unexpected EOF"), and the build was reported as broken."""
+    root = make_stub_root(tmp_path / name)
+    sim = S.locate_simulator(root)
+    assert sim.root == root.resolve() and sim.env.get("STUB_SOURCED") == "yes"
+
+
 def test_cli_without_simulator_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("ACCELSIM_ROOT", raising=False)
     wl, plan = _workload(tmp_path)
