@@ -234,6 +234,9 @@ _STAT = re.compile(r"^\s*(kernel_name|kernel_launch_uid|gpu_sim_cycle|gpu_sim_in
 _DEADLOCK = re.compile(r"ERROR \*\* deadlock detected.*?@ gpu_sim_cycle (\d+)")
 _CAPPED = re.compile(r"break due to reaching the maximum cycles \(or instructions\)")
 _UNSUPPORTED = re.compile(r"unsupported binary version[^\n]*")
+_EXITED = re.compile(r"(?m)^GPGPU-Sim: \*\*\* exit detected \*\*\*[ \t]*$")
+"""Accel-Sim's last line: its ``main.cc`` prints it once the simulation loop is done ("to inform the
+stats_collect script that we are done"), so a log without it was cut short."""
 
 
 def parse_log(text: str) -> list[dict[str, Any]]:
@@ -324,6 +327,11 @@ def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: flo
                 if unsup and re.search(r"\b(89|90)\b", unsup.group(0)) else "")
         why = (f" ({unsup.group(0).strip()}: Accel-Sim knows binary versions 70, 75, 80, 86{hint})" if unsup else "")
         raise SimulationFailed(f"{where}: Accel-Sim exited 0 without printing gpu_sim_cycle{why}; log {log}")
+    if not _EXITED.search(text):
+        # exit 0 and a stats block, but the log stops before the simulator's closing line (a full
+        # disk, a lost write): the miss rates after the cut read as "the cache saw no access"
+        raise SimulationFailed(f"{where}: the log ends before Accel-Sim's closing line (GPGPU-Sim: *** exit "
+                               f"detected ***), so it was cut short and its statistics may be incomplete; log {log}")
     if len(blocks) != 1:
         raise SimulationFailed(f"{where}: {len(blocks)} kernels in one run's log, expected 1; log {log}")
     b = blocks[0]

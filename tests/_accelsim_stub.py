@@ -7,7 +7,7 @@ where gclsampler can tell: reads ``-trace kernelslist.g`` and the trace it names
 ``gpgpusim.config`` in its working directory, prints a real log with the trace's kernel
 name, and answers a binary version other than 70, 75, 80 or 86 as "unsupported". What each kernel does comes from ``$STUB_PLAN`` (JSON, kernel id -> behaviour):
 
-    {"mode": "ok" | "unsupported" | "crash" | "deadlock" | "hang",
+    {"mode": "ok" | "unsupported" | "crash" | "deadlock" | "hang" | "partial",
      "cycles": N, "insn": N,   # rewrite gpu_sim_cycle / gpu_sim_insn of the replayed log
      "sleep": seconds}          # before answering
 
@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "accelsim"
-LOGS = {"ok": "gemm_ok.log.gz", "hang": "gemm_ok.log.gz", "capped": "gemm_ok.log.gz", "unsupported": "unsupported_binary_version.log.gz",
+LOGS = {"ok": "gemm_ok.log.gz", "hang": "gemm_ok.log.gz", "capped": "gemm_ok.log.gz", "partial": "gemm_ok.log.gz",
+        "unsupported": "unsupported_binary_version.log.gz",
         "crash": "crash_unknown_opcode.log.gz", "deadlock": "deadlock_abort.log.gz"}
 
 
@@ -76,7 +77,7 @@ def _main(argv: list[str]) -> int:
     if version and int(version.group(1)) not in (70, 75, 80, 86):  # as Accel-Sim: a message, no simulation, exit 0
         mode = "unsupported"
     text = gzip.open(FIXTURES / b.get("log", LOGS[mode])).read().decode()
-    if mode == "ok":
+    if mode in ("ok", "partial"):
         text = re.sub(r"(?m)^kernel_name = .*$", lambda m: f"kernel_name = {kname} ", text)
         cyc, insn = b.get("cycles"), b.get("insn")
         if cyc is not None:
@@ -90,6 +91,8 @@ def _main(argv: list[str]) -> int:
         text = re.sub(r"(?m)^gpu_sim_insn = \d+$", "gpu_sim_insn = 0", text)
         text = text.replace("kernel_name = ", "GPGPU-Sim: ** break due to reaching the maximum cycles (or "
                             "instructions) **\nkernel_name = ", 1)
+    if mode == "partial":  # exit 0, the log cut inside the stats block (before the cache miss rates)
+        text = text[: text.index("\tL1D_total_cache_miss_rate")]
     sys.stdout.write(text)
     sys.stdout.flush()
     if mode in ("crash", "deadlock"):

@@ -80,6 +80,19 @@ def test_deadlock_abort_is_named():
     assert "gpu_sim_cycle 5027" in str(e.value) and "d.log" in str(e.value)
 
 
+def test_a_log_cut_short_is_an_error_though_the_simulator_exited_0():
+    """A log that stops inside the stats block (exit 0: a full disk, a lost write) was taken as a
+    result and cached: the miss rates after the cut read as "the cache saw no access" (empty hit
+    rates), or, cut after gpu_sim_insn, as a result without them. Accel-Sim's last line says it
+    finished."""
+    text = _log("gemm_ok.log.gz")
+    assert S.check_log(text, 0, False, None, 3, Path("x.log"))["cycles"] == 63382
+    for cut in ("\tL1D_total_cache_miss_rate", "L2_total_cache_miss_rate", "gpu_ipc", "GPGPU-Sim: *** simulation"):
+        with pytest.raises(S.SimulationFailed, match=r"invocation 3: the log ends before Accel-Sim's closing "
+                                                     r"line .*; log x\.log"):
+            S.check_log(text[: text.index(cut)], 0, False, None, 3, Path("x.log"))
+
+
 def test_timeout_and_two_kernels_are_errors():
     with pytest.raises(S.SimulationFailed, match=r"invocation 1: no answer within 5 s \(--timeout\)"):
         S.check_log("", -9, True, 5.0, 1, Path("t.log"))
@@ -413,6 +426,7 @@ def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
     ("crash", "was killed by signal 6 (accel-sim.out: trace_driven.cc:209"),
     ("deadlock", "aborted: deadlock detected"),
     ("capped", "stopped at its cycle or instruction cap (-gpgpu_max_cycle, -gpgpu_max_insn)"),
+    ("partial", "the log ends before Accel-Sim's closing line (GPGPU-Sim: *** exit detected ***)"),
 ])
 def test_failures_name_invocation_and_log_and_are_retried(tmp_path, stub, capsys, mode, expect):
     _workload(tmp_path)
