@@ -456,6 +456,27 @@ def test_a_failed_rerun_leaves_no_earlier_estimate_behind(tmp_path, stub, capsys
     capsys.readouterr()
 
 
+def test_trace_ids_other_than_1_to_n_are_refused_before_simulating(tmp_path, stub, capsys):
+    """invocation i is -kernel id i+1 for simulate. With ids 2..4 (a trace that began after the
+    first launch), a plan's invocation 1 ran the trace of the list's first launch, and --all
+    simulated every trace, wrote simulated.csv, then failed on the profile (exit 2)."""
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    body = [Inst("FADD", ("R0",), ("R1", "R2")), Inst("EXIT")]
+    for kid in (2, 3, 4):
+        write_kernel(make_trace([body, body], kernel_id=kid, name="k"), wl / f"kernel-{kid}.traceg")
+    write_kernelslist(wl, [f"kernel-{kid}.traceg" for kid in (2, 3, 4)])
+    plan = SamplingPlan("toy", "test", 3, [Sample(1, "k", 0, 2.0), Sample(2, "k", 1, 1.0)],
+                        [ClusterInfo(0, 2), ClusterInfo(1, 1)]).save(tmp_path / "plan.json")
+    for extra in ((), ("--all",)):
+        assert _simulate(tmp_path, *extra, plan=None if extra else plan) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "kernelslist.g: -kernel id: trace ids run 2..4 over 3 traces; simulate needs " \
+                                 "ids 1..N" in err[0], err
+        assert not (tmp_path / "out").exists() and stub.calls() == []
+    assert not (wl / "profiles").exists()
+
+
 def test_plan_of_another_workload_with_as_many_invocations_is_refused(tmp_path, stub, capsys):
     wl, plan_path = _workload(tmp_path)
     doc = json.loads(plan_path.read_text())
