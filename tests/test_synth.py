@@ -418,3 +418,32 @@ def test_synth_list_with_a_workload_lists_its_knobs(argv, capsys, tmp_path, monk
     assert [ln.split(":")[0] for ln in capsys.readouterr().out.splitlines()] == workload_names()
     assert main(["synth", "phi2", "--list", "layers=2"]) == 2  # not ignored silently
     assert "--list takes no KEY=VALUE" in capsys.readouterr().err
+
+
+def test_synthesized_traces_record_guarded_off_instructions_as_mask_0_lines(tmp_path):
+    """An NVBit tracer (tracer/, Accel-Sim's) writes an instruction a warp issues with its guard
+    false on every lane as a line with mask 00000000; the synthesizer now does too (the knob
+    ``trace_guarded_off``, default true). Off, the traces are those lines fewer and otherwise the
+    same; what the hardware stand-in does (every profile) does not depend on it."""
+    from gclsampler.synth import generate
+    from gclsampler.trace import iter_kernels
+
+    out = {}
+    for flag in (True, False):
+        d = tmp_path / f"lu_{flag}"
+        generate("lu", d, params=dict(n=48, trace_guarded_off=flag, archs=["turing"], values=False),
+                 arch="turing", seed=1, progress=False, jobs=1)
+        out[flag] = d
+    on, off = list(iter_kernels(out[True])), list(iter_kernels(out[False]))
+    assert len(on) == len(off) and sum(int((t.mask == 0).sum()) for t in on) > 0
+    for a, b in zip(on, off):
+        assert (b.mask != 0).all()
+        keep = a.mask != 0
+        assert np.array_equal(a.pc[keep], b.pc) and np.array_equal(a.warp_cta, b.warp_cta)
+        names = lambda tr: np.asarray(tr.opcode_table)[tr.opcode]  # noqa: E731
+        assert np.array_equal(names(a)[keep], names(b))
+        assert np.array_equal(np.add.reduceat(keep, a.warp_ptr[:-1]) if a.n_insts else [], np.diff(b.warp_ptr))
+        # a mask-0 line is an instruction no lane executes: no address, no destination written
+        assert (np.diff(a.addr_ptr)[~keep] == 0).all()
+    for prof in ("profile.csv", "profiles/turing.csv"):
+        assert (out[True] / prof).read_bytes() == (out[False] / prof).read_bytes()

@@ -401,8 +401,10 @@ def _interpret_group(launches, progs, members: list[int], first_id: int, mem: Me
     traced_cta = np.tile(np.arange(per) < len(t_ids), len(members))  # else a timing-sample CTA
     caps = np.where(traced_cta, tcap, scap)
     params = np.repeat(np.array([progs[j].slots for j in members], np.int64).reshape(len(members), -1), per, axis=0)
+    # the timing sample always sees guarded-off instructions (they take an issue slot); the
+    # trace records them as mask-0 lines, as an NVBit tracer does, unless trace_guarded_off is off
     res = run_program(p0, _header(L0, first_id + members[0], p0), coords, mem, caps, traced_cta & bool(k["values"]),
-                      params, record_off=~traced_cta)
+                      params, record_off=~traced_cta | bool(k["trace_guarded_off"]))
     wpc = (L0.threads + 31) // 32
     largest = 0
     for g, j in enumerate(members):

@@ -32,6 +32,9 @@ COMMON_DEFAULTS: dict = {
     "batch_window": 128,  # launches interpreted together (same-program launches share one batch)
     "batch_insts": 2000000,  # recorded warp instructions one interpreter batch may hold (bounds memory)
     "values": True,  # write per-lane register values (gclsampler's trace extension)
+    # record a warp instruction whose guard is false on every lane as a line with mask 00000000,
+    # as tracer/ and Accel-Sim's NVBit tracer do (false: leave it out, the traces before 2026-11-29)
+    "trace_guarded_off": True,
 }
 
 SHMEM_BASE = 0x00007F5A4F000000
