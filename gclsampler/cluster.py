@@ -605,7 +605,23 @@ def cluster_embeddings(emb: np.ndarray, cfg: ClusterConfig | Mapping[str, Any] |
     if bad.any():
         raise EmbeddingError(f"embeddings: row {int(np.flatnonzero(bad)[0])} (invocation) is not finite")
     with one_blas_thread():
-        return _cluster(emb, _in_float32_range(x_all), cfg, random_state)
+        return _cluster(emb, x_all, cfg, random_state)
+
+
+def _stage_points(x: np.ndarray, normalize: bool) -> np.ndarray:
+    """The points the stage clusters and takes medoids over: ``x`` scaled into float32's range
+    (``_in_float32_range``), then L2-normalised when ``normalize`` is on.
+
+    Why one function: ``cut_by_time`` chooses the representatives of a cut labelling again, and
+    its medoids must be those of the stage's geometry; over the raw clustering input they were
+    the medoids of the unnormalised points under ``normalize``, and beyond ~2^±500 every
+    squared distance overflowed or vanished, so every member tied and the middle launch won."""
+    x = _in_float32_range(x)
+    if normalize and x.shape[0]:
+        x = x.astype(np.float64)
+        norm = np.linalg.norm(x, axis=1, keepdims=True)
+        x = x / np.where(norm > 0, norm, 1.0)
+    return x
 
 
 def one_blas_thread():
@@ -639,10 +655,7 @@ def _in_float32_range(x: np.ndarray) -> np.ndarray:
 def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_state: int) -> ClusterResult:
     n = x_all.shape[0]
     work = representative_work(emb, cfg)
-    if cfg.normalize and n:
-        x_all = x_all.astype(np.float64)
-        norm = np.linalg.norm(x_all, axis=1, keepdims=True)
-        x_all = x_all / np.where(norm > 0, norm, 1.0)
+    x_all = _stage_points(x_all, cfg.normalize)
     if n < 2:
         return _one_cluster(n, cfg, random_state, work)
 
@@ -967,8 +980,9 @@ def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarra
     for the same reason. The span cut is off by default: it costs speedup (docs/plans.md,
     bench/time_split.py); the share cut is on in ``gcl``, where it cuts bfs's frontier clusters
     and, on the synthetic suite, nothing else.
-    ``x`` is the clustering input the medoid is taken over (None: all members tied); ``work``
-    the log2 work column ``work_mean`` needs.
+    ``x`` is the clustering input (None: all members tied); the medoid is taken over it as the
+    stage took it (scaled into range, normalised when ``result.config`` says ``normalize``);
+    ``work`` the log2 work column ``work_mean`` needs.
     """
     times_ns = np.asarray(times_ns, dtype=np.float64)
     if times_ns.shape != result.labels.shape:
@@ -985,7 +999,8 @@ def cut_by_time(result: ClusterResult, x: np.ndarray | None, times_ns: np.ndarra
     labels = split_by_share(labels, times_ns, share) if share > 0 else labels
     if labels.max() + 1 == result.k:
         return result
-    reps = representatives(labels, None if x is None else np.asarray(x), representative, random_state, work)
+    points = None if x is None else _stage_points(np.asarray(x), bool(result.config.get("normalize", False)))
+    reps = representatives(labels, points, representative, random_state, work)
     return replace(result, labels=labels, k=int(labels.max()) + 1, representatives=reps, sizes=np.bincount(labels))
 
 

@@ -691,3 +691,29 @@ def test_any_small_workload_is_partitioned_as_the_stage_promises(x, how, split, 
     again = cluster_embeddings(x, cfg, random_state=seed)
     assert again.labels.tolist() == r.labels.tolist()
     assert again.representatives.tolist() == r.representatives.tolist() and again.silhouette == r.silhouette
+
+
+@pytest.mark.parametrize("scale, normalize", [(1.0, True), (2.0 ** 600, False), (2.0 ** -600, False)])
+def test_time_cut_takes_medoids_in_the_stage_s_geometry(scale, normalize):
+    """The share cut chooses every representative again: its medoids must be the stage's. They
+    were taken over the raw clustering input, so under ``normalize`` they were the unnormalised
+    points' medoids, and beyond 2^+-500 every squared distance overflowed (or vanished), every
+    member tied and the middle launch won, even in the clusters nothing cut."""
+    from gclsampler.cluster import cut_by_time, representatives
+
+    rng = np.random.default_rng(1)
+    g = np.repeat([0, 1], 30)
+    radial = (0.2, 5.0) if normalize else (0.9, 1.1)  # normalised away, or two tight blobs
+    x = np.array([[10.0, 0, 0, 0], [0, 10.0, 0, 0]])[g] * rng.uniform(*radial, size=(60, 1))
+    x = (x + rng.normal(size=(60, 4)) * 0.5) * scale
+    t = np.full(60, 100.0)
+    t[30:40] = 3000.0  # cuts cluster 1 only
+    cfg = dict(normalize=normalize, representative="medoid", split_tolerance=0.0, k_max=6, n_init=2, refine_n_init=2)
+    r = cluster_embeddings(x, cfg)
+    assert r.k == 2 and r.labels[:30].tolist() == [0] * 30
+    out = cut_by_time(r, x, t, 0.0, "medoid", share=0.04)
+    assert out.k == 3 and out.representatives[0] == r.representatives[0]  # cluster 0 was not cut
+    pts = x / scale
+    if normalize:
+        pts = pts / np.linalg.norm(pts, axis=1, keepdims=True)
+    assert out.representatives.tolist() == representatives(out.labels, pts, "medoid", 0).tolist()
