@@ -691,11 +691,16 @@ def _cluster(emb: np.ndarray, x_all: np.ndarray, cfg: ClusterConfig, random_stat
     dist = dist_all if dist_all is not None and not sampled else _pairwise(uniq[s_ids])
     # fit_size bounds distinct points, not invocations: k-means costs per distinct point, and a
     # sample of invocations misses the rarely launched kernels, which then share a cluster
+    fit = None
     if s_ids.size > cfg.fit_size:
         f_local, f_w = _subsample(np.repeat(np.arange(s_ids.size), s_w.astype(np.int64)), cfg.fit_size,
                                   _seed(random_state, 0xF1, 0x7))
-        fit = _Points.of(score_set.x[f_local], f_w, gram=True)
-    else:
+        # a fit sample with fewer near-identical groups than silhouette can rank caps K below them
+        # (one distinct point: no K at all, and every kernel went into one cluster by rule): the
+        # sweep then fits on the scored points themselves, as below fit_size
+        if np.unique(groups[s_ids[f_local]]).size >= cfg.silhouette_min_points:
+            fit = _Points.of(score_set.x[f_local], f_w, gram=True)
+    if fit is None:
         fit = _Points.of(score_set.x, score_set.w, gram=score_set.x.shape[0] <= _GRAM_MAX)
     tol = _kmeans_tol(fit.x.astype(np.float64), fit.w)
 

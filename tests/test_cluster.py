@@ -717,3 +717,17 @@ def test_time_cut_takes_medoids_in_the_stage_s_geometry(scale, normalize):
     if normalize:
         pts = pts / np.linalg.norm(pts, axis=1, keepdims=True)
     assert out.representatives.tolist() == representatives(out.labels, pts, "medoid", 0).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_fit_sample_too_small_to_rank_does_not_merge_every_kernel(seed):
+    """fit_size (>= 3) samples invocations for the sweep's k-means; here those few all fell on
+    the kernel launched 1000 times, the sweep had one distinct point and no K to score, and the
+    fallback put all four kernels into one cluster by rule. A fit sample with fewer groups than
+    silhouette_min_points fits on the scored points instead, as below fit_size."""
+    pts = np.random.default_rng(0).normal(size=(4, 8)) * 5
+    x = np.repeat(pts, [1000, 1, 1, 1], axis=0)
+    cfg = dict(split_tolerance=0.0, representative="first")
+    r = cluster_embeddings(x, dict(cfg, fit_size=3), random_state=seed)
+    assert r.k >= 2 and r.silhouette
+    assert r.labels.tolist() == cluster_embeddings(x, cfg, random_state=seed).labels.tolist()
