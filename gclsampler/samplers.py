@@ -240,13 +240,15 @@ class GclSampler(Sampler):
         on_x = _work_column_on_input(cfg, np.shape(emb)[1], np.shape(x)[1])
         res = _cached_clustering(x, on_x, self._cluster_seed())
         if cfg.time_split_tolerance > 0 or cfg.time_split_share > 0:
+            times = workload.profile["time_ns"].to_numpy(dtype=np.float64)
             try:
-                res = cut_by_time(res, x, workload.profile["time_ns"].to_numpy(dtype=np.float64),
-                                  cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
+                res = cut_by_time(res, x, times, cfg.time_split_tolerance, cfg.representative, self._cluster_seed(),
                                   share=cfg.time_split_share, work=representative_work(x, on_x))
             except ValueError as e:  # the profile, not the config, is at fault: say which file
                 where = f"{workload.root / 'profile.csv'}" if workload.root is not None else f"{workload.name} profile"
                 keys = [k for k in ("time_split_tolerance", "time_split_share") if getattr(cfg, k) > 0]
+                if times.shape == res.labels.shape and (np.isfinite(times) & (times >= 0)).all():
+                    keys = ["time_split_tolerance"]  # a zero time: the share cut takes it, only the span cut needs > 0
                 raise SamplerError(f"{where}: {e} ({' and '.join(f'cluster.{k}=0' for k in keys)} "
                                    f"turn{'s' if len(keys) == 1 else ''} the cut off)") from None
         self.result_ = res

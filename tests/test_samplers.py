@@ -441,3 +441,14 @@ def test_a_time_the_time_cut_cannot_take_is_quoted_as_a_number():
     w.profile.loc[3, "time_ns"] = 0.0
     with pytest.raises(SamplerError, match=r"time_ns: invocation 3: the time cut needs a time > 0, found 0\.0 \("):
         GclSampler(cluster=dict(SMALL, time_split_tolerance=0.5)).fit(w)
+
+
+def test_a_zero_time_names_only_the_span_cut_as_the_way_out():
+    """A zero time stops only the span cut (time_split_tolerance needs every time > 0); the share
+    cut takes it. The message told the user to turn the default share cut off as well."""
+    w = toy_workload(1, n=30)
+    w.profile.loc[3, "time_ns"] = 0.0
+    cfg = dict(SMALL, time_split_tolerance=0.5, time_split_share=0.04)
+    with pytest.raises(SamplerError, match=r"\(cluster\.time_split_tolerance=0 turns the cut off\)$"):
+        GclSampler(cluster=cfg).fit(w)
+    GclSampler(cluster=dict(cfg, time_split_tolerance=0.0)).fit(w)  # which is enough
