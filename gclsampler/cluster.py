@@ -179,8 +179,8 @@ class ClusterConfig:
         """Accept a ClusterConfig, a plain/OmegaConf mapping, or None (defaults); reject unknown keys."""
         if cfg is None:
             return cls().validate(where)
-        if isinstance(cfg, cls):
-            return cfg.validate(where)
+        if isinstance(cfg, cls):  # ClusterConfig(split_tolerance=0) is the mapping {split_tolerance: 0}
+            return cls(**_as_field_types(cls, asdict(cfg))).validate(where)
         try:  # OmegaConf DictConfig -> dict without importing omegaconf eagerly
             items = dict(cfg.items())
         except AttributeError:

@@ -615,6 +615,9 @@ def test_an_integer_for_a_float_setting_becomes_a_float_as_hydra_makes_it(key, v
     got = asdict(ClusterConfig.from_any({key: value}))
     assert type(got[key]) is float and got[key] == value
     assert type(asdict(ClusterConfig.from_any({"k_max": 7}))["k_max"]) is int  # int fields stay ints
+    # a ClusterConfig given as such (GclSampler(cluster=ClusterConfig(...))) records the same bytes
+    assert asdict(ClusterConfig.from_any(ClusterConfig(**{key: value}))) == got
+    assert type(asdict(ClusterConfig.from_any(ClusterConfig(**{key: value})))[key]) is float
 
 
 @pytest.mark.parametrize("n, seed", [(20000, 0), (20000, 2), (50000, 1)])
