@@ -152,3 +152,21 @@ def random_trace(rng: np.random.Generator, *, n_warps: int | None = None, max_le
             insts.append(Inst(op, dst, src, mem_width=4 if mem else 0, addrs=addrs, mask=mask))
         warps.append(insts)
     return make_trace(warps, with_values=with_values)
+
+
+def export_warp_order(t) -> list:
+    """Per warp of ``t``'s Accel-Sim export: the index of the warp of ``t`` it is, or None for a
+    warp the export adds (a warp of a traced CTA that ``t`` does not list, written as one EXIT at
+    the end of its CTA)."""
+    import numpy as np
+
+    wpc = max(1, -(-int(t.header.threads_per_cta) // 32))
+    order, w = [], 0
+    while w < t.n_warps:
+        e = w
+        while e < t.n_warps and (t.warp_cta[e] == t.warp_cta[w]).all():
+            e += 1
+        order += list(range(w, e))
+        order += [None] * np.setdiff1d(np.arange(wpc), t.warp_id[w:e]).size
+        w = e
+    return order

@@ -17,7 +17,7 @@ from gclsampler.trace import _text as T
 from gclsampler.trace.testing import random_kernel_trace
 from gclsampler.trace.types import NO_REG, reg_code
 
-from _trace_fixtures import HEADER_V5, Inst, make_trace
+from _trace_fixtures import HEADER_V5, Inst, export_warp_order, make_trace
 
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
@@ -293,9 +293,16 @@ def test_export_accelsim_subset_rewrites_grid(tmp_path):
         # the export appends an EXIT to warps the trace cap cut off (Accel-Sim needs it);
         # everything else is the original instruction stream
         keep = np.ones(t.n_insts, bool)
-        for w in range(t.n_warps):
-            a, b = orig.warp_slice(w), t.warp_slice(w)
+        order = export_warp_order(orig)
+        assert t.n_warps == len(order)
+        for v, w in enumerate(order):
+            b = t.warp_slice(v)
             assert t.opcode_table[t.opcode[b.stop - 1]].split(".")[0] == "EXIT"
+            if w is None:  # a warp its CTA does not list, added as one EXIT
+                assert b.stop - b.start == 1
+                keep[b.start] = False
+                continue
+            a = orig.warp_slice(w)
             if b.stop - b.start == a.stop - a.start + 1:
                 keep[b.stop - 1] = False
             else:
@@ -357,6 +364,29 @@ def test_export_ends_every_warp_with_one_exit_even_an_empty_one(warps, threads):
             assert int(closed.pc[b.stop - 1]) == (int(t.pc[a.stop - 1]) + 16 if n else first_pc)
     text = accelsim_text(t).decode()
     assert "insts = 0" not in text
+
+
+def test_export_adds_the_warps_a_cta_does_not_list(tmp_path):
+    """Accel-Sim builds every warp the block dimension gives a CTA and asserts on one without a
+    trace (`warp_traces.size() > 0`, seen with the simulator on this fixture's CTA 1, which lists
+    warp 0 of its 2). The export adds each missing warp as one EXIT of its lanes, in its CTA, and
+    counts it among the warps cut short; CTAs that list every warp are written as before."""
+    from gclsampler.trace.workload import describe_export
+
+    d = tmp_path / "wl"
+    d.mkdir()
+    _write(d / "kernel-1.traceg", HEADER_V5.format(kid=1, gx=2, li=0) + GROUPED_BODY)  # block 64: 2 warps per CTA
+    write_kernelslist(d, ["kernel-1.traceg"])
+    facts: list = []
+    export_accelsim(d, tmp_path / "out", facts=facts)
+    t = read_kernel(tmp_path / "out" / "kernel-1.traceg")
+    assert [tuple(c) + (int(w),) for c, w in zip(t.warp_cta, t.warp_id)] == [
+        (0, 0, 0, 0), (0, 0, 0, 1), (1, 0, 0, 0), (1, 0, 0, 1)]
+    added = t.warp_slice(3)
+    assert added.stop - added.start == 1 and t.opcode_table[t.opcode[added.start]] == "EXIT"
+    assert int(t.mask[added.start]) == 0xFFFFFFFF and int(t.pc[added.start]) == 0
+    assert facts[0]["warps"] == 4 and facts[0]["warps_cut"] == 3  # TB 0's warp 0, TB 1's warp 0, the added warp
+    assert "(3 of 4 warps; an EXIT is appended)" in describe_export(facts)[0]
 
 
 def test_export_rejects_too_many_operands(tmp_path):

@@ -420,6 +420,39 @@ def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
         imm=None if t.imm is None else ins(t.imm, 0), value_ptr=None, values=None)
 
 
+def _add_missing_warps(t: KernelTrace) -> KernelTrace:
+    """``t`` with an empty warp for every warp of a traced CTA that its trace does not list.
+
+    Why: Accel-Sim builds every warp its block dimension gives a CTA and asserts on one with no
+    trace (``warp_traces.size() > 0``), so a CTA listing fewer warps (a trace cut short inside its
+    last CTA, a hand-made one) stopped the simulator; as empty warps they get an EXIT below."""
+    import dataclasses
+
+    wpc = max(1, -(-int(t.header.threads_per_cta) // 32))
+    if t.n_warps == 0:
+        return t
+    cta = t.warp_cta
+    starts = np.flatnonzero(np.r_[True, np.any(cta[1:] != cta[:-1], axis=1)])
+    ends = np.r_[starts[1:], t.n_warps]
+    if ((ends - starts) >= wpc).all():
+        return t
+    at, ids, rows = [], [], []
+    for a, b in zip(starts, ends):  # per CTA, and only where warps are missing: no per-instruction work
+        if b - a >= wpc:
+            continue
+        missing = np.setdiff1d(np.arange(wpc), t.warp_id[a:b])
+        at += [b] * missing.size
+        ids += missing.tolist()
+        rows += [a] * missing.size
+    if not at:
+        return t
+    at_arr = np.asarray(at, dtype=np.int64)
+    return dataclasses.replace(
+        t, warp_cta=np.insert(t.warp_cta, at_arr, t.warp_cta[np.asarray(rows)], axis=0),
+        warp_id=np.insert(t.warp_id, at_arr, np.asarray(ids, dtype=t.warp_id.dtype)),
+        warp_ptr=np.insert(t.warp_ptr, at_arr + 1, t.warp_ptr[at_arr]))
+
+
 def export_facts(t: KernelTrace) -> dict:
     """What exporting ``t`` for Accel-Sim changes: traced CTAs against the launch grid, warps cut by a cap.
 
@@ -430,8 +463,9 @@ def export_facts(t: KernelTrace) -> dict:
     """
     cta = t.warp_cta
     n_tb = int(np.unique(cta, axis=0).shape[0]) if cta.shape[0] else 0
-    return {"ctas_traced": n_tb, "ctas_grid": int(t.header.n_ctas), "warps": int(t.n_warps),
-            "warps_cut": warps_without_exit(t)}
+    full = _add_missing_warps(t)  # a warp its CTA does not list is exported as one cut before it began
+    return {"ctas_traced": n_tb, "ctas_grid": int(t.header.n_ctas), "warps": int(full.n_warps),
+            "warps_cut": warps_without_exit(full)}
 
 
 def describe_export(facts: Sequence[dict]) -> list[str]:
@@ -464,7 +498,7 @@ def accelsim_text(t: KernelTrace) -> bytes:
                                f"trace launch {t.header.kernel_id} again with the tool's GCL_SMALL_GRID=cta0, or whole "
                                f"with GCL_TRACE_SM=-1 GCL_KERNEL_BEGIN={t.header.kernel_id} "
                                f"GCL_KERNEL_END={t.header.kernel_id}, tracer/README.md)")
-    t = _close_truncated_warps(_strip_for_accelsim(t))
+    t = _close_truncated_warps(_add_missing_warps(_strip_for_accelsim(t)))
     _check_limits(t, t.source or t.header.name)
     cta = t.warp_cta
     if cta.shape[0]:
