@@ -644,7 +644,11 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     present = ops != NO_REG
     nd = np.count_nonzero(present[:, n_scol:], axis=1).astype(np.int64)
     ns = np.count_nonzero(present[:, :n_scol], axis=1).astype(np.int64)
-    e_inst, e_col = np.nonzero(_REG_VARIABLE[ops.astype(np.intp) + 1])
+    is_var = _REG_VARIABLE[ops.astype(np.intp) + 1]
+    # a line issued with its guard false on every lane (mask 0; tracers write them) writes no
+    # register: its destinations are no new versions, later reads keep the version before it
+    is_var[:, n_scol:] &= (np.asarray(trace.mask)[idx] != 0)[:, None]
+    e_inst, e_col = np.nonzero(is_var)
     e_reg = ops[e_inst, e_col].astype(np.int64)
     ev_w = e_col >= n_scol
     r_idx = np.flatnonzero(~ev_w)

@@ -320,7 +320,7 @@ def _reference_kept(t, idx, iw, cfg, runs: bool):
             if r != NO_REG and int(r) not in const:
                 reg_out.append((i, last.get(int(r), -1)))
         for r in t.dst[k]:
-            if r != NO_REG and int(r) not in const:
+            if r != NO_REG and int(r) not in const and int(t.mask[k]) != 0:  # mask 0 writes nothing
                 last[int(r)] = i
         a = t.addrs[t.addr_ptr[k]:t.addr_ptr[k + 1]]
         if t.mem_width[k] == 0 and len(a) == 0:
@@ -376,6 +376,39 @@ def test_windows_keep_data_and_control_flow_inside_runs(seed, cap, windows, sel)
     # variables carry statistics only where nothing writes them (live-ins)
     var_in = torch.bincount(g.edge_index[1][g.node_type[g.edge_index[1]] == NODE_VARIABLE], minlength=g.num_nodes)
     assert (g.stats[var_in > 0] == 0).all()
+
+
+def test_a_line_issued_with_every_lane_guarded_off_writes_no_register():
+    """A mask-00000000 line (``@P0 LDG R1, [R2]`` with P0 false on every lane; tracers write
+    such lines) writes nothing: a later read of R1 links to the MOV's version, not to a
+    version "created" by the guarded-off load, which the graph used to make."""
+    w = [Inst("MOV", ("R1",), ("R5",), mask=0x3, values=[[1, 2], [1, 2]]),        # 0
+         Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0x0),                  # 1: guarded off
+         Inst("IADD3", ("R1",), ("R6", "RZ"), mask=0x0),                           # 2: guarded off
+         Inst("IADD3", ("R4",), ("R1", "RZ"), mask=0x3),                           # 3
+         Inst("STG.E", (), ("R3", "R1"), mem_width=4, mask=0x3, addrs=(0x1000, 0x1004))]  # 4
+    g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    regs, mem = _graph_reads(g)
+    assert [(i, wr) for i, wr in regs if i in (3, 4)] == [(3, 0), (4, -1), (4, 0)]  # R3 live-in, R1 from the MOV
+    ei, et = g.edge_index, g.edge_type
+    writers = ei[0, et == W].tolist()
+    assert 1 not in writers and 2 not in writers  # the guarded-off lines create no version
+    assert mem == []  # the guarded-off LDG read no memory
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), cap=st.integers(0, 30), windows=st.integers(1, 5))
+def test_register_reads_skip_guarded_off_writes_on_generated_traces(seed, cap, windows):
+    """Generated traces carry mask-0 lines with destination registers; every register read
+    links to the latest write of its run by a line with at least one active lane."""
+    from gclsampler.graph import _select_instructions
+    from gclsampler.trace.testing import random_kernel_trace
+
+    t = random_kernel_trace(np.random.default_rng(seed), n_warps=3, max_insts=50)
+    cfg = GraphConfig(max_warps=0, max_insts_per_warp=cap, windows=windows)
+    g = build_graph(t, cfg)
+    idx, iw, _ = _select_instructions(t, cfg)
+    assert _graph_reads(g)[0] == _reference_kept(t, idx, iw, cfg, runs=True)[0]
 
 
 # --------------------------------------------------------------------------------------
