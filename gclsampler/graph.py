@@ -481,7 +481,8 @@ def _select_instructions(trace: KernelTrace, cfg: GraphConfig
     else:
         # W runs per warp (cap // W each, the remainder spread over the first runs), starting at
         # evenly spaced offsets of the warp's stream; a warp no longer than the cap is kept whole
-        w = int(cfg.windows)
+        # no more runs than instructions: empty runs at the end left the warp's last instructions out
+        w = min(int(cfg.windows), int(cap))
         run = cap // w + (np.arange(w) < cap % w)
         short = full <= cap
         starts_in = np.concatenate([[0], np.cumsum(run)[:-1]])

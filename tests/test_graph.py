@@ -411,6 +411,18 @@ def test_register_reads_skip_guarded_off_writes_on_generated_traces(seed, cap, w
     assert _graph_reads(g)[0] == _reference_kept(t, idx, iw, cfg, runs=True)[0]
 
 
+@pytest.mark.parametrize("cap,windows", [(2, 4), (3, 4), (2, 3), (3, 5)])
+def test_windows_with_fewer_instructions_than_runs_still_end_at_the_warps_last(cap, windows):
+    """``--max-insts 2`` with the default 4 windows: runs of 1, 1, 0, 0 instructions put the
+    two kept ones in the first half of the warp; the last run must end at its last instruction."""
+    from gclsampler.graph import _select_instructions
+
+    t = make_trace([[Inst("NOP") for _ in range(20)]])
+    idx, _, _ = _select_instructions(t, GraphConfig(max_warps=0, max_insts_per_warp=cap, windows=windows))
+    assert len(idx) == cap and len(set(idx.tolist())) == cap
+    assert int(idx[0]) == 0 and int(idx[-1]) == 19
+
+
 # --------------------------------------------------------------------------------------
 # The size vector, constant-bank words, warp selection, instruction statistics, edge names
 # --------------------------------------------------------------------------------------
