@@ -686,7 +686,9 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     var_tok_reg = _VAR_REG_BASE + np.concatenate([reg_cls(w_reg), reg_cls(live_reg)])
     var_warp_reg = np.concatenate([iw[w_inst], iw[e_inst[live_ev]]])
 
-    # live-in register statistics from the first read's per-lane source values
+    # live-in register statistics from the per-lane source values of the first read that
+    # recorded them: a mask-0 line (guard false on every lane) reads the live-in too but has no
+    # value block, and its zeros would stand for the values the next read records
     reg_stats = np.zeros((n_wver + n_live, N_STATS), dtype=np.float32)
     lanes = None
     vals_ok = None
@@ -696,8 +698,15 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         vstart = vptr[idx]
         vlen = vptr[idx + 1] - vstart
         vals_ok = (vlen == (nd + ns) * lanes) & (lanes > 0)
-        li = e_inst[live_ev]
-        lc = e_col[live_ev]
+        stat_ev = live_ev
+        if n_live:
+            n_ev = len(e_inst)
+            cand = r_idx[(rp < 0) & vals_ok[r_inst]]  # reads of a live-in, with values
+            best = np.full(len(first), n_ev, dtype=np.int64)
+            np.minimum.at(best, gid[cand], cand)  # event order is trace order
+            stat_ev = np.where(best[live_groups] < n_ev, best[live_groups], live_ev)
+        li = e_inst[stat_ev]
+        lc = e_col[stat_ev]
         ok = vals_ok[li]
         starts = vstart[li] + (nd[li] + lc) * lanes[li]
         v_idx, v_own = _ragged_index(starts[ok], lanes[li][ok])
@@ -788,6 +797,11 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         const_warp = iw[ci]
         const_stats = np.zeros((n_const, N_STATS), dtype=np.float32)
         if vals_ok is not None:
+            # the first instance that recorded the value (a mask-0 instance returned none)
+            with_v = np.flatnonzero(vals_ok[const_ld])  # ascending: trace order
+            best = np.full(n_const, len(const_ld), dtype=np.int64)
+            np.minimum.at(best, cinv[with_v], with_v)
+            ci = np.where(best < len(const_ld), const_ld[np.minimum(best, len(const_ld) - 1)], ci)
             ok = vals_ok[ci]
             v_idx, v_own = _ragged_index(np.asarray(trace.value_ptr, dtype=np.int64)[idx[ci[ok]]], lanes[ci[ok]])
             vv = _interpret(np.asarray(trace.values)[v_idx], _OP_DST_CLS[tok[ci[ok]]][v_own])

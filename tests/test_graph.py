@@ -423,6 +423,24 @@ def test_windows_with_fewer_instructions_than_runs_still_end_at_the_warps_last(c
     assert int(idx[0]) == 0 and int(idx[-1]) == 19
 
 
+def test_live_in_statistics_come_from_the_first_read_that_recorded_values():
+    """A mask-0 line reads a live-in too (``@P0 STG [R2], R4`` with P0 false on every lane) but
+    records no values; the live-in and the constant word keep the values the next read
+    recorded, not zeros."""
+    w = [Inst("ULDC", ("UR4",), (), mask=0x0, pc=0x10),                                # 0: guarded off
+         Inst("STG.E", (), ("R2", "R4"), mem_width=4, mask=0x0, pc=0x20),              # 1: guarded off
+         Inst("IADD3", ("R5",), ("R4", "RZ"), mask=0x3, pc=0x30, values=[[9, 9], [40, 50], [0, 0]]),
+         Inst("ULDC", ("UR4",), (), mask=0x3, pc=0x10, values=[[7, 7]])]
+    g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    ei, et = g.edge_index, g.edge_type
+    r4 = ei[0, (et == R) & (ei[1] == 2) & (g.node_type[ei[0]] == NODE_VARIABLE)]
+    assert len(r4) == 1 and (ei[0, ei[1] == 1] == r4[0]).any()  # the STG reads that same live-in
+    np.testing.assert_allclose(g.stats[r4[0]].numpy(), _stats8(_slog([40, 50])), atol=1e-5)
+    const = ((g.node_type == NODE_VARIABLE) & (g.token == VARIABLE_VOCAB.index("MEM.CONST"))).nonzero().view(-1)
+    assert len(const) == 1
+    np.testing.assert_allclose(g.stats[const[0]].numpy(), _stats8(_slog([7, 7])), atol=1e-5)
+
+
 # --------------------------------------------------------------------------------------
 # The size vector, constant-bank words, warp selection, instruction statistics, edge names
 # --------------------------------------------------------------------------------------
