@@ -785,8 +785,10 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     const_stats = np.zeros((0, N_STATS), dtype=np.float32)
     const_warp = np.zeros(0, dtype=np.int64)
     if len(const_ld):
-        ckey = iw[const_ld] * (1 << 40) + pc_all[idx[const_ld]]
-        ukey, cfirst, cinv = np.unique(ckey, return_index=True, return_inverse=True)
+        # (warp, PC) pairs, not warp * 2**40 + PC: the reader takes PCs up to 2**63 - 1, and a PC
+        # of 2**40 or more made two warps' loads one variable (an edge across warps)
+        ckey = np.stack([iw[const_ld], pc_all[idx[const_ld]]], axis=1)
+        ukey, cfirst, cinv = np.unique(ckey, axis=0, return_index=True, return_inverse=True)
         cinv = cinv.reshape(-1)
         n_const = len(ukey)
         const_base = n + n_pseudo + n_wver + n_live + n_mw + n_mlive

@@ -441,6 +441,22 @@ def test_live_in_statistics_come_from_the_first_read_that_recorded_values():
     np.testing.assert_allclose(g.stats[const[0]].numpy(), _stats8(_slog([7, 7])), atol=1e-5)
 
 
+def test_constant_words_of_two_warps_stay_apart_whatever_the_pc():
+    """The reader takes PCs up to 2**63 - 1 (absolute addresses, a hand-made trace); the (warp, PC)
+    key of a constant word was warp * 2**40 + PC, so warp 0 at PC 2**40 + 0x10 and warp 1 at 0x10
+    shared one MEM.CONST node: an edge across warps."""
+    big = 1 << 40
+    t = make_trace([[Inst("ULDC", ("UR4",), (), mask=0x1, pc=big + 0x10, values=[[5]])],
+                    [Inst("ULDC", ("UR4",), (), mask=0x1, pc=0x10, values=[[9]])]])
+    g = build_graph(t, GraphConfig(max_warps=0, max_insts_per_warp=0))
+    ei = g.edge_index
+    assert (g.warp[ei[0]] == g.warp[ei[1]]).all()
+    const = ((g.node_type == NODE_VARIABLE) & (g.token == VARIABLE_VOCAB.index("MEM.CONST"))).nonzero().view(-1)
+    assert g.warp[const].tolist() == [0, 1]
+    np.testing.assert_allclose(g.stats[const].numpy(), np.stack([_stats8(_slog([5])), _stats8(_slog([9]))]),
+                               atol=1e-5)
+
+
 # --------------------------------------------------------------------------------------
 # The size vector, constant-bank words, warp selection, instruction statistics, edge names
 # --------------------------------------------------------------------------------------
