@@ -551,7 +551,8 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     """Build the HRG of one kernel invocation (see module docstring for the rules).
 
     Node order: instruction nodes (warp-major, temporal), then pseudo nodes, then register
-    versions (writes, then live-ins), then memory versions (writes, then live-ins).
+    versions (writes, then live-ins), then memory versions (writes, then live-ins), then
+    constant-bank words (by warp and PC).
     """
     cfg = GraphConfig.coerce(cfg)
     cfg.validate()
