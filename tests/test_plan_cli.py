@@ -331,6 +331,32 @@ def test_export_accelsim_writes_only_sampled(tmp_path, capsys):
     assert (out / "plan.json").read_bytes() == p.read_bytes()
 
 
+@pytest.mark.parametrize("ids", [(2, 3, 4), (1, 3, 4)])
+def test_export_accelsim_refuses_trace_ids_other_than_1_to_n(tmp_path, capsys, ids):
+    """The plan's invocation i is the list's i-th launch; export took it as -kernel id i+1. With
+    ids 2..4 (a trace that began after the first launch) invocations 1 and 2 were exported as the
+    traces listed first and second, exit 0: Accel-Sim then simulated the wrong launches."""
+    from _trace_fixtures import Inst, make_trace
+
+    from gclsampler.plan import ClusterInfo, Sample
+    from gclsampler.trace import write_kernel, write_kernelslist
+
+    wl = tmp_path / "wl"
+    wl.mkdir()
+    for kid, op in zip(ids, ("FADD", "IADD3", "FMUL")):
+        write_kernel(make_trace([[Inst(op, ("R0",), ("R1", "R2")), Inst("EXIT")]], kernel_id=kid, name="k"),
+                     wl / f"kernel-{kid}.traceg")
+    write_kernelslist(wl, [f"kernel-{kid}.traceg" for kid in ids])
+    plan = SamplingPlan("toy", "test", 3, [Sample(1, "k", 0, 2.0), Sample(2, "k", 1, 1.0)],
+                        [ClusterInfo(0, 2), ClusterInfo(1, 1)]).save(tmp_path / "plan.json")
+    capsys.readouterr()
+    assert main(["plan", "export-accelsim", str(plan), str(wl), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"kernelslist.g: -kernel id: trace ids run {ids[0]}..4 over 3 traces; " \
+                             "export-accelsim needs ids 1..N" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
 def test_listings_print_control_characters_escaped(tmp_path, capsys):
     """A kernel name holding ESC sequences or a carriage return (a plan or profile from
     elsewhere) was printed raw by plan show: it could clear the terminal or hide rows."""
