@@ -283,6 +283,23 @@ def test_reconstruct_accelsim_errors(tmp_path, capsys):
     assert re.search(r"sim\.log:\d+: kernel_launch_uid: 2 kernels in one stats block", capsys.readouterr().err)
 
 
+def test_reconstruct_ipc_of_totals_is_no_number_when_cycles_overflow(tmp_path, capsys):
+    """A cycles total beyond float64 is null ("overflow"); instructions / inf gave an
+    ipc_of_totals of 0.0, a finite IPC of 0 printed beside it."""
+    from gclsampler.plan import ClusterInfo, Sample
+
+    p = SamplingPlan("toy", "test", 3, [Sample(0, "k", 0, 2.0), Sample(2, "k", 1, 1.0)],
+                     [ClusterInfo(0, 2), ClusterInfo(1, 1)]).save(tmp_path / "plan.json")
+    (tmp_path / "sim.log").write_text(accelsim_log([("k", 1.5e308, 1000), ("k", 10, 1000)]))
+    got = run_json(capsys, "reconstruct", p, tmp_path / "sim.log")
+    assert got["totals"] == {"cycles": None, "instructions": 3000.0}
+    assert got["ipc_of_totals"] is None
+    assert got["no_estimate"] == {"cycles": "overflow", "ipc_of_totals": "overflow"}
+    assert main(["plan", "reconstruct", str(p), str(tmp_path / "sim.log")]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.split()[:1] == ["ipc_of_totals"]]
+    assert line and "- (overflow)" in line[0], line
+
+
 @given(st.lists(st.tuples(st.integers(1, 10**9), st.integers(0, 10**12)), min_size=1, max_size=12))
 @settings(max_examples=40, deadline=None)
 def test_log_parser_round_trips_values(tmp_path_factory, stats):

@@ -488,7 +488,10 @@ def reconstruct(plan, results: Path, fmt: str = "auto", check_names: bool = True
         est: dict = weighted_estimate(plan, values, rates)
     tot = est["totals"]
     if tot.get("cycles") and tot.get("instructions") is not None:
-        est["ipc_of_totals"] = tot["instructions"] / tot["cycles"]
+        # a cycles total past float64 (inf) has no ratio: x / inf gave 0.0, printed as an IPC of 0
+        # beside cycles' "overflow"; NaN reads as overflow too (no_estimate_reasons, null in --json)
+        cyc = tot["cycles"]
+        est["ipc_of_totals"] = tot["instructions"] / cyc if math.isfinite(cyc) else math.nan
     return est
 
 
