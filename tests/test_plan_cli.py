@@ -98,6 +98,21 @@ def test_show_profile_of_other_workload_is_rejected(tmp_path, capsys):
     assert cap.out == ""  # no half summary above the error
 
 
+def test_show_profile_names_the_line_of_a_row_below_blank_lines(tmp_path, capsys):
+    """The kernel-name mismatch was reported at row + 2: with a blank line above the row (which
+    read_profile skips), the error named another row's line."""
+    from gclsampler.plan import ClusterInfo, Sample
+
+    p = SamplingPlan("toy", "test", 3, [Sample(0, "k", 0, 2.0), Sample(2, "k", 1, 1.0)],
+                     [ClusterInfo(0, 2), ClusterInfo(1, 1)]).save(tmp_path / "plan.json")
+    row = ',"(1,1,1)","(32,1,1)",10,20'
+    (tmp_path / "profile.csv").write_text(f"invocation,kernel_name,grid,block,time_ns,cycles\n0,k{row}\n\n"
+                                          f"1,k{row}\n\n2,other{row}\n")
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "profile.csv:6: kernel_name: 'other', but sampled invocation 2" in err, err
+
+
 def test_reconstruct_csv(tmp_path, capsys):
     plan, names = make_plan(20, 1)
     p = plan.save(tmp_path / "plan.json")

@@ -175,7 +175,10 @@ def _show_profile(plan, path: Path, column: str, out, plan_path: Path | None = N
     names = prof["kernel_name"].iloc[inv].astype(str).to_numpy(dtype=object)
     for name, s in zip(names, samples):
         if not same_kernel(name, s.kernel_name):
-            raise _name_mismatch(path, s.invocation + 2, "kernel_name", name, s, plan_path)
+            from gclsampler.profile import ProfileRowLines
+
+            # the row's physical line: a blank line or a quoted line break above it made row + 2 name another row
+            raise _name_mismatch(path, ProfileRowLines(path)(s.invocation), "kernel_name", name, s, plan_path)
     if column not in prof.columns:
         raise ResultsFormatError(located(path, 1, column, "no such column (--time-column)"))
     t = numeric_column(prof, column, path)
