@@ -332,8 +332,26 @@ def numeric_column(df, name: str, where: Any, error: type[GclError] = GclError) 
     bad = (parsed.isna() & col.notna()).to_numpy(dtype=bool)
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
-        raise error(f"{where}: {name}: not numeric (e.g. line {r + 2}: {str(col.iloc[r])[:80]!r})")
+        raise error(f"{where}: {name}: not numeric (e.g. line {_row_line(where, r)}: {str(col.iloc[r])[:80]!r})")
     return parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _row_line(where: Any, row: int) -> int:
+    """The physical line of data row ``row`` of the CSV file ``where`` names, else ``row + 2``.
+
+    Why: pandas skips blank lines, and a quoted cell may hold a line break, so row + 2 named
+    another row's line below either (``ProfileRowLines``, as ``gclsampler validate`` counts).
+    ``where`` may also be a description (``workload 'x'``) of a table with no file.
+    """
+    try:
+        path = Path(str(where))
+        if path.is_file():
+            from gclsampler.profile import ProfileRowLines
+
+            return ProfileRowLines(path)(row)
+    except (OSError, ValueError):
+        pass
+    return row + 2
 
 
 def finite_column(df, name: str, where: Any, error: type[GclError], needs: str) -> np.ndarray:
@@ -348,7 +366,8 @@ def finite_column(df, name: str, where: Any, error: type[GclError], needs: str) 
     if bad.size:
         r = int(bad[0])
         cell = "empty" if np.isnan(values[r]) else repr(float(values[r]))
-        raise error(f"{where}:{r + 2}: {name}: {cell}; {needs} ({bad.size} of {values.size} rows have none)")
+        raise error(f"{where}:{_row_line(where, r)}: {name}: {cell}; {needs} ({bad.size} of {values.size} rows "
+                    "have none)")
     return values
 
 

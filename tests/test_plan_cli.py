@@ -113,6 +113,34 @@ def test_show_profile_names_the_line_of_a_row_below_blank_lines(tmp_path, capsys
     assert "profile.csv:6: kernel_name: 'other', but sampled invocation 2" in err, err
 
 
+def test_show_profile_time_column_error_names_the_physical_line(tmp_path, capsys):
+    """numeric_column named row + 2: below blank lines (which read_profile skips) that was
+    another row's line."""
+    from gclsampler.plan import ClusterInfo, Sample
+
+    p = SamplingPlan("toy", "test", 3, [Sample(0, "k", 0, 2.0), Sample(2, "k", 1, 1.0)],
+                     [ClusterInfo(0, 2), ClusterInfo(1, 1)]).save(tmp_path / "plan.json")
+    row = ',"(1,1,1)","(32,1,1)",10,20'
+    (tmp_path / "profile.csv").write_text(f"invocation,kernel_name,grid,block,time_ns,cycles,t2\n0,k{row},5\n\n"
+                                          f"1,k{row},6\n\n2,k{row},n/a\n")
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv"), "--time-column", "t2"]) == 2
+    err = capsys.readouterr().err
+    assert "profile.csv: t2: not numeric (e.g. line 6: 'n/a')" in err, err
+
+
+def test_finite_column_names_the_physical_line(tmp_path):
+    from gclsampler.plan import finite_column
+    from gclsampler.profile import read_profile
+
+    row = ',"(1,1,1)","(32,1,1)",10,'
+    path = tmp_path / "profile.csv"
+    path.write_text(f"invocation,kernel_name,grid,block,time_ns,cycles\n0,k{row}5\n\n\n1,k{row}\n")
+    with pytest.raises(GclError, match=r"profile\.csv:5: cycles: empty"):
+        finite_column(read_profile(path), "cycles", path, GclError, "needed")
+    with pytest.raises(GclError, match=r"^workload 'x':3: cycles: empty"):  # no file: row + 2, as before
+        finite_column(read_profile(path), "cycles", "workload 'x'", GclError, "needed")
+
+
 def test_reconstruct_csv(tmp_path, capsys):
     plan, names = make_plan(20, 1)
     p = plan.save(tmp_path / "plan.json")
