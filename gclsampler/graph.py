@@ -176,7 +176,8 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 4  # 4: register/memory versions and control edges stay inside a run
+FORMAT_VERSION = 5  # 4: register/memory versions and control edges stay inside a run; 5: a mask-0 line writes
+# no register, statistics from the first read that recorded values, windows under a small cap, (warp, PC) constants
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
