@@ -447,3 +447,25 @@ def test_synthesized_traces_record_guarded_off_instructions_as_mask_0_lines(tmp_
         assert (np.diff(a.addr_ptr)[~keep] == 0).all()
     for prof in ("profile.csv", "profiles/turing.csv"):
         assert (out[True] / prof).read_bytes() == (out[False] / prof).read_bytes()
+
+
+def test_a_workload_synthesized_before_the_trace_guarded_off_knob_is_not_stale(tmp_path):
+    """workload.json records every synth knob; one written before ``trace_guarded_off`` existed
+    lacks it and was written with the knob's value ``false`` (LEGACY_KNOBS). The default request
+    must take it as it is (it was synthesized again, byte for byte the same, for the missing key);
+    asking for mask-0 lines must not."""
+    import json
+
+    from gclsampler.synth import generate
+    from gclsampler.synth.generate import stale_reason
+
+    params = dict(n=8, archs=["turing"], values=False)
+    d = generate("lu", tmp_path / "lu", params=params, arch="turing", seed=1, progress=False, jobs=1)
+    meta_path = d / "workload.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["synth"]["trace_guarded_off"] is False
+    del meta["synth"]["trace_guarded_off"]
+    meta_path.write_text(json.dumps(meta))
+    assert stale_reason(d, "lu", params, "turing", 1) is None
+    why = stale_reason(d, "lu", {**params, "trace_guarded_off": True}, "turing", 1)
+    assert why == "synth knobs differ: trace_guarded_off False -> True"

@@ -122,6 +122,10 @@ def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> 
         return None
     want = json.loads(json.dumps(resolve_params(name, params)))
     have = meta.get("synth")
+    if isinstance(have, dict):
+        from gclsampler.synth.workloads import LEGACY_KNOBS
+
+        have = {**{k: v for k, v in LEGACY_KNOBS.items() if k not in have}, **have}
     if have is not None and have != want:
         diff = [f"{key} {have.get(key, '(none)')!r} -> {want.get(key, '(none)')!r}"
                 for key in sorted(set(have) | set(want)) if have.get(key) != want.get(key)]
