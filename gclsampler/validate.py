@@ -215,11 +215,12 @@ def _profile_vs_traces(prof_path: Path, prof, names: list[str], heads: list[Any]
                                  f"{n_prof} rows, but " + (f"{kl.name} lists" if kl is not None else
                                                           "the directory holds (no kernelslist.g)") +
                                  f" {n_tr} kernel traces (one row per invocation, in launch order)"))
+    from gclsampler.trace.workload import ids_not_one_to_n
+
     ids = [h.kernel_id for h in heads]
-    if own and ids and sorted(ids) != list(range(1, len(ids) + 1)):
-        rep.add("error", located(kl if kl is not None else prof_path.parent, None, "-kernel id",
-                                 f"trace ids run {min(ids)}..{max(ids)} over {len(ids)} traces; a workload "
-                                 "with a profile needs ids 1..N (invocation = id - 1)"))
+    problem = ids_not_one_to_n([i - 1 for i in ids], prof_path.parent, "a workload with a profile") if own else None
+    if problem:
+        rep.add("error", problem)
     pk = prof["kernel_name"].astype(str).tolist()
     pg = prof["grid"].astype(str).tolist()
     pb = prof["block"].astype(str).tolist()

@@ -219,16 +219,11 @@ def _export(args: argparse.Namespace) -> int:
     plan = SamplingPlan.load(args.plan)
     inv = sorted(int(i) for i in plan.invocations)
     infos = {i.invocation: i for i in list_invocations(args.workload_dir)}
-    ids = sorted(infos)
-    if ids != list(range(len(ids))):
-        # invocation = -kernel id - 1 here, while the plan's invocation i is the list's i-th launch
-        # (profile.csv's row i): with ids 2..N+1 (a trace that began after the first launch) the
-        # plan's invocation i was exported as the trace listed before its own, with exit 0
-        from gclsampler.trace.workload import kernelslist_path
+    from gclsampler.trace.workload import ids_not_one_to_n
 
-        raise GclError(located(kernelslist_path(Path(args.workload_dir)) or args.workload_dir, None, "-kernel id",
-                               f"trace ids run {ids[0] + 1}..{ids[-1] + 1} over {len(ids)} traces; "
-                               "export-accelsim needs ids 1..N (invocation = id - 1, its position in the list)"))
+    problem = ids_not_one_to_n(infos, args.workload_dir, "export-accelsim")  # it exported the trace listed before, exit 0
+    if problem:
+        raise GclError(problem)
     if len(infos) != plan.n_invocations:
         raise GclError(located(args.workload_dir, None, "kernelslist.g",
                                f"{len(infos)} kernel invocations, but {args.plan} covers {plan.n_invocations}"))

@@ -151,13 +151,11 @@ def _simulate(args: argparse.Namespace) -> int:
     from gclsampler.trace import list_invocations
 
     infos = {i.invocation: i for i in list_invocations(wdir)}
-    ids = sorted(infos)
-    if ids != list(range(len(ids))):
-        # invocation = -kernel id - 1 here, the list's position in a plan and in the --all profile: ids
-        # 2..N+1 (a trace that began after the first launch) paired a plan's invocation i with the trace
-        # listed before its own, and --all simulated everything and then could not write its profile
-        raise GclError(f"{wdir / 'kernelslist.g'}: -kernel id: trace ids run {ids[0] + 1}..{ids[-1] + 1} over "
-                       f"{len(ids)} traces; simulate needs ids 1..N (invocation = id - 1, its position in the list)")
+    from gclsampler.trace.workload import ids_not_one_to_n
+
+    problem = ids_not_one_to_n(infos, wdir, "simulate")  # --all also needs them for the profile it writes
+    if problem:
+        raise GclError(problem)
     if plan is not None:
         if len(infos) != plan.n_invocations:
             raise GclError(f"{wdir}: kernelslist.g: {len(infos)} kernel invocations, but {plan_path} covers "

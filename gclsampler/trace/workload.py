@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from gclsampler.errors import located
 from gclsampler.trace.reader import TraceFormatError, open_bytes, read_header, read_kernel, strip_compression
 from gclsampler.trace.types import NO_REG, InvocationInfo, KernelHeader, KernelTrace
 from gclsampler.trace.writer import render, render_chunks, write_bytes_atomic, write_chunks_atomic
@@ -241,6 +242,19 @@ def warps_without_exit(t: KernelTrace) -> int:
     so these hold a prefix only (an instruction cap, a trace that stopped early, or none of
     the warp's instructions: an empty warp)."""
     return int(_open_warps(t).sum())
+
+
+def ids_not_one_to_n(invocations: Iterable[int], root: str | os.PathLike, who: str) -> str | None:
+    """Why trace ids that do not run 1..N cannot serve ``who`` (located at the workload's list), or
+    None. Invocation i is the trace of ``-kernel id`` i + 1, while a plan's or a profile's invocation
+    i is the list's i-th launch: with ids 2..N+1 (a trace that began after the first launch) the two
+    disagree by one, silently."""
+    ids = sorted(invocations)
+    if ids == list(range(len(ids))):
+        return None
+    return located(kernelslist_path(Path(root)) or root, None, "-kernel id",
+                   f"trace ids run {ids[0] + 1}..{ids[-1] + 1} over {len(ids)} traces; {who} "
+                   "needs ids 1..N (invocation = id - 1, its position in the list)")
 
 
 def launch_order_problem(prev: tuple[str, int], name: str, kernel_id: int) -> str | None:
