@@ -358,12 +358,12 @@ def run_hydra_main(main: Callable[[], Any], prog: str, hint: Callable[[str], str
             restore_hydra_records()
         hooks, _after_error[:] = list(_after_error), []
         for fn in hooks if code == EXIT_ERROR or crashed else ():
-            if not crashed:
-                fn()
-                continue
-            try:  # a second failure here must not replace the traceback the user needs
+            try:
                 fn()
             except Exception as exc:  # pragma: no cover - both failing at once
+                if not crashed:
+                    raise
+                # a second failure here must not replace the traceback the user needs
                 stderr_line(f"{prog}: could not summarize the finished jobs after the error: {one_line(str(exc))}")
 
 
