@@ -653,15 +653,11 @@ def test_a_sweep_summary_has_only_the_jobs_of_its_multirun(tmp_path, monkeypatch
     assert list(pd.read_csv(sweep / "sweep_summary.csv")["job"]) == ["0_phi2"]
 
 
-def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path, monkeypatch, capsys):
-    """A job that fails stops the multirun (exit 2, its error line), and Hydra never reaches the
-    callback's on_multirun_end: the jobs that had finished, minutes each, got no summary."""
+def _sweep_stopped_in_job_1(tmp_path, monkeypatch, exc: Exception):
+    """A multirun's ``main`` whose job 0 finishes and whose job 1 raises ``exc``, and its sweep dir."""
     from types import SimpleNamespace
 
-    import pandas as pd
-
     from gclsampler import _guard
-    from gclsampler.errors import GclError
     from gclsampler.sweep_summary import SweepSummaryCallback
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # run_hydra_main sets it; monkeypatch puts it back
@@ -675,8 +671,21 @@ def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path,
         job0 = _job(sweep, "0_phi2", "train.device=cpu", 0.9)
         cb.on_job_end(_hydra_cfg(sweep, job0), SimpleNamespace(status=SimpleNamespace(name="COMPLETED")))
         (sweep / "1_phi2").mkdir()
-        raise GclError("train.device: cuda requested but torch sees no CUDA device")
+        raise exc
 
+    return sweep, main
+
+
+def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path, monkeypatch, capsys):
+    """A job that fails stops the multirun (exit 2, its error line), and Hydra never reaches the
+    callback's on_multirun_end: the jobs that had finished, minutes each, got no summary."""
+    import pandas as pd
+
+    from gclsampler import _guard
+    from gclsampler.errors import GclError
+
+    sweep, main = _sweep_stopped_in_job_1(
+        tmp_path, monkeypatch, GclError("train.device: cuda requested but torch sees no CUDA device"))
     assert _guard.run_hydra_main(main, "train.py") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == "train.py: error: train.device: cuda requested but torch sees no CUDA device"
@@ -687,26 +696,11 @@ def test_a_sweep_stopped_by_a_failed_job_summarizes_the_jobs_before_it(tmp_path,
 def test_a_sweep_stopped_by_a_crashing_job_summarizes_the_jobs_before_it(tmp_path, monkeypatch, capsys):
     """A bug's traceback (exit 1) stops the multirun as an error does; the jobs that finished
     before it got no summary, and the traceback must still reach the user."""
-    from types import SimpleNamespace
-
     import pandas as pd
 
     from gclsampler import _guard
-    from gclsampler.sweep_summary import SweepSummaryCallback
 
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    monkeypatch.setattr(_guard, "_after_error", [])
-    sweep = tmp_path / "sweep"
-    cb = SweepSummaryCallback()
-
-    def main():
-        sweep.mkdir()
-        cb.on_multirun_start(_hydra_cfg(sweep))
-        job0 = _job(sweep, "0_phi2", "train.device=cpu", 0.9)
-        cb.on_job_end(_hydra_cfg(sweep, job0), SimpleNamespace(status=SimpleNamespace(name="COMPLETED")))
-        (sweep / "1_phi2").mkdir()
-        raise ZeroDivisionError("a bug in job 1")
-
+    sweep, main = _sweep_stopped_in_job_1(tmp_path, monkeypatch, ZeroDivisionError("a bug in job 1"))
     with pytest.raises(ZeroDivisionError, match="a bug in job 1"):
         _guard.run_hydra_main(main, "train.py")
     err = capsys.readouterr().err.strip().splitlines()
