@@ -13,8 +13,8 @@ BBVs come from the SASS traces (PCs), not from a profiler:
 
 * basic blocks are found from the dynamic stream: a block starts at a warp's
   first instruction, at any instruction that does not follow its predecessor's
-  PC by one instruction (a taken branch landed there), and after any
-  control-transfer opcode;
+  PC by one instruction (a taken branch landed there; ``fall_through_pc`` says which PC
+  follows, control words of pre-Volta code skipped), and after any control-transfer opcode;
 * a block's entry is the number of warp instructions executed in it (so blocks
   are weighted by their length), normalised to sum 1;
 * blocks are keyed by (kernel name, first PC), so different kernels never match,
@@ -58,13 +58,14 @@ from gclsampler.errors import GclError
 from gclsampler.plan import Sampler, SamplingPlan, plan_from_labels
 from gclsampler.trace.types import KernelTrace
 
-__all__ = ["PhotonSampler", "PhotonError", "kernel_bbv", "workload_bbvs", "photon_assign", "CONTROL_OPCODES"]
+__all__ = ["PhotonSampler", "PhotonError", "kernel_bbv", "workload_bbvs", "photon_assign", "CONTROL_OPCODES",
+           "fall_through_pc"]
 
 CONTROL_OPCODES = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "BPT", "BREAK",
                              "BSYNC", "WARPSYNC", "YIELD"})
 """SASS opcodes after which a basic block ends even when execution falls through."""
 
-BBV_VERSION = 1
+BBV_VERSION = 2
 """What a cached BBV table was computed by: bump it with any change to ``kernel_bbv`` or to how
 ``workload_bbvs`` keys and normalises blocks, so tables from the code before are never read."""
 
@@ -73,17 +74,42 @@ class PhotonError(GclError):
     """Photon cannot run: no traces, or traces that do not match the profile."""
 
 
+def fall_through_pc(pc: np.ndarray, binary_version: int) -> np.ndarray:
+    """The PC of the instruction laid out after each of ``pc`` in the kernel's code.
+
+    Why not ``pc + size``: the tracer records PCs as byte offsets from the function's start
+    (NVBit's instruction offset), and before Volta the code holds scheduling control words
+    that are never executed. Maxwell and Pascal (sm_5x, sm_6x) pack 3 instructions of 8 bytes
+    after one control word in each 32-byte bundle, so a real sm_61 trace runs 0x08 0x10 0x18
+    0x28 ...; Kepler (sm_3x) puts one before every 7, in 64-byte bundles. With ``pc + 8``
+    alone every bundle edge looked like a taken branch and cut straight-line code into blocks
+    of 3 (7) instructions. Volta on (sm_70+) has 16-byte instructions that carry their own
+    control bits, and Fermi (sm_2x) 8-byte ones with none. The layout comes from the header's
+    binary version rather than from the PCs seen: a kernel's trace need not run two adjacent
+    instructions at all (a short kernel, a capped trace), so a stride measured from it can be
+    wrong where the architecture's is not. Offsets count from the function's start, which is
+    bundle-aligned, so the control words sit at multiples of the bundle size.
+    """
+    pc = np.asarray(pc, dtype=np.int64)
+    if binary_version >= 70:
+        return pc + 16
+    nxt = pc + 8
+    bundle = 32 if binary_version >= 50 else 64 if binary_version >= 30 else 0
+    if bundle:
+        nxt = np.where(nxt % bundle == 0, nxt + 8, nxt)  # step over the bundle's control word
+    return nxt
+
+
 def kernel_bbv(trace: KernelTrace) -> tuple[np.ndarray, np.ndarray]:
     """``(block_start_pcs, warp_instructions)`` of one invocation, blocks ascending by PC."""
     pc = trace.pc
     n = pc.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    step = 16 if trace.header.binary_version >= 70 else 8  # Volta+ SASS is 16 bytes per instruction
     base = np.array([name.split(".")[0] for name in trace.opcode_table])
     is_ctrl = np.isin(base, list(CONTROL_OPCODES))[trace.opcode]
     leader = np.ones(n, dtype=bool)
-    leader[1:] = (pc[1:] != pc[:-1] + step) | is_ctrl[:-1]
+    leader[1:] = (pc[1:] != fall_through_pc(pc[:-1], trace.header.binary_version)) | is_ctrl[:-1]
     leader[trace.warp_ptr[:-1][np.diff(trace.warp_ptr) > 0]] = True  # each warp's first instruction
     starts = np.unique(pc[leader])
     block = np.searchsorted(starts, pc, side="right") - 1

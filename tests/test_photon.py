@@ -44,6 +44,48 @@ def test_straight_line_code_is_one_block_at_the_arch_instruction_size(binary_ver
     assert starts.tolist() == [0] and counts.tolist() == [4]
 
 
+def _code_pcs(n: int, binary_version: int) -> list[int]:
+    """Byte offsets of the first n instructions of a function, as the tracer records them:
+    before Volta the control word that opens each 32-byte (sm_5x/6x) or 64-byte (sm_3x)
+    bundle takes a slot but is never executed, so it never appears in a trace."""
+    bundle = 32 if binary_version >= 50 else 64
+    return [o for o in range(0, 8 * 2 * n, 8) if o % bundle][:n]
+
+
+@pytest.mark.parametrize("binary_version", [52, 61, 35])
+def test_pre_volta_control_words_do_not_split_straight_line_code(binary_version):
+    """A real sm_61 trace runs 0x08 0x10 0x18 0x28 ...: the gap at each bundle edge is a
+    control word, not a taken branch. Here one warp falls through a BRA at the prologue's end
+    and runs the body straight to its EXIT; the other takes the BRA into the body's middle.
+    The blocks are the prologue, the body up to the branch target, and the rest: cutting at
+    every bundle edge gave a block per 3 (sm_3x: 7) instructions."""
+    import dataclasses
+
+    pcs = _code_pcs(24, binary_version)
+    ops = ["MOV"] * 7 + ["BRA"] + ["IADD"] * 15 + ["EXIT"]
+    code = [_at(p, o) for p, o in zip(pcs, ops)]
+    falls, takes = code, code[:8] + code[17:]
+    t = make_trace([falls, takes], with_values=False)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, binary_version=binary_version))
+    starts, counts = kernel_bbv(t)
+    assert starts.tolist() == [pcs[0], pcs[8], pcs[17]]
+    assert counts.tolist() == [2 * 8, 9, 2 * 7]
+
+
+@pytest.mark.parametrize("binary_version, pc, after", [
+    (61, [0x08, 0x10, 0x18, 0x28], [0x10, 0x18, 0x28, 0x30]),
+    (50, [0x38], [0x48]),
+    (35, [0x08, 0x30, 0x38, 0x40], [0x10, 0x38, 0x48, 0x48]),
+    (20, [0x18], [0x20]),
+    (70, [0x00, 0x10], [0x10, 0x20]),
+    (90, [0xf0], [0x100]),
+])
+def test_fall_through_pc_skips_control_words(binary_version, pc, after):
+    from gclsampler.photon import fall_through_pc
+
+    assert fall_through_pc(np.array(pc), binary_version).tolist() == after
+
+
 def _sim(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.minimum(a, b).sum())
 
