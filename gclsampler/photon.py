@@ -61,11 +61,18 @@ from gclsampler.trace.types import KernelTrace
 __all__ = ["PhotonSampler", "PhotonError", "kernel_bbv", "workload_bbvs", "photon_assign", "CONTROL_OPCODES",
            "fall_through_pc"]
 
-CONTROL_OPCODES = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "BPT", "BREAK",
-                             "BSYNC", "WARPSYNC", "YIELD"})
-"""SASS opcodes after which a basic block ends even when execution falls through."""
+CONTROL_OPCODES = frozenset({"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "RTT", "EXIT", "KILL",
+                             "BPT", "BREAK", "BSYNC", "WARPSYNC", "YIELD",
+                             "CAL", "JCAL", "BRK", "CONT", "SYNC", "KIL", "LONGJMP"})
+"""SASS opcodes after which a basic block ends even when execution falls through.
 
-BBV_VERSION = 2
+The second line is the Kepler/Maxwell/Pascal spelling of the same transfers (``CAL`` for
+``CALL``, ``BRK`` for ``BREAK``, ``SYNC`` for ``BSYNC``, ``KIL`` for ``KILL``, plus ``CONT`` and
+``LONGJMP``): without them a not-taken ``@P BRK`` of an sm_6x trace did not end its block while
+the same ``@P BREAK`` of an sm_70 one did. The instructions that only set a target up (``SSY``,
+``PBK``, ``PCNT``, ``PRET``, ``BSSY``) transfer nothing and are left out."""
+
+BBV_VERSION = 3
 """What a cached BBV table was computed by: bump it with any change to ``kernel_bbv`` or to how
 ``workload_bbvs`` keys and normalises blocks, so tables from the code before are never read."""
 

@@ -72,6 +72,23 @@ def test_pre_volta_control_words_do_not_split_straight_line_code(binary_version)
     assert counts.tolist() == [2 * 8, 9, 2 * 7]
 
 
+@pytest.mark.parametrize("op, binary_version", [("BRK", 61), ("CONT", 52), ("SYNC", 61), ("CAL", 35),
+                                               ("JCAL", 61), ("KIL", 61), ("LONGJMP", 61),
+                                               ("BRXU", 75), ("JMXU", 86), ("RTT", 80)])
+def test_a_not_taken_control_transfer_of_any_generation_ends_its_block(op, binary_version):
+    """Pre-Volta SASS spells its transfers CAL, BRK, SYNC, KIL, CONT; Turing on adds the
+    uniform BRXU and JMXU. A predicated-off one falls through, and its block still ends there,
+    as it does after BRA."""
+    import dataclasses
+
+    pcs = _code_pcs(4, binary_version) if binary_version < 70 else [0x00, 0x10, 0x20, 0x30]
+    warp = [_at(pcs[0]), _at(pcs[1], op), _at(pcs[2]), _at(pcs[3], "EXIT")]
+    t = make_trace([warp], with_values=False)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, binary_version=binary_version))
+    starts, counts = kernel_bbv(t)
+    assert starts.tolist() == [pcs[0], pcs[2]] and counts.tolist() == [2, 2]
+
+
 @pytest.mark.parametrize("binary_version, pc, after", [
     (61, [0x08, 0x10, 0x18, 0x28], [0x10, 0x18, 0x28, 0x30]),
     (50, [0x38], [0x48]),
