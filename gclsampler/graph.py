@@ -277,7 +277,9 @@ class GraphConfig:
             # above 2**62 the int64 arithmetic on counts overflowed (a traceback); no trace holds that many
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 2**62:
                 raise bad(cap, f"must be an integer in [0, 2**62] (0 = no cap), got {v!r}")
-        if not isinstance(self.max_units_per_access, int) or self.max_units_per_access < 1:
+        # bool is an int subclass: True passed as 1, under a cache key (JSON `true`) of its own
+        if (not isinstance(self.max_units_per_access, int) or isinstance(self.max_units_per_access, bool)
+                or self.max_units_per_access < 1):
             raise bad("max_units_per_access", f"must be an integer >= 1, got {self.max_units_per_access!r}")
         if self.inst_selection not in ("prefix", "windows"):
             raise bad("inst_selection", f"must be 'prefix' or 'windows', got {self.inst_selection!r}")

@@ -138,6 +138,16 @@ def test_bad_config_names_the_key(key, value):
         build_graph(_hand_trace(), GraphConfig(**{key: value}))
 
 
+@pytest.mark.parametrize("key", ["max_warps", "max_insts_per_warp", "max_units_per_access", "windows"])
+@pytest.mark.parametrize("value", [True, False])
+def test_bool_is_not_an_integer_config_value(key, value):
+    """bool subclasses int: graph.max_units_per_access=True was taken as 1, and its cache
+    fingerprint (JSON ``true``) differed from the equal graph's of ``1``."""
+    with pytest.raises(GraphConfigError, match=f"graph.{key}: must be an integer") as err:
+        GraphConfig(**{key: value}).validate()
+    assert "\n" not in str(err.value) and f"got {value!r}" in str(err.value)
+
+
 def test_caps_bound_warps_and_instructions():
     t = random_trace(np.random.default_rng(3), n_warps=9, max_len=30)
     g = build_graph(t, GraphConfig(max_warps=4, max_insts_per_warp=5))
