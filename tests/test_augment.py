@@ -197,3 +197,71 @@ def test_node_drop_and_edge_drop_together_both_apply():
     between_kept = int((kept[b.edge_index[0]] & kept[b.edge_index[1]]).sum())
     frac = 1 - v.edge_index.size(1) / between_kept  # of the edges node drop left, edge drop removed ~half
     assert 0.4 < frac < 0.6
+
+
+def _chain(n, tag0):
+    """A one-warp graph of ``n`` instruction nodes, node i tagged ``tag0 + i`` in stats[:, 0]."""
+    from torch_geometric.data import Data
+
+    stats = torch.zeros(n, 8)
+    stats[:, 0] = torch.arange(tag0, tag0 + n, dtype=torch.float32)
+    src = torch.arange(max(n - 1, 0))
+    return Data(node_type=torch.zeros(n, dtype=torch.long), token=torch.arange(n) % VOCAB["instruction"],
+                pc=torch.linspace(0, 1, n), stats=stats, edge_index=torch.stack([src, src + 1]),
+                edge_type=torch.zeros(src.numel(), dtype=torch.long), warp=torch.zeros(n, dtype=torch.long),
+                n_warps=torch.tensor([1]), kfeat=torch.ones(1, 8), num_nodes=n)
+
+
+def test_node_drop_never_empties_a_graph():
+    """Graphs of 1-3 nodes at a high drop rate lost every node, and an emptied graph's
+    readout is the zero vector: one node of each must survive, and only one comes back."""
+    sizes = [1, 2, 3, 0, 1, 3, 2, 1]  # a graph without nodes (an empty trace) stays empty
+    graphs = [_chain(k, 10 * i) for i, k in enumerate(sizes)]
+    b = Batch.from_data_list(graphs)
+    cfg = AugmentConfig(pool=["node_drop"], node_drop=0.95).validate()
+    sizes_t = torch.tensor(sizes)
+    for seed in range(20):
+        v = augment_batch(b, cfg, torch.Generator().manual_seed(seed))
+        counts = torch.bincount(v.batch, minlength=len(sizes))
+        assert torch.equal(counts, (sizes_t > 0).long()), (seed, counts)  # 0.95: nearly all rescued, one each
+        tags = v.stats[:, 0].long()
+        assert torch.equal(tags // 10, v.batch)  # the survivor is one of its own graph's nodes
+        assert torch.equal(tags % 10 < sizes_t[v.batch], torch.ones_like(tags, dtype=torch.bool))
+        again = augment_batch(b, cfg, torch.Generator().manual_seed(seed))
+        assert torch.equal(v.stats, again.stats) and torch.equal(v.edge_index, again.edge_index)
+
+
+def test_node_drop_survivor_is_drawn_not_always_the_first_node():
+    cfg = AugmentConfig(pool=["node_drop"], node_drop=0.95).validate()
+    b = Batch.from_data_list([_chain(3, 0)])
+    kept = {int(augment_batch(b, cfg, torch.Generator().manual_seed(s)).stats[0, 0]) for s in range(40)}
+    assert kept == {0, 1, 2}
+
+
+def test_node_drop_keeps_other_graphs_views_as_drawn():
+    """The rescue uses the draws already made: graphs that kept a node get the same view as
+    plain ``rand < rate`` gives them, and the generator is left where it was."""
+    graphs = [_chain(1, 0), _chain(40, 100), _chain(2, 200)]
+    b = Batch.from_data_list(graphs)
+    cfg = AugmentConfig(pool=["node_drop"], node_drop=0.6, edge_drop=0.0).validate()
+    gen = torch.Generator().manual_seed(11)
+    v = augment_batch(b, cfg, gen, feature_dim=4)
+    ref = torch.Generator().manual_seed(11)
+    choose_strategies(3, cfg, ref)
+    u = torch.rand(b.num_nodes, generator=ref)
+    big = b.batch == 1
+    assert not bool((u[~big] >= 0.6).any())  # plain drop would empty both small graphs
+    assert torch.bincount(v.batch, minlength=3)[[0, 2]].tolist() == [1, 1]
+    assert torch.equal(v.stats[v.batch == 1, 0], b.stats[big & (u >= 0.6), 0])
+    assert torch.equal(gen.get_state(), ref.get_state())
+
+
+def test_emptied_graph_view_is_not_the_zero_embedding():
+    from gclsampler.model import GCLModel, ModelConfig
+
+    b = Batch.from_data_list([_chain(1, 0), _chain(2, 10), _chain(1, 20)])
+    m = GCLModel(ModelConfig(vocab_instruction=VOCAB["instruction"], vocab_pseudo=VOCAB["pseudo"],
+                             vocab_variable=VOCAB["variable"], dropout=0.0, kernel_features=False)).eval()
+    v = augment_batch(b, AugmentConfig(pool=["node_drop"], node_drop=0.99), torch.Generator().manual_seed(0))
+    z = m.encoder(v)
+    assert torch.isfinite(z).all() and bool((z.abs().sum(1) > 0).all())
