@@ -310,7 +310,12 @@ class GraphDataset(torch.utils.data.Dataset):
             raise IndexError(f"invocation {invocation} is not in {self.workload_dir}") from None
 
     def graph(self, gid: int) -> Data:
-        """Unique graph ``gid`` (verified against its content hash; rebuilt if damaged)."""
+        """Unique graph ``gid`` (verified against its content hash; rebuilt if damaged).
+
+        The cached object itself, not a copy, so the pipeline's list of every unique graph
+        costs no second copy of the ones in memory: a caller must not edit it (augmentations
+        work on a ``Batch``, a copy). ``dataset[invocation]`` returns a copy of its own.
+        """
         g = self._lru.get(gid)
         if g is not None:
             self._lru.move_to_end(gid)

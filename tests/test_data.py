@@ -312,6 +312,24 @@ def test_an_invocations_graph_is_its_own_copy(wl):
     assert _equal(ds[2], b) and _equal(ds[0], b) and not torch.equal(a.token, b.token)
 
 
+def test_training_views_of_the_cached_graphs_leave_them_unchanged(wl):
+    """The pipeline trains on ``ds.graph(g)``, the cached objects themselves (no copy): the
+    views (all three strategies, one- and many-graph batches) must leave a later read as built.
+    A guard, not a fix: no caller mutates them today."""
+    from gclsampler.augment import AugmentConfig
+    from gclsampler.train import _two_views
+
+    ds = GraphDataset(wl, CFG, workers=1, progress=False)
+    graphs = [ds.graph(g) for g in range(ds.n_unique)]
+    before = [g.clone() for g in graphs]
+    cfg = AugmentConfig(node_drop=0.9, edge_drop=0.9, min_strategies=3, max_strategies=3).validate()
+    gen = torch.Generator().manual_seed(0)
+    for ids in ([0], [0, 1, 2], [2, 1]):
+        _two_views([graphs[i] for i in ids], cfg, gen, torch.device("cpu"))
+    for g in range(ds.n_unique):
+        assert ds.graph(g) is graphs[g] and _equal(ds.graph(g), before[g])
+
+
 def test_a_rebuild_after_a_trace_changed_does_not_poison_the_old_texts_entry(wl):
     """A damaged graph rebuilt from a trace that changed since the dataset was opened must not
     be filed under the old text's index key: with the edit undone (git checkout, a restore),
