@@ -842,7 +842,11 @@ def estimate(plan, run: SimulationRun) -> dict[str, Any]:
     est = weighted_estimate(plan, vals)
     tot = est["totals"]
     if tot.get("cycles") and tot.get("instructions") is not None:
-        est["ipc_of_totals"] = tot["instructions"] / tot["cycles"]
+        # a cycles total past float64 (inf) has no ratio: x / inf gave an ipc_of_totals of 0.0, a
+        # finite IPC beside cycles' "overflow"; NaN is null in estimate.json and reads as overflow
+        # (no_estimate_reasons), as plan reconstruct's
+        cyc = tot["cycles"]
+        est["ipc_of_totals"] = tot["instructions"] / cyc if math.isfinite(cyc) else math.nan
     est["no_estimate"] = no_estimate_reasons(est)
     est["clusters"] = cluster_contributions(plan, vals["cycles"])
     eb = plan.config.get("error_bound")

@@ -294,6 +294,19 @@ def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     assert "SIMULATED values: Accel-Sim SM86_RTX3070" in capsys.readouterr().out
 
 
+def test_ipc_of_totals_is_no_number_when_the_cycles_total_overflows(tmp_path, stub, capsys):
+    """A cycles total beyond float64 is null ("overflow"); instructions / inf gave an
+    ipc_of_totals of 0.0, a finite IPC of 0 beside it (plan reconstruct already said null)."""
+    _workload(tmp_path)
+    stub.set({"*": {"cycles": 1000, "insn": 2000}, "4": {"cycles": 1.5e308, "insn": 2000}})  # weight 2
+    with np.errstate(over="ignore"):
+        assert _simulate(tmp_path, "--json") == 0
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    assert est["totals"]["cycles"] is None and est["totals"]["instructions"] == pytest.approx(6 * 2000)
+    assert est["ipc_of_totals"] is None
+    assert est["no_estimate"]["cycles"] == "overflow" and est["no_estimate"]["ipc_of_totals"] == "overflow"
+
+
 def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):
     _workload(tmp_path)
     assert _simulate(tmp_path) == 0
