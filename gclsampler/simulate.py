@@ -44,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -363,13 +364,23 @@ _LIVE_LOCK = threading.Lock()
 _STOP = threading.Event()  # set on Ctrl-C: a run that starts after it is killed at once
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill a simulator run with everything it started (``run_job`` gives each its own process
+    group). Why the group: the simulator is often a wrapper script, and killing only the
+    wrapper left the real simulator running on for hours, unseen, still writing into the log."""
+    if hasattr(os, "killpg") and proc.poll() is None:  # only while the leader is unreaped, so the group is ours
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
 def kill_live_runs() -> int:
     """Kill every simulator process this process started and that still runs (on Ctrl-C)."""
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for p in procs:
-        with contextlib.suppress(OSError):
-            p.kill()
+        _kill(p)
     return len(procs)
 
 
@@ -396,8 +407,9 @@ def run_job(job: Job) -> dict[str, Any]:
     try:
         with os.fdopen(fd_out, "wb") as out, os.fdopen(fd_err, "wb") as errf:
             try:
+                # its own session, so that _kill reaches what a wrapper script starts (POSIX; ignored elsewhere)
                 proc = subprocess.Popen(list(job.argv), cwd=run_dir, env=job.env, stdout=out, stderr=errf,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
             except OSError as exc:
                 return {"invocation": job.invocation, "key": job.key, "broken": True,
                         "error": f"{job.argv[0]}: cannot start: {exc.strerror}; rebuild Accel-Sim "
@@ -405,13 +417,18 @@ def run_job(job: Job) -> dict[str, Any]:
             with _LIVE_LOCK:
                 _LIVE.add(proc)
             if _STOP.is_set():
-                proc.kill()
+                _kill(proc)
             try:
                 rc = proc.wait(timeout=job.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                proc.kill()
+                _kill(proc)
                 rc = proc.wait()
+            except BaseException:
+                # an interrupt here (a submitit worker's SIGINT on cancel or Ctrl-C): in its own
+                # session the simulator no longer gets the terminal's Ctrl-C, and left alive it ran on
+                _kill(proc)
+                raise
             finally:
                 with _LIVE_LOCK:
                     _LIVE.discard(proc)

@@ -7,6 +7,7 @@ arithmetic, caching, resuming and every failure are tested without a simulator.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -14,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -568,6 +570,79 @@ def _process_gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def _wrapper_job(tmp_path: Path, timeout_s: float | None) -> tuple[S.Job, Path]:
+    """A "simulator" that is a shell wrapper, as Accel-Sim's binary often is run: it starts the
+    real work as a background child (a grandchild of gclsampler) and waits for it."""
+    script, pid_file = tmp_path / "wrapper.sh", tmp_path / "grandchild.pid"
+    script.write_text('#!/bin/bash\nsleep 3600 &\necho $! > "$PID_FILE"\nwait\n')
+    script.chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PID_FILE": str(pid_file)}
+    return S.Job(0, "k", "k" * 32, tmp_path / "job", (str(script),), env, None, timeout_s), pid_file
+
+
+def _grandchild_pid(pid_file: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the wrapper never started its child"
+        time.sleep(0.02)
+    return int(pid_file.read_text())
+
+
+def _assert_gone_soon(pid: int) -> None:
+    try:
+        deadline = time.monotonic() + 5  # a wait for the kill to land; unkilled, it sleeps an hour
+        while not _process_gone(pid):
+            assert time.monotonic() < deadline, f"the wrapper's child {pid} still runs after the wrapper was killed"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_timeout_kills_what_a_wrapper_script_started(tmp_path):
+    """--timeout killed the wrapper only: its child went on simulating for an hour, unseen,
+    still writing into the log."""
+    job, pid_file = _wrapper_job(tmp_path, timeout_s=1.0)
+    res = S.run_job(job)
+    assert "no answer within 1 s (--timeout)" in res["error"]
+    _assert_gone_soon(_grandchild_pid(pid_file))
+
+
+def test_ctrl_c_kills_what_a_wrapper_script_started(tmp_path):
+    """kill_live_runs (Ctrl-C, SIGTERM) killed the wrapper only, as --timeout did."""
+    job, pid_file = _wrapper_job(tmp_path, timeout_s=None)
+    t = threading.Thread(target=S.run_job, args=(job,))
+    t.start()
+    try:
+        pid = _grandchild_pid(pid_file)
+        assert S.kill_live_runs() == 1
+        t.join(30)
+        assert not t.is_alive()
+        _assert_gone_soon(pid)
+    finally:
+        S.kill_live_runs()
+        t.join(30)
+
+
+def test_an_interrupted_run_job_kills_what_it_started(tmp_path):
+    """submitit's local launcher cancels a job with a SIGINT to the worker running run_job only;
+    the simulator and what it started ran on (and, in their own session, no longer get a
+    terminal's Ctrl-C either)."""
+    job, pid_file = _wrapper_job(tmp_path, timeout_s=None)
+    pids: list[int] = []
+
+    def interrupt():
+        pids.append(_grandchild_pid(pid_file))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        S.run_job(job)
+    t.join(30)
+    _assert_gone_soon(pids[0])
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, stub, capsys):
