@@ -307,6 +307,11 @@ def test_ipc_of_totals_is_no_number_when_the_cycles_total_overflows(tmp_path, st
     assert est["totals"]["cycles"] is None and est["totals"]["instructions"] == pytest.approx(6 * 2000)
     assert est["ipc_of_totals"] is None
     assert est["no_estimate"]["cycles"] == "overflow" and est["no_estimate"]["ipc_of_totals"] == "overflow"
+    capsys.readouterr()
+    with np.errstate(over="ignore"):
+        assert _simulate(tmp_path) == 0  # the text summary: null shares printed as '-', not a TypeError
+    out = capsys.readouterr().out
+    assert "clusters by share of the cycles" in out and "-\n" in out
 
 
 def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):

@@ -113,6 +113,12 @@ def _g(v) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+def _pct(share) -> str:
+    """A cluster's share of the cycles; '-' when it has none (a cycles total that overflowed
+    makes every share null, and the text summary stopped with a TypeError there)."""
+    return "-" if share is None or (isinstance(share, float) and math.isnan(share)) else f"{100 * share:.1f}%"
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from gclsampler import simulate as S
     from gclsampler.profile import SIMULATED_PREFIX
@@ -336,7 +342,7 @@ def _summary_plan(doc: dict, run, out: Path, label: str, notes: list[str]) -> No
     w(f"    {'cluster':>7} {'size':>7} {'samples':>7} {'cycles':>16} {'share':>7}\n")
     for c in cl[:8]:
         w(f"    {c['cluster']:>7} {c['size']:>7} {c['samples']:>7} {_g(c['estimate']):>16} "
-          f"{100 * c['share']:>6.1f}%\n")
+          f"{_pct(c['share']):>7}\n")
     if len(cl) > 8:
         w(f"    ... {len(cl) - 8} more in estimate.json\n")
     w(f"  wrote {out / 'simulated.csv'}, {out / 'estimate.json'}\n")
