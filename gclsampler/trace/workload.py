@@ -361,19 +361,52 @@ def _strip_for_accelsim(t: KernelTrace) -> KernelTrace:
     return dataclasses.replace(t, dst=dst, src=src, value_ptr=None, values=None)
 
 
+def _instruction_at(t: KernelTrace, i: int) -> str:
+    """``instruction j of warp w in CTA (x, y, z) (PC pc OPCODE)`` for instruction ``i`` of ``t``."""
+    w = int(np.searchsorted(t.warp_ptr, i, side="right") - 1)
+    return (f"instruction {i - int(t.warp_ptr[w])} of warp {int(t.warp_id[w])} in CTA "
+            f"{tuple(int(x) for x in t.warp_cta[w])} (PC {int(t.pc[i]):04x} {t.opcode_table[int(t.opcode[i])]})")
+
+
 def _check_limits(t: KernelTrace, path: str) -> None:
     for arr, lim, what in ((t.dst, ACCELSIM_MAX_DST, "destination"), (t.src, ACCELSIM_MAX_SRC, "source")):
         n = (arr != NO_REG).sum(axis=1)
         bad = np.flatnonzero(n > lim)
         if bad.size:
             i = int(bad[0])
-            w = int(np.searchsorted(t.warp_ptr, i, side="right") - 1)
             raise TraceFormatError(
                 path, None, "reg_dests" if what == "destination" else "reg_srcs",
-                f"instruction {i - int(t.warp_ptr[w])} of warp {int(t.warp_id[w])} in CTA "
-                f"{tuple(int(x) for x in t.warp_cta[w])} (PC {int(t.pc[i]):04x} "
-                f"{t.opcode_table[int(t.opcode[i])]}) has {int(n[i])} {what} registers; Accel-Sim "
-                f"accepts at most {lim}")
+                f"{_instruction_at(t, i)} has {int(n[i])} {what} registers; Accel-Sim accepts at most {lim}")
+
+
+ACCELSIM_MAX_PC = 2**32 - 1
+"""Accel-Sim reads an instruction's PC into a 32-bit ``unsigned`` (``inst_trace_t::m_pc``)."""
+
+
+def _check_pcs(t: KernelTrace, path: str) -> None:
+    """Refuse a PC Accel-Sim cannot read, before ``_close_truncated_warps`` adds PC + 16.
+
+    Why: the reader takes PCs up to 2^63 - 1 (a tracer that writes absolute addresses), but
+    Accel-Sim extracts the PC into a 32-bit ``unsigned``: a larger one fails its line's stream,
+    and every later field of the line (mask, registers, addresses) is left unread, silently.
+    An open warp's appended EXIT at PC + 16 must fit as well; at 2^63 - 1 it wrapped to a
+    negative PC that the export wrote and gclsampler's own reader then refused.
+    """
+    if not t.n_insts:
+        return
+    bad = np.flatnonzero((t.pc < 0) | (t.pc > ACCELSIM_MAX_PC))
+    if bad.size:
+        i = int(bad[0])
+        raise TraceFormatError(path, None, "PC", f"{_instruction_at(t, i)}: the PC is past Accel-Sim's 32-bit PC "
+                               f"(at most {ACCELSIM_MAX_PC:x}; its traces hold offsets in the function)")
+    lens = np.diff(t.warp_ptr)
+    last = t.warp_ptr[1:][_open_warps(t) & (lens > 0)] - 1
+    bad = last[t.pc[last] > ACCELSIM_MAX_PC - 16]
+    if bad.size:
+        i = int(bad[0])
+        raise TraceFormatError(path, None, "PC", f"{_instruction_at(t, i)} ends its warp without EXIT, and the EXIT "
+                               f"the export appends at PC + 16 would be past Accel-Sim's 32-bit PC "
+                               f"(at most {ACCELSIM_MAX_PC:x})")
 
 
 def _close_truncated_warps(t: KernelTrace) -> KernelTrace:
@@ -512,7 +545,9 @@ def accelsim_text(t: KernelTrace) -> bytes:
                                f"trace launch {t.header.kernel_id} again with the tool's GCL_SMALL_GRID=cta0, or whole "
                                f"with GCL_TRACE_SM=-1 GCL_KERNEL_BEGIN={t.header.kernel_id} "
                                f"GCL_KERNEL_END={t.header.kernel_id}, tracer/README.md)")
-    t = _close_truncated_warps(_add_missing_warps(_strip_for_accelsim(t)))
+    t = _add_missing_warps(_strip_for_accelsim(t))
+    _check_pcs(t, t.source or t.header.name)
+    t = _close_truncated_warps(t)
     _check_limits(t, t.source or t.header.name)
     cta = t.warp_cta
     if cta.shape[0]:
