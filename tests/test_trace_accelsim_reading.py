@@ -147,3 +147,42 @@ def test_export_takes_pcs_up_to_the_last_32_bit_one():
     warp = [Inst("MOV", ("R1",), pc=0), Inst("MOV", pc=0xFFFFFFEF)]  # its EXIT goes at ffffffff
     t = make_trace([warp, [Inst("EXIT", pc=0xFFFFFFFF)]], with_values=False)
     _exported_reads(t)
+
+
+_CTA_NO_WARP = """#BEGIN_TB
+
+thread block = 0,0,0
+
+warp = 0
+insts = 1
+0000 ffffffff 0 EXIT 0 0 0
+
+#END_TB
+
+#BEGIN_TB
+
+thread block = 1,0,0
+
+#END_TB
+"""
+
+
+@pytest.mark.parametrize("parser", ["compiled", "numpy"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_cta_section_listing_no_warp_is_refused(tmp_path, monkeypatch, parser, fast):
+    """A ``KernelTrace`` has no row for a CTA without warps, so the reader dropped such a
+    section without a word: the launch lost a CTA, and the export then rewrote the grid without
+    it. No tracer writes one (Accel-Sim's post-processing lists every warp of a CTA it writes)."""
+    from gclsampler.trace import _text as T
+    from gclsampler.trace import reader as R
+
+    from _trace_fixtures import HEADER_V5
+
+    if parser == "numpy":
+        monkeypatch.setattr(T, "_JIT_STATE", [None])
+    monkeypatch.setattr(R, "_FAST_STRUCTURE_LINES", 0 if fast else 10**9)
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(HEADER_V5.format(kid=1, gx=2, li=0) + _CTA_NO_WARP)
+    with pytest.raises(TraceFormatError, match=r"thread block \(1,0,0\) lists no warp") as exc:
+        read_kernel(p)
+    assert exc.value.field == "warp" and exc.value.line == HEADER_V5.count("\n") + _CTA_NO_WARP.count("\n")

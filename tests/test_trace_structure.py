@@ -34,7 +34,7 @@ def _body(rng, pool: list[str]) -> list[str]:
     ctas = rng.choice(GRID[0] * GRID[1], size=n_ctas, replace=False)
     for c in ctas.tolist():
         lines += ["#BEGIN_TB", "", f"thread block = {c % GRID[0]},{c // GRID[0]},0", ""]
-        for w in rng.permutation(4)[: int(rng.integers(0, 5))].tolist():
+        for w in rng.permutation(4)[: int(rng.integers(1, 5))].tolist():  # a CTA lists a warp
             n = int(rng.integers(0, len(pool) + 1))
             lines += [f"warp = {w}", f"insts = {n}", *pool[:n], ""]
         lines += ["#END_TB", ""]
@@ -72,7 +72,14 @@ MUTATIONS = {
     "instruction after a section": lambda L: [*L, next(ln for ln in L if ln[:1].isdigit())],
     "spaces in the thread block": lambda L: _sub(L, "thread block = ", "thread block = 0, 0, 0"),
     "cluster line": lambda L: _after(L, "thread block = ", "cluster = 0,0,0"),
+    "a CTA listing no warp": lambda L: _empty_cta(L),
 }
+
+
+def _empty_cta(L):
+    """The first CTA's section with its warps taken out."""
+    i, j = _first(L, "thread block = "), L.index("#END_TB")
+    return [*L[:i + 1], *L[j:]]
 
 
 def _first(L, prefix):

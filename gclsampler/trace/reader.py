@@ -844,7 +844,7 @@ the whole-array passes (on nw's 2-warp traces the fast check took 0.2 ms against
 
 _B, _T, _W, _I, _E = range(5)  # structural line kinds of the canonical spelling
 _NEXT_OK = np.zeros((5, 5), dtype=bool)  # kind of line -> kinds that may follow it
-for _a, _b in ((_B, _T), (_T, _W), (_T, _E), (_W, _I), (_I, _W), (_I, _E), (_E, _B)):
+for _a, _b in ((_B, _T), (_T, _W), (_W, _I), (_I, _W), (_I, _E), (_E, _B)):  # a CTA lists a warp
     _NEXT_OK[_a, _b] = True
 
 
@@ -943,6 +943,9 @@ def _structure_walk(body: _Lines, header: KernelHeader, s_lines: np.ndarray, n_a
                 body.fail(li, "insts", f"warp {pending_warp} has no 'insts =' line")
             if cta is None:  # read as nothing, a lost CTA section passed for an empty launch
                 body.fail(li, "#END_TB", "a #BEGIN_TB section without its 'thread block = x,y,z' line")
+            if not warp_line:  # a KernelTrace has no row for it: the launch silently lost a CTA
+                body.fail(li, "warp", f"thread block ({cta[0]},{cta[1]},{cta[2]}) lists no warp (every CTA a "
+                          "tracer records runs one; the section was cut or edited?)")
             in_tb = False
         elif not in_tb:
             body.fail(li, key, f"{text!r} outside a #BEGIN_TB/#END_TB section")
