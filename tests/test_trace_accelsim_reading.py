@@ -186,3 +186,51 @@ def test_a_cta_section_listing_no_warp_is_refused(tmp_path, monkeypatch, parser,
     with pytest.raises(TraceFormatError, match=r"thread block \(1,0,0\) lists no warp") as exc:
         read_kernel(p)
     assert exc.value.field == "warp" and exc.value.line == HEADER_V5.count("\n") + _CTA_NO_WARP.count("\n")
+
+
+@pytest.mark.parametrize("parser", ["compiled", "numpy"])
+@settings(max_examples=40, deadline=None)
+@given(mask=_MASK, base=_ADDR, stride=st.sampled_from([0, 4, -8, 2**31 - 1, -2**31]), scatter=st.booleans(),
+       data=st.data())
+def test_each_address_mode_reads_as_accelsim_reads_it(parser, mask, base, stride, scatter, data):
+    """One set of lane addresses written as a list (mode 0), as base and deltas (mode 2) and, when
+    it has a stride, as base and stride (mode 1) reads the same in gclsampler and in Accel-Sim.
+    A stride line whose mask has a gap is refused: Accel-Sim gives the lanes after the gap address
+    0, where gclsampler read base + j*stride, silently another set of addresses."""
+    import tempfile
+    from pathlib import Path
+
+    from gclsampler.trace import _text as T
+
+    from _trace_fixtures import HEADER_V5
+
+    lanes = bin(mask).count("1")
+    if scatter:
+        addrs = data.draw(st.lists(_ADDR, min_size=lanes, max_size=lanes))
+    else:
+        addrs = [(base + j * stride) % 2**64 for j in range(lanes)]
+    delta = [((b - a + 2**63) % 2**64) - 2**63 for a, b in zip(addrs, addrs[1:])]
+    encodings = {0: " ".join(f"0x{a:x}" for a in addrs), 2: " ".join([f"0x{addrs[0]:x}" if addrs else "0x0",
+                                                                     *map(str, delta)])}
+    if not scatter:
+        encodings[1] = f"0x{base:x} {stride}"
+    state = T._JIT_STATE[:]
+    if parser == "numpy":
+        T._JIT_STATE[:] = [None]
+    try:
+        for mode, text in encodings.items():
+            line = f"0010 {mask:08x} 1 R4 LDG.E 1 R2 4 {mode} {text} 0".replace("  ", " ")
+            with tempfile.TemporaryDirectory() as d:
+                p = Path(d) / "kernel-1.traceg"
+                p.write_text(HEADER_V5.format(kid=1, gx=1, li=0)
+                             + f"#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\n{line}\n#END_TB\n")
+                m = mask & -mask if mask else 0
+                if mode == 1 and (mask + m) & mask:
+                    with pytest.raises(TraceFormatError, match="not contiguous") as exc:
+                        read_kernel(p)
+                    assert exc.value.field == "address mode" and exc.value.line == HEADER_V5.count("\n") + 5
+                    continue
+                got = read_kernel(p).addrs.tolist()
+            assert got == addrs == _accelsim_line(line, False)[2], mode
+    finally:
+        T._JIT_STATE[:] = state

@@ -318,7 +318,7 @@ def _registers(buf, le, ndst, nsrc, dpos, spos, dst, src):
 
 
 @_jit
-def _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker, value_ptr):
+def _addresses(buf, le, k, mask, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker, value_ptr):
     """Pass 2: lane addresses (modes 0/1/2), immediate, and the '|' value marker."""
     o = 0
     for i in range(le.shape[0]):
@@ -342,7 +342,10 @@ def _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, 
                 base, ok = _uint(buf, a, p, 16, True, 16)
                 if not ok:
                     return i, F_ADDR
-                if mode == 1:  # base stride
+                if mode == 1:  # base stride, over contiguous active lanes (reader.STRIDE_SPLIT_LANES)
+                    m = np.uint64(mask[i])
+                    if ((m + (m & (~m + np.uint64(1)))) & m) != np.uint64(0):
+                        return i, F_MODE
                     a, p = _tok(buf, p, e)
                     st, ok = _int(buf, a, p)
                     if not ok:
@@ -454,7 +457,7 @@ def parse_lines(buf, ls, le, prefix, has_line_num, has_imm, has_values):
     imm = z(np.int64)
     marker = z(np.bool_)
     value_ptr = np.zeros(M + 1, np.int64)
-    err_i, err_f = _addresses(buf, le, k, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker,
+    err_i, err_f = _addresses(buf, le, k, mask, mw, cur, has_imm, has_values, rows, addr_ptr, addrs, imm, marker,
                               value_ptr)
     if err_i >= 0:
         return err_i, err_f, None

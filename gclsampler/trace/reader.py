@@ -38,6 +38,13 @@ VALUE_MARKER = b"|"
 
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst")
 
+STRIDE_SPLIT_LANES = ("mode 1 (base stride) over active lanes that are not contiguous (mask {mask:08x}): "
+                      "Accel-Sim expands a stride over the first run of active lanes only and gives the "
+                      "others address 0, so the line means two things; tracers write such lanes in mode 2")
+"""Why a stride line with a gap in its mask is refused. Neither NVBit tracer writes one (both check
+that the active lanes are contiguous); gclsampler read base + j*stride for every active lane, a
+reading Accel-Sim, whose format this is, does not share."""
+
 
 class TraceFormatError(GclError):
     """A trace file, kernelslist or workload directory that does not follow the trace grammar."""
@@ -596,6 +603,11 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
         # mode 1: base stride
         s1 = mi[mode == 1]
         if s1.size:
+            m = mask[s1].astype(np.uint64)
+            split = ((m + (m & (~m + np.uint64(1)))) & m) != 0
+            if split.any():
+                i = int(np.flatnonzero(split)[0])
+                body.fail(lines[s1[i]], "address mode", STRIDE_SPLIT_LANES.format(mask=int(mask[s1[i]])))
             _need(body, cur[s1], end[s1], 2, lines[s1], "mem_addresses")
             base = body.uint(cur[s1], lines[s1], "mem_addresses", 16, allow_0x=True)
             stride = body.sint(cur[s1] + 1, lines[s1], "address stride")
