@@ -135,3 +135,25 @@ def test_an_infinite_speedup_is_no_inf_cell_and_ties_on_the_front(tmp_path, caps
     assert "| n/a / 10.0× | 1 of 1 |" in lines["speedup ≥ pka's (gcl / pka)"]
     assert "speedup inf, sampled time 0" in out
     assert "| 10 | 1 of 1 |" in lines["`gcl_stem` on stem_root's front on ≥ 9"]
+
+
+def test_a_target_a_run_cannot_be_judged_on_is_n_a_not_a_miss(tmp_path, capsys):
+    """Runs scored on their plan arch alone (``suite.archs=[turing]``) have no cross-arch error:
+    the row printed "nan" per run and "0 of 2", a miss counted for a target never measured
+    (compare.md says n/a for the same number). Without cycle counts, the mean and the worst
+    workload were "nan" too."""
+    targets = _bench_module("targets")
+    runs = [_write(tmp_path, f"s{s}", (lambda df: df[df["arch"] == "turing"])(_rows(_run({}), seed=s)))
+            for s in (0, 1)]
+    assert targets.main([str(p) for p in runs]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    assert "nan" not in out.lower()
+    assert "| n/a | n/a | n/a on 2 of 2 |" in lines["cross-arch mean ≤ 3 %"]
+    assert "| 1.00 | 1.00 | 2 of 2 |" in lines["`gcl` mean ≤ 2 %"]  # the others as before
+    # one run with another arch, one without: judged on the one that has it
+    both = [runs[0], _write(tmp_path, "s2", _rows(_run({}), seed=2))]
+    assert targets.main([str(p) for p in both]) == 0
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| ")}
+    assert "| n/a | 1.00 | 1 of 2; n/a on 1 |" in lines["cross-arch mean ≤ 3 %"]
