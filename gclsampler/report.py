@@ -107,6 +107,20 @@ def _fmt_su(x: float) -> str:
     return f"{x:.2f}×"
 
 
+INFINITE_SPEEDUP_NOTE = ("n/a speedup: a plan whose sampled invocations all took 0 ns (sampled time 0) has "
+                         "speedup inf, and so has an arithmetic mean over it; such a cell is not a missing number. "
+                         "The harmonic mean counts it as 1/inf = 0.")
+"""Said under a table with such a cell: it printed n/a as for a missing number, and only
+``bench/targets.py`` said why."""
+
+
+def infinite_speedup_note(*speedups) -> list[str]:
+    """``[INFINITE_SPEEDUP_NOTE, ""]`` when any of the speedup columns given holds an infinite
+    value (a report's lines to add), else ``[]``."""
+    return [INFINITE_SPEEDUP_NOTE, ""] if any(np.isinf(np.asarray(s, dtype=np.float64)).any()
+                                              for s in speedups) else []
+
+
 def _methods(df) -> list[str]:
     return sorted(df["method"].unique(), key=method_sort_key)
 
@@ -638,6 +652,7 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
     at = f" ({plan_arch} plans)" if suffix else ""
     lines: list[str] = [f"## Error and speedup per workload on {plan_arch} (GCL-Sampler Fig. 4–5, STEM+ROOT Table 3)", "",
                         _comparison_table(summary, avg, plan_arch, unavailable), ""]
+    lines += infinite_speedup_note(summary["speedup_mean"])
     own = results[results["arch"] == plan_arch]
     no_cycles = list(dict.fromkeys(own.loc[own["cycles_true"].isna(), "workload"]))
     if no_cycles:

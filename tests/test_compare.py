@@ -773,3 +773,24 @@ def test_several_deterministic_seeds_are_named_as_numbers(tmp_path):
     df.loc[df["method"] == "pka", "seed"] = 3
     with pytest.raises(EvaluationError, match=r"several seeds \(0, 3\); expected one evaluate\.py run$"):
         load_run(_write(tmp_path, "r", df))
+
+
+def test_an_infinite_mean_speedup_is_explained_where_it_shows_as_n_a(tmp_path):
+    """A plan whose sampled invocations all took 0 ns has speedup inf, and a mean over workloads
+    with it is inf: report.md and compare.md printed "n/a" for it as for a missing number, with
+    no word on why; only bench/targets.py said. Both now say it under their tables."""
+    from gclsampler.report import write_report
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 2.0, ("w2", "pka"): 3.0}
+    df = _rows(errs)
+    df.loc[(df["workload"] == "w1") & (df["method"] == "gcl") & (df["arch"] == "turing"), "speedup"] = np.inf
+    own = write_report(df, tmp_path / "r", plots=False).read_text()
+    assert "n/a" in own and "sampled time 0" in own
+    plain = write_report(_rows(errs), tmp_path / "r2", plots=False).read_text()
+    assert "sampled time 0" not in plain
+    runs = [load_run(_write(tmp_path, "a", df)), load_run(_write(tmp_path, "b", _rows(errs, seed=1)))]
+    text = write_comparison(runs, tmp_path / "o", plots=False).read_text()
+    assert "| gcl | " in text and "n/a" in text and "sampled time 0" in text
+    text = write_comparison([load_run(tmp_path / "b"), load_run(_write(tmp_path, "c", _rows(errs, seed=2)))],
+                            tmp_path / "o2", plots=False).read_text()
+    assert "sampled time 0" not in text
