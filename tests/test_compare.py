@@ -794,3 +794,20 @@ def test_an_infinite_mean_speedup_is_explained_where_it_shows_as_n_a(tmp_path):
     text = write_comparison([load_run(tmp_path / "b"), load_run(_write(tmp_path, "c", _rows(errs, seed=2)))],
                             tmp_path / "o2", plots=False).read_text()
     assert "sampled time 0" not in text
+
+
+def test_a_cross_arch_mean_over_fewer_workloads_says_so(tmp_path):
+    """A workload with no ground truth on an arch (a REAL one measured on one GPU) is "—" in the
+    cross-arch table, and that arch's AVG was a mean over the other workloads beside the plan
+    arch's mean over all, with nothing saying so (the comparison table's AVG row does)."""
+    from gclsampler.report import write_report
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
+    df = _rows(errs, ada=2.0)
+    df = df[~((df["workload"] == "w2") & (df["arch"] == "ada"))]
+    text = write_report(df, tmp_path / "r", plots=False).read_text()
+    gcl = text.split("### gcl\n")[1].split("###")[0]
+    avg = next(line for line in gcl.splitlines() if line.startswith("| **AVG**"))
+    assert avg == "| **AVG** | 2.00 | 10.00× | 2.00 (1 of 2 workloads) | 10.00× |"
+    full = write_report(_rows(errs, ada=2.0), tmp_path / "r2", plots=False).read_text()
+    assert "of 2 workloads" not in full
