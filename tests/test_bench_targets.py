@@ -157,3 +157,17 @@ def test_a_target_a_run_cannot_be_judged_on_is_n_a_not_a_miss(tmp_path, capsys):
     lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
              if line.startswith("| ")}
     assert "| n/a | 1.00 | 1 of 2; n/a on 1 |" in lines["cross-arch mean ≤ 3 %"]
+
+
+def test_a_speedup_miss_that_one_decimal_hides_is_printed_with_more(tmp_path, capsys):
+    """Seed 0 printed "50.4 / 50.4×" beside a failed count (50.4386 against 50.4425): the cell
+    takes as many decimals as show which is higher, and one where nothing is hidden."""
+    targets = _bench_module("targets")
+    df = _rows(_run({}), seed=0)
+    df.loc[df["method"] == "gcl", "speedup"] = 10.0 - 0.004  # pka's is 10.0
+    a = _write(tmp_path, "s0", df)
+    b = _write(tmp_path, "s1", _rows(_run({}), seed=1))
+    assert targets.main([str(a), str(b)]) == 0
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| ")}
+    assert "| 9.996 / 10.000× | 10.0 / 10.0× | 1 of 2 |" in lines["speedup ≥ pka's (gcl / pka)"]
