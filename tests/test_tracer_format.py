@@ -437,3 +437,68 @@ def test_injected_calls_stay_inside_what_nvbit_passes(function):
     assert not odd, f"{function}: 64-bit parameters on an odd word: {odd}"
     assert words + variadic <= 22, f"{function}: {words} fixed words + {variadic} register values"
     assert _argument_words("int pred, uint32_t a, int32_t b, int32_t c, int32_t d, uint64_t addr") == (8, ["addr"])
+
+
+def _edge_address_records(seed: int, n: int) -> list[str]:
+    """format_test RECORD lines (no values) whose addresses sit on the compressor's edges: strides
+    at and just past the int32 limits, negative strides, bases next to 0 and 2^64 (so a lane's
+    address wraps), one lane off the stride, masks with gaps, one lane, every lane and none."""
+    rng = np.random.default_rng(seed)
+    bases = [0, 1, 2**32 - 4, 2**63 - 8, 2**63, 2**64 - 64, 2**64 - 1]
+    strides = [0, 1, -1, 4, -4, 16, -128, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**32, -2**40, 2**63 - 1, -2**63]
+    masks = [0xFFFFFFFF, 0, 1, 0x80000000, 0x0000FF00, 0xFFFF0000, 0x7FFFFFFF, 0xFFFFFFFE, 0xF0F0F0F0,
+             0x80000001, 0x00010000]
+    recs = []
+    for i in range(n):
+        mask = masks[i % len(masks)] if rng.random() < 0.7 else int(rng.integers(0, 2**32))
+        base = bases[int(rng.integers(0, len(bases)))] if rng.random() < 0.6 else int(rng.integers(0, 2**64, dtype=np.uint64))
+        stride = strides[int(rng.integers(0, len(strides)))] if rng.random() < 0.8 else int(rng.integers(-2**63, 2**63))
+        lanes = np.flatnonzero([(mask >> b) & 1 for b in range(32)])
+        addrs = [0] * 32
+        # the stride runs over the active lanes, as the compressor sees them
+        for j, lane in enumerate(lanes):
+            addrs[lane] = (base + stride * j) % 2**64
+        kind = rng.random()
+        if kind < 0.15 and lanes.size:
+            lane = int(rng.choice(lanes))
+            addrs[lane] = (addrs[lane] + int(rng.integers(1, 2**40))) % 2**64  # one lane off the stride
+        elif kind < 0.3:
+            addrs = [int(a) for a in rng.integers(0, 2**64, size=32, dtype=np.uint64)]
+        op = [1, 2, 6, 9][int(rng.integers(0, 4))]
+        cta = [int(rng.choice([0, 1, 2**31 - 2])), int(rng.choice([0, 65534])), int(rng.choice([0, 65534]))]  # up to the grid limits
+        recs.append(" ".join(map(str, ["RECORD", 0, 0, *cta, int(rng.integers(0, 32)), 0, format(16 * i, "x"),
+                                       format(mask, "x"), op, MEM[op], 1, 5, 2, 6, 7, int(rng.integers(0, 2**64, dtype=np.uint64)),
+                                       0, *(format(a, "x") for a in addrs)])))
+    return recs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tracer_and_python_writer_write_the_same_address_lines(format_test, tmp_path, seed):
+    """The NVBit tool (gcl_format.h) and gclsampler's writer (writer._addr_modes) compress a memory
+    instruction's addresses alike, byte for byte: mode 1 only for contiguous active lanes whose
+    stride is constant and fits int32, otherwise mode 2 with signed 64-bit deltas; and a warp
+    predicated off entirely (mask 0) lists no address at all (`4 0`). Lines are compared after
+    the tool's CTA and warp fields, which the grouped file moves into its headers."""
+    from gclsampler.trace.writer import instruction_text
+
+    recs = _edge_address_records(seed, 400)
+    text = (f"HEADER _Z6kernelPf 3 2147483647 65535 65535 1024 1 1 0 0\nOPCODES {len(OPCODES)} {' '.join(OPCODES)}\n"
+            + "\n".join(recs) + "\nEND\n")
+    out = subprocess.run([str(format_test), "auto"], input=text, capture_output=True, text=True, check=True).stdout
+    path = tmp_path / "kernel-3.trace"
+    path.write_text(out)
+    t = read_kernel(path)
+    assert t.n_insts == len(recs)
+    by_pc = {}
+    for line in out.splitlines():
+        if line and line[0].isdigit():
+            tok = line.split(" ")
+            by_pc[int(tok[4], 16)] = " ".join(tok[4:])
+    body, _ = instruction_text(t, values=False)
+    py = body.decode().splitlines()
+    assert len(py) == len(recs)
+    for line in py:
+        assert by_pc[int(line.split(" ")[0], 16)] == line
+    # every case was there: stride lines, delta lines, and mask-0 lines without addresses
+    assert any(" 1 0x" in ln for ln in py) and any(" 2 0x" in ln for ln in py)
+    assert any(" 00000000 " in ln for ln in py)

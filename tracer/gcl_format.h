@@ -127,8 +127,14 @@ inline void format_raw_header(const KernelHeaderInfo &h, std::string &out) {
 }
 
 inline void format_addresses(const Record &r, AddrPolicy policy, std::string &out) {
+  /* No active lane (the whole warp predicated off): no address at all, `0` and an empty list,
+   * as gclsampler's writer (writer._addr_modes) writes it, so that a raw trace and the grouped
+   * file agree byte for byte; a mode-2 base of 0x0 named an address nobody accessed. */
+  if (r.active_mask == 0) {
+    out += " 0";
+    return;
+  }
   uint64_t a[kWarpSize];
-  a[0] = 0; /* no active lane (the whole warp predicated off): write 0, not stack garbage */
   int k = 0;
   for (int lane = 0; lane < kWarpSize; lane++)
     if ((r.active_mask >> lane) & 1u) a[k++] = r.addrs[lane];

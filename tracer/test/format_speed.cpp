@@ -1,6 +1,6 @@
 /* format_speed -- gcl::format_raw_record against the printf oracle (printf_reference.h), on
  * seeded random records that reach every branch: negative and extreme CTA ids, PCs past 16
- * bits, full, partial and single-lane masks, every address mode and policy, constant,
+ * bits, full, partial, single-lane and empty masks, every address mode and policy, constant,
  * strided and divergent values, immediates up to 2^64-1, unknown opcodes, line info on/off.
  *
  *   format_speed check N [seed]   exit 1 at the first record whose bytes differ (both lines on stderr)
@@ -29,7 +29,8 @@ struct Case {
 static std::vector<Case> make_cases(int n, uint64_t seed) {
   std::mt19937_64 g(seed);
   const int32_t edge[] = {0, 1, -1, 7, 100, INT32_MIN, INT32_MAX, 65535, 65536};
-  const uint32_t masks[] = {0xffffffffu, 1u, 0x80000000u, 0x0000ff00u, 0xf0f0f0f0u, 0x7fffffffu};
+  /* 0: a warp predicated off entirely, recorded with no address and no value lane */
+  const uint32_t masks[] = {0xffffffffu, 1u, 0x80000000u, 0x0000ff00u, 0xf0f0f0f0u, 0x7fffffffu, 0u};
   std::vector<Case> cases(n);
   for (Case &c : cases) {
     gcl::Record &r = c.r;
@@ -37,7 +38,7 @@ static std::vector<Case> make_cases(int n, uint64_t seed) {
     auto id = [&] { return g() % 3 == 0 ? edge[g() % 9] : (int32_t)(g() % 1000); };
     r.cta_x = id(), r.cta_y = id(), r.cta_z = id(), r.warp_id = id(), r.line_num = id();
     r.pc = g() % 4 == 0 ? (uint32_t)g() : (uint32_t)(g() % 0x10000);
-    r.active_mask = g() % 4 == 0 ? ((uint32_t)g() | 1u) : masks[g() % 6];
+    r.active_mask = g() % 4 == 0 ? ((uint32_t)g() | 1u) : masks[g() % 7];
     r.opcode_id = g() % 5; /* 4 = not in the table */
     r.ndst = g() % 3, r.nsrc = g() % 6;
     /* general registers 0..255 and, one in five, uniform registers UR0..UR63 */

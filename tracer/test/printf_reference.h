@@ -23,6 +23,10 @@ inline void put_signed(std::string &out, long long v) {
 }
 
 inline void addresses(const gcl::Record &r, gcl::AddrPolicy policy, std::string &out) {
+  if (r.active_mask == 0) { /* a warp predicated off: no address (gclsampler's writer's `0`) */
+    out += " 0";
+    return;
+  }
   uint64_t a[gcl::kWarpSize] = {0};
   int k = 0;
   for (int lane = 0; lane < gcl::kWarpSize; lane++)
@@ -85,7 +89,7 @@ inline void record(const gcl::Record &r, const std::vector<std::string> &opcodes
   out.append(buf, snprintf(buf, sizeof buf, " %d", r.mem_width));
   if (r.mem_width > 0) addresses(r, policy, out);
   put(out, " %lld", (long long)(int64_t)r.imm);
-  if (r.has_values && r.ndst + r.nsrc > 0) {
+  if (r.has_values && r.ndst + r.nsrc > 0 && r.active_mask != 0) { /* mask 0: no lane, no row */
     out += " |";
     for (int op = 0; op < r.ndst + r.nsrc; op++) value_row(r.values[op], r.active_mask, out);
   }
