@@ -355,7 +355,9 @@ def test_the_compressor_is_looked_up_on_path_and_its_failure_named(tmp_path):
     127, a C program died of SIGPIPE at its first traced launch, and one that ignores SIGPIPE
     ran on with kernelslist naming traces never written. gcl_output.h finds the program on PATH
     before the first launch (no shell: one would inherit LD_PRELOAD and start the tool again)
-    and names why a compressor failed from pclose's status."""
+    and names why a compressor failed from pclose's status. An uncompressed trace whose bytes
+    did not all reach the disk (fclose fails: /dev/full here) is named too; its fclose result
+    was ignored, leaving a cut trace listed in kernelslist as whole."""
     exe = _build(tmp_path, "output_test", "-O1", "-Wextra")
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -9,6 +9,9 @@
  */
 #pragma once
 
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +54,19 @@ inline std::string compressor_failure(int status) {
   }
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
+}
+
+/* Closes a launch's trace: `piped` (GCL_COMPRESS) through pclose, whose status says whether the
+ * compressor wrote it, else fclose. Returns why the trace is not whole on disk, or "" when it is.
+ * Why: with GCL_COMPRESS=none the tool ignored fclose's result, so a disk that filled up (a raw
+ * trace is GBs) left a trace cut off at stdio's last flush, listed in kernelslist as complete. */
+inline std::string close_trace(FILE *f, bool piped) {
+  if (piped) return compressor_failure(pclose(f));
+  const bool write_failed = ferror(f) != 0;
+  errno = 0;
+  if (fclose(f) != 0) return std::string("write failed: ") + strerror(errno);
+  if (write_failed) return "write failed";
+  return "";
 }
 
 }  // namespace gcl

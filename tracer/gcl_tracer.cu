@@ -766,16 +766,20 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     t_drained = now_s();
     pthread_mutex_lock(&launch_mu);
     records = cur.records;
-    std::string compressor_failed;
-    if (cur.piped) compressor_failed = gcl::compressor_failure(pclose(cur.out)); else fclose(cur.out);
+    const bool piped = cur.piped;
+    const std::string trace_failed = gcl::close_trace(cur.out, piped);
     if (cur.dropped_by_cap)
       fprintf(stderr, "gcl_tracer: kernel %llu: %llu records over GCL_MAX_INSTS_PER_WARP not written\n",
               (unsigned long long)invocation_id, (unsigned long long)cur.dropped_by_cap);
     cur = Launch();
     pthread_mutex_unlock(&launch_mu);
-    if (!compressor_failed.empty()) { /* its trace is lost: say so now, not at grouping */
-      fprintf(stderr, "gcl_tracer: launch %llu: the GCL_COMPRESS=%s compressor of its trace failed (%s)\n",
-              (unsigned long long)invocation_id, opt.compress.c_str(), compressor_failed.c_str());
+    if (!trace_failed.empty()) { /* its trace is lost: say so now, not at grouping */
+      if (piped)
+        fprintf(stderr, "gcl_tracer: launch %llu: the GCL_COMPRESS=%s compressor of its trace failed (%s)\n",
+                (unsigned long long)invocation_id, opt.compress.c_str(), trace_failed.c_str());
+      else
+        fprintf(stderr, "gcl_tracer: launch %llu: its trace in %s is incomplete (%s)\n",
+                (unsigned long long)invocation_id, opt.dir.c_str(), trace_failed.c_str());
       exit(2);
     }
   }

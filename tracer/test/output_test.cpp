@@ -1,5 +1,6 @@
 /*
- * output_test.cpp -- gcl_output.h: finding the compressor on PATH, and naming why it failed.
+ * output_test.cpp -- gcl_output.h: finding the compressor on PATH, naming why it failed, and
+ * closing a trace file (piped or not) with what went wrong said.
  *
  *   output_test DIR   DIR: an empty scratch directory; exit 0 when every check holds
  */
@@ -47,6 +48,20 @@ int main(int argc, char **argv) {
   check(gcl::compressor_failure(1 << 8) == "exit 1", "exit 1");
   check(gcl::compressor_failure(9) == "killed by signal 9", "a signal");
   check(gcl::compressor_failure(-1) == "its exit status could not be read", "pclose failed");
+  /* GCL_COMPRESS=none: a trace whose bytes did not all reach the disk (here /dev/full, whose
+   * every write fails with ENOSPC once stdio flushes) is a failure, named; a good one is not */
+  FILE *full = fopen("/dev/full", "w");
+  if (full) {
+    fputs("-kernel name = _Z1kv\n", full);
+    check(gcl::close_trace(full, false).find("No space left") != std::string::npos, "a trace cut short by ENOSPC");
+  }
+  FILE *good = fopen((dir + "/kernel-1.trace").c_str(), "w");
+  check(good && fputs("-kernel name = _Z1kv\n", good) >= 0 && gcl::close_trace(good, false).empty(),
+        "a trace written whole");
+  FILE *pipe = popen("cat > /dev/null", "w");
+  check(pipe && gcl::close_trace(pipe, true).empty(), "a compressor that exits 0");
+  FILE *bad = popen("exit 3", "w");
+  check(bad && gcl::close_trace(bad, true) == "exit 3", "a compressor that exits 3");
   if (failures == 0) printf("output: all checks hold\n");
   return failures ? 1 : 0;
 }
