@@ -504,3 +504,55 @@ def test_tracer_and_python_writer_write_the_same_address_lines(format_test, tmp_
     # every case was there: stride lines, delta lines, and mask-0 lines without addresses
     assert any(" 1 0x" in ln for ln in py) and any(" 2 0x" in ln for ln in py)
     assert any(" 00000000 " in ln for ln in py)
+
+
+def _sanitized(tmp_path: Path, source: str) -> Path:
+    """tracer/test/<source>.cpp built with AddressSanitizer and UBSan (any report fails the run);
+    skips where g++ has no sanitizer runtime."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    exe = tmp_path / f"{source}-asan"
+    build = subprocess.run(["g++", "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined",
+                            "-fno-sanitize-recover=all", f"-I{ROOT / 'tracer'}",
+                            str(ROOT / "tracer" / "test" / f"{source}.cpp"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    if build.returncode != 0 or subprocess.run([str(exe), "x"], capture_output=True).returncode == 127:
+        pytest.skip(f"no sanitizer runtime for g++: {build.stderr[-200:]}")
+    return exe
+
+
+def test_formatter_is_memory_safe_on_the_largest_lines(tmp_path):
+    """Under ASan/UBSan, the largest records the tool can format: a 100,000-character kernel name,
+    a 2,000-character opcode, every operand slot at its largest register (R255, UR63), 32 lanes of
+    64-bit addresses in mode 0 and in mode 2 deltas of +-2^63, seven divergent 32-bit value rows,
+    extreme CTA ids, line numbers and immediates; the lines parse back whole. Then the 20,000
+    random records of format_speed (every mask, mode and policy) against the printf oracle."""
+    exe = _sanitized(tmp_path, "format_test")
+    name = "_Z1kIN" + "A" * 100_000 + "EEvv"
+    ops = ["X" * 2000, "LDG.E.128.SYS"]
+    lanes = [format(a, "x") for a in [2**64 - 1, 0] * 16]  # every delta is -(2^64-1) or +(2^64-1): wraps
+    vals = [format(0xFFFFFFFF if j % 2 else j * 0x01010101, "x") for j in range(32)]
+    recs = []
+    for i, mask in enumerate([0xFFFFFFFF, 0xAAAAAAAA, 0x80000000, 0]):
+        for op in (0, 1):
+            # 7 operands: 2 destinations, 5 sources (kMaxDst, kMaxSrc)
+            head = ["RECORD", 0, 0, 2**31 - 2, 65534, 65534, 31, 2**31 - 1, format(0xFFFFFFF0 - 32 * i - 16 * op, "x"),
+                    format(mask, "x"), op, 16 if op == 1 else 0, 2, 255, 256 + 63, 5, 255, 256 + 63, 254, 256, 0,
+                    2**63, 1]
+            recs.append(" ".join(map(str, [*head, *lanes, *(vals * 7)])))
+    text = (f"HEADER {name} {2**63} 2147483647 65535 65535 1024 1 1 1 1\nOPCODES 2 {' '.join(ops)}\n"
+            + "\n".join(recs) + "\nEND\n")
+    for policy in ("list", "delta", "auto"):
+        run = subprocess.run([str(exe), policy], input=text, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        path = tmp_path / f"kernel-{policy}.trace"
+        path.write_text(run.stdout)
+        t = read_kernel(path)
+        assert t.header.name == name and t.header.kernel_id == 2**63 and t.n_insts == len(recs)
+        assert ops[0] in t.opcode_table
+        full = [i for i in range(t.n_insts) if int(t.mask[i]) == 0xFFFFFFFF and int(t.mem_width[i])]
+        assert full and all(t.addr_ptr[i + 1] - t.addr_ptr[i] == 32 for i in full)
+        assert t.addrs[t.addr_ptr[full[0]]] == 2**64 - 1
+    speed = _sanitized(tmp_path, "format_speed")
+    run = subprocess.run([str(speed), "check", "20000", "7"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
