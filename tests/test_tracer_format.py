@@ -556,3 +556,46 @@ def test_formatter_is_memory_safe_on_the_largest_lines(tmp_path):
     speed = _sanitized(tmp_path, "format_speed")
     run = subprocess.run([str(speed), "check", "20000", "7"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value, out, line", [
+    (None, "7", None),  # unset: the default
+    ("", "7", None),
+    ("10", "10", None),
+    ("0", "0", None),
+    ("-1", None, "GCL_X=-1 must be in the test's range"),  # GCL_KERNEL_BEGIN=-1 traced no launch
+    ("11", None, "GCL_X=11 must be in the test's range"),
+    ("99999999999999999999", None, "GCL_X=99999999999999999999 must be in the test's range"),  # strtoll clamped it
+    ("3x", None, "GCL_X=3x is not an integer"),
+    ("x", None, "GCL_X=x is not an integer"),
+])
+def test_tracer_settings_out_of_range_are_one_line_and_exit_2(tmp_path, value, out, line):
+    """gcl_env.h: a setting read wrong is found only after a GPU run (a negative GCL_KERNEL_BEGIN,
+    cast to uint64, traced nothing; 2^44 MiB of GCL_BUFFER_MB wrapped to a tiny buffer; an
+    out-of-range number was clamped by strtoll without a word). Each is one line and status 2."""
+    import os
+
+    exe = _build(tmp_path, "env_test", "-O1", "-Wextra")
+    env = {k: v for k, v in os.environ.items() if k != "GCL_X"}
+    if value is not None:
+        env["GCL_X"] = value
+    run = subprocess.run([str(exe), "GCL_X", "7", "0", "10"], env=env, capture_output=True, text=True)
+    if out is not None:
+        assert (run.returncode, run.stdout.strip(), run.stderr) == (0, out, "")
+    else:
+        assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr == f"gcl_tracer: {line}\n"
+
+
+def test_every_numeric_tracer_setting_is_range_checked():
+    """gcl_tracer.cu reads every number through gcl_env.h with a range (no bare strtoll left), and
+    GCL_BUFFER_MB's bound keeps its byte count (MiB << 20) within 64 bits."""
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    assert "strtoll" not in src and "strtoul" not in src and "atoi" not in src
+    for name in ("GCL_TRACE_SM", "GCL_KERNEL_BEGIN", "GCL_KERNEL_END", "GCL_MAX_INSTS_PER_WARP", "GCL_BUFFER_MB",
+                 "GCL_TIME_GATE_US", "GCL_VALUES", "GCL_UNIFORM", "GCL_TIME_ONLY", "GCL_LINEINFO", "GCL_VERBOSE",
+                 "GCL_COUNT_ONLY"):
+        assert re.search(rf'gcl::env_(int|count|flag)\("{name}"', src), name
+    header = (ROOT / "tracer" / "gcl_env.h").read_text()
+    bound = int(re.search(r"kMaxBufferMb = int64_t\(1\) << (\d+)", header).group(1))
+    assert bound + 20 < 64

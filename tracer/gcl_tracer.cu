@@ -49,6 +49,7 @@
 #include "nvbit_tool.h"
 #include "utils/channel.hpp"
 
+#include "gcl_env.h"
 #include "gcl_format.h"
 #include "gcl_gate.h"
 #include "gcl_launch.h"
@@ -99,28 +100,6 @@ static std::string env_str(const char *name, const std::string &dflt) {
   const char *v = getenv(name);
   return v && *v ? std::string(v) : dflt;
 }
-static int64_t env_int(const char *name, int64_t dflt) {
-  const char *v = getenv(name);
-  if (!v || !*v) return dflt;
-  char *end = nullptr;
-  long long x = strtoll(v, &end, 10);
-  if (*end) {
-    fprintf(stderr, "gcl_tracer: %s=%s is not an integer\n", name, v);
-    exit(2);
-  }
-  return x;
-}
-
-/* a size or a timeout, 0 = off: a negative value is one line naming the variable, exit 2 */
-static uint64_t env_count(const char *name, const char *meaning) {
-  const int64_t v = env_int(name, 0);
-  if (v < 0) {
-    fprintf(stderr, "gcl_tracer: %s=%lld must be %s\n", name, (long long)v, meaning);
-    exit(2);
-  }
-  return (uint64_t)v;
-}
-
 /* ---- per-launch state (the receiving thread writes, the launch callback waits) --- */
 struct Launch {
   FILE *out = nullptr;
@@ -244,7 +223,7 @@ static FILE *open_output(const std::string &path) {
 void nvbit_at_init() {
   setenv("CUDA_MANAGED_FORCE_DEVICE_ALLOC", "1", 1);
   opt.dir = env_str("GCL_TRACE_DIR", opt.dir);
-  opt.trace_sm = env_int("GCL_TRACE_SM", -1);
+  opt.trace_sm = gcl::env_int("GCL_TRACE_SM", -1, -1, INT32_MAX, "-1 (every SM) or an SM id");
   const std::string small_grid = env_str("GCL_SMALL_GRID", "cta0");
   if (small_grid != "cta0" && small_grid != "sm") {
     fprintf(stderr, "gcl_tracer: GCL_SMALL_GRID must be cta0 or sm, not %s\n", small_grid.c_str());
@@ -257,22 +236,23 @@ void nvbit_at_init() {
     exit(2);
   }
   opt.cta_scope_id = cta_scope == "id";
-  opt.kernel_begin = (uint64_t)env_int("GCL_KERNEL_BEGIN", 1);
-  int64_t end = env_int("GCL_KERNEL_END", 0);
+  opt.kernel_begin = (uint64_t)gcl::env_int("GCL_KERNEL_BEGIN", 1, 0, INT64_MAX, "a launch number (launches count from 1)");
+  int64_t end = gcl::env_int("GCL_KERNEL_END", 0, 0, INT64_MAX, "0 (no end) or a launch number");
   opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
   opt.filter = env_str("GCL_KERNEL_FILTER", "");
-  opt.max_insts_per_warp = (uint64_t)env_int("GCL_MAX_INSTS_PER_WARP", 0);
-  opt.values = (int)env_int("GCL_VALUES", 1);
+  opt.max_insts_per_warp = gcl::env_count("GCL_MAX_INSTS_PER_WARP", "0 (no cap) or an instruction count");
+  opt.values = gcl::env_flag("GCL_VALUES", 1);
   /* Uniform registers are gclsampler's (Accel-Sim's parser reads R<n> only): they come with
    * the value extension, so GCL_VALUES=0 still writes plain Accel-Sim traces. */
-  opt.uniform = opt.values && env_int("GCL_UNIFORM", 1) != 0;
+  opt.uniform = opt.values && gcl::env_flag("GCL_UNIFORM", 1);
   opt.compress = env_str("GCL_COMPRESS", "zstd");
-  opt.time_only = (int)env_int("GCL_TIME_ONLY", 0);
-  opt.lineinfo = (int)env_int("GCL_LINEINFO", 0);
-  opt.verbose = (int)env_int("GCL_VERBOSE", 0);
-  opt.count_only = (int)env_int("GCL_COUNT_ONLY", 0);
-  opt.buffer_mb = env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB");
-  opt.time_gate_us = env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
+  opt.time_only = gcl::env_flag("GCL_TIME_ONLY", 0);
+  opt.lineinfo = gcl::env_flag("GCL_LINEINFO", 0);
+  opt.verbose = gcl::env_flag("GCL_VERBOSE", 0);
+  opt.count_only = gcl::env_flag("GCL_COUNT_ONLY", 0);
+  opt.buffer_mb = gcl::env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB, at most 16777216",
+                                 gcl::kMaxBufferMb);
+  opt.time_gate_us = gcl::env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
   if (opt.time_gate_us && !opt.time_only)
     fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
