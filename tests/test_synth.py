@@ -453,17 +453,20 @@ def test_synthesized_traces_record_guarded_off_instructions_as_mask_0_lines(tmp_
         assert (out[True] / prof).read_bytes() == (out[False] / prof).read_bytes()
 
 
-def test_a_workload_synthesized_before_the_trace_guarded_off_knob_is_not_stale(tmp_path):
+def test_a_workload_synthesized_before_the_trace_guarded_off_knob_reads_as_false(tmp_path):
     """workload.json records every synth knob; one written before ``trace_guarded_off`` existed
-    lacks it and was written with the knob's value ``false`` (LEGACY_KNOBS). The default request
-    must take it as it is (it was synthesized again, byte for byte the same, for the missing key);
-    asking for mask-0 lines must not."""
+    lacks it and was written with the knob's value ``false`` (LEGACY_KNOBS). Asking for that
+    value must take it as it is (it was synthesized again, byte for byte the same, for the
+    missing key); the default request (true since the knob became the default) must not, as
+    its traces lack the mask-0 lines."""
     import json
 
     from gclsampler.synth import generate
     from gclsampler.synth.generate import stale_reason
+    from gclsampler.synth.workloads import COMMON_DEFAULTS
 
-    params = dict(n=8, archs=["turing"], values=False)
+    assert COMMON_DEFAULTS["trace_guarded_off"] is True
+    params = dict(n=8, archs=["turing"], values=False, trace_guarded_off=False)
     d = generate("lu", tmp_path / "lu", params=params, arch="turing", seed=1, progress=False, jobs=1)
     meta_path = d / "workload.json"
     meta = json.loads(meta_path.read_text())
@@ -471,5 +474,6 @@ def test_a_workload_synthesized_before_the_trace_guarded_off_knob_is_not_stale(t
     del meta["synth"]["trace_guarded_off"]
     meta_path.write_text(json.dumps(meta))
     assert stale_reason(d, "lu", params, "turing", 1) is None
-    why = stale_reason(d, "lu", {**params, "trace_guarded_off": True}, "turing", 1)
+    default = {k: v for k, v in params.items() if k != "trace_guarded_off"}
+    why = stale_reason(d, "lu", default, "turing", 1)
     assert why == "synth knobs differ: trace_guarded_off False -> True"

@@ -33,9 +33,10 @@ COMMON_DEFAULTS: dict = {
     "batch_insts": 2000000,  # recorded warp instructions one interpreter batch may hold (bounds memory)
     "values": True,  # write per-lane register values (gclsampler's trace extension)
     # true: record a warp instruction whose guard is false on every lane as a line with mask
-    # 00000000, as tracer/ and Accel-Sim's NVBit tracer do. Off by default: on two seeds it cost
-    # gcl accuracy on lu and bfs (docs/synth.md); the real/ traces (tracer pass 6) lack them too
-    "trace_guarded_off": False,
+    # 00000000, as tracer/ and Accel-Sim's NVBit tracer do, so synthetic traces read like theirs
+    # (docs/synth.md, "Deviations", has the A/B that made it the default; false gives the traces
+    # of before 2026-11-29, and the real/ traces of tracer pass 6 lack these lines)
+    "trace_guarded_off": True,
 }
 
 LEGACY_KNOBS: dict = {"trace_guarded_off": False}
