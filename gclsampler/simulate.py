@@ -53,11 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: runs are not claimed (_claim)
-    fcntl = None  # type: ignore[assignment]
-
 import numpy as np
 
 from gclsampler._atomic import write_text_atomic
@@ -553,63 +548,8 @@ def run_key(trace_hash: str, invocation: int | None, config: str, fingerprint: s
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _claim(job_dir: Path) -> int | None:
-    """This command's claim on the run in ``job_dir``: an open file descriptor of
-    ``job_dir/.lock`` holding an exclusive ``flock``, or None when another command holds it.
-
-    Why: commands sharing a ``--cache-dir`` took each other's in-flight run directory and temp
-    logs for a killed run's debris and removed them (the other run then failed renaming its
-    log), and a bad trace's cleanup removed a job directory another command was running in or
-    had just written a result to. A command now touches a job directory only while it holds the
-    claim, from its cleanup and export until the run's result is in. The kernel drops the lock
-    of a command that dies, so a killed run's debris is still cleaned up by the next command.
-    Without ``fcntl`` (not POSIX) every claim succeeds, as before.
-    """
-    path = job_dir / ".lock"
-    while True:
-        job_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if fcntl is None:  # pragma: no cover - not POSIX
-            return fd
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            with contextlib.suppress(FileNotFoundError):
-                if os.path.samestat(os.fstat(fd), os.stat(path)):
-                    return fd
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # locked a .lock its holder removed with its directory (a bad trace's cleanup): claim anew
-
-
-def _wait_for_claim(job_dir: Path) -> None:
-    """Block until no command holds a claim on ``job_dir`` (or its directory is gone). Why a
-    shared lock and no claim of its own: the waiter only reads the result the holder wrote, and
-    holding nothing while it waits, two commands cannot wait on each other."""
-    try:
-        fd = os.open(job_dir / ".lock", os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-    finally:
-        os.close(fd)
-
-
-def _release(held: dict[str, int]) -> None:
-    """Let go of every claim in ``held`` (``_claim``)."""
-    while held:
-        with contextlib.suppress(OSError):
-            os.close(held.popitem()[1])
-
-
 def _clean_debris(job_dir: Path) -> None:
-    """Remove what a killed earlier attempt of this run left (its run directory, temp logs).
-    Only under this command's ``_claim``: otherwise they may be a live command's."""
+    """Remove what a killed earlier attempt of this run left (its run directory, temp logs)."""
     if not job_dir.is_dir():
         return
     for p in job_dir.glob(".run-*"):
@@ -664,8 +604,6 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     n_cached = 0
     facts: list[dict[str, Any]] = []
     fingerprint = sim.fingerprint()
-    held: dict[str, int] = {}  # key -> this command's claim (_claim) on its job directory
-    busy: list[RunRecord] = []  # runs another command holds: their results are taken after ours
     try:
         for inv in sorted(set(int(i) for i in invocations)):
             info = infos[inv]
@@ -683,15 +621,6 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
                 continue
             first_of_key[key] = rec
             cached = read_result(job_dir)
-            if cached is None:
-                fd = _claim(job_dir)
-                if fd is None:  # another command is running it: leave its files alone
-                    busy.append(rec)
-                    continue
-                held[key] = fd
-                cached = read_result(job_dir)  # it may have finished between the read and the claim
-                if cached is not None:
-                    os.close(held.pop(key))
             if cached is not None:
                 rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
                 n_cached += 1
@@ -710,7 +639,6 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
         # their trace directories are debris, not cache; leave the cache as it was
         for job in todo:
             shutil.rmtree(job.job_dir, ignore_errors=True)
-        _release(held)
         raise
     by_inv = {r.invocation: r for r in records}
 
@@ -721,31 +649,14 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
             rec.broken = bool(res.get("broken", False))
         else:
             rec.stats, rec.source, rec.sim_wall_s = res["stats"], "run", res.get("sim_wall_s")
-        with contextlib.suppress(KeyError, OSError):
-            os.close(held.pop(rec.key))
         if on_record:
             on_record(rec)
 
-    try:
-        if todo:
-            if launcher == "local":
-                _run_local(todo, max(1, int(jobs)), finish)
-            else:  # slurm or submitit-local: check_launcher refused any other name above
-                _run_submitit(todo, launcher, cache / "submitit", timeout_s, slurm_params or {}, finish)
-    finally:
-        _release(held)
-    for rec in busy:  # holding no claim, so two commands never wait on each other
-        job_dir = cache / rec.key
-        _wait_for_claim(job_dir)
-        cached = read_result(job_dir)
-        if cached is not None:
-            rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
-            n_cached += 1
-        else:
-            rec.error = (f"invocation {rec.invocation}: another `gclsampler simulate` sharing this cache was running "
-                         f"it and left no result (it failed or was stopped; log {rec.log}); rerun to simulate it")
-        if on_record:
-            on_record(rec)
+    if todo:
+        if launcher == "local":
+            _run_local(todo, max(1, int(jobs)), finish)
+        else:  # slurm or submitit-local: check_launcher refused any other name above
+            _run_submitit(todo, launcher, cache / "submitit", timeout_s, slurm_params or {}, finish)
     for rec, first in twins:
         rec.stats, rec.error, rec.source = first.stats, first.error, f"dedup:{first.invocation}"
         rec.log = first.log

@@ -650,63 +650,6 @@ def test_an_interrupted_run_job_kills_what_it_started(tmp_path):
     _assert_gone_soon(pids[0])
 
 
-@pytest.mark.parametrize("holder_finishes", [True, False])
-def test_a_run_another_command_holds_in_a_shared_cache_is_left_alone(tmp_path, stub, monkeypatch, holder_finishes):
-    """Two commands sharing --cache-dir: the second removed the first's in-flight run directory
-    and temp logs as a killed run's debris (the first then failed renaming its log) and ran the
-    same simulation again. Now it waits for the first and takes its result, or says it left none."""
-    import fcntl
-
-    wl, _ = _workload(tmp_path)
-    cache = tmp_path / "cache"
-    assert _simulate(tmp_path, "--cache-dir", str(cache), out="first") == 0
-    job_dir = next(p.parent for p in cache.glob("*/result.json") if json.loads(p.read_text())["invocation"] == 0)
-    result = (job_dir / "result.json").read_text()
-    (job_dir / "result.json").unlink()
-    # the other command's run in flight: its lock, run directory and temp log
-    (job_dir / ".run-inflight").mkdir()
-    (job_dir / ".run-inflight" / "gpgpusim.config").write_text("# theirs\n")
-    (job_dir / ".accelsim.log.inflight.tmp").write_text("GPGPU-Sim: theirs, being written\n")
-    holder = open(job_dir / ".lock", "a")
-    fcntl.flock(holder, fcntl.LOCK_EX)
-    n_calls = len(stub.calls())
-
-    waiting = threading.Event()
-    real_wait = getattr(S, "_wait_for_claim", None)
-
-    def wait_for_claim(d):
-        waiting.set()
-        real_wait(d)
-
-    monkeypatch.setattr(S, "_wait_for_claim", wait_for_claim, raising=False)
-    sim = S.locate_simulator(stub.root)
-    got: dict = {}
-    t = threading.Thread(target=lambda: got.update(run=S.simulate(sim, wl, [0, 2, 3, 4], cache,
-                                                                  flags=S.default_flags())))
-    t.start()
-    try:
-        deadline = time.monotonic() + 60
-        while not waiting.is_set() and t.is_alive():
-            assert time.monotonic() < deadline, "simulate neither waited nor finished"
-            time.sleep(0.02)
-        assert (job_dir / ".run-inflight" / "gpgpusim.config").read_text() == "# theirs\n"
-        assert (job_dir / ".accelsim.log.inflight.tmp").is_file()
-        assert len(stub.calls()) == n_calls  # not simulated a second time
-        assert t.is_alive()  # it waits for the other command
-        if holder_finishes:
-            (job_dir / "result.json").write_text(result)
-    finally:
-        holder.close()
-        t.join(60)
-    assert not t.is_alive()
-    rec = {r.invocation: r for r in got["run"].records}[0]
-    if holder_finishes:
-        assert rec.error is None and rec.source == "cache" and rec.stats["cycles"] == CYC[1]
-    else:
-        assert rec.stats is None and "another `gclsampler simulate` sharing this cache was running it" in rec.error
-    assert len(stub.calls()) == n_calls
-
-
 def test_bad_input_is_one_line_exit_2(tmp_path, stub, capsys):
     wl, plan = _workload(tmp_path)
     for argv, msg in (
