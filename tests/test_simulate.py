@@ -169,8 +169,8 @@ def test_cli_without_simulator_is_one_line_exit_2(tmp_path, capsys, monkeypatch)
 NAMES = ["gemm", "gemm", "norm", "gemm", "act", "norm"]
 
 
-def _workload(tmp_path: Path, names=NAMES, synthetic: bool = True) -> tuple[Path, Path]:
-    """len(names) traces; invocations with the same name have byte-identical bodies."""
+def _traces(tmp_path: Path, names, synthetic: bool = True) -> Path:
+    """The workload dir ``tmp_path/wl`` with one trace per name (same name, same body)."""
     wl = tmp_path / "wl"
     wl.mkdir(exist_ok=True)
     files = []
@@ -183,6 +183,12 @@ def _workload(tmp_path: Path, names=NAMES, synthetic: bool = True) -> tuple[Path
         files.append(f"kernel-{i + 1}.traceg")
     write_kernelslist(wl, files)
     (wl / "workload.json").write_text(json.dumps({"workload": "toy", "synthetic": synthetic}))
+    return wl
+
+
+def _workload(tmp_path: Path, names=NAMES, synthetic: bool = True) -> tuple[Path, Path]:
+    """len(names) traces; invocations with the same name have byte-identical bodies."""
+    wl = _traces(tmp_path, names, synthetic)
     # clusters {0,1,3} (gemm, sampled 0 and 3), {2,5} (norm, sampled 2), {4} (act)
     plan = SamplingPlan("toy", "test", len(names),
                         [Sample(0, "gemm", 0, 1.0), Sample(3, "gemm", 0, 2.0), Sample(2, "norm", 1, 2.0),
@@ -863,3 +869,24 @@ def test_bad_trace_leaves_no_output_behind(tmp_path, stub, capsys):
     (tmp_path / "out").mkdir()
     assert _simulate(tmp_path) == 2
     assert list((tmp_path / "out").iterdir()) == [] and stub.calls() == []
+
+
+def test_a_cold_cache_of_many_invocations_stays_within_the_open_files_limit(tmp_path, stub):
+    """A per-run lock held from export to result kept one open file per uncached invocation:
+    ``simulate --all`` on a cold cache of 1024 launches met the default limit of 1024 open
+    files (exit 2, "Too many open files"). Files held must not grow with the invocations."""
+    import resource
+
+    n = 96
+    _traces(tmp_path, ["gemm", "norm", "act"] * (n // 3))
+    stub.set({"*": {"cycles": 1000, "insn": 2000}})
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    open_now = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 64
+    limit = open_now + 48  # well under n: one file per invocation cannot fit
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, hard), hard))
+    try:
+        assert _simulate(tmp_path, "--all") == 0
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    lines = (tmp_path / "out" / "simulated.csv").read_text().splitlines()
+    assert len(lines) == n + 1
