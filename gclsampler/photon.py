@@ -66,7 +66,7 @@ CONTROL_OPCODES = frozenset({"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL",
                              "CAL", "JCAL", "BRK", "CONT", "SYNC", "KIL", "LONGJMP"})
 """SASS opcodes after which a basic block ends even when execution falls through.
 
-The second line is the Kepler/Maxwell/Pascal spelling of the same transfers (``CAL`` for
+The last line is the Kepler/Maxwell/Pascal spelling of the same transfers (``CAL`` and ``JCAL`` for
 ``CALL``, ``BRK`` for ``BREAK``, ``SYNC`` for ``BSYNC``, ``KIL`` for ``KILL``, plus ``CONT`` and
 ``LONGJMP``): without them a not-taken ``@P BRK`` of an sm_6x trace did not end its block while
 the same ``@P BREAK`` of an sm_70 one did. The instructions that only set a target up (``SSY``,
