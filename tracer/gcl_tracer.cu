@@ -236,7 +236,7 @@ void nvbit_at_init() {
     exit(2);
   }
   opt.cta_scope_id = cta_scope == "id";
-  opt.kernel_begin = (uint64_t)gcl::env_int("GCL_KERNEL_BEGIN", 1, 0, INT64_MAX, "a launch number (launches count from 1)");
+  opt.kernel_begin = (uint64_t)gcl::env_int("GCL_KERNEL_BEGIN", 1, 1, INT64_MAX, "a launch number (launches count from 1)");
   int64_t end = gcl::env_int("GCL_KERNEL_END", 0, 0, INT64_MAX, "0 (no end) or a launch number");
   opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
   opt.filter = env_str("GCL_KERNEL_FILTER", "");
@@ -252,7 +252,8 @@ void nvbit_at_init() {
   opt.count_only = gcl::env_flag("GCL_COUNT_ONLY", 0);
   opt.buffer_mb = gcl::env_count("GCL_BUFFER_MB", "0 (NVBit's channel) or a size in MiB, at most 16777216",
                                  gcl::kMaxBufferMb);
-  opt.time_gate_us = gcl::env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds");
+  opt.time_gate_us = gcl::env_count("GCL_TIME_GATE_US", "0 (off) or the gate's timeout in microseconds",
+                                    INT64_MAX / 1000); /* x 1000 in ns must fit */
   if (opt.time_gate_us && !opt.time_only)
     fprintf(stderr, "gcl_tracer: GCL_TIME_GATE_US applies to GCL_TIME_ONLY runs only; ignored\n");
   if (!opt.filter.empty()) {
