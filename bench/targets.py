@@ -106,7 +106,8 @@ def _holds(values: list[float], limit: float) -> int | str:
 
 
 NO_CROSS_ARCH = ("n/a cross-arch: the run scored its plans on no arch but the one they were fitted on "
-                 "(evaluate.py's suite.archs), so that target was not measured there; n/a is not counted as a miss.")
+                 "(evaluate.py's suite.archs), or its other archs have no cycle counts, so that target was not "
+                 "measured there; n/a is not counted as a miss.")
 
 
 def target_rows(per_run: list[dict]) -> list[tuple[str, list[str], int | str]]:

@@ -811,3 +811,17 @@ def test_a_cross_arch_mean_over_fewer_workloads_says_so(tmp_path):
     assert avg == "| **AVG** | 2.00 | 10.00× | 2.00 (1 of 2 workloads) | 10.00× |"
     full = write_report(_rows(errs, ada=2.0), tmp_path / "r2", plots=False).read_text()
     assert "of 2 workloads" not in full
+
+
+def test_a_cross_arch_mean_that_skips_a_workload_without_cycles_says_so(tmp_path):
+    """A workload whose ground truth on an arch has no cycle counts has a row there with a NaN
+    error; the mean skips it, so the AVG covers fewer workloads than rows, and says so."""
+    from gclsampler.report import write_report
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w1", "pka"): 2.0, ("w2", "pka"): 2.0}
+    df = _rows(errs, ada=2.0)
+    df.loc[(df["workload"] == "w2") & (df["arch"] == "ada"), "error_cycles"] = np.nan
+    text = write_report(df, tmp_path / "r", plots=False).read_text()
+    gcl = text.split("### gcl\n")[1].split("###")[0]
+    avg = next(line for line in gcl.splitlines() if line.startswith("| **AVG**"))
+    assert "2.00 (1 of 2 workloads)" in avg
