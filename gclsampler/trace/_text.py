@@ -299,6 +299,14 @@ def spans_equal(buf: np.ndarray, s1, e1, s2, e2) -> np.ndarray:
     return _unsort(eqs, order)
 
 
+def lanes_contiguous(mask: np.ndarray) -> np.ndarray:
+    """Per 32-bit active mask: are its set lanes one contiguous run (0 counts as one)? Accel-Sim
+    expands a base+stride line over the first run of active lanes only, so the writer may use
+    that mode, and the reader may take it, only where this holds."""
+    m = np.asarray(mask).astype(np.uint64)
+    return ((m + (m & (~m + np.uint64(1)))) & m) == 0
+
+
 def ragged_arange(counts: np.ndarray) -> np.ndarray:
     """``concatenate([arange(c) for c in counts])`` without the Python loop."""
     counts = np.asarray(counts, dtype=np.int64)

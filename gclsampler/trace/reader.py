@@ -603,8 +603,7 @@ def _parse_lines(body: _Body, lines: np.ndarray, layout: TraceLayout, opcodes: _
         # mode 1: base stride
         s1 = mi[mode == 1]
         if s1.size:
-            m = mask[s1].astype(np.uint64)
-            split = ((m + (m & (~m + np.uint64(1)))) & m) != 0
+            split = ~T.lanes_contiguous(mask[s1])
             if split.any():
                 i = int(np.flatnonzero(split)[0])
                 body.fail(lines[s1[i]], "address mode", STRIDE_SPLIT_LANES.format(mask=int(mask[s1[i]])))

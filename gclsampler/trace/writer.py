@@ -72,10 +72,7 @@ def _addr_modes(t: KernelTrace, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             idx = np.repeat(s, lens) + T.ragged_arange(lens)
             dev = (d[idx] != np.repeat(first, lens)).astype(np.int64)
             bad = np.add.reduceat(dev, np.cumsum(lens) - lens) if dev.size else np.zeros(0, np.int64)
-            m = t.mask[cand].astype(np.uint64)
-            low = m & (~m + np.uint64(1))
-            contig = ((m + low) & m) == 0
-            ok = (bad == 0) & contig & (first >= -(2**31)) & (first < 2**31)
+            ok = (bad == 0) & T.lanes_contiguous(t.mask[cand]) & (first >= -(2**31)) & (first < 2**31)
             mode[cand[ok]] = 1
             stride[cand[ok]] = first[ok]
     return mode, stride
