@@ -40,9 +40,13 @@ def _num(tok: str, base: int, lo: int, hi: int) -> int:
     return v
 
 
-def _accelsim_line(line: str, lineinfo: bool) -> tuple[int, int, list[int] | None]:
-    """(PC, mask, addresses of the active lanes or None) as Accel-Sim reads a grouped line."""
+def _accelsim_line(line: str, lineinfo: bool, version: int = 5) -> tuple[int, int, list[int] | None]:
+    """(PC, mask, addresses of the active lanes or None) as Accel-Sim reads a grouped line of a
+    file whose header says ``-accelsim tracer version = version``."""
     toks = iter(line.split())
+    if version < 3:  # before v3 a line starts with its CTA's x y z and warp id, read and dropped
+        for _ in range(4):
+            _num(next(toks), 10, 0, _U32)
     if lineinfo:
         _num(next(toks), 10, 0, _U32)
     pc, mask = _num(next(toks), 16, 0, _U32), _num(next(toks), 16, 0, _U32)
@@ -78,6 +82,8 @@ def _exported_reads(t) -> None:
     from pathlib import Path
 
     text = accelsim_text(t)
+    # Accel-Sim's sscanf("-accelsim tracer version = %d"); the version picks the line layout
+    version = int(re.search(rb"^-accelsim tracer version = (\d+)", text, re.M).group(1))
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "kernel-1.traceg"
         p.write_bytes(text)
@@ -86,7 +92,7 @@ def _exported_reads(t) -> None:
     lines = [ln for ln in body if ln and not ln.startswith(("#", "thread block =", "warp =", "insts ="))]
     assert len(lines) == back.n_insts
     for i, ln in enumerate(lines):
-        pc, mask, addrs = _accelsim_line(ln, back.line_num is not None)
+        pc, mask, addrs = _accelsim_line(ln, back.line_num is not None, version)
         assert (pc, mask) == (int(back.pc[i]), int(back.mask[i]))
         ours = back.addrs[back.addr_ptr[i]:back.addr_ptr[i + 1]].tolist()
         assert (addrs or []) == ours and (addrs is None) == (int(back.mem_width[i]) == 0)
@@ -126,6 +132,23 @@ def test_accelsim_reads_every_exported_address_as_gclsampler_does(warps):
 def test_accelsim_reads_random_exports_as_gclsampler_does(seed, lineinfo, dense):
     t = random_kernel_trace(np.random.default_rng(seed), n_warps=5, max_insts=12, line_num=lineinfo,
                             max_dst=1, max_src=4, dense=dense)
+    _exported_reads(t)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("imm, lineinfo", [(False, False), (True, False), (False, True), (True, True)])
+def test_the_exported_header_states_the_tracer_version_of_the_lines_written(version, imm, lineinfo):
+    """The export writes every line in the layout of tracer v3+ (no CTA/warp prefix), with an
+    immediate and a line number as v4+ has them, whatever version the input's header said. It
+    copied a header's version 0-2, and Accel-Sim then read each line's PC and mask as a CTA id."""
+    import dataclasses
+
+    t = random_kernel_trace(np.random.default_rng(version), n_warps=3, max_insts=8, line_num=lineinfo,
+                            imm=imm, max_dst=1, max_src=4)
+    t = dataclasses.replace(t, header=dataclasses.replace(t.header, tracer_version=version))
+    head = accelsim_text(t).split(b"#traces format", 1)[0].decode()
+    want = max(version, 4 if imm or lineinfo else 3)
+    assert f"-accelsim tracer version = {want}\n" in head
     _exported_reads(t)
 
 

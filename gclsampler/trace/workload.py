@@ -383,6 +383,26 @@ ACCELSIM_MAX_PC = 2**32 - 1
 """Accel-Sim reads an instruction's PC into a 32-bit ``unsigned`` (``inst_trace_t::m_pc``)."""
 
 
+def accelsim_tracer_version(t: KernelTrace) -> int:
+    """The ``-accelsim tracer version`` an export of ``t`` states: its own, raised to the first
+    version whose line layout is the one the export writes.
+
+    Why: the export does not copy lines, it writes every one anew in the layout of tracer v3+
+    (PC first, address modes 0/1/2), with a line number when ``-enable lineinfo = 1`` and an
+    immediate when ``t`` has them, which tracers write from v4. Accel-Sim ignores the
+    ``#traces format`` line and takes the layout from the version alone: below 3 it reads each
+    line's first four fields as the CTA's x y z and warp id (``inst_trace_t::parse_from_string``),
+    so a copied version 0-2 made it read the PC and mask as a CTA id and fail the rest of every
+    line without a word; and gclsampler's reader, without a format line, takes an immediate only
+    from v4. The input's version is no reason to refuse: gclsampler has already read its lines
+    as v3+ ones (a pre-v3 line's four extra fields do not parse), so only the number was wrong,
+    and the version the lines were written in is the one that can be true. A higher version
+    (a real tracer's 5) is kept.
+    """
+    lowest = 4 if t.imm is not None or t.line_num is not None else 3
+    return max(int(t.header.tracer_version), lowest)
+
+
 def _check_pcs(t: KernelTrace, path: str) -> None:
     """Refuse a PC Accel-Sim cannot read, before ``_close_truncated_warps`` adds PC + 16.
 
@@ -536,7 +556,8 @@ def describe_export(facts: Sequence[dict]) -> list[str]:
 
 def accelsim_text(t: KernelTrace) -> bytes:
     """Plain Accel-Sim trace text; partial CTA sets get a rewritten 1-D grid, warps cut off by
-    an instruction cap get their EXIT."""
+    an instruction cap get their EXIT, the header the tracer version of the lines written
+    (``accelsim_tracer_version``)."""
     import dataclasses
 
     if t.n_warps == 0:  # a real launch none of whose CTAs ran on the traced SM (reader.py, complete_header)
@@ -556,7 +577,7 @@ def accelsim_text(t: KernelTrace) -> bytes:
     else:
         new = np.zeros(0, bool)
         n_tb = 0
-    header = t.header
+    header = dataclasses.replace(t.header, tracer_version=accelsim_tracer_version(t))
     coords = None
     if n_tb != header.n_ctas:
         # Accel-Sim launches grid-many CTAs and reads one #BEGIN_TB section per CTA.
