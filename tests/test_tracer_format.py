@@ -366,6 +366,17 @@ def test_the_compressor_is_looked_up_on_path_and_its_failure_named(tmp_path):
     assert "output: all checks hold" in run.stdout
 
 
+def test_the_tool_names_the_file_of_a_trace_that_is_not_whole():
+    """An uncompressed trace whose write failed was reported as "its trace in GCL_TRACE_DIR is
+    incomplete", naming the directory of every launch's trace, not the one file cut short; the
+    compressed case named no file at all. gcl_tracer.cu prints gcl_output.h's line, which
+    output_test checks."""
+    text = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    body = text.split("gcl::close_trace(", 1)[1].split("exit(2);", 1)[0]
+    assert "gcl::trace_failure(" in body
+    assert "its trace in %s" not in text and "opt.dir.c_str(), trace_failed" not in text
+
+
 def test_packed_static_fields_survive_the_round_trip(tmp_path):
     """gcl_before's static fields travel packed (gcl_record.h): tracer/test/pack_test.cpp packs
     every opcode id, width, operand count and flag the tool can pass and unpacks them as the

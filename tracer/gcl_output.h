@@ -69,4 +69,15 @@ inline std::string close_trace(FILE *f, bool piped) {
   return "";
 }
 
+/* The line the tool prints when launch `launch`'s trace at `path` did not reach the disk whole
+ * (`why`: close_trace's answer), compressed (`piped`, GCL_COMPRESS=`compress`) or not.
+ * Why the file leads: the uncompressed case named GCL_TRACE_DIR, which holds every launch's
+ * trace, and the compressed one named no file, so neither said which trace to remove or
+ * record again; the path first, as gclsampler's own errors put it. */
+inline std::string trace_failure(unsigned long long launch, const std::string &path, bool piped,
+                                 const std::string &compress, const std::string &why) {
+  const std::string what = piped ? "its GCL_COMPRESS=" + compress + " compressor failed" : "its trace is incomplete";
+  return "gcl_tracer: " + path + ": launch " + std::to_string(launch) + ": " + what + " (" + why + ")";
+}
+
 }  // namespace gcl

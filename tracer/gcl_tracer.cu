@@ -103,6 +103,7 @@ static std::string env_str(const char *name, const std::string &dflt) {
 /* ---- per-launch state (the receiving thread writes, the launch callback waits) --- */
 struct Launch {
   FILE *out = nullptr;
+  std::string path; /* of `out`, for the line said when it is not whole */
   bool piped = false;
   gcl::WarpMerger merger;                               /* BEFORE + AFTER halves per warp */
   /* (CTA x, y, z, warp) -> records written; a tuple, since the shifted-and-xored key it
@@ -651,7 +652,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       std::string file = "kernel-" + std::to_string(invocation_id) + ".trace" + compress_suffix();
       pthread_mutex_lock(&launch_mu);
       cur = Launch();
-      cur.out = open_trace(opt.dir + "/" + file, &cur.piped);
+      cur.path = opt.dir + "/" + file;
+      cur.out = open_trace(cur.path, &cur.piped);
       if (!cur.out) {
         fprintf(stderr, "gcl_tracer: cannot write %s/%s (%s)\n", opt.dir.c_str(), file.c_str(), strerror(errno));
         exit(2);
@@ -748,6 +750,7 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     pthread_mutex_lock(&launch_mu);
     records = cur.records;
     const bool piped = cur.piped;
+    const std::string trace_path = cur.path;
     const std::string trace_failed = gcl::close_trace(cur.out, piped);
     if (cur.dropped_by_cap)
       fprintf(stderr, "gcl_tracer: kernel %llu: %llu records over GCL_MAX_INSTS_PER_WARP not written\n",
@@ -755,12 +758,8 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
     cur = Launch();
     pthread_mutex_unlock(&launch_mu);
     if (!trace_failed.empty()) { /* its trace is lost: say so now, not at grouping */
-      if (piped)
-        fprintf(stderr, "gcl_tracer: launch %llu: the GCL_COMPRESS=%s compressor of its trace failed (%s)\n",
-                (unsigned long long)invocation_id, opt.compress.c_str(), trace_failed.c_str());
-      else
-        fprintf(stderr, "gcl_tracer: launch %llu: its trace in %s is incomplete (%s)\n",
-                (unsigned long long)invocation_id, opt.dir.c_str(), trace_failed.c_str());
+      fprintf(stderr, "%s\n", gcl::trace_failure((unsigned long long)invocation_id, trace_path, piped, opt.compress,
+                                                 trace_failed).c_str());
       exit(2);
     }
   }

@@ -1,6 +1,6 @@
 /*
  * output_test.cpp -- gcl_output.h: finding the compressor on PATH, naming why it failed, and
- * closing a trace file (piped or not) with what went wrong said.
+ * closing a trace file (piped or not) with what went wrong said, and the line that names it.
  *
  *   output_test DIR   DIR: an empty scratch directory; exit 0 when every check holds
  */
@@ -62,6 +62,14 @@ int main(int argc, char **argv) {
   check(pipe && gcl::close_trace(pipe, true).empty(), "a compressor that exits 0");
   FILE *bad = popen("exit 3", "w");
   check(bad && gcl::close_trace(bad, true) == "exit 3", "a compressor that exits 3");
+  /* the line said when a trace is not whole names its file, not GCL_TRACE_DIR: a directory of
+   * thousands of launches' traces does not say which one to delete or trace again */
+  const std::string plain = gcl::trace_failure(7, dir + "/kernel-7.trace", false, "none", "write failed: No space left");
+  check(plain == "gcl_tracer: " + dir + "/kernel-7.trace: launch 7: its trace is incomplete (write failed: No space "
+                "left)", "an uncompressed trace cut short names its file");
+  const std::string piped = gcl::trace_failure(7, dir + "/kernel-7.trace.zst", true, "zstd", "exit 1");
+  check(piped == "gcl_tracer: " + dir + "/kernel-7.trace.zst: launch 7: its GCL_COMPRESS=zstd compressor failed "
+                 "(exit 1)", "a compressed trace whose compressor failed names its file");
   if (failures == 0) printf("output: all checks hold\n");
   return failures ? 1 : 0;
 }
