@@ -107,18 +107,27 @@ def _fmt_su(x: float) -> str:
     return f"{x:.2f}×"
 
 
-INFINITE_SPEEDUP_NOTE = ("n/a speedup: a plan whose sampled invocations all took 0 ns (sampled time 0) has "
-                         "speedup inf, and so has an arithmetic mean over it; such a cell is not a missing number. "
-                         "The harmonic mean counts it as 1/inf = 0.")
-"""Said under a table with such a cell: it printed n/a as for a missing number, and only
-``bench/targets.py`` said why."""
+INFINITE_SPEEDUP = ("n/a speedup: a plan whose sampled invocations all took 0 ns (sampled time 0) has "
+                    "speedup inf, and so has an arithmetic mean over it; such a cell is not a missing number.")
+"""What an n/a speedup cell is, in one wording for every table that prints one (report.md,
+compare.md, ``bench/targets.py``): each printed n/a as for a missing number, and targets.py
+alone said why, in words of its own."""
+
+INFINITE_SPEEDUP_NOTE = INFINITE_SPEEDUP + " The harmonic mean counts it as 1/inf = 0."
+"""``INFINITE_SPEEDUP`` under a table that also shows harmonic-mean speedups (report.md,
+compare.md), where the same plan does not make the mean n/a."""
+
+
+def has_infinite_speedup(*speedups) -> bool:
+    """Whether any of the speedup columns given holds an infinite value: only then is an n/a
+    cell what ``INFINITE_SPEEDUP`` says it is."""
+    return any(np.isinf(np.asarray(s, dtype=np.float64)).any() for s in speedups)
 
 
 def infinite_speedup_note(*speedups) -> list[str]:
-    """``[INFINITE_SPEEDUP_NOTE, ""]`` when any of the speedup columns given holds an infinite
-    value (a report's lines to add), else ``[]``."""
-    return [INFINITE_SPEEDUP_NOTE, ""] if any(np.isinf(np.asarray(s, dtype=np.float64)).any()
-                                              for s in speedups) else []
+    """``[INFINITE_SPEEDUP_NOTE, ""]`` when ``has_infinite_speedup`` (a report's lines to add),
+    else ``[]``."""
+    return [INFINITE_SPEEDUP_NOTE, ""] if has_infinite_speedup(*speedups) else []
 
 
 def _methods(df) -> list[str]:
