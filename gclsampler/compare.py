@@ -855,10 +855,10 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines += _md_table(["method", "error (%)", "range over runs", "worst workload, mean", "worst cell",
                         "cross-arch (%)", "any-member (%)"] + (["second run (%)"] if second else [])
                        + ["speedup (arith.)", "speedup (harm.)"], rows).split("\n")
-    from gclsampler.report import infinite_speedup_note
+    from gclsampler.report import INFINITE_SPEEDUP_NOTE, has_infinite_speedup
 
-    note = infinite_speedup_note(per_run["speedup_mean"], per_w["speedup_mean"])
-    lines += [""] + note[:1] if note else []
+    if has_infinite_speedup(per_run["speedup_mean"], per_w["speedup_mean"]):
+        lines += ["", INFINITE_SPEEDUP_NOTE]  # no blank line after it: the Per run section opens with one
     # under --second-run the plan-arch errors are the second run's, which report.md shows per workload only
     source = (f"the {plan_arch} error and worst workload on each run's second run (the second column of its "
               "report.md's second-run table), cross-arch errors and speedups as its report.md has them"

@@ -791,6 +791,14 @@ def test_an_infinite_mean_speedup_is_explained_where_it_shows_as_n_a(tmp_path):
     runs = [load_run(_write(tmp_path, "a", df)), load_run(_write(tmp_path, "b", _rows(errs, seed=1)))]
     text = write_comparison(runs, tmp_path / "o", plots=False).read_text()
     assert "| gcl | " in text and "n/a" in text and "sampled time 0" in text
+    # the whole note once, under the methods table, one blank line either side (the Per run
+    # section opens with its own); report.md carries the same note
+    from gclsampler.report import INFINITE_SPEEDUP_NOTE
+
+    at = text.splitlines().index(INFINITE_SPEEDUP_NOTE)
+    assert text.splitlines()[at - 2].startswith("| ") and text.splitlines()[at - 1:at + 3:2] == ["", ""]
+    assert text.splitlines()[at + 2] == "## Per run" and text.count(INFINITE_SPEEDUP_NOTE) == 1
+    assert INFINITE_SPEEDUP_NOTE in own
     text = write_comparison([load_run(tmp_path / "b"), load_run(_write(tmp_path, "c", _rows(errs, seed=2)))],
                             tmp_path / "o2", plots=False).read_text()
     assert "sampled time 0" not in text
