@@ -9,7 +9,8 @@ name, and answers a binary version other than 70, 75, 80 or 86 as "unsupported".
 
     {"mode": "ok" | "unsupported" | "crash" | "deadlock" | "hang" | "partial",
      "cycles": N, "insn": N,   # rewrite gpu_sim_cycle / gpu_sim_insn of the replayed log
-     "sleep": seconds}          # before answering
+     "sleep": seconds,          # before answering
+     "wait_for": path}          # before answering, wait until this file exists (at most an hour)
 
 and every call appends one JSON line (kernel id, argv, cwd, whether the environment was
 sourced) to ``$STUB_CALLS``.
@@ -85,6 +86,10 @@ def _main(argv: list[str]) -> int:
         if insn is not None:
             text = re.sub(r"(?m)^gpu_sim_insn = \d+$", f"gpu_sim_insn = {insn}", text)
     time.sleep(float(b.get("sleep", 0)))
+    if b.get("wait_for"):  # the test says when: ordering by a file, not by a guessed sleep
+        deadline = time.monotonic() + 3600
+        while not Path(b["wait_for"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     if mode == "hang":
         time.sleep(3600)
     if mode == "capped":  # -gpgpu_max_cycle reached: Accel-Sim says so, prints the stats and exits 0
