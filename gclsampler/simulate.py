@@ -16,6 +16,10 @@ is only *judged* by comparing that reconstruction with a full simulation (GCL-Sa
 * Every finished run is cached under a key of the exported trace's content, the config
   files and the flags (``<cache>/<key>/result.json``, written atomically); a killed run
   resumes where it stopped and never reads a half-written file back.
+* One command at a time per cache (``cache_lock``: ``<cache>/.lock``, one descriptor held
+  for the whole call): a second command takes a run it finds unfinished for a killed run's
+  leftovers and starts it again, which is right only when no other command is running it.
+  So a second command waits, and says so, rather than guessing which runs are someone's.
 * Every answer is checked: Accel-Sim exits 0 without printing cycles for an unsupported
   binary version, aborts on a (false) deadlock, crashes, or runs past the timeout; each
   is an error naming the invocation and its log file.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import hashlib
 import importlib.util
 import io
@@ -45,13 +50,14 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -59,10 +65,15 @@ from gclsampler._atomic import write_text_atomic
 from gclsampler._kinds import is_real
 from gclsampler.errors import GclError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no flock, the cache runs unlocked (and says so)
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "DEFAULT_CONFIG", "ONE_SM_FLAGS", "NO_DEADLOCK_FLAGS", "DEADLOCK_REASON", "METRICS",
     "SimulatorNotFound", "SimulationFailed", "Simulator", "Job", "RunRecord", "SimulationRun",
-    "locate_simulator", "parse_log", "check_log", "run_job", "simulate",
+    "locate_simulator", "parse_log", "check_log", "run_job", "simulate", "LOCK_NAME", "CacheLock", "cache_lock",
 ]
 
 DEFAULT_CONFIG = "SM86_RTX3070"
@@ -479,6 +490,165 @@ def read_result(job_dir: Path) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------------
+# one command at a time on a run cache
+# ---------------------------------------------------------------------------------------
+LOCK_NAME = ".lock"
+"""The run cache's lock file. A hidden regular file beside the run directories (those have
+32-hex names), kept after use: a lock file removed on release lets a command that waited on
+the removed one and a newcomer that made a new one both hold "the" lock."""
+
+# what flock answers where the filesystem cannot lock (NFS without lockd, Lustre without its
+# flock mount option, some FUSE filesystems; EBADF: NFS with a read-only descriptor)
+_NO_LOCKS = frozenset(e for e in (getattr(errno, n, None) for n in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "ENOSYS",
+                                                                    "EINVAL", "EBADF")) if e is not None)
+_READ_ONLY = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
+
+
+@dataclass(frozen=True)
+class CacheLock:
+    """How a command holds its run cache: ``held`` (alone), ``unlocked`` (the filesystem cannot
+    lock; said on stderr) or ``read-only`` (no lock file and none can be made: this command may
+    read cached runs, never start one, since it could not keep a second command out)."""
+
+    cache: Path
+    state: str
+    why: str = ""
+
+    def check_writable(self, invocation: int) -> None:
+        if self.state == "read-only":
+            raise SimulationFailed(f"{self.cache}: cannot make {LOCK_NAME} there ({self.why}), and invocation "
+                                   f"{invocation} is not cached there; give a writable --cache-dir")
+
+
+def _open_lock(path: Path) -> tuple[int | None, str]:
+    """A descriptor of the lock file (made if missing), or (None, why) in a read-only cache without one.
+
+    Why a read-only descriptor next: flock takes one, so a cache whose lock file another user
+    made (not writable by us) is still locked against its other commands.
+    """
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666), ""  # 0666 - umask, as the cache's other files
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY:
+            raise
+        why = exc.strerror or type(exc).__name__
+    try:
+        return os.open(path, os.O_RDONLY), ""
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY | {errno.ENOENT}:
+            raise
+        return None, why
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its holder wrote it ("pid N on HOST"); '' when unknown."""
+    try:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    except OSError:
+        return ""
+    return text.splitlines()[0] if text else ""
+
+
+def _sign(fd: int) -> None:
+    """Write who holds the lock into it, for the line of a command that waits (not possible
+    through a read-only descriptor, and not needed: the lock holds without it)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file locked through ``fd``. Why: removing an unused cache
+    (the CLI after a refused trace) removes its lock file too, and a command that waited on the
+    removed file would hold a lock no later command sees."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _flock(fd: int, path: Path, cache: Path, wait: bool) -> bool:
+    """Lock ``fd`` exclusively: True once held, False when another command holds it and
+    ``wait`` is off. Raises OSError (naming ``path``) where the filesystem cannot lock."""
+    from gclsampler._guard import stderr_line
+
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if not wait:
+                return False
+        holder = _holder(fd)
+        stderr_line(f"gclsampler: waiting for another simulate command{f' ({holder})' if holder else ''} to finish "
+                    f"with the run cache {cache}: one command at a time per cache (Ctrl-C stops this one)")
+        fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C, SIGTERM: an interrupt out of here; the caller closes fd
+        return True
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _acquire(cache: Path, wait: bool) -> tuple[int | None, CacheLock | None]:
+    """The lock's descriptor (None when there is none to close) and how the cache is held
+    (None: another command holds it and ``wait`` is off)."""
+    from gclsampler._guard import stderr_line
+
+    path = cache / LOCK_NAME
+    while True:
+        cache.mkdir(parents=True, exist_ok=True)
+        fd, why = _open_lock(path)
+        if fd is None:
+            return None, CacheLock(cache, "read-only", why)
+        try:
+            if fcntl is None:
+                raise OSError(errno.ENOSYS, "no flock on this system", str(path))
+            got = _flock(fd, path, cache, wait)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in _NO_LOCKS:
+                raise
+            if wait:
+                stderr_line(f"gclsampler: warning: {path}: cannot lock it ({exc.strerror}: a filesystem without "
+                            f"file locks, e.g. NFS without lockd?); running unlocked, so run no other simulate on "
+                            f"{cache} until this one ends")
+            return None, CacheLock(cache, "unlocked", exc.strerror or "")
+        except BaseException:
+            os.close(fd)
+            raise
+        if not got:
+            os.close(fd)
+            return None, None
+        if _same_file(fd, path):
+            _sign(fd)
+            return fd, CacheLock(cache, "held")
+        os.close(fd)  # the file was removed while we waited on it: lock the one there now
+
+
+@contextlib.contextmanager
+def cache_lock(cache: str | os.PathLike, *, wait: bool = True) -> Iterator[CacheLock | None]:
+    """Hold a run cache for one command: one lock file and one descriptor, however many runs.
+
+    Why per command: two commands on one cache at once each took the other's running
+    simulation for a killed run's leftovers, removed its run directory and temp logs and ran it
+    again (the first then failed renaming its log). Why not per run: one open file per
+    uncached invocation met the default limit of 1024 open files at 1024 invocations.
+    A second command waits, saying on stderr for which cache; ``wait=False`` yields None
+    instead of waiting (and says nothing). The descriptor is not inherited by the simulators
+    (``os.open``'s default), so a simulator left running never keeps the cache locked.
+    """
+    fd, lock = _acquire(Path(cache), wait)
+    try:
+        yield lock
+    finally:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # no longer held by us: a command that waits next must not name us
+            os.close(fd)  # releases the lock
+
+
+# ---------------------------------------------------------------------------------------
 # many runs
 # ---------------------------------------------------------------------------------------
 @dataclass
@@ -589,7 +759,6 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     from gclsampler.trace.writer import write_bytes_atomic
 
     check_launcher(launcher, slurm_params)  # before any trace is exported (the CLI calls it sooner, before --out exists)
-    t0 = time.perf_counter()
     wdir = Path(workload_dir)
     cache = Path(cache_dir).resolve()  # the simulator runs in its own directory: paths must be absolute
     flags = list(flags)
@@ -597,71 +766,76 @@ def simulate(sim: Simulator, workload_dir: str | os.PathLike, invocations: Seque
     missing = [i for i in invocations if i not in infos]
     if missing:
         raise SimulationFailed(f"{wdir}: invocations {missing[:10]} have no trace in this workload")
-    records: list[RunRecord] = []
-    todo: list[Job] = []
-    first_of_key: dict[str, RunRecord] = {}
-    twins: list[tuple[RunRecord, RunRecord]] = []
-    n_cached = 0
-    facts: list[dict[str, Any]] = []
     fingerprint = sim.fingerprint()
-    try:
-        for inv in sorted(set(int(i) for i in invocations)):
-            info = infos[inv]
-            h = info.header
-            text, fact = accelsim_export(read_kernel(wdir / info.path), as_ampere=as_ampere)
-            facts.append({"invocation": inv, **fact})
-            key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
-            job_dir = cache / key
-            name = h.name
-            rec = RunRecord(inv, name, f"({h.grid[0]},{h.grid[1]},{h.grid[2]})",
-                            f"({h.block[0]},{h.block[1]},{h.block[2]})", key, job_dir / "accelsim.log")
-            records.append(rec)
-            if key in first_of_key:  # --dedup: a byte-identical trace is already scheduled or cached
-                twins.append((rec, first_of_key[key]))
-                continue
-            first_of_key[key] = rec
-            cached = read_result(job_dir)
-            if cached is not None:
-                rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
-                n_cached += 1
-                if on_record:
-                    on_record(rec)
-                continue
-            _clean_debris(job_dir)
-            tdir = job_dir / "trace"
-            fname = f"kernel-{h.kernel_id}.traceg"
-            write_bytes_atomic(tdir / fname, text)
-            write_kernelslist(tdir, [fname])
-            todo.append(Job(inv, name, key, job_dir, tuple(sim.command(tdir / "kernelslist.g", flags)), sim.env,
-                            sim.config_dir, timeout_s, keep_traces))
-    except BaseException:
-        # a bad trace (or ^C) met while exporting: the jobs exported so far never ran, so
-        # their trace directories are debris, not cache; leave the cache as it was
-        for job in todo:
-            shutil.rmtree(job.job_dir, ignore_errors=True)
-        raise
-    by_inv = {r.invocation: r for r in records}
+    # one command at a time on a cache, from the first look into it to the last result
+    # (the SLURM launcher's too): two at once each cleaned up the other's running runs
+    with cache_lock(cache) as lock:
+        t0 = time.perf_counter()  # after any wait for another command: the time of this one's work
+        records: list[RunRecord] = []
+        todo: list[Job] = []
+        first_of_key: dict[str, RunRecord] = {}
+        twins: list[tuple[RunRecord, RunRecord]] = []
+        n_cached = 0
+        facts: list[dict[str, Any]] = []
+        try:
+            for inv in sorted(set(int(i) for i in invocations)):
+                info = infos[inv]
+                h = info.header
+                text, fact = accelsim_export(read_kernel(wdir / info.path), as_ampere=as_ampere)
+                facts.append({"invocation": inv, **fact})
+                key = run_key(content_hash(text), None if dedup else inv, sim.config, fingerprint, flags)
+                job_dir = cache / key
+                name = h.name
+                rec = RunRecord(inv, name, f"({h.grid[0]},{h.grid[1]},{h.grid[2]})",
+                                f"({h.block[0]},{h.block[1]},{h.block[2]})", key, job_dir / "accelsim.log")
+                records.append(rec)
+                if key in first_of_key:  # --dedup: a byte-identical trace is already scheduled or cached
+                    twins.append((rec, first_of_key[key]))
+                    continue
+                first_of_key[key] = rec
+                cached = read_result(job_dir)
+                if cached is not None:
+                    rec.stats, rec.source, rec.sim_wall_s = cached["stats"], "cache", cached.get("sim_wall_s")
+                    n_cached += 1
+                    if on_record:
+                        on_record(rec)
+                    continue
+                lock.check_writable(inv)  # before anything in the cache is touched
+                _clean_debris(job_dir)
+                tdir = job_dir / "trace"
+                fname = f"kernel-{h.kernel_id}.traceg"
+                write_bytes_atomic(tdir / fname, text)
+                write_kernelslist(tdir, [fname])
+                todo.append(Job(inv, name, key, job_dir, tuple(sim.command(tdir / "kernelslist.g", flags)), sim.env,
+                                sim.config_dir, timeout_s, keep_traces))
+        except BaseException:
+            # a bad trace (or ^C) met while exporting: the jobs exported so far never ran, so
+            # their trace directories are debris, not cache; leave the cache as it was
+            for job in todo:
+                shutil.rmtree(job.job_dir, ignore_errors=True)
+            raise
+        by_inv = {r.invocation: r for r in records}
 
-    def finish(res: dict[str, Any]) -> None:
-        rec = by_inv[int(res["invocation"])]
-        if "error" in res:
-            rec.error = str(res["error"])
-            rec.broken = bool(res.get("broken", False))
-        else:
-            rec.stats, rec.source, rec.sim_wall_s = res["stats"], "run", res.get("sim_wall_s")
-        if on_record:
-            on_record(rec)
+        def finish(res: dict[str, Any]) -> None:
+            rec = by_inv[int(res["invocation"])]
+            if "error" in res:
+                rec.error = str(res["error"])
+                rec.broken = bool(res.get("broken", False))
+            else:
+                rec.stats, rec.source, rec.sim_wall_s = res["stats"], "run", res.get("sim_wall_s")
+            if on_record:
+                on_record(rec)
 
-    if todo:
-        if launcher == "local":
-            _run_local(todo, max(1, int(jobs)), finish)
-        else:  # slurm or submitit-local: check_launcher refused any other name above
-            _run_submitit(todo, launcher, cache / "submitit", timeout_s, slurm_params or {}, finish)
-    for rec, first in twins:
-        rec.stats, rec.error, rec.source = first.stats, first.error, f"dedup:{first.invocation}"
-        rec.log = first.log
-    return SimulationRun(records, sim, flags, len(todo), n_cached, len(twins), time.perf_counter() - t0,
-                         max(1, int(jobs)), launcher, facts)
+        if todo:
+            if launcher == "local":
+                _run_local(todo, max(1, int(jobs)), finish)
+            else:  # slurm or submitit-local: check_launcher refused any other name above
+                _run_submitit(todo, launcher, cache / "submitit", timeout_s, slurm_params or {}, finish)
+        for rec, first in twins:
+            rec.stats, rec.error, rec.source = first.stats, first.error, f"dedup:{first.invocation}"
+            rec.log = first.log
+        return SimulationRun(records, sim, flags, len(todo), n_cached, len(twins), time.perf_counter() - t0,
+                             max(1, int(jobs)), launcher, facts)
 
 
 def _run_local(todo: list[Job], jobs: int, finish: Callable[[dict[str, Any]], None]) -> None:

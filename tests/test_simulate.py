@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -890,3 +891,207 @@ def test_a_cold_cache_of_many_invocations_stays_within_the_open_files_limit(tmp_
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     lines = (tmp_path / "out" / "simulated.csv").read_text().splitlines()
     assert len(lines) == n + 1
+
+
+# ---------------------------------------------------------------------------------------
+# two commands on one run cache
+# ---------------------------------------------------------------------------------------
+def _cli_to_files(tmp_path: Path, name: str, *args) -> tuple[subprocess.Popen, Path, Path]:
+    """A ``gclsampler simulate`` process whose stdout and stderr go to files, so a test can
+    look for a line while the process still runs (no reader thread, no pipe that fills)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    out, err = tmp_path / f"{name}.stdout", tmp_path / f"{name}.stderr"
+    with open(out, "w") as fo, open(err, "w") as fe:
+        p = subprocess.Popen([sys.executable, "-m", "gclsampler", "simulate", *map(str, args)], env=env,
+                             stdout=fo, stderr=fe, text=True)
+    return p, out, err
+
+
+def _until(what: str, done: Callable[[], bool], timeout: float = 60) -> None:
+    """Wait for an event the test can see (a file, a line); the timeout only stops a broken run."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.02)
+
+
+WAITING = "gclsampler: waiting for another simulate command"  # not just "waiting": a test's path may hold it
+
+
+def _calls_of(stub, kernel_id: int) -> int:
+    return sum(c["kernel_id"] == kernel_id for c in stub.calls())
+
+
+def test_two_commands_on_one_cache_at_once_simulate_each_run_once(tmp_path, stub):
+    """Two commands on one --cache-dir at once: the second took the run the first was still
+    simulating for a killed run's leftovers, removed its run directory and temp logs and
+    simulated it again, and the first then failed renaming its log. The second now waits for
+    the first, says so naming the cache, and then answers from the cache."""
+    wl, plan = _workload(tmp_path)
+    go, cache = tmp_path / "go", tmp_path / "cache"
+    behaviour = {str(k): {"cycles": CYC[k], "insn": INSN[k]} for k in CYC}
+    behaviour["1"]["wait_for"] = str(go)  # invocation 0 runs until the test says
+    stub.set(behaviour)
+    a, a_out, a_err = _cli_to_files(tmp_path, "a", plan, wl, "--out", tmp_path / "a", "--cache-dir", cache)
+    try:
+        _until("simulation of invocation 0 by the first command", lambda: _calls_of(stub, 1) == 1)
+        b, b_out, b_err = _cli_to_files(tmp_path, "b", plan, wl, "--out", tmp_path / "b", "--cache-dir", cache)
+        try:
+            # the second command either says it waits (one run at a time) or starts invocation 0 again
+            _until("wait, second simulation or end of the second command",
+                   lambda: WAITING in b_err.read_text() or _calls_of(stub, 1) > 1 or b.poll() is not None)
+        finally:
+            go.write_text("")
+            b.wait(60)
+    finally:
+        go.write_text("")
+        a.wait(60)
+    assert a.returncode == 0, a_err.read_text()
+    assert b.returncode == 0, b_err.read_text()
+    assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]  # each run simulated once
+    waiting = [ln for ln in b_err.read_text().splitlines() if ln.startswith(WAITING)]
+    assert len(waiting) == 1 and str(cache.resolve()) in waiting[0], b_err.read_text()
+    assert "runs: 0 simulated now, 4 from the cache" in b_out.read_text()
+    est_a, est_b = (json.loads((tmp_path / d / "estimate.json").read_text()) for d in ("a", "b"))
+    assert est_a["totals"] == est_b["totals"]
+
+
+@pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_command_waiting_for_the_cache_stops_cleanly(tmp_path, stub, sig, status, word):
+    """Ctrl-C (or a scheduler's SIGTERM) while waiting for another command's cache: one line,
+    the usual exit status, nothing simulated, and the other command's lock left alone."""
+    wl, plan = _workload(tmp_path)
+    cache = tmp_path / "cache"
+    with S.cache_lock(cache) as held:
+        assert held is not None and held.state == "held"
+        b, _, b_err = _cli_to_files(tmp_path, "b", plan, wl, "--out", tmp_path / "b", "--cache-dir", cache)
+        try:
+            _until("waiting line", lambda: WAITING in b_err.read_text() or b.poll() is not None)
+            assert WAITING in b_err.read_text(), b_err.read_text()
+            b.send_signal(sig)
+            assert b.wait(60) == status, b_err.read_text()
+        finally:
+            if b.poll() is None:
+                b.kill()
+        with S.cache_lock(cache, wait=False) as other:
+            assert other is None  # still ours
+    err = b_err.read_text()
+    assert "Traceback" not in err and f"gclsampler: {word}; finished simulations are cached in" in err, err
+    assert f"with the run cache {cache.resolve()}:" in err
+    assert stub.calls() == [] and [p.name for p in cache.iterdir()] == [S.LOCK_NAME]
+
+
+def _lock_fds(lock: Path) -> int:
+    """How many of this process's descriptors are open on ``lock``."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            n += os.readlink(f"/proc/self/fd/{fd}") == str(lock)
+    return n
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+@pytest.mark.parametrize("launcher", ["local", "submitit-local"])
+def test_one_lock_descriptor_per_command_however_many_invocations(tmp_path, stub, monkeypatch, launcher):
+    """A lock per run held one open file per uncached invocation (1024 invocations met the
+    default limit of 1024). One command holds its cache through one descriptor, from the
+    first cached answer to the last run (the SLURM launcher's path too), and none after."""
+    if launcher != "local":
+        pytest.importorskip("submitit")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(REPO / "tests"),
+                                                          os.environ.get("PYTHONPATH", "")]))
+    n = 12 if launcher == "local" else 6
+    wl = _traces(tmp_path, ["gemm", "norm", "act"] * (n // 3))
+    stub.set({"*": {"cycles": 1000, "insn": 2000}})
+    sim = S.locate_simulator(stub.root)
+    cache = tmp_path / "cache"
+    lock = cache.resolve() / S.LOCK_NAME
+    seen: list[tuple[str, int, bool]] = []
+
+    def on_record(rec):
+        with S.cache_lock(cache, wait=False) as other:  # another descriptor, as a second command's
+            seen.append((rec.source, _lock_fds(lock), other is None))
+
+    before = len(os.listdir("/proc/self/fd"))
+    S.simulate(sim, wl, range(n // 2), cache, flags=S.default_flags(), launcher=launcher, on_record=on_record)
+    S.simulate(sim, wl, range(n), cache, flags=S.default_flags(), launcher=launcher, on_record=on_record)
+    assert [s for s, _, _ in seen] == ["run"] * (n // 2) + ["cache"] * (n // 2) + ["run"] * (n - n // 2)
+    assert all(fds == 1 and busy for _, fds, busy in seen), seen  # one descriptor, and the cache held
+    assert _lock_fds(lock) == 0 and len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_a_filesystem_without_locks_runs_unlocked_and_says_so(tmp_path, stub, capsys, monkeypatch):
+    """NFS without lockd answers flock with ENOLCK: the command runs as before the lock (one at
+    a time is then the user's to keep) with one line saying so, rather than stopping."""
+    import errno
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    _workload(tmp_path)
+    monkeypatch.setattr(S.fcntl, "flock", no_locks)
+    cache = tmp_path / "cache"
+    assert _simulate(tmp_path, "--cache-dir", str(cache)) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
+    assert len(warned) == 1 and f"{cache.resolve() / S.LOCK_NAME}: cannot lock it (No locks available" in warned[0]
+    assert "run no other simulate on" in warned[0]
+    assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]
+
+
+def test_a_read_only_cache_answers_what_it_holds_and_refuses_to_simulate_more(tmp_path, stub, capsys, monkeypatch):
+    """A cache this user may only read (a colleague's, a read-only mount) has no lock file to
+    make: its cached runs are still answered, but nothing is started there, since a command that
+    cannot lock the cache cannot keep a second one out of the runs it would start."""
+    import errno
+
+    wl, _ = _workload(tmp_path)
+    cache = tmp_path / "cache"
+    assert _simulate(tmp_path, "--cache-dir", str(cache)) == 0  # invocations 0, 2, 3, 4 cached
+    (cache / S.LOCK_NAME).unlink()
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kw):
+        if str(path).endswith("/" + S.LOCK_NAME) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(S.os, "open", read_only)
+    n_calls, entries = len(stub.calls()), sorted(p.name for p in cache.iterdir())
+    capsys.readouterr()
+    assert _simulate(tmp_path, "--cache-dir", str(cache), out="again") == 0
+    assert "runs: 0 simulated now, 4 from the cache" in capsys.readouterr().out
+    assert _simulate(tmp_path, "--all", "--cache-dir", str(cache), out="all") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"gclsampler: error: {cache.resolve()}: cannot make {S.LOCK_NAME} there (Permission denied), "
+                       "and invocation 1 is not cached there; give a writable --cache-dir"), err
+    assert len(stub.calls()) == n_calls and sorted(p.name for p in cache.iterdir()) == entries
+
+
+def test_a_lock_file_removed_while_a_command_waits_is_not_held_by_two(tmp_path, capsys):
+    """Removing an unused cache (the CLI after a refused trace) removes its lock file: a command
+    that waited on the removed file held a lock no later command saw, so a third one could run
+    beside it. The waiter locks the file that is there now."""
+    cache = tmp_path / "runs"
+    got = threading.Event()
+    release = threading.Event()
+
+    def second():
+        with S.cache_lock(cache) as lock:
+            assert lock is not None and lock.state == "held"
+            got.set()
+            release.wait(60)
+
+    t = threading.Thread(target=second)
+    with S.cache_lock(cache):
+        t.start()
+        said: list[str] = []
+        _until("waiting line", lambda: said.append(capsys.readouterr().err) or WAITING in "".join(said))
+        shutil.rmtree(cache)
+    try:
+        assert got.wait(60)
+        assert (cache / S.LOCK_NAME).is_file()
+        with S.cache_lock(cache, wait=False) as third:
+            assert third is None  # the waiter holds the lock file that is there now
+    finally:
+        release.set()
+        t.join(60)

@@ -67,7 +67,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="kill a simulation that runs longer (default: no limit)")
     parser.add_argument("--cache-dir", type=path_arg, default=None,
                         help="where runs and their logs are kept (default OUT/runs); share it between plans "
-                             "of one workload to reuse simulations")
+                             "of one workload to reuse simulations (a second command on it waits for the first)")
     parser.add_argument("--dedup", action="store_true",
                         help="simulate byte-identical traces once and reuse the result (off by default)")
     parser.add_argument("--as-ampere", action="store_true", help=AS_AMPERE_HELP)
@@ -207,12 +207,8 @@ def _simulate(args: argparse.Namespace) -> int:
     except GclError:
         # a bad trace stops the export before anything ran: a directory this call made holds
         # nothing worth keeping (simulate leaves no finished run's cache behind on this path)
-        if (made or was_empty) and all(p.name in (MARKER, "runs") for p in out.iterdir()) and _empty_cache(out / "runs"):
-            if made:
-                shutil.rmtree(out, ignore_errors=True)
-            else:
-                shutil.rmtree(out / "runs", ignore_errors=True)
-                (out / MARKER).unlink(missing_ok=True)
+        if (made or was_empty) and all(p.name in (MARKER, "runs") for p in out.iterdir()):
+            _remove_unused(out, made)
         raise
     run_info = {"wall_s": round(run.wall_s, 3), "simulated_now": run.n_run, "from_cache": run.n_cached,
                 "deduplicated": run.n_dedup, "launcher": run.launcher, "jobs": run.jobs,
@@ -259,6 +255,7 @@ def _check_cache_dir(cache: Path, inputs: list) -> None:
     a file or a path inside the inputs is refused before anything is written, as ``--out`` is."""
     import re
 
+    from gclsampler import simulate as S
     from gclsampler._safe_out import OutputError, check_not_input, foreign_entries
 
     try:
@@ -267,9 +264,11 @@ def _check_cache_dir(cache: Path, inputs: list) -> None:
         raise OutputError(f"--cache-dir: {exc}") from None
     if cache.exists() and not cache.is_dir():
         raise OutputError(f"--cache-dir: {cache}: is a file, not a run cache directory")
-    # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files
-    other = foreign_entries(cache, lambda p: p.is_dir() and (re.fullmatch(r"[0-9a-f]{32}", p.name) is not None
-                                                              or p.name == "submitit"))
+    # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files;
+    # .lock keeps a second command out while one uses the cache
+    other = foreign_entries(cache, lambda p: (p.is_dir() and (re.fullmatch(r"[0-9a-f]{32}", p.name) is not None
+                                                               or p.name == "submitit"))
+                            or (p.name == S.LOCK_NAME and p.is_file() and not p.is_symlink()))
     if other:
         raise OutputError(f"--cache-dir: {cache}: holds {other[0]!r}, which is not a simulate run; a run cache "
                           "holds only run directories (give an empty or new directory, or an earlier OUT/runs)")
@@ -297,6 +296,29 @@ def _check_own_profile(prof: Path) -> None:
     if not ours:
         raise OutputError(f"{prof}: exists and was not written by `gclsampler simulate --all` (no "
                           f"{prof.with_suffix('.json').name} beside it); not replaced: move it, or pass --config")
+
+
+def _remove_unused(out: Path, made: bool) -> None:
+    """Leave ``--out`` as it was found (absent, or empty) when nothing was simulated into it.
+
+    Why under the cache lock, without waiting: a second command with the same ``--out`` may be
+    using ``out/runs`` as its cache by now; its runs are not this command's to remove.
+    """
+    import contextlib
+
+    from gclsampler import simulate as S
+    from gclsampler._safe_out import MARKER
+
+    runs = out / "runs"
+    with contextlib.suppress(OSError), (S.cache_lock(runs, wait=False) if runs.is_dir()
+                                        else contextlib.nullcontext(True)) as lock:
+        if lock is None or not _empty_cache(runs):
+            return
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            shutil.rmtree(runs, ignore_errors=True)
+            (out / MARKER).unlink(missing_ok=True)
 
 
 def _empty_cache(cache: Path) -> bool:
