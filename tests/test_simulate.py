@@ -393,6 +393,26 @@ def test_flags_given_later_decide_the_one_sm_and_deadlock_labels(tmp_path, stub,
     assert "one SM, so cycles are SM 0's share" in json.loads((tmp_path / "o2" / "estimate.json").read_text())["note"]
 
 
+def test_printed_evaluate_line_runs_as_pasted(tmp_path):
+    """The line `simulate --all` prints is pasted into a shell: a data directory with a space
+    split into two arguments (Hydra: "Error parsing override 'traces'"), and one with a comma
+    would be read as a sweep."""
+    import shlex
+
+    from gclsampler.cli.simulate import _evaluate_command
+    from test_evaluate import _compose
+
+    for parent in ("my traces", "run,1"):
+        wl = tmp_path / parent / "app"
+        wl.mkdir(parents=True)
+        line = _evaluate_command(wl, wl / "profiles" / "accelsim-SM86_RTX3070.csv")
+        argv = shlex.split(line)
+        assert argv[:2] == ["python", "evaluate.py"]
+        cfg, _ = _compose(argv[2:])
+        assert cfg.suite.data_dir == str(wl.parent.resolve())
+        assert cfg.suite.workloads == ["app"] and cfg.suite.archs == ["accelsim-SM86_RTX3070"]
+
+
 def test_dedup_only_when_asked(tmp_path, stub):
     wl, _ = _workload(tmp_path)
     assert _simulate(tmp_path, "--all") == 0
@@ -418,7 +438,7 @@ def test_all_writes_profile_that_scores_plans(tmp_path, stub, capsys):
     from gclsampler.cli.simulate import _evaluate_command
 
     (wl / "workload.json").write_text(json.dumps({"workload": "toy", "synthetic": True, "arch": "ampere"}))
-    assert " suite.trace_arch=ampere suite.archs=[accelsim-SM86_RTX3070] generate=false" in _evaluate_command(
+    assert " suite.trace_arch=ampere 'suite.archs=[accelsim-SM86_RTX3070]' generate=false" in _evaluate_command(
         wl, wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     prof = read_profile(wl / "profiles" / "accelsim-SM86_RTX3070.csv")
     assert prof["cycles"].tolist() == [CYC[k] for k in range(1, 7)]

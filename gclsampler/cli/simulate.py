@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shlex
 import shutil
 import sys
@@ -400,6 +401,19 @@ def _evaluate_command(wdir: Path, prof: Path) -> str:
         arch = declared_arch(wdir)
     except (GclError, OSError):  # the profile is written: a broken workload.json only loses the hint
         arch = None
-    fit = f" suite.trace_arch={arch}" if arch else ""
-    return (f"python evaluate.py suite.workloads=[{wdir.resolve().name}] suite.data_dir={wdir.resolve().parent}"
-            f"{fit} suite.archs=[{prof.stem}] generate=false")
+    where = wdir.resolve()
+    args = [f"suite.workloads=[{_hydra_value(where.name)}]", f"suite.data_dir={_hydra_value(str(where.parent))}"]
+    if arch:
+        args.append(f"suite.trace_arch={arch}")
+    args += [f"suite.archs=[{prof.stem}]", "generate=false"]
+    return "python evaluate.py " + " ".join(shlex.quote(a) for a in args)
+
+
+def _hydra_value(text: str) -> str:
+    """``text`` as one Hydra override value. Why: the line is pasted as printed, and a data
+    directory with a space split into two arguments, one with a comma into a sweep; Hydra reads
+    a quoted value as it is."""
+    if re.fullmatch(r"[\w./~+:@-]+", text):
+        return text
+    q = "'" if "'" not in text else '"'
+    return q + text.replace(q, "\\" + q) + q
