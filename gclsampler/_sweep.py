@@ -14,6 +14,7 @@ anything else is left to the jobs, as before.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -26,6 +27,17 @@ _OTHER_CONFIG = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name",
 
 class SweepValueError(GclError):
     """A value of a ``-m`` sweep that its job would refuse (names the override and the key)."""
+
+
+def hydra_value(text: str) -> str:
+    """``text`` as one Hydra override value, quoted where Hydra would read it otherwise. Why:
+    an override built from a path (``workload.dir=/data/run,1/app``) is parsed by Hydra's
+    grammar, which took the comma for a sweep ("Ambiguous value") and a space, in a line
+    pasted into a shell, for the end of the argument; a quoted value is read as it is."""
+    if re.fullmatch(r"[\w./~+:@-]+", text):
+        return text
+    q = "'" if "'" not in text else '"'
+    return q + text.replace(q, "\\" + q) + q
 
 
 def _overrides(argv: Sequence[str]) -> list[str] | None:

@@ -459,6 +459,7 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")
         from gclsampler import pipeline
+        from gclsampler._sweep import hydra_value
 
         conf_dir = Path(cfg.train_config_dir) if cfg.train_config_dir else Path(__file__).resolve().parents[1] / "conf"
         overrides = []
@@ -466,11 +467,12 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
         if (conf_dir / "workload" / f"{workload.name}.yaml").exists() and not measured:
             overrides.append(f"workload={workload.name}")
         else:  # a real nw is not the synthetic benchmark of that name: no synth knobs, no synthetic label
-            overrides.append(f"workload.name={workload.name}")
-        overrides += [f"workload.dir={Path(workload.root).resolve()}", f"workload.arch={workload.arch}",
-                      "post_embedding=false", f"seed={cfg.seed}"]
+            overrides.append(f"workload.name={hydra_value(workload.name)}")
+        overrides += [f"workload.dir={hydra_value(str(Path(workload.root).resolve()))}",
+                      f"workload.arch={hydra_value(str(workload.arch))}", "post_embedding=false", f"seed={cfg.seed}"]
         if measured:  # the graph cache goes outside the (committed, read-only) real workload directory
-            overrides.append(f"paths.cache_dir={Path(graph_cache_dir or out_dir / 'graph-cache').resolve()}")
+            cache = Path(graph_cache_dir or out_dir / "graph-cache").resolve()
+            overrides.append(f"paths.cache_dir={hydra_value(str(cache))}")
         overrides += list(cfg.suite.train_overrides)
         if paper:
             overrides.append("model=paper")

@@ -255,6 +255,25 @@ def test_profile_only_real_workload_runs_the_profile_methods_and_names_the_rest(
     assert "a workload with a profile alone" in report.splitlines()[2]
 
 
+def test_data_dir_with_a_comma_trains(tiny_workload, tmp_path):
+    """The suite passes each workload's path to the training config as a Hydra override:
+    under a data directory named `run,1` (quoted, as Hydra asks, on the command line) it
+    stopped with "config: Ambiguous value for argument 'workload.dir=...'", an override the
+    user never gave, while train.py took the same path."""
+    from gclsampler.evaluate import run_suite
+    from gclsampler.plan import SamplingPlan
+
+    data = tmp_path / "run,1"
+    make_real(tiny_workload, data / "realA", pka=False)
+    cfg, text = _compose(["suite=real", "suite.workloads=[realA]", f"suite.data_dir='{data}'", "suite.n_seeds=1",
+                          "suite.methods=[gcl]", "suite.epsilons=[0.25]", TINY_TRAIN, "plots=false"])
+    out = tmp_path / "out"
+    res = run_suite(cfg, out, launch_dir=tmp_path, config_text=text)
+    assert set(res["method"]) == {"gcl"}
+    plan = SamplingPlan.load(next((out / "plans").rglob("*.json")))
+    assert sum(s.weight for s in plan.samples) == pytest.approx(plan.n_invocations)
+
+
 def _simulated_copy(wl: Path, config: str = "SM86_TEST") -> str:
     """``profiles/accelsim-<config>.csv`` as ``gclsampler simulate --all`` writes it: the same
     launches, other cycles, and a ``simulated_by`` label on every row."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import shlex
 import shutil
 import sys
@@ -395,6 +394,7 @@ def _evaluate_command(wdir: Path, prof: Path) -> str:
     would otherwise synthesize a workload made with other knobs again, over the directory that
     now holds the simulated profile (it refuses to); ``suite.trace_arch`` fits the plans on the
     profile the workload was made for."""
+    from gclsampler._sweep import hydra_value
     from gclsampler.workload import declared_arch
 
     try:
@@ -402,18 +402,8 @@ def _evaluate_command(wdir: Path, prof: Path) -> str:
     except (GclError, OSError):  # the profile is written: a broken workload.json only loses the hint
         arch = None
     where = wdir.resolve()
-    args = [f"suite.workloads=[{_hydra_value(where.name)}]", f"suite.data_dir={_hydra_value(str(where.parent))}"]
+    args = [f"suite.workloads=[{hydra_value(where.name)}]", f"suite.data_dir={hydra_value(str(where.parent))}"]
     if arch:
         args.append(f"suite.trace_arch={arch}")
     args += [f"suite.archs=[{prof.stem}]", "generate=false"]
     return "python evaluate.py " + " ".join(shlex.quote(a) for a in args)
-
-
-def _hydra_value(text: str) -> str:
-    """``text`` as one Hydra override value. Why: the line is pasted as printed, and a data
-    directory with a space split into two arguments, one with a comma into a sweep; Hydra reads
-    a quoted value as it is."""
-    if re.fullmatch(r"[\w./~+:@-]+", text):
-        return text
-    q = "'" if "'" not in text else '"'
-    return q + text.replace(q, "\\" + q) + q
