@@ -193,3 +193,33 @@ def not_paper_encoder(path: str | os.PathLike, n_columns: int) -> str | None:
                 f"{project - ModelConfig.out_dim}-column size vector), and no config.yaml of a model=paper run "
                 f"beside it")
     return None
+
+
+def other_workload(path: str | os.PathLike, kernel_names) -> str | None:
+    """Why the embeddings in ``path`` look like another workload's invocations, or None.
+
+    Why: row i must be invocation i, and the row count is all ``load_embeddings`` can check, so
+    the embeddings of another workload with as many invocations were clustered without a word
+    and gave a plan of the wrong kernels. ``train.py`` writes ``clusters.csv`` beside
+    ``embeddings.npy``, each invocation with the kernel name of the profile it was trained on;
+    a name that differs there names the first row that is not this workload's. Nothing is said
+    without such a file, or with one of another length (it does not describe this file).
+    """
+    import csv
+
+    clusters_csv = Path(path).parent / "clusters.csv"
+    names = [str(n) for n in kernel_names]
+    try:
+        with open(clusters_csv, newline="") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if not rows or rows[0][:2] != ["invocation", "kernel_name"] or len(rows) - 1 != len(names):
+        return None
+    for i, (row, ours) in enumerate(zip(rows[1:], names)):
+        if len(row) < 2:
+            return None
+        if row[1] != ours:
+            return (f"invocation {i} is {row[1]!r} in the run that wrote them ({clusters_csv}, line {i + 2}) "
+                    f"but {ours!r} here")
+    return None

@@ -267,3 +267,39 @@ def test_embeddings_far_from_the_encoders_scale_still_give_a_plan(wl, tmp_path, 
     assert main(["sample", method, str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
     doc = _plan(out)
     assert len({s["cluster"] for s in doc["samples"]}) == len(doc["clusters"])
+
+
+def test_embeddings_whose_run_clustered_other_kernels_are_flagged(wl, tmp_path, capsys):
+    """Only the row count was checked, so another workload's embeddings with as many invocations
+    gave a plan of the wrong kernels without a word. The clusters.csv train.py writes beside
+    them names each row's kernel: a row that differs from this workload's profile is said, on
+    the first such row; the same run's own names say nothing."""
+    import csv
+
+    from gclsampler.cluster import write_clusters_csv
+    from gclsampler.profile import read_profile
+
+    names = read_profile(wl / "profile.csv")["kernel_name"].tolist()
+    run = tmp_path / "run"
+    run.mkdir()
+    emb = run / "embeddings.npy"
+    np.save(emb, np.random.default_rng(1).standard_normal((len(names), 8)).astype(np.float32))
+    out = tmp_path / "g.json"
+    write_clusters_csv(run / "clusters.csv", np.zeros(len(names), int), names)
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    other = list(names)
+    i = len(other) // 2
+    other[i] = other[i] + "_other"
+    write_clusters_csv(run / "clusters.csv", np.zeros(len(names), int), other)
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"gclsampler: warning: --embeddings: {emb}: invocation {i} is {other[i]!r} in the run that wrote "
+                   f"them ({run / 'clusters.csv'}, line {i + 2}) but {names[i]!r} here ({wl / 'profile.csv'}); these "
+                   "look like another workload's embeddings (row i must be invocation i), so the plan may sample "
+                   "the wrong kernels"]
+    _plan(out)  # still written, every invocation weighted
+    with open(run / "clusters.csv", "a", newline="") as fh:  # another length: not this file's run, nothing said
+        csv.writer(fh, lineterminator="\n").writerow([len(names), "x", 0])
+    assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -40,7 +40,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
                         help="method parameter; repeatable (values parsed as YAML: 0.1, true, [1,2], text)")
     parser.add_argument("--embeddings", type=path_arg,
-                        help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem; refused for the other methods, which do not read it")
+                        help="embeddings.npy (row i = invocation i) for gcl, gcl_paper and gcl_stem; refused for the other methods, which do not read it; "
+                             "a warning when the clusters.csv of its run names other kernels than this workload's profile")
     parser.add_argument("--list", action=_ListMethods, help="list the methods and their parameters, then exit")
     parser.set_defaults(handler=_run)
 
@@ -137,6 +138,19 @@ def _require_paper_encoder(path: Path, n_columns: int, method: str) -> None:
                        "give the embeddings.npy of a `python train.py model=paper` run (or use gcl)")
 
 
+def _warn_if_other_workload(path: Path, wl, profile: Path) -> None:
+    """Say so when the embeddings' own run clustered other kernels. A warning, not a refusal:
+    a profile imported again under other kernel spellings (mangled, demangled) is the same
+    workload, and only the user knows which it is."""
+    from gclsampler._guard import stderr_line
+    from gclsampler.embeddings import other_workload
+
+    why = other_workload(path, wl.profile["kernel_name"].to_numpy())
+    if why:
+        stderr_line(f"gclsampler: warning: --embeddings: {path}: {why} ({profile}); these look like another "
+                    "workload's embeddings (row i must be invocation i), so the plan may sample the wrong kernels")
+
+
 def _require_size_vector(path: Path, n_columns: int, sampler, method: str) -> None:
     """Refuse embeddings without the size vector for a gcl whose cluster settings read it (the
     work split, the ``work_mean`` representative): they would cut on a learned column."""
@@ -202,6 +216,7 @@ def _run(args: argparse.Namespace) -> int:
             _require_paper_encoder(args.embeddings, emb.shape[1], args.method)
         elif hasattr(sampler, "effective_cluster_config"):
             _require_size_vector(args.embeddings, emb.shape[1], sampler, args.method)
+        _warn_if_other_workload(args.embeddings, wl, args.workload / "profile.csv")
         setattr(wl, attr, emb)
     plan = sampler.fit(wl)
     plan.save(args.out)
