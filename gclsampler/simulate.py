@@ -50,7 +50,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -63,6 +62,11 @@ import numpy as np
 
 from gclsampler._atomic import write_text_atomic
 from gclsampler._kinds import is_real
+from gclsampler._lock import NO_LOCKS as _NO_LOCKS
+from gclsampler._lock import holder as _holder
+from gclsampler._lock import open_lock as _open_lock
+from gclsampler._lock import same_file as _same_file
+from gclsampler._lock import sign as _sign
 from gclsampler.errors import GclError
 
 try:
@@ -497,12 +501,6 @@ LOCK_NAME = ".lock"
 32-hex names), kept after use: a lock file removed on release lets a command that waited on
 the removed one and a newcomer that made a new one both hold "the" lock."""
 
-# what flock answers where the filesystem cannot lock (NFS without lockd, Lustre without its
-# flock mount option, some FUSE filesystems; EBADF: NFS with a read-only descriptor)
-_NO_LOCKS = frozenset(e for e in (getattr(errno, n, None) for n in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "ENOSYS",
-                                                                    "EINVAL", "EBADF")) if e is not None)
-_READ_ONLY = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
-
 
 @dataclass(frozen=True)
 class CacheLock:
@@ -518,55 +516,6 @@ class CacheLock:
         if self.state == "read-only":
             raise SimulationFailed(f"{self.cache}: cannot make {LOCK_NAME} there ({self.why}), and invocation "
                                    f"{invocation} is not cached there; give a writable --cache-dir")
-
-
-def _open_lock(path: Path) -> tuple[int | None, str]:
-    """A descriptor of the lock file (made if missing), or (None, why) in a read-only cache without one.
-
-    Why a read-only descriptor next: flock takes one, so a cache whose lock file another user
-    made (not writable by us) is still locked against its other commands.
-    """
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666), ""  # 0666 - umask, as the cache's other files
-    except OSError as exc:
-        if exc.errno not in _READ_ONLY:
-            raise
-        why = exc.strerror or type(exc).__name__
-    try:
-        return os.open(path, os.O_RDONLY), ""
-    except OSError as exc:
-        if exc.errno not in _READ_ONLY | {errno.ENOENT}:
-            raise
-        return None, why
-
-
-def _holder(fd: int) -> str:
-    """Who holds the lock, as its holder wrote it ("pid N on HOST"); '' when unknown."""
-    try:
-        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
-    except OSError:
-        return ""
-    return text.splitlines()[0] if text else ""
-
-
-def _sign(fd: int) -> None:
-    """Write who holds the lock into it, for the line of a command that waits (not possible
-    through a read-only descriptor, and not needed: the lock holds without it)."""
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """Whether ``path`` still names the file locked through ``fd``. Why: removing an unused cache
-    (the CLI after a refused trace) removes its lock file too, and a command that waited on the
-    removed file would hold a lock no later command sees."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _flock(fd: int, path: Path, cache: Path, wait: bool) -> bool:

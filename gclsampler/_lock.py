@@ -1,0 +1,81 @@
+"""Advisory file locks (``flock``) for what several processes use at once.
+
+Why one module: a run cache (``gclsampler simulate``, one command at a time) and a synthesized
+workload (``train.py -m`` jobs, ``evaluate.py`` beside them: synthesized once, read by many,
+replaced only when nobody reads it) are both shared by processes that know nothing of each
+other, and both must get the same answers from a filesystem that cannot lock or a directory
+that cannot be written.
+
+A lock file is a hidden regular file, kept after use: one removed on release lets a process
+that waited on the removed file and a newcomer that made a new one both hold "the" lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: nothing is locked
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["NO_LOCKS", "READ_ONLY", "open_lock", "holder", "sign", "same_file"]
+
+# what flock answers where the filesystem cannot lock (NFS without lockd, Lustre without its
+# flock mount option, some FUSE filesystems; EBADF: NFS with a read-only descriptor)
+NO_LOCKS = frozenset(e for e in (getattr(errno, n, None) for n in ("ENOLCK", "EOPNOTSUPP", "ENOTSUP", "ENOSYS",
+                                                                   "EINVAL", "EBADF")) if e is not None)
+READ_ONLY = frozenset((errno.EACCES, errno.EPERM, errno.EROFS))
+
+
+def open_lock(path: Path) -> tuple[int | None, str]:
+    """A descriptor of the lock file (made if missing), or (None, why) in a read-only directory without one.
+
+    Why a read-only descriptor next: flock takes one, so a lock file another user made (not
+    writable by us) still locks against that user's processes.
+    """
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666), ""  # 0666 - umask, as the other files there
+    except OSError as exc:
+        if exc.errno not in READ_ONLY:
+            raise
+        why = exc.strerror or type(exc).__name__
+    try:
+        return os.open(path, os.O_RDONLY), ""
+    except OSError as exc:
+        if exc.errno not in READ_ONLY | {errno.ENOENT}:
+            raise
+        return None, why
+
+
+def holder(fd: int) -> str:
+    """Who holds the lock, as its holder wrote it ("pid N on HOST"); '' when unknown."""
+    try:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    except OSError:
+        return ""
+    return text.splitlines()[0] if text else ""
+
+
+def sign(fd: int) -> None:
+    """Write who holds the lock into it, for the line of a process that waits (not possible
+    through a read-only descriptor, and not needed: the lock holds without it)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+
+
+def same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file locked through ``fd``. Why: a lock file removed
+    while a process waited on it would leave that process holding a lock no later one sees."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
