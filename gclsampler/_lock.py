@@ -17,13 +17,14 @@ import errno
 import os
 import socket
 from pathlib import Path
+from typing import Callable
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: nothing is locked
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["NO_LOCKS", "READ_ONLY", "open_lock", "holder", "sign", "same_file"]
+__all__ = ["NO_LOCKS", "READ_ONLY", "LockFile", "open_lock", "holder", "sign", "same_file"]
 
 # what flock answers where the filesystem cannot lock (NFS without lockd, Lustre without its
 # flock mount option, some FUSE filesystems; EBADF: NFS with a read-only descriptor)
@@ -79,3 +80,73 @@ def same_file(fd: int, path: Path) -> bool:
     held = os.fstat(fd)
     return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
 
+
+_warned: set[Path] = set()
+"""Directories whose filesystem this process found unable to lock, and said so."""
+
+
+class LockFile:
+    """One lock file held through one descriptor, shared or exclusive, changed in place.
+
+    Why one descriptor for both: flock locks belong to an open file, so a process that took
+    a second descriptor to change its shared lock into an exclusive one would wait on itself.
+    ``say(line)`` is told once before each wait for another process, and once when the
+    filesystem cannot lock (then nothing is locked, as where no lock file can be made).
+    """
+
+    def __init__(self, path: str | os.PathLike, say: Callable[[str], None]) -> None:
+        self.path = Path(path)
+        self.say = say
+        self.fd: int | None = None
+        self.locking = fcntl is not None  # off for good once the lock file or the filesystem cannot lock
+
+    def __enter__(self) -> "LockFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the lock (closing its descriptor)."""
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+
+    def unlock(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def lock(self, *, shared: bool, waiting: str | None = None) -> None:
+        """Take the lock, or change the one held: shared or exclusive. ``waiting``: the line
+        said before waiting for another process (None: one is never expected to hold it)."""
+        while self.locking:
+            if self.fd is None:
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self.fd, _ = open_lock(self.path)
+                except OSError:
+                    self.fd = None
+                if self.fd is None:  # a read-only directory: nothing is written there, so nothing to keep out
+                    self.locking = False
+                    return
+            mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+            try:
+                try:
+                    fcntl.flock(self.fd, mode | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if waiting:
+                        self.say(waiting)
+                    fcntl.flock(self.fd, mode)  # Ctrl-C, SIGTERM: an interrupt out of here; close() releases
+            except OSError as exc:
+                if exc.errno not in NO_LOCKS:
+                    raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+                self.close()
+                self.locking = False
+                if self.path.parent not in _warned:  # one line per directory, not per lock file there
+                    _warned.add(self.path.parent)
+                    self.say(f"warning: {self.path}: cannot lock it ({exc.strerror}: a filesystem without file "
+                             "locks, e.g. NFS without lockd?); going on unlocked")
+                return
+            if same_file(self.fd, self.path):
+                return
+            self.close()  # the file was removed while we waited on it: lock the one there now

@@ -420,38 +420,44 @@ def claim_dir(out: str | os.PathLike, command: str,
     return out
 
 
-@contextlib.contextmanager
-def synth_lock(out: str | os.PathLike, on_wait=None) -> Iterator[None]:
-    """Hold an exclusive lock on ``<parent>/.<name>.lock`` while the caller checks ``out`` and
-    synthesizes it. Why: the jobs of a multirun (SLURM, or several shells) that need one missing
-    workload all synthesized it at once, and each commit replaced (and deleted) the directory
-    another job was already reading graphs from. With the lock, the first job synthesizes and
-    the others wait, then find it there. Advisory (``flock``); where no lock file can be made
-    (a read-only workloads dir, a platform without ``fcntl``) it goes on unlocked.
-    ``on_wait(message)`` is told once when another process holds the lock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
+def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], make: Callable[[str], None],
+                 say: Callable[[str], None], hold: contextlib.ExitStack | None = None) -> None:
+    """Make sure the synthesized workload ``out`` can be used as it is, synthesizing it when
+    ``unusable()`` says why not (``make(why)``), and keep it from being replaced while ``hold``
+    is open (without ``hold``: only until this returns).
+
+    Why two locks beside it: the jobs of a multirun (SLURM, joblib, several shells) and an
+    ``evaluate.py`` beside them read one ``workloads/<name>``. Each synthesized a missing one and
+    each commit replaced the directory another job was reading; a job that wanted other knobs,
+    seed or arch (``-m workload.seed=0,1``) synthesized it again under the jobs reading it, which
+    then read the new directory's traces and profile as their own. ``.<name>.lock`` lets one
+    process at a time synthesize it (the others wait, then find it made); ``.<name>.use.lock`` is
+    held shared by every process using it, for as long as it does, and exclusively only by one
+    that replaces it, which thus waits for them. Jobs that want the same workload share it at
+    once. ``say(line)`` is told before each wait. Advisory (``flock``); where no lock file can be
+    made (a read-only workloads dir, a platform without ``fcntl``) or the filesystem cannot lock,
+    it goes on unlocked, as before the locks.
+    """
+    if hold is None:
+        with contextlib.ExitStack() as own:
+            return use_workload(out, unusable, make, say, own)
+    from gclsampler._lock import LockFile
+
     out = Path(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(out.parent / f".{out.name}.lock", "a")
-    except OSError:
-        yield
+    use = hold.enter_context(LockFile(out.parent / f".{out.name}.use.lock", say))
+    use.lock(shared=True, waiting=f"waiting for another process that is synthesizing {out}")
+    if unusable() is None:
         return
-    with fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if on_wait is not None:
-                on_wait(f"waiting for another process that is synthesizing {out}")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    use.unlock()  # a process waiting to replace it must not wait for this one
+    with LockFile(out.parent / f".{out.name}.lock", say) as synth:
+        synth.lock(shared=False, waiting=f"waiting for another process that is synthesizing {out}")
+        why = unusable()  # again: another job may have just made it
+        if why is not None:
+            use.lock(shared=False, waiting=f"waiting for the other processes using {out} to finish: "
+                                           f"it is synthesized again for this one ({why})")
+            make(why)
+        # shared again, before another can replace it: a replacement first takes the lock held here
+        use.lock(shared=True)
 
 
 @contextlib.contextmanager

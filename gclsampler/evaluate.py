@@ -11,6 +11,7 @@ the same way (simulated ground truth: the papers' sampled-versus-full simulation
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -312,11 +313,14 @@ def _check_unique_names(suite: SuiteConfig, data_dir: Path) -> None:
         named[declared] = wdir
 
 
-def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int) -> Path:
+def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: bool, seed: int,
+                      hold: contextlib.ExitStack | None = None) -> Path:
     """The workload directory, generating it with ``gclsampler.synth`` when missing.
 
     A directory whose workload.json says ``"synthetic": false`` is returned as it is, or
     refused; never synthesized over, whatever ``generate`` says (``check_real_workload``).
+    A synthesized one is kept from being synthesized again by another process (a ``train.py``
+    or suite that wants other knobs) until ``hold`` closes (``_safe_out.use_workload``).
     """
     wdir = data_dir / name
     if _declared_real(wdir):  # run_suite checked it with every other workload, before any work
@@ -328,42 +332,52 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
 
     if suite.rerun and name in workload_names():
         params = with_second_run(name, params, suite.trace_arch)
+    if not (wdir / "profile.csv").exists() and not generate:
+        raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
 
-    def fresh() -> bool:
-        return (wdir / "profile.csv").exists() and (
-            not generate or stale_reason(wdir, name, params or None, suite.trace_arch, seed) is None)
+    def unusable() -> str | None:
+        if not (wdir / "profile.csv").exists():
+            return "missing"
+        return stale_reason(wdir, name, params or None, suite.trace_arch, seed) if generate else None
 
-    if fresh():
+    if generate and unusable() is not None:
+        from gclsampler.synth.generate import check_request
+
+        check_request(name, params or None, suite.trace_arch, seed)  # a bad knob fails before the lock file exists
+
+    made: list = []
+
+    def make(why: str) -> None:
+        if not generate:  # removed since it was found
+            raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
+        try:
+            from gclsampler.synth import generate as synth_generate
+        except ImportError as exc:
+            raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
+        if (wdir / "profile.csv").exists():
+            from gclsampler.synth.generate import check_replaceable
+            from gclsampler.workload import declared_arch
+
+            made_on = declared_arch(wdir)
+            check_replaceable(wdir, "score it as it is with generate=false" +
+                              (f" suite.trace_arch={made_on}" if made_on and made_on != suite.trace_arch else "")
+                              + f" ({why})")
+            print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
+        made.append(synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed))
+
+    from gclsampler._safe_out import use_workload
+
+    use_workload(wdir, unusable, make, lambda line: print(f"evaluate: {line}", file=sys.stderr, flush=True), hold)
+    if not made:
         if not generate:  # scored as it is: say so when its ground truth is an older model's
             from gclsampler.synth.generate import GROUND_TRUTH_VERSION, ground_truth_version, old_ground_truth
 
-            made = ground_truth_version(wdir)
-            if made not in (None, GROUND_TRUTH_VERSION):
-                print(f"evaluate: warning: {wdir}: {old_ground_truth(made)}; scored as it is (generate=false)",
+            version = ground_truth_version(wdir)
+            if version not in (None, GROUND_TRUTH_VERSION):
+                print(f"evaluate: warning: {wdir}: {old_ground_truth(version)}; scored as it is (generate=false)",
                       file=sys.stderr)
         return wdir
-    if not generate:
-        raise EvaluationError(f"{wdir}: data_dir: workload {name!r} not found and generate=false")
-    try:
-        from gclsampler.synth import generate as synth_generate
-    except ImportError as exc:
-        raise EvaluationError(f"{wdir}: generate: gclsampler.synth is not available ({exc})") from None
-    from gclsampler._safe_out import synth_lock
-    from gclsampler.synth.generate import check_replaceable, check_request
-
-    check_request(name, params or None, suite.trace_arch, seed)  # a bad knob fails before the lock file exists
-    with synth_lock(wdir, on_wait=lambda msg: print(f"evaluate: {msg}", file=sys.stderr)):
-        if fresh():  # another job of a multirun wrote it while this one waited
-            return wdir
-        if (wdir / "profile.csv").exists():
-            why = stale_reason(wdir, name, params or None, suite.trace_arch, seed)
-            from gclsampler.workload import declared_arch
-
-            made = declared_arch(wdir)
-            check_replaceable(wdir, "score it as it is with generate=false" +
-                              (f" suite.trace_arch={made}" if made and made != suite.trace_arch else "") + f" ({why})")
-            print(f"evaluate: re-synthesizing {wdir}: {why}", file=sys.stderr)
-        out = synth_generate(name, wdir, params=params or None, arch=suite.trace_arch, seed=seed)
+    out = made[0]
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):
         if cand is not None and (cand / "profile.csv").exists():
             return cand
@@ -754,8 +768,16 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     """Fit every method on every workload, score on every arch; write results.csv, report.md, plots.
 
     ``embed_fn(workload) -> (N, d) array`` supplies GCL embeddings (stubbed in tests).
-    Returns the results DataFrame.
+    Returns the results DataFrame. Each synthesized workload is held while it is trained on
+    and scored (``_prepare_workload``): a ``train.py`` job beside this run that wants it
+    synthesized again waits for that, rather than replacing its traces and profiles under it.
     """
+    with contextlib.ExitStack() as hold:
+        return _run_suite(cfg, out_dir, embed_fn, launch_dir, config_text, hold)
+
+
+def _run_suite(cfg: EvaluateConfig, out_dir: str | Path, embed_fn: Callable[[Any], np.ndarray] | None,
+               launch_dir: str | Path | None, config_text: str | None, hold: contextlib.ExitStack):
     import pandas as pd
     from tqdm import tqdm
 
@@ -804,8 +826,9 @@ def run_suite(cfg: EvaluateConfig, out_dir: str | Path, *, embed_fn: Callable[[A
     skipped: list[str] = []
     for name in bar:
         bar.set_postfix_str(name)
+        hold.close()  # the workload before: scored, and never held while waiting for the next one
         try:
-            wdir = _prepare_workload(name, data_dir, suite, cfg.generate, cfg.seed)
+            wdir = _prepare_workload(name, data_dir, suite, cfg.generate, cfg.seed, hold)
         except GclError as exc:
             if not cfg.skip_unavailable:
                 raise

@@ -149,14 +149,16 @@ def _name_in(wdir: Path) -> str:
         return wdir.name
 
 
-def ensure_workload(cfg: DictConfig) -> Path:
+def ensure_workload(cfg: DictConfig, hold: Optional[contextlib.ExitStack] = None) -> Path:
     """Return the workload directory, synthesizing it first when it does not exist.
 
     Only a workload without ``dir`` (the synthetic benchmarks) is synthesized; an
     explicitly given directory that is missing is an error, never silently replaced.
     A directory that ``gclsampler.synth`` wrote with other knobs/seed/arch than the
     config asks for is synthesized again (so ``debug=default`` cannot leak a tiny
-    workload into a full run).
+    workload into a full run). A synthesized workload is kept from being synthesized again by
+    another process (a multirun's job that wants other knobs) until ``hold`` closes
+    (``_safe_out.use_workload``); the user's own ``workload.dir`` is never synthesized.
     """
     wdir = workload_dir(cfg)
     if cfg.workload.get("dir"):
@@ -184,16 +186,12 @@ def ensure_workload(cfg: DictConfig) -> Path:
                         " ".join(label))
         return wdir
     req = _check_synth_request(cfg)  # a bad knob or arch fails before the lock file exists
-    if (wdir / "kernelslist.g").exists() and _stale_synthetic(wdir, cfg) is None:
-        return wdir
-    from gclsampler._safe_out import synth_lock
 
-    with synth_lock(wdir, on_wait=log.info):
-        # checked again under the lock: another job of a multirun may have just written it
+    def unusable() -> Optional[str]:
+        return _stale_synthetic(wdir, cfg) if (wdir / "kernelslist.g").exists() else "missing"
+
+    def make(why: str) -> None:
         if (wdir / "kernelslist.g").exists():
-            why = _stale_synthetic(wdir, cfg)
-            if why is None:
-                return wdir
             from gclsampler.synth.generate import check_replaceable
 
             check_replaceable(wdir, f"use it as it is with workload.dir={wdir} ({why})")
@@ -210,6 +208,11 @@ def ensure_workload(cfg: DictConfig) -> Path:
             except OSError as exc:  # the place the user chose cannot be written: name the key that chose it
                 raise PipelineError(f"paths.workloads_dir: {wdir}: cannot write the workload there "
                                     f"({exc.strerror or exc})") from None
+
+    from gclsampler._guard import stderr_line
+    from gclsampler._safe_out import use_workload
+
+    use_workload(wdir, unusable, make, lambda line: stderr_line(f"train.py: {line}"), hold)
     return wdir
 
 
@@ -258,7 +261,16 @@ def _start_over(out_dir: Path) -> None:
 
 
 def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
-    """Run the pipeline for ``cfg.workload``; returns the ``run.json`` summary."""
+    """Run the pipeline for ``cfg.workload``; returns the ``run.json`` summary.
+
+    A synthesized workload is held until the run ends, not only while it is made: a multirun's
+    job that wants it synthesized again (other knobs or seed) waits, rather than replacing the
+    traces and profile this run reads (``ensure_workload``)."""
+    with contextlib.ExitStack() as hold:
+        return _run(cfg, out_dir, hold)
+
+
+def _run(cfg: DictConfig, out_dir: Optional[Path], hold: contextlib.ExitStack) -> dict:
     t_start = time.perf_counter()
     if out_dir is None:
         from hydra.core.hydra_config import HydraConfig
@@ -285,7 +297,7 @@ def run(cfg: DictConfig, out_dir: Optional[Path] = None) -> dict:
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
-    wdir = ensure_workload(cfg)
+    wdir = ensure_workload(cfg, hold)
     post_enabled = bool(cfg.get("post_embedding", True))
     from gclsampler.validate import require_valid_workload
 

@@ -1,0 +1,88 @@
+"""Two processes on one workloads directory at once (``train.py -m`` on SLURM or joblib, an
+``evaluate.py`` beside it). Each job is a process of its own (``_workload_job.py``), ordered by
+files it writes, not by sleeps; synthesis is a stand-in that swaps its directory in as
+``gclsampler.synth`` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+JOB = Path(__file__).resolve().parent / "_workload_job.py"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(role: str, kind: str, seed: int, workloads: Path, sig: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(JOB.parent), os.environ.get("PYTHONPATH", "")])}
+    err = open(sig / f"{role}.err", "w")
+    with err:
+        return subprocess.Popen([sys.executable, str(JOB), role, kind, str(workloads), str(seed), str(sig)],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+
+
+def _both(tmp_path: Path, first: tuple[str, int], second: tuple[str, int]) -> tuple[Path, Path]:
+    sig = tmp_path / "signals"
+    sig.mkdir()
+    workloads = tmp_path / "workloads"
+    procs = [_start("first", *first, workloads, sig), _start("second", *second, workloads, sig)]
+    try:
+        for p in procs:
+            assert p.wait(180) == 0, (sig / "first.err").read_text() + (sig / "second.err").read_text()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return sig, workloads / "3mm"
+
+
+@pytest.mark.parametrize("first, second", [(("train", 0), ("train", 1)),  # train.py -m workload.seed=0,1
+                                           (("evaluate", 0), ("train", 0))])  # evaluate.py beside a debug train.py
+def test_a_workload_in_use_is_not_synthesized_again_under_its_reader(tmp_path, first, second):
+    """A job that wanted the workload with other knobs or seed synthesized it again while another
+    job was reading it: the reader's traces and profile were replaced by the newcomer's (or gone
+    between the two renames), and it went on as if they were its own. The newcomer now waits, says
+    so in one line naming the workload, and synthesizes only once the reader is done."""
+    sig, wdir = _both(tmp_path, first, second)
+    mine = (sig / "first.ready").read_text()
+    assert (sig / "first.saw").read_text() == mine  # what the reader read from start to end
+    waited = [line for line in (sig / "second.err").read_text().splitlines() if "waiting" in line]
+    assert len(waited) == 1 and f"waiting for the other processes using {wdir} to finish" in waited[0], waited
+    assert (sig / "second.done").read_text() != mine  # then made for the second job, as it asked
+
+
+def test_jobs_that_want_the_same_workload_use_it_at_once(tmp_path):
+    """Holding the workload while a job reads it must not make the multirun's other jobs (the same
+    knobs: augment=default,drops,node_drop) wait for the whole of that job: the second finishes
+    while the first still holds it (the first waits for ``second.done``)."""
+    sig, wdir = _both(tmp_path, ("train", 0), ("train", 0))
+    assert (sig / "first.saw").read_text() == (sig / "second.done").read_text() == (sig / "first.ready").read_text()
+    assert "waiting" not in (sig / "second.err").read_text()
+
+
+def test_a_filesystem_without_locks_synthesizes_with_one_warning(tmp_path, monkeypatch, capsys):
+    """NFS without lockd answers flock with ENOLCK: the workload is made and used as before the
+    locks, with one line saying they are off (not a traceback, not one line per lock file)."""
+    import errno
+    import fcntl
+
+    import gclsampler._lock as L
+    import gclsampler.synth as synth
+    from gclsampler.pipeline import ensure_workload
+    from tests._workload_job import compose_train, fake_generate
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    monkeypatch.setattr(L, "_warned", set())
+    monkeypatch.setattr(synth, "generate", fake_generate)
+    workloads = tmp_path / "workloads"
+    assert ensure_workload(compose_train(workloads, 0)) == workloads / "3mm"
+    assert (workloads / "3mm" / "kernelslist.g").is_file()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"train.py: warning: {workloads / '.3mm.use.lock'}: cannot lock it (No locks available: a "
+                   "filesystem without file locks, e.g. NFS without lockd?); going on unlocked"], err
