@@ -434,9 +434,11 @@ def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], mak
     process at a time synthesize it (the others wait, then find it made); ``.<name>.use.lock`` is
     held shared by every process using it, for as long as it does, and exclusively only by one
     that replaces it, which thus waits for them. Jobs that want the same workload share it at
-    once. ``say(line)`` is told before each wait. Advisory (``flock``); where no lock file can be
-    made (a read-only workloads dir, a platform without ``fcntl``) or the filesystem cannot lock,
-    it goes on unlocked, as before the locks.
+    once. A directory synth did not write (the user's own, in their ``data_dir``) is never
+    replaced, so it is used unlocked, with no lock file left beside it. ``say(line)`` is told
+    before each wait. Advisory (``flock``); where no lock file can be made (a read-only workloads
+    dir, a platform without ``fcntl``) or the filesystem cannot lock, it goes on unlocked, as
+    before the locks.
     """
     if hold is None:
         with contextlib.ExitStack() as own:
@@ -444,6 +446,8 @@ def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], mak
     from gclsampler._lock import LockFile
 
     out = Path(out)
+    if out.exists() and written_by(out) != "synth" and unusable() is None:
+        return  # check_out_dir never lets synth replace it: nothing to keep it from
     use = hold.enter_context(LockFile(out.parent / f".{out.name}.use.lock", say))
     use.lock(shared=True, waiting=f"waiting for another process that is synthesizing {out}")
     if unusable() is None:

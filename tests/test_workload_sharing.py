@@ -5,6 +5,7 @@ files it writes, not by sleeps; synthesis is a stand-in that swaps its directory
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -86,3 +87,19 @@ def test_a_filesystem_without_locks_synthesizes_with_one_warning(tmp_path, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"train.py: warning: {workloads / '.3mm.use.lock'}: cannot lock it (No locks available: a "
                    "filesystem without file locks, e.g. NFS without lockd?); going on unlocked"], err
+
+
+@pytest.mark.parametrize("kind", ["train", "evaluate"])
+def test_a_workload_synth_did_not_write_gets_no_lock_file_beside_it(tmp_path, kind):
+    """A user's own workload in ``data_dir`` (traces and a profile, no synth marker) is never
+    synthesized over, yet every evaluate.py (generate=false too) left ``.<name>.use.lock`` in the
+    user's directory beside it. Nothing can replace it, so nothing is locked there."""
+    from tests._workload_job import get_workload
+
+    data = tmp_path / "mine"
+    (data / "3mm").mkdir(parents=True)
+    (data / "3mm" / "kernelslist.g").write_text("kernel-1.traceg\n")
+    (data / "3mm" / "profile.csv").write_text("invocation,kernel_name\n")
+    with contextlib.ExitStack() as hold:
+        assert get_workload(kind, data, 0, hold) == data / "3mm"
+        assert sorted(p.name for p in data.iterdir()) == ["3mm"]
