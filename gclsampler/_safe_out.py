@@ -448,7 +448,20 @@ def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], mak
     out = Path(out)
     if out.exists() and written_by(out) != "synth" and unusable() is None:
         return  # check_out_dir never lets synth replace it: nothing to keep it from
-    use = hold.enter_context(LockFile(out.parent / f".{out.name}.use.lock", say))
+    with contextlib.ExitStack() as until_used:
+        _use_locked(until_used.enter_context(LockFile(out.parent / f".{out.name}.use.lock", say)), out, unusable,
+                    make, say)
+        hold.enter_context(until_used.pop_all())
+
+
+def _use_locked(use, out: Path, unusable: Callable[[], str | None], make: Callable[[str], None],
+                say: Callable[[str], None]) -> None:
+    """``use_workload``'s locking, apart so that an error out of it (a refused or failed synthesis
+    that evaluate.py skips, a Ctrl-C while waiting) releases the use lock at once, not when the
+    caller's ``hold`` closes: a process waiting to read the workload as it is waited that long.
+    Returns holding ``use`` shared."""
+    from gclsampler._lock import LockFile
+
     use.lock(shared=True, waiting=f"waiting for another process that is synthesizing {out}")
     if unusable() is None:
         return

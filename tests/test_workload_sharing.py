@@ -103,3 +103,31 @@ def test_a_workload_synth_did_not_write_gets_no_lock_file_beside_it(tmp_path, ki
     with contextlib.ExitStack() as hold:
         assert get_workload(kind, data, 0, hold) == data / "3mm"
         assert sorted(p.name for p in data.iterdir()) == ["3mm"]
+
+
+def test_a_synthesis_that_fails_leaves_the_workload_unlocked(tmp_path, monkeypatch):
+    """evaluate.py skips a workload it cannot synthesize again (skip_unavailable, the default;
+    here simulate's profile in it refuses the replacement) and keeps its hold open until the next
+    workload, or through the report after the last. The exclusive lock taken to replace it was
+    kept that long, so a train.py that only wanted to read the workload as it is waited, told
+    another process was synthesizing it. A failure now releases it at once."""
+    import fcntl
+
+    import gclsampler.synth as synth
+    from gclsampler.errors import GclError
+    from tests._workload_job import fake_generate, get_workload
+
+    monkeypatch.setattr(synth, "generate", fake_generate)
+    data = tmp_path / "data"
+    with contextlib.ExitStack() as hold:
+        get_workload("evaluate", data, 0, hold)
+    (data / "3mm" / "profiles").mkdir()
+    (data / "3mm" / "profiles" / "accelsim-SM86_RTX3070.csv").write_text("invocation,cycles\n")
+    with contextlib.ExitStack() as hold:
+        with pytest.raises(GclError, match="not written by gclsampler synth"):
+            get_workload("evaluate", data, 1, hold)
+        fd = os.open(data / ".3mm.use.lock", os.O_RDONLY)  # another process's, as a reader's
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # BlockingIOError while it is kept
+        finally:
+            os.close(fd)
