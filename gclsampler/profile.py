@@ -1757,7 +1757,9 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise ProfileFormatError(located(path, None, "traceEvents", "expected a chrome trace with a traceEvents list"))
-    kernel_events = [(k, e) for k, e in enumerate(events) if isinstance(e, dict) and e.get("cat") == "kernel"]
+    # "Kernel" is how older torch releases' Kineto named the category (torch 1.8-1.10 by one report), "kernel" later ones
+    kernel_events = [(k, e) for k, e in enumerate(events)
+                     if isinstance(e, dict) and isinstance(e.get("cat"), str) and e["cat"].lower() == "kernel"]
     kernels = [(k, e) for k, e in kernel_events if e.get("ph", "X") == "X"]
     note = None
     if len(kernels) < len(kernel_events):
@@ -1770,7 +1772,7 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
     if not kernels:
         cats = sorted({str(e.get("cat")) for e in events if isinstance(e, dict)})
         raise ProfileFormatError(located(path, None, "traceEvents",
-                                         f"no kernel events (cat == \"kernel\"); categories found: {', '.join(cats) or '(none)'}"))
+                                         f"no kernel events (cat \"kernel\", or \"Kernel\" as older torch releases wrote it); categories found: {', '.join(cats) or '(none)'}"))
     n = len(kernels)
     names, grids, blocks = [], [], []
     times, order, ts = np.empty(n), np.empty(n), np.empty(n)

@@ -625,3 +625,18 @@ def test_ncu_launch_without_a_time_is_named_by_the_exports_column(tmp_path):
     text = _ncu_text("nsecond", ["100", "n/a", "300"])
     with pytest.raises(ProfileFormatError, match=r"na.csv:4: gpu__time_duration.sum: no value \('n/a'\)"):
         import_ncu(_write(tmp_path, "na.csv", text))
+
+
+def test_torch_kernel_category_as_older_releases_spell_it(tmp_path):
+    """Older torch releases' Kineto wrote GPU kernels as cat "Kernel"; the importer took only
+    "kernel" and refused such a trace as having no kernel events. Both spellings give the
+    same profile; other categories stay out."""
+    doc = json.loads(FIXTURES["torch"].read_text())
+    n_kernels = sum(e.get("cat") == "kernel" for e in doc["traceEvents"])
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["cat"] = "Kernel"
+    p = _write(tmp_path, "old.json", json.dumps(doc))
+    old, new = import_torch(p), import_torch(FIXTURES["torch"])
+    assert len(old) == n_kernels > 0
+    assert old.equals(new)
