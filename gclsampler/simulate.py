@@ -559,9 +559,10 @@ def _acquire(cache: Path, wait: bool) -> tuple[int | None, CacheLock | None]:
             if exc.errno not in _NO_LOCKS:
                 raise
             if wait:
-                stderr_line(f"gclsampler: warning: {path}: cannot lock it ({exc.strerror}: a filesystem without "
-                            f"file locks, e.g. NFS without lockd?); running unlocked, so run no other simulate on "
-                            f"{cache} until this one ends")
+                why = ("this platform has no flock" if fcntl is None
+                       else f"{exc.strerror}: a filesystem without file locks, e.g. NFS without lockd?")
+                stderr_line(f"gclsampler: warning: {path}: cannot lock it ({why}); running unlocked, so run no other "
+                            f"simulate on {cache} until this one ends")
             return None, CacheLock(cache, "unlocked", exc.strerror or "")
         except BaseException:
             os.close(fd)

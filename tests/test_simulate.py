@@ -1058,6 +1058,19 @@ def test_a_filesystem_without_locks_runs_unlocked_and_says_so(tmp_path, stub, ca
     assert sorted(c["kernel_id"] for c in stub.calls()) == [1, 3, 4, 5]
 
 
+def test_a_platform_without_flock_says_so_not_nfs(tmp_path, stub, capsys, monkeypatch):
+    """Without ``fcntl`` (Windows) the warning blamed the filesystem ("NFS without lockd?"): the
+    user was sent to check a mount, where it is this platform that has no flock."""
+    _workload(tmp_path)
+    monkeypatch.setattr(S, "fcntl", None)
+    cache = tmp_path / "cache"
+    assert _simulate(tmp_path, "--cache-dir", str(cache)) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
+    assert len(warned) == 1 and f"{cache.resolve() / S.LOCK_NAME}: cannot lock it (this platform has no flock)" \
+        in warned[0], warned
+    assert "NFS" not in warned[0] and "run no other simulate on" in warned[0]
+
+
 def test_a_read_only_cache_answers_what_it_holds_and_refuses_to_simulate_more(tmp_path, stub, capsys, monkeypatch):
     """A cache this user may only read (a colleague's, a read-only mount) has no lock file to
     make: its cached runs are still answered, but nothing is started there, since a command that
