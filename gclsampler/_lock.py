@@ -82,7 +82,8 @@ def same_file(fd: int, path: Path) -> bool:
 
 
 _warned: set[Path] = set()
-"""Directories whose filesystem this process found unable to lock, and said so."""
+"""Directories whose filesystem this process found unable to lock, and lock files it could not
+make, and said so: one line each, not one per attempt."""
 
 
 class LockFile:
@@ -91,7 +92,10 @@ class LockFile:
     Why one descriptor for both: flock locks belong to an open file, so a process that took
     a second descriptor to change its shared lock into an exclusive one would wait on itself.
     ``say(line)`` is told once before each wait for another process, and once when the
-    filesystem cannot lock (then nothing is locked, as where no lock file can be made).
+    filesystem cannot lock or the lock file cannot be made (then nothing is locked). Why a
+    warning and not an error there: the locks are advisory, and what they guard worked before
+    them, so a workload that can be read must not become unusable for want of its lock file; a
+    read-only directory alone says nothing, since nothing can be written there to keep out.
     """
 
     def __init__(self, path: str | os.PathLike, say: Callable[[str], None]) -> None:
@@ -124,8 +128,15 @@ class LockFile:
                 try:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     self.fd, _ = open_lock(self.path)
-                except OSError:
+                except OSError as exc:
+                    # not read-only (a name over 255 bytes, a full disk): the work itself may still be
+                    # possible, and was before the locks, so it goes on; but without a word, jobs that
+                    # counted on the lock replaced the workload under each other
                     self.fd = None
+                    if exc.errno not in READ_ONLY and self.path not in _warned:
+                        _warned.add(self.path)
+                        self.say(f"warning: {self.path}: cannot make its lock file "
+                                 f"({exc.strerror or type(exc).__name__}); going on unlocked")
                 if self.fd is None:  # a read-only directory: nothing is written there, so nothing to keep out
                     self.locking = False
                     return

@@ -437,8 +437,8 @@ def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], mak
     once. A directory synth did not write (the user's own, in their ``data_dir``) is never
     replaced, so it is used unlocked, with no lock file left beside it. ``say(line)`` is told
     before each wait. Advisory (``flock``); where no lock file can be made (a read-only workloads
-    dir, a platform without ``fcntl``) or the filesystem cannot lock, it goes on unlocked, as
-    before the locks.
+    dir, a platform without ``fcntl``; for another reason, such as a name too long, with a warning)
+    or the filesystem cannot lock (with a warning), it goes on unlocked, as before the locks.
     """
     if hold is None:
         with contextlib.ExitStack() as own:

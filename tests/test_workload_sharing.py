@@ -131,3 +131,21 @@ def test_a_synthesis_that_fails_leaves_the_workload_unlocked(tmp_path, monkeypat
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # BlockingIOError while it is kept
         finally:
             os.close(fd)
+
+
+def test_a_lock_file_that_cannot_be_made_is_said_not_dropped_silently(tmp_path):
+    """A lock file that cannot be made for a reason other than a read-only directory (here its
+    name is over the filesystem's 255 bytes; ENOSPC, a directory in its place) turned locking off
+    without a word: jobs then replaced the workload under each other with nothing said. It goes
+    on unlocked, as on a filesystem without locks, with one line naming the path and the reason."""
+    import errno
+
+    from gclsampler._lock import LockFile
+
+    said = []
+    path = tmp_path / f".{'w' * 250}.use.lock"
+    with LockFile(path, said.append) as lock:
+        lock.lock(shared=True)
+        lock.lock(shared=False)
+    assert said == [f"warning: {path}: cannot make its lock file ({os.strerror(errno.ENAMETOOLONG)}); going on unlocked"], said
+    assert os.listdir(tmp_path) == []
