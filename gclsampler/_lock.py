@@ -91,6 +91,9 @@ class LockFile:
 
     Why one descriptor for both: flock locks belong to an open file, so a process that took
     a second descriptor to change its shared lock into an exclusive one would wait on itself.
+    An exclusive holder writes its name into the file (``sign``), and a waiting line names it:
+    without it a user could not tell which job a wait was for. Shared holders are many and write
+    nothing, so a wait for readers names no one.
     ``say(line)`` is told once before each wait for another process, and once when the
     filesystem cannot lock or the lock file cannot be made (then nothing is locked). Why a
     warning and not an error there: the locks are advisory, and what they guard worked before
@@ -103,6 +106,7 @@ class LockFile:
         self.say = say
         self.fd: int | None = None
         self.locking = fcntl is not None  # off for good once the lock file or the filesystem cannot lock
+        self.signed = False  # the file names this process: it holds the lock exclusively
 
     def __enter__(self) -> "LockFile":
         return self
@@ -113,12 +117,22 @@ class LockFile:
     def close(self) -> None:
         """Release the lock (closing its descriptor)."""
         if self.fd is not None:
+            self._unsign()
             fd, self.fd = self.fd, None
             os.close(fd)
 
     def unlock(self) -> None:
         if self.fd is not None:
+            self._unsign()
             fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _unsign(self) -> None:
+        """Clear the file of a name that no longer holds it alone, before letting go: a process
+        that waits next must not name this one."""
+        if self.signed:
+            self.signed = False
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
 
     def lock(self, *, shared: bool, waiting: str | None = None) -> None:
         """Take the lock, or change the one held: shared or exclusive. ``waiting``: the line
@@ -141,12 +155,15 @@ class LockFile:
                     self.locking = False
                     return
             mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+            if shared:
+                self._unsign()  # before the change: while shared, others may hold it too
             try:
                 try:
                     fcntl.flock(self.fd, mode | fcntl.LOCK_NB)
                 except BlockingIOError:
                     if waiting:
-                        self.say(waiting)
+                        who = holder(self.fd)  # '' while shared holders have it: they are many, and sign nothing
+                        self.say(f"{waiting} (held by {who})" if who else waiting)
                     fcntl.flock(self.fd, mode)  # Ctrl-C, SIGTERM: an interrupt out of here; close() releases
             except OSError as exc:
                 if exc.errno not in NO_LOCKS:
@@ -159,5 +176,11 @@ class LockFile:
                              "locks, e.g. NFS without lockd?); going on unlocked")
                 return
             if same_file(self.fd, self.path):
+                if not shared:
+                    sign(self.fd)
+                    self.signed = True
+                elif os.fstat(self.fd).st_size:  # while it is held shared nobody holds it alone: a name
+                    with contextlib.suppress(OSError):  # there is a killed holder's, which a waiter must not name
+                        os.ftruncate(self.fd, 0)
                 return
             self.close()  # the file was removed while we waited on it: lock the one there now

@@ -52,6 +52,7 @@ def test_a_workload_in_use_is_not_synthesized_again_under_its_reader(tmp_path, f
     assert (sig / "first.saw").read_text() == mine  # what the reader read from start to end
     waited = [line for line in (sig / "second.err").read_text().splitlines() if "waiting" in line]
     assert len(waited) == 1 and f"waiting for the other processes using {wdir} to finish" in waited[0], waited
+    assert "held by" not in waited[0]  # its readers are many: none is named
     assert (sig / "second.done").read_text() != mine  # then made for the second job, as it asked
 
 
@@ -149,3 +150,42 @@ def test_a_lock_file_that_cannot_be_made_is_said_not_dropped_silently(tmp_path):
         lock.lock(shared=False)
     assert said == [f"warning: {path}: cannot make its lock file ({os.strerror(errno.ENAMETOOLONG)}); going on unlocked"], said
     assert os.listdir(tmp_path) == []
+
+
+def test_the_waiting_line_names_the_process_that_holds_the_lock_alone(tmp_path):
+    """simulate's waiting line names its holder ("pid N on HOST"); a workload's never did, since
+    LockFile wrote nothing into its file, so a user could not tell which job to look at. An
+    exclusive holder now signs the file and a waiter names it; shared holders are many and sign
+    nothing, and a stale signature (a holder killed with SIGKILL) is cleared by the first shared
+    one, so a wait for readers names no one. Two descriptors of one process lock each other out
+    as two processes do (flock locks belong to the open file)."""
+    import socket
+    import threading
+
+    from gclsampler._lock import LockFile
+
+    path = tmp_path / ".3mm.lock"
+
+    def wait_for(held: LockFile, shared: bool) -> list[str]:
+        said, asked = [], threading.Event()
+        waiter = LockFile(path, lambda line: (said.append(line), asked.set()))
+        t = threading.Thread(target=waiter.lock, kwargs={"shared": shared, "waiting": "waiting for another process"})
+        t.start()
+        assert asked.wait(60)
+        held.close()
+        t.join(60)
+        waiter.close()
+        return said
+
+    me = f"pid {os.getpid()} on {socket.gethostname()}"
+    alone = LockFile(path, print)
+    alone.lock(shared=False)
+    assert wait_for(alone, shared=True) == [f"waiting for another process (held by {me})"]
+    path.write_text("pid 1 on a-host-long-gone\n")  # a holder killed before it cleared its name
+    reader = LockFile(path, print)
+    reader.lock(shared=True)
+    assert wait_for(reader, shared=False) == ["waiting for another process"]
+    again = LockFile(path, print)
+    again.lock(shared=False)
+    again.lock(shared=True)  # no longer alone: a waiter must not name it
+    assert wait_for(again, shared=False) == ["waiting for another process"]
