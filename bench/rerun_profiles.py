@@ -10,7 +10,11 @@ jitter drawn again). It checks that ``<arch>.csv`` comes out byte-identical to D
 nothing else moved, and keeps ``OUT/<w>/<arch>_rerun.csv``: the file the synthesizer would have
 written into the data dir. Score plans on it with ``bench/time_split.py RUN DATA_DIR --rerun
 OUT``. About the synthesis time of the suite (10-11 min on 2 cores, alexnet the most);
-workloads already in OUT are skipped. Usage::
+workloads already in OUT are skipped. It takes no workload lock (``_safe_out.use_workload``):
+it writes no workload directory (its synthesis goes to a temp dir), so a job reading DATA_DIR
+has nothing to wait for, and a workload synthesized again with other settings between its reads of
+``workload.json`` and ``<arch>.csv`` fails the byte comparison (exit 2) rather than passing.
+Usage::
 
     python bench/rerun_profiles.py DATA_DIR OUT [--arch turing] [--workloads bfs,lu]
 """

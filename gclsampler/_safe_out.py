@@ -449,8 +449,7 @@ def use_workload(out: str | os.PathLike, unusable: Callable[[], str | None], mak
     if out.exists() and written_by(out) != "synth" and unusable() is None:
         return  # check_out_dir never lets synth replace it: nothing to keep it from
     with contextlib.ExitStack() as until_used:
-        _use_locked(until_used.enter_context(LockFile(out.parent / f".{out.name}.use.lock", say)), out, unusable,
-                    make, say)
+        _use_locked(until_used.enter_context(LockFile(_use_lock(out), say)), out, unusable, make, say)
         hold.enter_context(until_used.pop_all())
 
 
@@ -462,19 +461,55 @@ def _use_locked(use, out: Path, unusable: Callable[[], str | None], make: Callab
     Returns holding ``use`` shared."""
     from gclsampler._lock import LockFile
 
-    use.lock(shared=True, waiting=f"waiting for another process that is synthesizing {out}")
+    use.lock(shared=True, waiting=_synthesizing(out))
     if unusable() is None:
         return
     use.unlock()  # a process waiting to replace it must not wait for this one
-    with LockFile(out.parent / f".{out.name}.lock", say) as synth:
-        synth.lock(shared=False, waiting=f"waiting for another process that is synthesizing {out}")
+    with LockFile(_synth_lock(out), say) as synth:
+        synth.lock(shared=False, waiting=_synthesizing(out))
         why = unusable()  # again: another job may have just made it
         if why is not None:
-            use.lock(shared=False, waiting=f"waiting for the other processes using {out} to finish: "
-                                           f"it is synthesized again for this one ({why})")
+            use.lock(shared=False, waiting=_replacing(out, why))
             make(why)
         # shared again, before another can replace it: a replacement first takes the lock held here
         use.lock(shared=True)
+
+
+def _synth_lock(out: Path) -> Path:
+    return out.parent / f".{out.name}.lock"
+
+
+def _use_lock(out: Path) -> Path:
+    return out.parent / f".{out.name}.use.lock"
+
+
+def _synthesizing(out: Path) -> str:
+    return f"waiting for another process that is synthesizing {out}"
+
+
+def _replacing(out: Path, why: str) -> str:
+    return f"waiting for the other processes using {out} to finish: it is synthesized again for this one ({why})"
+
+
+@contextlib.contextmanager
+def synthesizing_workload(out: str | os.PathLike, why: str, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold ``out``'s two workload locks exclusively (``use_workload``'s), waiting for whoever
+    synthesizes or reads it, while the body synthesizes it.
+
+    Why: ``gclsampler synth --out workloads/<name>``, run by hand beside a train.py reading that
+    workload, replaced the directory under the reader. Taken only for an ``out`` that
+    ``check_out_dir`` lets synth write (a directory of the user's gets no lock file beside it),
+    and checked again once held: what is there may have changed while this one waited.
+    """
+    from gclsampler._lock import LockFile
+
+    check_out_dir(out, "synth")
+    at = Path(os.path.abspath(Path(out).expanduser()))  # `--out .`: its name, not "", names the lock files
+    with LockFile(_synth_lock(at), say) as synth, LockFile(_use_lock(at), say) as use:
+        synth.lock(shared=False, waiting=_synthesizing(Path(out)))
+        use.lock(shared=False, waiting=_replacing(Path(out), why))
+        check_out_dir(out, "synth")
+        yield
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@ ROLE ``first`` gets the workload, says so (``SIGNALS/first.ready``), and keeps u
 the second job has either finished (``second.done``) or said on stderr that it waits
 (``second.err``); it then records what its directory holds now (``first.saw``: its
 workload.json, or ``gone``). ROLE ``second`` starts once the first is ready.
-KIND is ``train`` (``pipeline.ensure_workload``) or ``evaluate`` (``evaluate._prepare_workload``).
+KIND is ``train`` (``pipeline.ensure_workload``), ``evaluate`` (``evaluate._prepare_workload``) or
+``synth`` (the ``gclsampler synth`` command).
 Files order the two, not sleeps; synthesis is a stand-in that writes what the stale check
 reads, in a directory swapped in as ``gclsampler.synth`` swaps its own.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
-def fake_generate(name, out_dir, *, params=None, arch="turing", seed=0, progress=False):
+def fake_generate(name, out_dir, *, params=None, arch="turing", seed=0, progress=False, jobs=1):
     from gclsampler._safe_out import replace_dir
     from gclsampler.synth.generate import GROUND_TRUTH_VERSION, resolve_params
 
@@ -49,6 +50,13 @@ def get_workload(kind: str, workloads: Path, seed: int, hold: contextlib.ExitSta
         from gclsampler.pipeline import ensure_workload
 
         return ensure_workload(compose_train(workloads, seed), hold)
+    if kind == "synth":  # `gclsampler synth 3mm --out workloads/3mm`, run by hand beside the jobs
+        from gclsampler.cli import main
+
+        wdir = workloads / "3mm"
+        if main(["synth", "3mm", "--out", str(wdir), "--seed", str(seed), "--quiet"]) != 0:
+            sys.exit("gclsampler synth failed")
+        return wdir
     from gclsampler.evaluate import SuiteConfig, _prepare_workload
 
     return _prepare_workload("3mm", workloads, SuiteConfig(), True, seed, hold)

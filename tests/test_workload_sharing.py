@@ -41,7 +41,8 @@ def _both(tmp_path: Path, first: tuple[str, int], second: tuple[str, int]) -> tu
 
 
 @pytest.mark.parametrize("first, second", [(("train", 0), ("train", 1)),  # train.py -m workload.seed=0,1
-                                           (("evaluate", 0), ("train", 0))])  # evaluate.py beside a debug train.py
+                                           (("evaluate", 0), ("train", 0)),  # evaluate.py beside a debug train.py
+                                           (("train", 0), ("synth", 1))])  # gclsampler synth --out workloads/3mm
 def test_a_workload_in_use_is_not_synthesized_again_under_its_reader(tmp_path, first, second):
     """A job that wanted the workload with other knobs or seed synthesized it again while another
     job was reading it: the reader's traces and profile were replaced by the newcomer's (or gone
@@ -189,3 +190,19 @@ def test_the_waiting_line_names_the_process_that_holds_the_lock_alone(tmp_path):
     again.lock(shared=False)
     again.lock(shared=True)  # no longer alone: a waiter must not name it
     assert wait_for(again, shared=False) == ["waiting for another process"]
+
+
+@pytest.mark.parametrize("knob, refused", [("n=16", "not replaced"), ("layerz=2", "layerz"), ("archs=[voltax]", "voltax")])
+def test_synth_takes_no_lock_beside_an_out_it_refuses(tmp_path, capsys, knob, refused):
+    """``gclsampler synth`` locks its --out as a re-synthesis does, but only one it would write:
+    a directory of the user's, which it refuses, or a request it refuses (a misspelt knob, an unknown arch) gets
+    no lock files beside it."""
+    from gclsampler.cli import main
+
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    if knob == "n=16":
+        (mine / "draft.tex").write_text("x")
+    assert main(["synth", "3mm", "--out", str(mine), "--quiet", knob]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis"]
+    assert refused in capsys.readouterr().err

@@ -86,11 +86,17 @@ def _run(args) -> int:
         from gclsampler.synth.generate import with_second_run
 
         params = with_second_run(args.workload, params, args.arch)
-    from gclsampler._safe_out import check_out_dir
+    from gclsampler._guard import stderr_line
+    from gclsampler._safe_out import synthesizing_workload
+    from gclsampler.synth.generate import check_request
 
-    check_out_dir(args.out, "synth")  # before any work: never replace a directory synth did not write
-    generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet,
-             jobs=args.jobs)
+    check_request(args.workload, params, args.arch, args.seed)  # a bad knob: no lock file made beside --out
+
+    # before any work: never replace a directory synth did not write; then wait for the train.py
+    # and evaluate.py jobs reading it, as they wait for each other
+    with synthesizing_workload(args.out, "gclsampler synth", lambda line: stderr_line(f"gclsampler: {line}")):
+        generate(args.workload, args.out, params=params, arch=args.arch, seed=args.seed, progress=not args.quiet,
+                 jobs=args.jobs)
     return 0
 
 
