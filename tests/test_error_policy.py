@@ -361,7 +361,7 @@ def test_sigterm_during_synth_leaves_nothing(tmp_path):
     """SIGTERM to the main process alone (``kill PID``; a batch scheduler at the time limit):
     Python's default ended it on the spot, leaving the ``.phi2.tmp-*`` directory (removed only
     by a later build on the same host) and its spawned timing worker blocked for good on the
-    call queue. Now it cleans up like a Ctrl-C: one line, exit 143, nothing left on disk, and
+    call queue. Now it cleans up like a Ctrl-C: one line, exit 143, nothing left on disk but the two released lock files beside --out, and
     no process of its session left running."""
     p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: p.send_signal(signal.SIGTERM))
     assert p.returncode == 143 and lines == ["gclsampler: terminated"], lines
@@ -373,7 +373,7 @@ def test_sighup_during_synth_leaves_nothing(tmp_path):
     """The terminal or SSH session goes away: SIGHUP to the whole process group, workers
     included. Python's default ended the process on the spot, leaving the ``.phi2.tmp-*``
     directory for a later build to remove. Now it cleans up like a SIGTERM: one line, exit 129,
-    nothing left on disk, no process of its session left running."""
+    nothing left on disk but the two released lock files, no process of its session left running."""
     p, lines = _signal_synth_while_it_writes(tmp_path, lambda p: os.killpg(p.pid, signal.SIGHUP))
     assert p.returncode == 129 and lines == ["gclsampler: hung up"], lines
     _only_locks_left(tmp_path)
