@@ -553,9 +553,9 @@ def job_order(job: Path) -> tuple:
 _held: dict[Path, object] = {}  # run and sweep directories this process holds: their open, locked RUN_LOCK
 
 
-def hold_dir(d: Path) -> str | None:
+def hold_dir(d: Path, busy: str | None = None) -> str | None:
     """Lock ``d`` (created if missing) for this process until ``release_dir`` or its exit; the
-    problem, when another live process holds it.
+    problem (``busy``, or the run directory's), when another live process holds it.
 
     Why: Hydra names a run directory by the second (``outputs/<workload>/<time>``), so two runs
     started in the same second shared one: both exited 0, with one run's ``.hydra/`` record,
@@ -572,8 +572,8 @@ def hold_dir(d: Path) -> str | None:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         fh.close()
-        return (f"{d}: in use by another run (Hydra names run directories by the second): give each run "
-                "its own directory, or run them as one sweep with -m")
+        return busy or (f"{d}: in use by another run (Hydra names run directories by the second): give each run "
+                        "its own directory, or run them as one sweep with -m")
     except OSError:
         fh.close()
         return None
@@ -582,6 +582,20 @@ def hold_dir(d: Path) -> str | None:
 
     atexit.register(release_dir, d)  # a run that ends by an error exit never reaches on_run_end
     return None
+
+
+@contextlib.contextmanager
+def holding_dirs() -> Iterator[None]:
+    """Release, on the way out, every directory ``hold_dir`` took inside the block. Why: a
+    command run in-process (``gclsampler.cli.main``, as tests and scripts call it) lives on
+    after it returns, and its lock, held until exit, refused the next command on that
+    directory in the same process."""
+    before = set(_held)
+    try:
+        yield
+    finally:
+        for d in set(_held) - before:
+            release_dir(d)
 
 
 def release_dir(d: Path) -> None:

@@ -976,6 +976,45 @@ def test_two_commands_on_one_cache_at_once_simulate_each_run_once(tmp_path, stub
     assert est_a["totals"] == est_b["totals"]
 
 
+def test_a_second_command_on_one_out_is_refused_before_it_touches_it(tmp_path, stub):
+    """Two commands with one --out: the second deleted the first's simulated.csv and
+    estimate.json (an earlier run's, it took them for) and wrote its own run.json beside the
+    first's results. It is now refused, exit 2, naming --out, and the first's files stay as
+    it writes them; after it, the same --out is taken again (in this process too)."""
+    from gclsampler.cli import main
+
+    wl, plan = _workload(tmp_path)
+    go, out = tmp_path / "go", tmp_path / "out"
+    assert main(["simulate", str(plan), str(wl), "--out", str(out), "--accelsim-root", str(stub.root)]) == 0
+    before = json.loads((out / "estimate.json").read_text())["totals"]
+    behaviour = {str(k): {"cycles": CYC[k], "insn": INSN[k]} for k in CYC}
+    behaviour["1"]["wait_for"] = str(go)
+    stub.set(behaviour)
+    n0 = _calls_of(stub, 1)  # the run above
+    a, _, a_err = _cli_to_files(tmp_path, "a", plan, wl, "--out", out, "--cache-dir", tmp_path / "cache_a")
+    try:
+        _until("simulation of invocation 0 by the first command", lambda: _calls_of(stub, 1) == n0 + 1)
+        b, b_out, b_err = _cli_to_files(tmp_path, "b", plan, wl, "--out", out, "--cache-dir", tmp_path / "cache_b")
+        try:
+            assert b.wait(60) == 2
+        finally:
+            if b.poll() is None:
+                b.kill()
+        assert b_err.read_text().splitlines() == [
+            f"gclsampler: error: --out: {out}: in use by another simulate command; give each command its own "
+            "--out (they may share a --cache-dir)"], b_err.read_text()
+        assert not (tmp_path / "cache_b").exists() and _calls_of(stub, 1) == n0 + 1
+    finally:
+        go.write_text("")
+        a.wait(60)
+    assert a.returncode == 0, a_err.read_text()
+    assert json.loads((out / "estimate.json").read_text())["totals"] == before  # the first's, whole
+    stub.set({str(k): {"cycles": CYC[k], "insn": INSN[k]} for k in CYC})
+    assert main(["simulate", str(plan), str(wl), "--out", str(out), "--accelsim-root", str(stub.root)]) == 0
+    assert main(["simulate", str(plan), str(wl), "--out", str(out), "--accelsim-root", str(stub.root)]) == 0
+    assert not (out / ".gclsampler-run.lock").exists()
+
+
 @pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_command_waiting_for_the_cache_stops_cleanly(tmp_path, stub, sig, status, word):
     """Ctrl-C (or a scheduler's SIGTERM) while waiting for another command's cache: one line,

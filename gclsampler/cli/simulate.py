@@ -120,6 +120,13 @@ def _pct(share) -> str:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from gclsampler._safe_out import holding_dirs
+
+    with holding_dirs():  # --out, held while this command writes into it
+        return _simulate_held(args)
+
+
+def _simulate_held(args: argparse.Namespace) -> int:
     from gclsampler import simulate as S
     from gclsampler.profile import SIMULATED_PREFIX
     from gclsampler.trace.workload import describe_export
@@ -135,7 +142,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise GclError(f"{wdir}: not a workload directory (no kernelslist.g)")
     slurm = _slurm_params(args.slurm)
     S.check_launcher(args.launcher, slurm)  # before --out is claimed: a refused launcher leaves nothing behind
-    from gclsampler._safe_out import MARKER, check_out_dir, claim_dir
+    from gclsampler._safe_out import MARKER, RUN_LOCK, OutputError, check_out_dir, claim_dir, hold_dir
 
     # --out is also the default run cache, so simulate writes into it (a rerun continues
     # there); that is safe only in a directory simulate made, and never inside its inputs
@@ -185,6 +192,12 @@ def _simulate(args: argparse.Namespace) -> int:
     made = not Path(args.out).exists()
     was_empty = not made and Path(args.out).is_dir() and not any(Path(args.out).iterdir())
     out = claim_dir(args.out, "simulate", inputs=[wdir, plan_path])
+    # before anything in it is removed: a second command on this --out deleted the first's
+    # simulated.csv and estimate.json and wrote its own beside the first's run.json
+    busy = hold_dir(out, f"--out: {out}: in use by another simulate command; give each command its own --out "
+                         "(they may share a --cache-dir)")
+    if busy:
+        raise OutputError(busy)
     for old in ("simulated.csv", "estimate.json"):  # an earlier run's: this one writes them only if it succeeds
         (out / old).unlink(missing_ok=True)
     cache = args.cache_dir or out / "runs"
@@ -207,7 +220,7 @@ def _simulate(args: argparse.Namespace) -> int:
     except GclError:
         # a bad trace stops the export before anything ran: a directory this call made holds
         # nothing worth keeping (simulate leaves no finished run's cache behind on this path)
-        if (made or was_empty) and all(p.name in (MARKER, "runs") for p in out.iterdir()):
+        if (made or was_empty) and all(p.name in (MARKER, RUN_LOCK, "runs") for p in out.iterdir()):
             _remove_unused(out, made)
         raise
     run_info = {"wall_s": round(run.wall_s, 3), "simulated_now": run.n_run, "from_cache": run.n_cached,
