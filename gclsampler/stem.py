@@ -194,20 +194,32 @@ def stem_sample_size(mu: float, sigma: float, epsilon: float = 0.05, z: float = 
 
     The bound is checked (``check_bound``) and mu and sigma must be finite numbers >= 0 (they are
     a mean and a spread of execution times): a negative sigma was squared into a sample size, a
-    negative mu gave 1 draw whatever the spread, and epsilon 0 divided by zero."""
+    negative mu gave 1 draw whatever the spread, and epsilon 0 divided by zero.
+
+    A size beyond float64 (epsilon near 1e-200, or epsilon * mu below the smallest float) is
+    the exact ceiling of the same ratio, from the inputs' exact rational values: the float
+    formula raised a bare OverflowError or ZeroDivisionError for such inputs, which the bound's
+    range accepts."""
     check_bound(epsilon, z)
     if not all(is_real(v) and math.isfinite(v) and v >= 0 for v in (mu, sigma)):
         raise StemError(f"stem: mu and sigma must be finite numbers >= 0, found mu={mu!r}, sigma={sigma!r}")
     if mu == 0:
         return 1
-    return max(1, int(math.ceil((z * sigma / (epsilon * mu)) ** 2 - 1e-9)))
+    try:
+        m = math.ceil((z * sigma / (epsilon * mu)) ** 2 - 1e-9)
+    except (OverflowError, ZeroDivisionError):
+        from fractions import Fraction
+
+        m = math.ceil((Fraction(z) * Fraction(sigma) / (Fraction(epsilon) * Fraction(mu))) ** 2)
+    return max(1, int(m))
 
 
 def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.ndarray:
     """Real-valued optimum of Problem 1 as printed (with replacement, no bounds on m).
 
     Clusters with sigma = 0 (or mu = 0) need no draws for the error constraint and
-    get 0 here. ``stem_allocate`` is what plans use: integer, bounded, corrected.
+    get 0 here; a size beyond float64 (epsilon near 1e-200) is inf. ``stem_allocate`` is
+    what plans use: integer, bounded, corrected.
     The bound is checked as ``stem_sample_size`` checks it, and sizes, mu and sigma must be
     1-D arrays of one length of finite numbers >= 0: z = 0 divided by zero, epsilon 0 gave 0
     draws everywhere, and a negative sigma was squared into draws.
@@ -225,13 +237,18 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
     a, sd = a / ts, sd / ts
     n = n / time_scale(n)
     b = n * n * sd * sd
-    c = (epsilon * float(np.dot(n, a)) / z) ** 2
     out = np.zeros_like(a)
     live = (a > 0) & (b > 0)
-    if not live.any() or c <= 0:
+    if not live.any():
         return out
+    # (s / c) sqrt(b / a) with c = (epsilon T / z)^2, c never formed: only the factor (z / epsilon)^2
+    # is far from 1, and (epsilon T / z)^2 underflowed to 0 for epsilon below ~1e-160, which gave
+    # every cluster 0 draws where the optimum is ~1e300 (or beyond float64: inf)
+    t = float(np.dot(n, a))
+    q = z / epsilon
     s = float(np.sqrt(a[live] * b[live]).sum())
-    out[live] = (s / c) * np.sqrt(b[live] / a[live])
+    with np.errstate(over="ignore"):
+        out[live] = (s / t * q) * (np.sqrt(b[live] / a[live]) / t * q)
     return out
 
 

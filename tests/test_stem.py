@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -69,6 +70,29 @@ def test_kkt_does_not_depend_on_the_unit_of_the_times(e):
 def test_single_cluster_kkt_is_eq3():
     m = stem_kkt([1000], [100.0], [10.0], 0.05, 1.96)
     assert m[0] == pytest.approx(15.3664, rel=1e-12)
+
+
+@pytest.mark.parametrize("mu, sigma, eps, approx", [
+    (10.0, 1.0, 1e-200, "3.8416e398"),  # (1.96e199)^2 is beyond float64: was OverflowError
+    (1e-300, 1e-301, 1e-30, "3.8416e58"),  # epsilon * mu underflows to 0: was ZeroDivisionError
+], ids=["beyond-float64", "epsilon-mu-underflows"])
+def test_eq3_takes_every_epsilon_in_its_range(mu, sigma, eps, approx):
+    """A size beyond float64, or epsilon * mu below the smallest float, is the exact ceiling of
+    (z sigma / (epsilon mu))^2 from the inputs' exact values, not a bare Python error."""
+    from fractions import Fraction
+
+    exact = math.ceil((Fraction(1.96) * Fraction(sigma) / (Fraction(eps) * Fraction(mu))) ** 2)
+    got = stem_sample_size(mu, sigma, eps, 1.96)
+    assert isinstance(got, int) and got == exact
+    assert Fraction(got) / Fraction(approx) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_kkt_at_a_tiny_epsilon_is_eq3_or_inf():
+    """(epsilon T / z)^2 underflowed to 0 below epsilon ~1e-160 and every cluster got 0 draws; one
+    cluster is eq. 3 there too, and an optimum beyond float64 is inf."""
+    m = stem_kkt([1000], [10.0], [1e-12], 1e-165, 1.96)
+    assert m[0] == pytest.approx(stem_sample_size(10.0, 1e-12, 1e-165, 1.96), rel=1e-12)
+    assert np.isposinf(stem_kkt([1000, 50], [10.0, 400.0], [1.0, 40.0], 1e-200, 1.96)).all()
 
 
 stats = st.lists(
