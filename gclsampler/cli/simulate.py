@@ -365,7 +365,8 @@ def _summary_plan(doc: dict, run, out: Path, label: str, notes: list[str]) -> No
     w("  SIMULATED whole-workload estimate (totals: sum of weight x metric; rates: weighted mean per invocation):\n")
     iv = doc.get("interval")
     w(f"    cycles        {_g(t.get('cycles'))}"
-      + (f"   (the plan's error bound ±{100 * iv['error_bound']:.2f}%: {_g(iv['low'])} .. {_g(iv['high'])})" if iv else "") + "\n")
+      + (f"   (totals within the plan's error bound of {100 * iv['error_bound']:.2f}%: {_g(iv['low'])} .. "
+         f"{_g(iv['high'])})" if iv else "") + "\n")
     w(f"    instructions  {_g(t.get('instructions'))}\n")
     w(f"    time          {_g(t.get('time_ns'))} ns at {run.simulator.core_clock_mhz:g} MHz\n")
     w(f"    IPC           {_g(m.get('ipc'))} (weighted mean);  {_g(doc.get('ipc_of_totals'))} (instructions / cycles)\n")
