@@ -872,13 +872,35 @@ def _csv_rows(path: Path, text: str):
                        lambda line, why: ProfileFormatError(located(path, line, None, why)))
 
 
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?")
+"""A number with thousands separators as profilers write them: groups of three digits before the point."""
+
+
 def _number(text: str) -> float:
-    """Parse a profiler number: ``1,234.5`` (thousands separators), ``n/a`` -> NaN."""
-    s = text.strip().replace(",", "")
+    """Parse a profiler number: ``1,234.5`` (thousands separators), ``n/a`` -> NaN.
+
+    A comma anywhere but between groups of three digits before the decimal point is refused
+    (ValueError): a decimal comma (``1,02`` or ``1.234,5``, from a profiler run under a
+    locale that writes them) was read as 102 and 1.2345, off by 100x or 1000x without a word.
+    """
+    s = text.strip()
+    if "," in s:
+        if not _GROUPED.fullmatch(s):
+            raise ValueError(s)
+        s = s.replace(",", "")
     if s == "" or s.lower() in ("n/a", "na", "nan", "-"):
         return math.nan
     refuse_python_only_digits(s)
     return float(s)
+
+
+def _not_a_number(cell: str) -> str:
+    """What is wrong with a cell ``_number`` refused; a comma gets the hint that it is read only
+    as a thousands separator (``1,234.5``), so a decimal comma is named as the cause."""
+    why = f"not a number: {cell!r}"
+    if "," in cell:
+        why += " (a comma is read only as a thousands separator, 1,234.5: export with '.' as the decimal point)"
+    return why
 
 
 def refuse_python_only_digits(s: str) -> None:
@@ -1196,7 +1218,7 @@ def _import_ncu_text(path: Path, text: str, notes: list[str] | None = None) -> p
             try:
                 out[k] = _number(row[j])
             except ValueError:
-                raise ProfileFormatError(located(path, line, name, f"not a number: {row[j]!r}")) from None
+                raise ProfileFormatError(located(path, line, name, _not_a_number(row[j]))) from None
         inf = np.isinf(out)
         if inf.any():
             k = int(np.flatnonzero(inf)[0])
@@ -1635,14 +1657,14 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
         try:
             t = _number(row[base[dur_col]])
         except ValueError:
-            raise ProfileFormatError(located(path, line, header[base[dur_col]], f"not a number: {row[base[dur_col]]!r}")) from None
+            raise ProfileFormatError(located(path, line, header[base[dur_col]], _not_a_number(row[base[dur_col]]))) from None
         o = math.nan
         if order_col in base:
             try:
                 o = _number(row[base[order_col]])
             except ValueError:
                 raise ProfileFormatError(located(path, line, header[base[order_col]],
-                                                 f"not a number: {row[base[order_col]]!r}")) from None
+                                                 _not_a_number(row[base[order_col]]))) from None
             if not math.isfinite(o):
                 # one missing value would otherwise put every launch back in GPU start order
                 raise ProfileFormatError(located(path, line, header[base[order_col]],
@@ -1655,7 +1677,7 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
             try:
                 nregs.append(math.nan if j is None else _number(row[j]))
             except ValueError:
-                raise ProfileFormatError(located(path, line, header[j], f"not a number: {row[j]!r}")) from None
+                raise ProfileFormatError(located(path, line, header[j], _not_a_number(row[j]))) from None
         lines.append(line)
         names.append(row[base[name_col]].strip())
         grids.append(g)

@@ -194,6 +194,23 @@ def test_ncu_bad_value_names_line(tmp_path):
         import_ncu(p)
 
 
+@pytest.mark.parametrize("cell", ["1,02", "1.234,5", "12,34", "1,2345", ",5"])
+def test_a_decimal_comma_is_refused_not_read_as_a_separator(tmp_path, cell):
+    """A profiler run under a locale with decimal commas writes 1,02 for 1.02: read as a
+    thousands separator it imported as 102 us (100x), and 1.234,5 as 1.2345 us."""
+    p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1,234.5", cell]))
+    with pytest.raises(ProfileFormatError, match=r"raw.csv:4: gpu__time_duration.sum: not a number: .*decimal point"):
+        import_ncu(p)
+    text = FIXTURES["nsys"].read_text().replace(",1020,", f',"{cell}",')
+    with pytest.raises(ProfileFormatError, match=r"g.csv:8: Duration \(ns\): not a number: .*thousands separator"):
+        import_profile(_write(tmp_path, "g.csv", text))
+
+
+def test_thousands_separators_in_groups_of_three_are_read(tmp_path):
+    p = _write(tmp_path, "raw.csv", _ncu_text("nsecond", ["1,234.5", "12,345,678", "1,000e3"]))
+    assert import_ncu(p)["time_ns"].tolist() == [1234.5, 12345678.0, 1e6]
+
+
 def test_ncu_na_metric_becomes_missing(tmp_path):
     p = _write(tmp_path, "raw.csv", _ncu_text("usecond", ["1", "2"], "sm__cycles_elapsed.max", "cycle", ["n/a", "1,000"]))
     df = import_ncu(p)
