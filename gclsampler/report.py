@@ -404,24 +404,30 @@ def _any_member_table(summary, arch: str) -> str | None:
     return _md_table(header, rows)
 
 
-def _rerun_table(summary, arch: str) -> str | None:
-    """Each method's cycle error on the run its plan was fitted on and on a second run of the
-    same arch (``error_cycles_rerun``), where the workloads have one."""
-    if "error_cycles_rerun" not in summary.columns:
+def _rerun_table(summary, arch: str, on: str = "cycles") -> str | None:
+    """Each method's error on the run its plan was fitted on and on a second run of the same
+    arch (``error_cycles_rerun``), where the workloads have one. ``on="time"``: the same on
+    ``time_ns`` (``error_time_rerun``) for the workloads whose second run has no cycles (a
+    wall-time profile), which the cycle table leaves out."""
+    rerun = f"error_{on}_rerun"
+    if rerun not in summary.columns:
         return None
-    df = summary[(summary["arch"] == arch) & summary["error_cycles_rerun"].notna()]
+    df = summary[(summary["arch"] == arch) & summary[rerun].notna()]
+    if on == "time" and "error_cycles_rerun" in df.columns:
+        df = df[df["error_cycles_rerun"].isna()]
     methods = _methods(df)
     if not methods:
         return None
 
     def cell(d, m) -> str:
-        return f"{_fmt_err(d.loc[m, 'error_cycles'])} / {_fmt_err(d.loc[m, 'error_cycles_rerun'])}"
+        return f"{_fmt_err(d.loc[m, f'error_{on}'])} / {_fmt_err(d.loc[m, rerun])}"
 
     rows = _workload_rows(df, methods, cell)
     # averaged over the same workloads on both runs, so the two numbers compare
-    mean = df.groupby("method")[["error_cycles", "error_cycles_rerun"]].mean()
+    mean = df.groupby("method")[[f"error_{on}", rerun]].mean()
     rows.append(["**AVG**"] + [cell(mean, m) for m in methods])
-    return _md_table(["workload"] + [f"{m} E(%) fitted run / second run" for m in methods], rows)
+    what = "E(%)" if on == "cycles" else "time E(%)"
+    return _md_table(["workload"] + [f"{m} {what} fitted run / second run" for m in methods], rows)
 
 
 def h2h_cell(row) -> str:
@@ -695,6 +701,13 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
                   "only the run-to-run jitter drawn again. Methods that read measured times (stem_root's and "
                   "gcl_stem's strata, allegro, gcl's time cuts) can fit the first run's jitter; the second column is what "
                   "such a rule is worth when the run it is judged by is not the one it read.", "", rerun, ""]
+    rerun_time = _rerun_table(summary, plan_arch, on="time")
+    if rerun_time:
+        lines += [f"## Error on a second run of {plan_arch}, on measured time (`time_ns`)", "",
+                  "Each plan's error on `time_ns` on the profile it was fitted on, then on a second, independent "
+                  f"profile of the same arch (`profiles/{plan_arch}_rerun.csv`, `error_time_rerun`), for the "
+                  "workloads whose second run has no cycle counts (a wall-time profile: Nsight Systems, "
+                  "torch.profiler).", "", rerun_time, ""]
     h2h = _head_to_head_table(summary, plan_arch)
     if h2h:
         lines += [f"## `gcl` head to head, {plan_arch}", "",

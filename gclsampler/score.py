@@ -25,7 +25,8 @@ and gives one place where the definitions live:
   luck; this column ranks their *clusters*.
 * error on a second run (``error_cycles_rerun``): the cycle error of the same plan scored on
   ``profiles/<plan arch>_rerun.csv``, an independent second profile of the arch it was fitted
-  on; NaN without one. Why: a plan is otherwise scored on the very run it read, so a rule that
+  on; NaN without one (``error_time_rerun``: the same on ``time_ns``, which a wall-time second
+  run, nsys or torch.profiler, has without cycles). Why: a plan is otherwise scored on the very run it read, so a rule that
   uses measured times (STEM+ROOT's strata, gcl's time cuts) is also scored on the jitter it
   could fit. On a GPU the two runs are two profiler passes; the synthetic suite writes the
   second one itself (``suite.rerun``), and only the run-to-run jitter differs.
@@ -191,8 +192,11 @@ def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None =
         for arch in archs:
             truth, where = truths[arch]
             score = score_plan(run.plan, truth, where)
-            score["error_cycles_rerun"] = score_plan(run.plan, *second)["error_cycles"] \
-                if second is not None and arch == plan_arch else float("nan")
+            again = score_plan(run.plan, *second) if second is not None and arch == plan_arch else {}
+            score["error_cycles_rerun"] = again.get("error_cycles", float("nan"))
+            # a wall-time second run (nsys, torch.profiler) has no cycles: scored on its times, as
+            # the fitted run is, rather than left out of every table without a word
+            score["error_time_rerun"] = again.get("error_time", float("nan"))
             # stochastic plans already redraw their members over seeds
             score["error_cycles_any_member"] = float("nan") if run.stochastic else any_member_error(
                 run.plan, run.labels, truth["cycles"].to_numpy(dtype=np.float64))
@@ -438,7 +442,7 @@ RESULT_COLUMNS = [
     "workload", "method", "arch", "plan_arch", "cross_arch", "seed", "epsilon", "sweep", "stochastic",
     "n_invocations", "n_simulated", "n_clusters", "error_cycles", "error_time",
     *[f"error_{m}" for m in RATE_METRICS],
-    "error_cycles_any_member", "error_cycles_rerun", "spread_sd",
+    "error_cycles_any_member", "error_cycles_rerun", "error_time_rerun", "spread_sd",
     "speedup", "cycles_true", "cycles_est", "time_full_ns", "time_sampled_ns", "fit_seconds", "synthetic",
     "data", "gpu",  # "synthetic" / "real" / "" (workload.json says neither); the GPU a real workload was measured on
     "simulated_by",  # the simulator whose cycles this row is scored on ("" when the ground truth is not simulated)

@@ -74,7 +74,9 @@ def test_plans_are_scored_on_the_second_run_of_their_own_arch_only(tmp_path):
     (tmp_path / "toy" / "profiles" / "turing_rerun.csv").unlink()
     bare = pd.DataFrame(evaluate_workload(w, runs, ["turing", "ampere"]))
     assert bare["error_cycles_rerun"].isna().all()
-    pd.testing.assert_frame_equal(bare.drop(columns="error_cycles_rerun"), df.drop(columns="error_cycles_rerun"))
+    assert bare["error_time_rerun"].isna().all()
+    both = ["error_cycles_rerun", "error_time_rerun"]
+    pd.testing.assert_frame_equal(bare.drop(columns=both), df.drop(columns=both))
 
 
 def test_report_shows_both_runs_and_train_report_keeps_the_second_run_out_of_the_archs(tmp_path):
@@ -93,7 +95,8 @@ def test_report_shows_both_runs_and_train_report_keeps_the_second_run_out_of_the
     sieve = df[(df["method"] == "sieve") & (df["arch"] == "turing")].iloc[0]
     assert f"{sieve['error_cycles']:.2f} / {sieve['error_cycles_rerun']:.2f}" in row
     # no second run: no section
-    plain = write_report(df.assign(error_cycles_rerun=np.nan), tmp_path / "out2", plots=False).read_text()
+    plain = write_report(df.assign(error_cycles_rerun=np.nan, error_time_rerun=np.nan), tmp_path / "out2",
+                         plots=False).read_text()
     assert "second run" not in plain
     # train.py's report: every profiles/<arch>.csv is an arch to score on, but not a second run
     s = SieveSampler()
@@ -271,3 +274,29 @@ def test_synth_command_writes_what_train_asks_for(tmp_path, monkeypatch, workloa
     assert asked[0] == (resolve_params(workload, req["params"]), req["arch"], req["seed"])
     assert asked[1][0]["archs"] == [a for a in asked[0][0]["archs"] if not a.endswith("_rerun")]
     assert asked[2][1] == "ada" and asked[2][0]["archs"][-1] == "ada_rerun"
+
+
+def test_a_wall_time_second_run_is_scored_on_its_times(tmp_path):
+    """A second run imported from nsys or torch.profiler has no cycles: error_cycles_rerun was NaN
+    and the report had no second-run section, so the file README step 2 says every plan is scored
+    on was left out without a word. It is scored on time_ns, in a table of its own."""
+    from gclsampler.report import write_report
+
+    t = make_profile(80, 3)
+    second = _jittered(t, 2).assign(cycles=np.nan)
+    w = _write_workload(tmp_path / "toy", {"turing": t, "turing_rerun": second})
+    runs = fit_methods(w, ["sieve", "pka"], {})
+    df = pd.DataFrame(evaluate_workload(w, runs, ["turing"]))
+    assert df["error_cycles_rerun"].isna().all()
+    for run, (_, row) in zip(runs, df.iterrows()):
+        assert row["error_time_rerun"] == pytest.approx(score_plan(run.plan, second)["error_time"])
+    text = write_report(df, tmp_path / "out", plots=False).read_text()
+    section = text[text.index("## Error on a second run of turing, on measured time"):]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| toy |"))
+    sieve = df[df["method"] == "sieve"].iloc[0]
+    assert f"{sieve['error_time']:.2f} / {sieve['error_time_rerun']:.2f}" in row
+    # a second run with cycles keeps its cycle table alone
+    w2 = _write_workload(tmp_path / "toy2", {"turing": t, "turing_rerun": _jittered(t, 2)})
+    df2 = pd.DataFrame(evaluate_workload(w2, fit_methods(w2, ["sieve"], {}), ["turing"]))
+    text2 = write_report(df2, tmp_path / "out2", plots=False).read_text()
+    assert "## Error on a second run of turing" in text2 and "on measured time (`time_ns`)\n\nEach plan" not in text2
