@@ -421,8 +421,10 @@ _EXPORT_NAMES = {"ncu": "an Nsight Compute export", "nsys": "an Nsight Systems e
                  "torch": "a torch.profiler trace"}
 
 
-def _refuse_profiler_export(path: Path) -> None:
+def _refuse_profiler_export(path: Path, *, importing: bool = False) -> None:
     """Raise when a file given as profile.csv is a profiler's export, which ``profile import`` converts.
+    ``importing``: asked by ``profile import --format profile``, whose user is already running the
+    command the advice would name, so the advice is the format option instead.
 
     Why: copying ``ncu --csv --page raw`` output straight into a workload is the likely mistake,
     and its ``==PROF==`` lines (or nsys's preamble, or torch's JSON) were taken for the header, so
@@ -439,9 +441,10 @@ def _refuse_profiler_export(path: Path) -> None:
     except ProfileFormatError:
         return
     if fmt in _EXPORT_NAMES:
-        raise ProfileFormatError(located(
-            path, None, None, f"this is {_EXPORT_NAMES[fmt]}, not a profile.csv: convert it with "
-            f"`gclsampler profile import {shlex.quote(str(path))} --out profile.csv`"))
+        advice = (f"import it with `--format {fmt}` (or `--format auto`, the default)" if importing else
+                  f"convert it with `gclsampler profile import {shlex.quote(str(path))} --out profile.csv`")
+        raise ProfileFormatError(located(path, None, "format" if importing else None,
+                                         f"this is {_EXPORT_NAMES[fmt]}, not a profile.csv: {advice}"))
 
 
 def _profile_header(path: Path) -> list[str] | None:
@@ -971,6 +974,7 @@ def import_profile(path: str | Path, fmt: str = "auto", *, clock_mhz: float | No
     if fmt in ("ncu", "nsys"):
         _refuse_cut_last_field(path, text)
     if fmt == "profile":
+        _refuse_profiler_export(path, importing=True)
         df = read_profile(path)
     elif fmt == "ncu":
         df = _import_ncu_text(path, text, notes)

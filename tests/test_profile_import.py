@@ -78,6 +78,17 @@ def test_an_export_given_as_profile_csv_is_named_and_the_import_command_given(ke
     assert f"gclsampler profile import '{where}' --out profile.csv" in err
 
 
+@pytest.mark.parametrize("key, fmt", [("ncu", "ncu"), ("nsys", "nsys"), ("torch", "torch")])
+def test_profile_import_format_profile_on_an_export_names_the_format_option(key, fmt, tmp_path, capsys):
+    """``profile import --format profile`` on an export told the user to run ``profile import``,
+    the command they were running: the advice is the format to give instead."""
+    out = tmp_path / "profile.csv"
+    assert main(["profile", "import", str(FIXTURES[key]), "--format", "profile", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "not a profile.csv" in err and f"--format {fmt}" in err
+    assert "gclsampler profile import" not in err and not out.exists()
+
+
 def test_a_profile_csv_missing_a_column_is_not_taken_for_an_export(tmp_path, capsys):
     where = tmp_path / "profile.csv"
     where.write_text("invocation,kernel_name,grid,block\n0,k,\"(1,1,1)\",\"(32,1,1)\"\n")
