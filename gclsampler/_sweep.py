@@ -40,10 +40,24 @@ def hydra_value(text: str) -> str:
     return q + text.replace(q, "\\" + q) + q
 
 
+def _multirun(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` asks Hydra for a multirun: ``-m``/``--multirun``, or the override
+    ``hydra.mode=MULTIRUN``, Hydra's other spelling of it (its enum's name, or its value 2).
+    Why both: with ``hydra.mode=MULTIRUN augment.node_drop=0.1,1.5`` the sweep was not checked,
+    and job 0 ran in full before job 1 refused 1.5."""
+    for a in argv:
+        if a in ("-m", "--multirun"):
+            return True
+        key, eq, value = a.partition("=")
+        if eq and key.lstrip("+") == "hydra.mode" and value.strip().strip("'\"") in ("MULTIRUN", "2"):
+            return True
+    return False
+
+
 def _overrides(argv: Sequence[str]) -> list[str] | None:
     """The overrides of a multirun command line; None when it is not one, or when it names
     another config or asks Hydra for help or information."""
-    if not any(a in ("-m", "--multirun") for a in argv):
+    if not _multirun(argv):
         return None
     if any(a.split("=", 1)[0] in _OTHER_CONFIG or a in ("-h", "--help", "--hydra-help") for a in argv):
         return None

@@ -959,12 +959,14 @@ def test_the_paper_experiment_runs_the_papers_method():
     _check_plan_stage(cfg)
 
 
-def test_every_sweep_value_is_checked_before_the_first_job(tmp_path):
+@pytest.mark.parametrize("multirun", ["-m", "hydra.mode=MULTIRUN"])
+def test_every_sweep_value_is_checked_before_the_first_job(tmp_path, multirun):
     """`train.py -m augment.node_drop=0.1,1.5` ran job 0 in full and refused 1.5 only when
     job 1 started. Each swept value is now composed and checked first: one line naming the
-    value and the key, exit 2, nothing synthesized and no sweep directory."""
+    value and the key, exit 2, nothing synthesized and no sweep directory. `hydra.mode=MULTIRUN`,
+    Hydra's other way to ask for a multirun, skipped the check and ran job 0."""
     sweep = tmp_path / "sweep"
-    r = run_train_py(tmp_path, "-m", "debug=default", "workload=backprop", "augment.node_drop=0.1,1.5",
+    r = run_train_py(tmp_path, multirun, "debug=default", "workload=backprop", "augment.node_drop=0.1,1.5",
                      f"hydra.sweep.dir={sweep}", f"paths.workloads_dir={tmp_path / 'wl'}")
     assert r.returncode == 2, r.stderr
     (line,) = r.stderr.strip().splitlines()
@@ -989,6 +991,11 @@ def test_check_sweep_values_expands_only_basic_multiruns():
     base = ["debug=default", "train.epochs=3"]
     assert check_sweep_values(base + ["workload=3mm,backprop"], conf, "config", check) == 0  # no -m: no sweep
     assert check_sweep_values(["-m", *base, "workload=3mm"], conf, "config", check) == 0  # nothing swept
+    # hydra.mode=MULTIRUN is -m by another name (enum name or value); RUN is not
+    assert check_sweep_values([*base, "hydra.mode=MULTIRUN", "workload=3mm,backprop"], conf, "config", check) == 2
+    assert check_sweep_values([*base, "hydra.mode=2", "workload=3mm,backprop"], conf, "config", check) == 2
+    assert check_sweep_values([*base, "hydra.mode=RUN", "workload=3mm,backprop"], conf, "config", check) == 0
+    seen.clear()
     assert check_sweep_values(["-m", *base, "--config-name", "other", "workload=3mm,lu"], conf, "config", check) == 0
     n = check_sweep_values(["-m", *base, "workload=3mm,backprop", "augment.node_drop=choice(0,0.5)",
                             "hydra/launcher=slurm", "hydra.sweep.dir=/nowhere"], conf, "config", check)
