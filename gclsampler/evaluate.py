@@ -610,7 +610,12 @@ def check_suite_keys(cfg: EvaluateConfig, launch_dir: str | Path | None = None) 
     if no_eps:  # found when the sweep set its epsilon, after every model had been trained
         raise EvaluationError(f"suite.sweep_methods: {no_eps[0]!r} takes no epsilon to sweep; those that do: "
                               f"{', '.join(with_eps)}")
-    for m in suite.methods:  # a misspelt method or parameter (or a bad value) fails before any work starts
+    stray = [m for m in method_params if m not in _registry()]
+    if stray:  # `+method_params.stem_roots.epsilon=0.1` (the `+` the "not in struct" hint asks for) was ignored
+        raise EvaluationError(f"method_params.{stray[0]}: unknown method; available: {sorted(_registry())}")
+    # a misspelt method or parameter (or a bad value) fails before any work starts; so does one of a method
+    # this suite does not run, whose parameters a later run with it would meet
+    for m in dict.fromkeys([*suite.methods, *method_params]):
         check_sampler_params(make_sampler(m, method_params.get(m, {}), cfg.seed), f"method_params.{m}")
     if cfg.generate and not suite.real:  # a misspelt name is no workload to synthesize: say so before out_dir exists
         from gclsampler.synth.generate import workload_names

@@ -681,6 +681,24 @@ def test_a_sweep_method_without_epsilon_is_refused_before_any_work():
     check_suite_keys(EvaluateConfig(suite=SuiteConfig(workloads=["lu"], sweep_methods=["allegro"])))
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"stem_roots": {"epsilon": 0.1}}, r"^method_params\.stem_roots: unknown method; available: \['allegro', "),
+    ({"gcl_paper": {"bogus": 1}}, r"^method_params\.gcl_paper\.bogus: gcl_paper has no parameter 'bogus'"),
+])
+def test_method_params_of_no_method_or_of_one_not_run_are_refused_before_any_work(params, message):
+    """`+method_params.stem_roots.epsilon=0.1` (the `+` that the "not in struct" hint for
+    `method_params.stem_roots.epsilon` asks for) ran the whole suite with stem_root at its default
+    epsilon, and the parameters of a method the suite does not run were never checked."""
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys
+
+    cfg = EvaluateConfig(suite=SuiteConfig(workloads=["lu"], methods=["stem_root"], sweep_methods=[],
+                                           hist_methods=[]))
+    check_suite_keys(cfg)
+    cfg.method_params.update(params)
+    with pytest.raises(EvaluationError, match=message):
+        check_suite_keys(cfg)
+
+
 def test_a_known_hist_workload_outside_a_narrowed_suite_is_fine():
     from gclsampler.evaluate import EvaluateConfig, SuiteConfig, check_suite_keys
 
