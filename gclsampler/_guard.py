@@ -172,11 +172,15 @@ def prefixed_errors(prefix: str, error: type[GclError]) -> Iterator[None]:
 
 
 def cluster_error_text(exc: BaseException) -> str | None:
-    """One line for submitit refusing the machine it runs on (no SLURM here), None otherwise.
+    """One line for submitit refusing the machine it runs on (no SLURM here), or for a job of a
+    submitit launcher that failed; None otherwise.
 
     ``hydra/launcher=slurm`` and ``simulate --launcher slurm`` submit through submitit, which
     raises a bare RuntimeError when ``srun``/``sbatch`` are missing: an environment error,
     not a bug, so it is not shown as a traceback."""
+    job = submitit_job_error_text(exc)
+    if job is not None:
+        return job
     if not isinstance(exc, RuntimeError) or exc.__traceback__ is None:
         return None
     tb = exc.__traceback__
@@ -186,6 +190,39 @@ def cluster_error_text(exc: BaseException) -> str | None:
         return None
     return (f"SLURM: {_first_line(str(exc))} (hydra/launcher=slurm and simulate --launcher slurm submit "
             "through submitit, which needs a SLURM cluster: run on its login node, or use the local launcher)")
+
+
+def submitit_job_error_text(exc: BaseException) -> str | None:
+    """One line for a job that failed under a submitit launcher (``train.py -m
+    hydra/launcher=slurm``, or ``submitit_local``), None for any other error.
+
+    Why: the Hydra launcher re-raises the failed job's submitit error in the process that
+    submitted it, a RuntimeError raised in submitit, so the line said "SLURM: Job 14211 (task: 0)
+    with path .../14211_0_result.pkl (... needs a SLURM cluster: run on its login node, or use the
+    local launcher)": the wrong cause, on the cluster itself, and not the job's own error, which
+    submitit's message carries (the job's stderr). The line names the job, its error line
+    (``PROG: error: ...``, else the last line of its stream), and its log file.
+    """
+    import re
+
+    if not type(exc).__module__.startswith("submitit") or type(exc).__name__ not in (
+            "UncompletedJobError", "FailedJobError"):
+        return None
+    lines = [line.rstrip() for line in str(exc).splitlines()]
+    rules = [i for i, line in enumerate(lines) if line and set(line) == {"-"}]
+    body = lines[rules[0] + 1:rules[1] if len(rules) > 1 else None] if rules else []
+    body = [line.strip() for line in body if line.strip()]
+    errors = [m.group(1) for m in (re.match(r"^[\w.-]+: error: (.+)$", line) for line in body) if m]
+    head = re.match(r"^Job (\S+) \(task: (\d+)\) with path (.+)_result\.pkl$", lines[0] if lines else "")
+    failed = re.match(r"^Job \(task=(\d+)\) failed", lines[0] if lines else "")
+    state = re.search(r"\(state: ([^)]*)\)", str(exc))
+    if head:
+        who, log = f"job {head.group(1)} (task {head.group(2)})", head.group(3) + "_log.err"
+    else:
+        who = f"a job (task {failed.group(1)})" if failed else "a job"
+        log = next((line.strip()[2:] for line in lines if line.strip().startswith("- ")), None)
+    reason = errors[-1] if errors else body[-1] if body else f"state {state.group(1)}" if state else "no output"
+    return f"{who} of the multirun failed: {reason}" + (f" (its log: {log})" if log else "")
 
 
 def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:

@@ -787,6 +787,31 @@ def test_cluster_errors_from_submitit_are_one_line(capsys):
         call_guarded(lambda: (_ for _ in ()).throw(RuntimeError("boom")), "train.py")
 
 
+def test_a_failed_job_of_a_submitit_multirun_is_its_own_error_line(tmp_path, capsys):
+    """`train.py -m hydra/launcher=slurm` (or submitit_local) with a job that fails: the launcher
+    re-raises submitit's error for it, and the line said "SLURM: Job 14211 (task: 0) with path
+    .../14211_0_result.pkl (... needs a SLURM cluster: run on its login node, or use the local
+    launcher)", the wrong cause and not the job's error. Now it names the job, its error and its log."""
+    pytest.importorskip("submitit")
+    from submitit.local.local import LocalJob
+
+    from gclsampler._guard import call_guarded
+
+    folder = tmp_path / ".submitit" / "14211"
+    folder.mkdir(parents=True)
+    (folder / "14211_0_log.err").write_text("train.py: error: augment.min_strategies/max_strategies: need 0 <= "
+                                            "min <= max, got 3, 2\n")
+    job = LocalJob(folder=folder, job_id="14211")
+    job._results_timeout_s = 0  # no result pickle: the job exited 2 before writing one
+
+    with pytest.raises(SystemExit) as e:
+        call_guarded(lambda: job.result(), "train.py")
+    assert e.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("train.py: error: job 14211 (task 0) of the multirun failed: augment.min_strategies/"
+                    f"max_strategies: need 0 <= min <= max, got 3, 2 (its log: {folder / '14211_0_log.err'})")
+
+
 def test_submitit_local_executor(tmp_path, stub, monkeypatch):
     pytest.importorskip("submitit")
     # submitit's workers unpickle gclsampler.simulate.run_job: make this checkout importable there
