@@ -307,6 +307,16 @@ def plot_epsilon_sweep(sweep_avg, path: Path, arch: str, synthetic: bool = False
 # ---------------------------------------------------------------------------------------
 # report.md
 # ---------------------------------------------------------------------------------------
+def _over(avg_by_method, method: str, n: int) -> str:
+    """" (k of n workloads)" after an AVG cell whose method has rows on only k of the table's n
+    workloads (``suite_averages``' ``n_workloads``; real data without a method's inputs), else "".
+    Why in every table with an AVG: the time, metric and cross-arch tables averaged such a
+    method over the workloads it ran on and said nothing, so its mean over 2 workloads sat beside
+    the others' over 3 as if alike (only the comparison table said it)."""
+    k = int(avg_by_method.loc[method, "n_workloads"]) if "n_workloads" in avg_by_method.columns else n
+    return f" ({k} of {n} workloads)" if k < n else ""
+
+
 def _comparison_table(summary, avg, arch: str, unavailable=()) -> str:
     """``unavailable``: (workload, method) pairs whose cell says "not run" (the method could not
     run on that workload's data), not "—" (absent for another reason)."""
@@ -327,23 +337,20 @@ def _comparison_table(summary, avg, arch: str, unavailable=()) -> str:
                 cells.append("not run" if (w, m) in unavailable else "—")
         rows.append(cells)
     a = avg[avg["arch"] == arch].set_index("method")
-
-    def over(m) -> str:  # a method that did not run everywhere (real data without its inputs) says so
-        k = int(a.loc[m, "n_workloads"]) if "n_workloads" in a.columns else len(workloads)
-        return f" ({k} of {len(workloads)} workloads)" if k < len(workloads) else ""
-
     rows.append(["**AVG (arith.)**", ""] + [
         f"{_fmt_err(a.loc[m, 'error_cycles'])} / {_fmt_su(a.loc[m, 'speedup_mean'])} / {a.loc[m, 'n_simulated']:.0f}"
-        + over(m) if m in a.index else "—" for m in methods])
+        + _over(a, m, len(workloads)) if m in a.index else "—" for m in methods])
     rows.append(["**speedup h-mean**", ""] + [
         f"{_fmt_su(a.loc[m, 'speedup_hmean'])}" if m in a.index else "—" for m in methods])
     return _md_table(header, rows)
 
 
 def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
+    """One method's error and speedup per workload on each arch. Every workload of ``summary``
+    gets a row ("—" where the method has none, e.g. not run on a REAL workload's data), so the
+    AVG says "(k of n workloads)" when it is over fewer than the other methods' tables."""
     df = summary[summary["method"] == method]
-    workloads = list(dict.fromkeys(df["workload"]))
-    header = ["program"] + [f"{a} E(%) | {a} SU" for a in archs]
+    workloads = list(dict.fromkeys(summary["workload"]))
     header = ["program"]
     for a in archs:
         header += [f"{a} E(%)", f"{a} SU"]
@@ -485,13 +492,17 @@ def strata_table(plans: dict[str, SamplingPlan]) -> str | None:
                      rows)
 
 
-def _metric_table(avg, arch: str) -> str:
+def _metric_table(avg, arch: str, n_workloads: int) -> str:
+    """Each method's mean metric errors over the ``n_workloads`` of the report (fewer, and said,
+    where it did not run on all)."""
     df = avg[avg["arch"] == arch]
     header = ["method", "cycles"] + RATE_METRICS
     rows = []
+    a = df.set_index("method")
+    n = n_workloads
     for m in _methods(df):
-        r = df[df["method"] == m].iloc[0]
-        rows.append([m] + [_fmt_err(r[f"error_{c}"]) for c in ["cycles", *RATE_METRICS]])
+        r = a.loc[m]
+        rows.append([m + _over(a, m, n)] + [_fmt_err(r[f"error_{c}"]) for c in ["cycles", *RATE_METRICS]])
     return _md_table(header, rows)
 
 
@@ -654,8 +665,9 @@ def _time_table(summary, avg, arch: str, unavailable=()) -> str:
         rows.append([w] + [f"{_fmt_err(d.loc[m, 'error_time'])} / {_fmt_su(d.loc[m, 'speedup_mean'])}"
                            if m in d.index else "not run" if (w, m) in unavailable else "n/a" for m in methods])
     a = avg[avg["arch"] == arch].set_index("method")
+    n = len(rows)
     rows.append(["**AVG (arith.)**"] + [f"{_fmt_err(a.loc[m, 'error_time'])} / {_fmt_su(a.loc[m, 'speedup_mean'])}"
-                                        for m in methods])
+                                        + _over(a, m, n) for m in methods])
     return _md_table(["workload"] + [f"{m} time E(%) / SU" for m in methods], rows)
 
 
@@ -738,7 +750,7 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
                   f"REAL workloads {', '.join(single)} were measured on one GPU only ({plan_arch}); there is no other "
                   "arch's ground truth to score their plans on, so this report has no cross-architecture rows.", ""]
     lines += [f"## Micro-architectural metric errors (%), mean over workloads, {plan_arch} (GCL-Sampler Fig. 6)", "",
-              _metric_table(avg, plan_arch), ""]
+              _metric_table(avg, plan_arch, summary.loc[summary["arch"] == plan_arch, "workload"].nunique()), ""]
     if results["sweep"].any():
         sweep_sum = summarize(results, sweep=True)
         sweep_avg = suite_averages(sweep_sum)

@@ -224,6 +224,29 @@ def test_an_average_over_fewer_workloads_says_how_many_even_one_short(tmp_path):
     assert rows["w3"][2] == "not run"
 
 
+def test_every_average_over_fewer_workloads_says_how_many(tmp_path):
+    """Not only the comparison table: the time table (the one every REAL profile can fill), the
+    cross-arch table and the metric table averaged pka over the 2 workloads it ran on beside gcl's
+    mean over 3, without a word (pka 1.00 against gcl 4.00, where on the same 2 gcl had 1.50)."""
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w3", "gcl"): 9.0, ("w1", "pka"): 1.0, ("w2", "pka"): 1.0},
+               synthetic=False)
+    df["data"], df["gpu"], df["cycles_true"] = "real", "H200", 1e6
+    df["error_time"] = df["error_ipc"] = df["error_cycles"]
+    text = report.write_report(df, tmp_path / "r", plots=False,
+                               unavailable=[("w3", "pka", "no launch trace")]).read_text()
+    time = _section_rows(text, "Error on measured time")
+    assert time["**AVG (arith.)**"] == ["4.00 / 10.00×", "1.00 / 10.00× (2 of 3 workloads)"]
+    cross = text[text.index("## Cross-architecture"):]
+    pka = _section_rows(cross, "### pka")
+    assert pka["w3 (REAL)"] == ["—"] * 4  # the workload it did not run on is a row, as in the other tables
+    assert pka["**AVG**"][0] == pka["**AVG**"][2] == "1.00 (2 of 3 workloads)"
+    assert "workloads)" not in " ".join(_section_rows(cross, "### gcl")["**AVG**"])
+    metric = _section_rows(text, "Micro-architectural metric errors")
+    assert metric["pka (2 of 3 workloads)"][:2] == ["1.00", "1.00"] and metric["gcl"][:2] == ["4.00", "4.00"]
+
+
 def test_cross_arch_average_is_the_arithmetic_mean_over_workloads(tmp_path):
     """report.md says "Errors are arithmetic means", as GCL-Sampler's Table 3 averages; a
     median (or any other centre) would hide the one workload a plan ports badly to."""
