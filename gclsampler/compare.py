@@ -735,8 +735,12 @@ def _su(x: float, sd: float | None = None) -> str:
     return f"{x:.1f}×" + (f" ± {sd:.1f}" if sd is not None and math.isfinite(sd) else "")
 
 
-def _plot(across, per_run, path: Path, synthetic: bool | str | None) -> Path:
-    """Mean error against mean speedup per method, bars one sd across runs, faint dots per run."""
+def _plot(across, per_run, path: Path, synthetic: bool | str | None, second_run_of: str | None = None) -> Path:
+    """Mean error against mean speedup per method, bars one sd across runs, faint dots per run.
+
+    ``second_run_of``: the plan arch whose second run the errors are (``--second-run``); the y
+    axis then says so. Why: the figure was the same under both, so one copied out of a
+    ``--second-run`` comparison passed second-run errors off as the fitted run's."""
     from gclsampler.report import _COLORS, _maybe_symlog, _plt, _savefig
 
     plt = _plt()
@@ -755,7 +759,8 @@ def _plot(across, per_run, path: Path, synthetic: bool | str | None) -> Path:
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("speedup, arithmetic mean over workloads (×, log)")
-    ax.set_ylabel("mean cycle error over workloads (%)" + _maybe_symlog(ax, per_run["error_cycles"]))
+    on = f" on the second run of {second_run_of}" if second_run_of else ""
+    ax.set_ylabel(f"mean cycle error{on} over workloads (%)" + _maybe_symlog(ax, per_run["error_cycles"]))
     n = int(per_run["run"].nunique())
     ax.set_title(f"{n} runs: mean ± 1 sd across runs (dots: each run)")
     ax.grid(True, which="both", alpha=0.3)
@@ -884,7 +889,8 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     lines += _md_table(["workload"] + methods, rows).split("\n")
     if plots:
         (out / "plots").mkdir(exist_ok=True)
-        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", plot_stamp(rows_all, labelled_in="compare.md"))
+        _plot(across, per_run, out / "plots" / "compare_speedup_vs_error.png", plot_stamp(rows_all, labelled_in="compare.md"),
+              second_run_of=plan_arch if scored_again else None)
         lines += ["", "## Plot", "", "![error vs speedup over runs](plots/compare_speedup_vs_error.png)"]
     lines += ["", "Files: `compare.csv` (per run x method), `compare_workloads.csv` (per workload x method), "
               "`compare_head_to_head.csv`."]

@@ -611,7 +611,7 @@ def test_every_run_row_and_csv_says_what_its_data_is(tmp_path, monkeypatch):
     import gclsampler.compare as compare
 
     stamps = []
-    monkeypatch.setattr(compare, "_plot", lambda across, per_run, path, stamp: stamps.append(stamp))
+    monkeypatch.setattr(compare, "_plot", lambda across, per_run, path, stamp, **kw: stamps.append(stamp))
     errs = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 1.0, ("w2", "pka"): 3.0}
     a = _write(tmp_path, "a", _real(_rows(errs), ["w2"]))
     b = _write(tmp_path, "b", _real(_rows(errs, seed=1), ["w2"]))

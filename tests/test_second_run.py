@@ -201,6 +201,29 @@ def test_compare_on_the_second_run_judges_every_count_by_it(tmp_path):
     assert r.returncode == 2 and "error_cycles_rerun: missing column" in r.stderr
 
 
+def test_compare_plot_says_its_errors_are_the_second_runs(tmp_path, monkeypatch):
+    """compare.md says "Scored on the second run"; its plot, which a reader copies out alone, had the
+    same y axis either way, so second-run errors read as the fitted run's."""
+    import gclsampler.report as report
+    from gclsampler.compare import load_runs, write_comparison
+
+    labels = []
+
+    def keep(fig, path, synthetic=False, legend_of=None):
+        labels.append(fig.axes[0].get_ylabel())
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return path
+
+    monkeypatch.setattr(report, "_savefig", keep)
+    runs = _runs_with_second_run(tmp_path, lambda rows, seed: rows["error_cycles"] + 1.0 + seed)
+    write_comparison(load_runs(runs, second_run=True), tmp_path / "again")
+    write_comparison(load_runs(runs), tmp_path / "fitted")
+    assert labels == ["mean cycle error on the second run of turing over workloads (%)",
+                      "mean cycle error over workloads (%)"]
+
+
 def train_request(*overrides: str) -> dict:
     """The synthesis request ``python train.py OVERRIDES`` makes (``pipeline._synth_request``)."""
     from pathlib import Path
