@@ -223,6 +223,78 @@ def test_tracer_output_directory_groups_into_a_workload(format_test, tmp_path):
     assert grouped.n_warps == len(expected) and grouped.equals(direct)
 
 
+def test_a_trace_without_values_says_so_in_its_format_line(format_test, tmp_path):
+    """GCL_VALUES=0 writes plain Accel-Sim lines, and its header must not claim `| reg_values`:
+    gcl_tracer.cu never set the header's `values`, whose default is on, so every such trace said it
+    carried values and gclsampler read it as one (`has_values`, `trace info`) whose lines all lack
+    them. The formatter writes the line from `values`; the tool must hand it GCL_VALUES."""
+    rec = ["RECORD", 0, 0, 0, 0, 0, 0, 1, "10", "ffffffff", 3, 0, 1, 5, 1, 6, 0, 0, *(["0"] * 32)]  # FFMA, no values
+    got = {}
+    for values in (0, 1):
+        text = (f"HEADER _Z6kernelPf 7 1 1 1 32 1 1 0 {values}\nOPCODES {len(OPCODES)} {' '.join(OPCODES)}\n"
+                + " ".join(map(str, rec)) + "\nEND\n")
+        out = subprocess.run([str(format_test), "auto"], input=text, capture_output=True, text=True, check=True)
+        path = tmp_path / f"kernel-7.{values}.trace"
+        path.write_text(out.stdout)
+        t = read_kernel(path)
+        assert t.n_insts == 1 and "|" not in out.stdout.splitlines()[-1]
+        got[values] = t.has_values
+    assert got == {0: False, 1: True}  # the line, not the instructions, decides: so the tool must set it
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    header = src.split("gcl::KernelHeaderInfo h;", 1)[1].split("gcl::format_raw_header(h", 1)[0]
+    assert re.search(r"h\.values = opt\.values", header)
+
+
+def test_a_bad_gcl_uniform_is_refused_with_values_off_too():
+    """GCL_UNIFORM was read only when GCL_VALUES was on (`opt.values && env_flag(...)`), so with
+    GCL_VALUES=0 any value of it passed without a word."""
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    assert not re.search(r"opt\.values\s*&&\s*gcl::env_flag\(\"GCL_UNIFORM\"", src)
+    assert re.search(r"= gcl::env_flag\(\"GCL_UNIFORM\", 1\);", src)
+
+
+@pytest.mark.parametrize("begin, end, line", [
+    (1, 0, "ok"), (5, 5, "ok"), (1, 500, "ok"), (7, 0, "ok"),
+    (10, 5, "GCL_KERNEL_END=5 is before GCL_KERNEL_BEGIN=10: no launch would be traced"),
+])
+def test_a_launch_range_that_holds_no_launch_is_refused(tmp_path, begin, end, line):
+    """GCL_KERNEL_BEGIN and GCL_KERNEL_END were each range-checked alone; END below BEGIN ran the
+    whole program under the tool and traced nothing. gcl_tracer.cu stops at start-up (exit 2) with
+    gcl_env.h's line."""
+    exe = _build(tmp_path, "env_test", "-O1", "-Wextra")
+    run = subprocess.run([str(exe), "range", str(begin), str(end)], capture_output=True, text=True, check=True)
+    assert run.stdout == line + "\n"
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    init = src.split("void nvbit_at_init()", 1)[1].split("\n}\n", 1)[0]
+    assert "gcl::kernel_range_error(" in init and "exit(2)" in init.split("gcl::kernel_range_error(", 1)[1]
+
+
+def test_a_trace_is_listed_only_once_it_is_whole():
+    """kernelslist named a launch's trace at the launch's entry; when the launch faulted or its
+    channel flush failed the tool exited with the trace listed, and the compressor, reading end of
+    input at the exit, closed a valid .zst of what had arrived, which `trace group` took as the
+    launch's trace. The line is written after the trace closed without a failure."""
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    assert src.count('fprintf(kernelslist, "%s\\n"') == 1
+    callback = src.split("void nvbit_at_cuda_event(", 1)[1].split("\nvoid ", 1)[0]
+    entry, exit_ = callback.split("/* exit: the launch is queued", 1)
+    assert "kernelslist" not in entry.split("p->ByteCount);", 1)[1]  # the launch's entry lists nothing
+    after_close = exit_.split("gcl::close_trace(", 1)[1]
+    listed = after_close.index('fprintf(kernelslist, "%s\\n"')
+    assert after_close.index("exit(2);") < listed  # a trace that is not whole stops the tool unlisted
+    for failure in ("failed under instrumentation", "channel flush failed"):
+        assert exit_.index(failure) < exit_.index("gcl::close_trace(")
+
+
+def test_the_compressor_command_comes_from_gcl_output():
+    """The trace's path goes into the compressor's shell command through gcl_output.h's quoting
+    (output_test runs it on a directory named with ' $ ` " and spaces): between bare single quotes,
+    an apostrophe in GCL_TRACE_DIR was a shell syntax error and the program died of SIGPIPE."""
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    body = src.split("static FILE *open_trace(", 1)[1].split("\n}\n", 1)[0]
+    assert "gcl::compressor_command(opt.compress, path)" in body and "'\"" not in body
+
+
 @pytest.mark.parametrize("flags,expected", [
     ([], "3 7\ngraph 0"),
     (["-DGCL_MOCK_STREAM_ARG"], "4 7 0x40\ngraph 0"),

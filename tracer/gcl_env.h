@@ -51,6 +51,15 @@ inline uint64_t env_count(const char *name, const char *meaning, int64_t hi = IN
  * level is implied that the tool does not have). */
 inline int env_flag(const char *name, int dflt) { return (int)env_int(name, dflt, 0, 1, "0 or 1"); }
 
+/* "" when GCL_KERNEL_BEGIN .. GCL_KERNEL_END (end 0: no end) holds a launch, else the line that
+ * says why not. Why: each was in range alone, and END below BEGIN ran the whole program under
+ * the tool and traced no launch, without a word. */
+inline std::string kernel_range_error(int64_t begin, int64_t end) {
+  if (end == 0 || end >= begin) return "";
+  return "GCL_KERNEL_END=" + std::to_string(end) + " is before GCL_KERNEL_BEGIN=" + std::to_string(begin) +
+         ": no launch would be traced";
+}
+
 /* GCL_BUFFER_MB's largest value: its byte count (MiB << 20) must fit in 64 bits, and 16 TiB is
  * far beyond any GPU's memory, so a larger number is a typo, not a wish. */
 constexpr int64_t kMaxBufferMb = int64_t(1) << 24;

@@ -25,6 +25,29 @@ inline std::string compressor_program(const std::string &compress) {
   return compress == "zstd" ? "zstd" : compress == "xz" ? "xz" : compress == "gz" ? "gzip" : "";
 }
 
+/* `text` as one word of `sh -c`: in single quotes, each ' in it written '\''.
+ * Why: the trace's path went into the compressor's command line between bare single quotes,
+ * so a GCL_TRACE_DIR with an apostrophe (/home/o'brien/traces) was a shell syntax error: the
+ * shell exited 2 before reading the pipe, and a C program died of SIGPIPE at its first
+ * traced launch with no word from the tool. */
+inline std::string shell_quote(const std::string &text) {
+  std::string q = "'";
+  for (char c : text) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+/* The command GCL_COMPRESS=`compress` (zstd, xz or gz) runs to write `path` from its standard
+ * input. `env -u LD_PRELOAD`: the compressor would otherwise inherit the preload and start
+ * NVBit and this tool inside a process that never touches the GPU. */
+inline std::string compressor_command(const std::string &compress, const std::string &path) {
+  return compress == "zstd" ? "env -u LD_PRELOAD zstd -q -f -1 -o " + shell_quote(path)
+         : compress == "xz" ? "env -u LD_PRELOAD xz -1 -T0 > " + shell_quote(path)
+                            : "env -u LD_PRELOAD gzip -1 > " + shell_quote(path);
+}
+
 /* Whether `prog` is an executable file in one of the directories of `path` (PATH's syntax:
  * ':'-separated, an empty entry is the working directory). Searched here rather than by
  * running a shell: a shell started from the tool's initialisation inherits LD_PRELOAD, and

@@ -240,12 +240,19 @@ void nvbit_at_init() {
   opt.kernel_begin = (uint64_t)gcl::env_int("GCL_KERNEL_BEGIN", 1, 1, INT64_MAX, "a launch number (launches count from 1)");
   int64_t end = gcl::env_int("GCL_KERNEL_END", 0, 0, INT64_MAX, "0 (no end) or a launch number");
   opt.kernel_end = end > 0 ? (uint64_t)end : UINT64_MAX;
+  const std::string range = gcl::kernel_range_error((int64_t)opt.kernel_begin, end);
+  if (!range.empty()) {
+    fprintf(stderr, "gcl_tracer: %s\n", range.c_str());
+    exit(2);
+  }
   opt.filter = env_str("GCL_KERNEL_FILTER", "");
   opt.max_insts_per_warp = gcl::env_count("GCL_MAX_INSTS_PER_WARP", "0 (no cap) or an instruction count");
   opt.values = gcl::env_flag("GCL_VALUES", 1);
   /* Uniform registers are gclsampler's (Accel-Sim's parser reads R<n> only): they come with
    * the value extension, so GCL_VALUES=0 still writes plain Accel-Sim traces. */
-  opt.uniform = opt.values && gcl::env_flag("GCL_UNIFORM", 1);
+  /* read even with GCL_VALUES=0, so that a bad value is refused there too (it was never read) */
+  const int uniform = gcl::env_flag("GCL_UNIFORM", 1);
+  opt.uniform = opt.values && uniform;
   opt.compress = env_str("GCL_COMPRESS", "zstd");
   opt.time_only = gcl::env_flag("GCL_TIME_ONLY", 0);
   opt.lineinfo = gcl::env_flag("GCL_LINEINFO", 0);
@@ -487,15 +494,15 @@ static std::string compress_suffix() {
   return opt.compress == "zstd" ? ".zst" : opt.compress == "xz" ? ".xz" : opt.compress == "gz" ? ".gz" : "";
 }
 
+/* kernel-N.trace[.zst|.xz|.gz]: the trace of launch N, as kernelslist names it */
+static std::string trace_file_name(uint64_t id) {
+  return "kernel-" + std::to_string(id) + ".trace" + compress_suffix();
+}
+
 static FILE *open_trace(const std::string &path, bool *piped) {
   *piped = opt.compress != "none";
   if (!*piped) return fopen(path.c_str(), "w");
-  /* `env -u LD_PRELOAD`: the compressor would otherwise inherit the preload and start
-   * NVBit and this tool inside a process that never touches the GPU */
-  std::string cmd = opt.compress == "zstd" ? "env -u LD_PRELOAD zstd -q -f -1 -o '" + path + "'"
-                  : opt.compress == "xz"   ? "env -u LD_PRELOAD xz -1 -T0 > '" + path + "'"
-                                           : "env -u LD_PRELOAD gzip -1 > '" + path + "'";
-  return popen(cmd.c_str(), "w");
+  return popen(gcl::compressor_command(opt.compress, path).c_str(), "w"); /* gcl_output.h */
 }
 
 static double now_s() {
@@ -649,7 +656,10 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       h.local_mem_base_addr = nvbit_get_local_mem_base_addr(ctx);
       h.nvbit_version = NVBIT_VERSION;
       h.lineinfo = opt.lineinfo != 0;
-      std::string file = "kernel-" + std::to_string(invocation_id) + ".trace" + compress_suffix();
+      /* GCL_VALUES=0: no `| reg_values` in the format line, which had said every such trace
+       * carries values (gclsampler read it as one whose lines all lack them) */
+      h.values = opt.values != 0;
+      const std::string file = trace_file_name(invocation_id);
       pthread_mutex_lock(&launch_mu);
       cur = Launch();
       cur.path = opt.dir + "/" + file;
@@ -663,7 +673,6 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
       fwrite(text.data(), 1, text.size(), cur.out);
       kernel_done = false;
       pthread_mutex_unlock(&launch_mu);
-      fprintf(kernelslist, "%s\n", file.c_str());
     }
     cuEventCreate(&ev_start, CU_EVENT_DEFAULT);
     cuEventCreate(&ev_stop, CU_EVENT_DEFAULT);
@@ -762,6 +771,12 @@ void nvbit_at_cuda_event(CUcontext ctx, int is_exit, nvbit_api_cuda_t cbid, cons
                                                  trace_failed).c_str());
       exit(2);
     }
+    /* Listed once it is whole on disk: listed at the launch's entry, the trace of a launch that
+     * faulted (or whose channel flush failed) stayed in kernelslist when the tool stopped, and
+     * its compressor, reading end of input at the exit, closed a valid .zst of the records that
+     * had arrived, which `gclsampler trace group` took as the launch's trace (a header alone
+     * without a word, else with a warning that its warps end without EXIT). */
+    fprintf(kernelslist, "%s\n", trace_file_name(invocation_id).c_str());
   }
   if (opt.verbose)
     fprintf(stderr, "gcl_tracer: launch %llu %s%s%s: setup %.3f s, launch+kernel %.3f s (GPU %.3f ms), "

@@ -5,6 +5,7 @@
  *   output_test DIR   DIR: an empty scratch directory; exit 0 when every check holds
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -70,6 +71,22 @@ int main(int argc, char **argv) {
   const std::string piped = gcl::trace_failure(7, dir + "/kernel-7.trace.zst", true, "zstd", "exit 1");
   check(piped == "gcl_tracer: " + dir + "/kernel-7.trace.zst: launch 7: its GCL_COMPRESS=zstd compressor failed "
                  "(exit 1)", "a compressed trace whose compressor failed names its file");
+  /* the compressor's command takes any path as one word: an apostrophe in GCL_TRACE_DIR was a
+   * shell syntax error (sh exits 2 unread, the program dies of SIGPIPE), a space two words */
+  check(gcl::shell_quote("a b") == "'a b'" && gcl::shell_quote("o'b") == "'o'\\''b'" && gcl::shell_quote("") == "''",
+        "shell_quote");
+  const std::string odd = dir + "/o'brien $HOME `x` \"q\"";
+  mkdir(odd.c_str(), 0755);
+  for (const char *compress : {"zstd", "xz", "gz"}) {
+    if (!gcl::on_path(gcl::compressor_program(compress), getenv("PATH") ? getenv("PATH") : "")) continue;
+    const std::string out = odd + "/kernel-1.trace." + compress;
+    FILE *z = popen(gcl::compressor_command(compress, out).c_str(), "w");
+    check(z && fputs("-kernel name = _Z1kv\n", z) >= 0 && gcl::close_trace(z, true).empty(),
+          (std::string("GCL_COMPRESS=") + compress + " into a directory named with ' $ ` \" and spaces").c_str());
+    struct stat st;
+    check(stat(out.c_str(), &st) == 0 && st.st_size > 0,
+          (std::string("GCL_COMPRESS=") + compress + " wrote the file it was named").c_str());
+  }
   if (failures == 0) printf("output: all checks hold\n");
   return failures ? 1 : 0;
 }
