@@ -682,3 +682,14 @@ def test_every_numeric_tracer_setting_is_range_checked():
     header = (ROOT / "tracer" / "gcl_env.h").read_text()
     bound = int(re.search(r"kMaxBufferMb = int64_t\(1\) << (\d+)", header).group(1))
     assert bound + 20 < 64
+
+
+def test_every_cuda_memcpy_of_the_tracer_is_checked():
+    """GCL_BUFFER_MB's drain ignored cudaMemcpy's status, so a chunk that did not copy back left the
+    staging buffer's stale bytes to be written as the launch's records. Every cudaMemcpy's result is
+    kept, and a failed drain stops the tool naming the launch (a host-side check: no GPU here)."""
+    src = (ROOT / "tracer" / "gcl_tracer.cu").read_text()
+    calls = re.findall(r"^(.*)\bcudaMemcpy\(", src, flags=re.M)
+    assert calls and all(re.search(r"=\s*$", before) for before in calls), calls
+    assert re.search(r"if \(drain_copy_error != cudaSuccess\) \{[^}]*exit\(1\);", src)
+    assert "drain_copy_error == cudaSuccess) cur.merger.push" in src  # no failed copy's bytes reach the trace

@@ -168,21 +168,34 @@ static void *recv_loop(void *) {
 /* GCL_BUFFER_MB: after the launch, copy its records back in chunks and merge and write them
  * in the order their slots were claimed (a warp's own records in its program order, as on
  * the channel); then empty the buffer for the next launch. */
+static cudaError_t drain_copy_error = cudaSuccess; /* the first failed chunk copy of this drain */
+
 static void drain_device_buffer() {
   const unsigned long long used = dev_buffer->used, dropped = dev_buffer->dropped;
+  drain_copy_error = cudaSuccess;
   static std::vector<gcl::Record> staging((64u << 20) / sizeof(gcl::Record)); /* 64 MiB chunks */
   pthread_mutex_lock(&launch_mu);
   gcl::drain_buffer(
       used, dev_buffer->capacity, staging,
       [](gcl::Record *dst, unsigned long long off, unsigned long long len) {
-        cudaMemcpy(dst, dev_buffer->base + off, len, cudaMemcpyDeviceToHost);
+        const cudaError_t e = cudaMemcpy(dst, dev_buffer->base + off, len, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess && drain_copy_error == cudaSuccess) drain_copy_error = e;
       },
       [](const gcl::Record &r) {
-        if (cur.out) cur.merger.push(r, emit);
+        if (cur.out && drain_copy_error == cudaSuccess) cur.merger.push(r, emit); /* not a failed copy's bytes */
       });
   cur.merger.flush(emit);
   kernel_done = true;
   pthread_mutex_unlock(&launch_mu);
+  /* A chunk that did not copy back left the staging buffer's stale bytes to be written as this
+   * launch's records: stop, as a failed channel flush does (after the unlock: exit runs the
+   * tool's own teardown, which takes the lock). */
+  if (drain_copy_error != cudaSuccess) {
+    fprintf(stderr, "gcl_tracer: launch %llu: copying its records back from GCL_BUFFER_MB's buffer failed: %s; "
+            "its trace would hold stale records\n", (unsigned long long)invocation_id,
+            cudaGetErrorString(drain_copy_error));
+    exit(1);
+  }
   if (dropped)
     fprintf(stderr, "gcl_tracer: kernel %llu: %llu records did not fit GCL_BUFFER_MB=%llu and are missing from "
             "its trace; rerun with a larger GCL_BUFFER_MB\n", (unsigned long long)invocation_id,
