@@ -188,8 +188,7 @@ static void drain_device_buffer() {
   kernel_done = true;
   pthread_mutex_unlock(&launch_mu);
   /* A chunk that did not copy back left the staging buffer's stale bytes to be written as this
-   * launch's records: stop, as a failed channel flush does (after the unlock: exit runs the
-   * tool's own teardown, which takes the lock). */
+   * launch's records: stop, as a failed channel flush does, outside the lock as that path is. */
   if (drain_copy_error != cudaSuccess) {
     fprintf(stderr, "gcl_tracer: launch %llu: copying its records back from GCL_BUFFER_MB's buffer failed: %s; "
             "its trace would hold stale records\n", (unsigned long long)invocation_id,
