@@ -475,12 +475,26 @@ def _use_locked(use, out: Path, unusable: Callable[[], str | None], make: Callab
         use.lock(shared=True)
 
 
+def _locked_at(out: Path) -> Path:
+    """Where ``out``'s workload lock files go: beside the directory itself, which for a
+    symlinked ``workloads/<name>`` is the link's target (a rebuild replaces the target there).
+
+    Why: locked beside the link, a process that named the target directly (another workloads
+    dir linking to it, or its path) took other lock files, and replaced the workload under one
+    reading it through the link. A dangling link stays as it is: nothing is made where it
+    points (``check_out_dir`` refuses it)."""
+    out = Path(os.path.abspath(out.expanduser()))  # `--out .`: its name, not "", names the lock files
+    return Path(os.path.realpath(out)) if out.is_symlink() and out.exists() else out
+
+
 def _synth_lock(out: Path) -> Path:
-    return out.parent / f".{out.name}.lock"
+    at = _locked_at(out)
+    return at.parent / f".{at.name}.lock"
 
 
 def _use_lock(out: Path) -> Path:
-    return out.parent / f".{out.name}.use.lock"
+    at = _locked_at(out)
+    return at.parent / f".{at.name}.use.lock"
 
 
 def _synthesizing(out: Path) -> str:
@@ -504,8 +518,7 @@ def synthesizing_workload(out: str | os.PathLike, why: str, say: Callable[[str],
     from gclsampler._lock import LockFile
 
     check_out_dir(out, "synth")
-    at = Path(os.path.abspath(Path(out).expanduser()))  # `--out .`: its name, not "", names the lock files
-    with LockFile(_synth_lock(at), say) as synth, LockFile(_use_lock(at), say) as use:
+    with LockFile(_synth_lock(Path(out)), say) as synth, LockFile(_use_lock(Path(out)), say) as use:
         synth.lock(shared=False, waiting=_synthesizing(Path(out)))
         use.lock(shared=False, waiting=_replacing(Path(out), why))
         check_out_dir(out, "synth")

@@ -206,3 +206,38 @@ def test_synth_takes_no_lock_beside_an_out_it_refuses(tmp_path, capsys, knob, re
     assert main(["synth", "3mm", "--out", str(mine), "--quiet", knob]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis"]
     assert refused in capsys.readouterr().err
+
+
+def test_a_symlinked_workload_is_locked_beside_its_target(tmp_path):
+    """A ``workloads/<name>`` linked to a bigger disk was locked beside the link, so a process that
+    named the target (another workloads dir linking to it, or its own path) took other lock files
+    and replaced the workload under one reading it through the link. Both names now lock the
+    target's files: replacing through the link waits for a reader of the target, and says so."""
+    import threading
+
+    from gclsampler._lock import LockFile
+    from gclsampler._safe_out import synthesizing_workload
+    from gclsampler.cli import main
+
+    big = tmp_path / "scratch" / "bp"
+    assert main(["synth", "backprop", "--out", str(big), "--quiet", "--jobs", "1"]) == 0
+    link = tmp_path / "data" / "bp"
+    link.parent.mkdir()
+    link.symlink_to(big, target_is_directory=True)
+    reader = LockFile(big.parent / ".bp.use.lock", print)
+    reader.lock(shared=True)  # a job reading the workload by the target's own path
+    said, asked, replaced = [], threading.Event(), threading.Event()
+
+    def replace() -> None:
+        with synthesizing_workload(link, "seed 1", lambda line: (said.append(line), asked.set())):
+            replaced.set()
+
+    t = threading.Thread(target=replace)
+    t.start()
+    assert asked.wait(60) and not replaced.is_set()
+    assert said == [f"waiting for the other processes using {link} to finish: it is synthesized again for this "
+                    "one (seed 1)"]
+    reader.close()
+    t.join(60)
+    assert replaced.is_set()
+    assert sorted(p.name for p in link.parent.iterdir()) == ["bp"]  # nothing beside the link
