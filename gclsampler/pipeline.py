@@ -154,7 +154,7 @@ def ensure_workload(cfg: DictConfig, hold: Optional[contextlib.ExitStack] = None
 
     Only a workload without ``dir`` (the synthetic benchmarks) is synthesized; an
     explicitly given directory that is missing is an error, never silently replaced.
-    A directory that ``gclsampler.synth`` wrote with other knobs/seed/arch than the
+    A directory that ``gclsampler.synth`` wrote for another workload or with other knobs/seed/arch than the
     config asks for is synthesized again (so ``debug=default`` cannot leak a tiny
     workload into a full run). A synthesized workload is kept from being synthesized again by
     another process (a multirun's job that wants other knobs) until ``hold`` closes

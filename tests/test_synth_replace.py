@@ -129,3 +129,27 @@ def test_evaluate_scoring_old_ground_truth_as_it_is_says_so(made, capsys):
     err = capsys.readouterr().err
     assert f"evaluate: warning: {made}: synthesized by ground-truth model version 1" in err
     assert "scored as it is (generate=false)" in err
+
+
+def test_a_synthesized_dir_of_another_workload_with_the_same_knobs_is_made_again(tmp_path):
+    """lu and lud take the same knobs (``n``), so the stale check, comparing knobs, seed and arch
+    alone, took ``workloads/lud`` holding lu's traces (two directories swapped, or
+    ``gclsampler synth lu --out workloads/lud``) as lud: train.py trained on lu and labelled
+    its plan lud. The name in workload.json must match too; the directory is synthesized again."""
+    from hydra import compose, initialize_config_dir
+
+    import gclsampler.config  # noqa: F401  registers the schema
+    from gclsampler.pipeline import ensure_workload
+    from gclsampler.synth.generate import stale_reason, with_second_run
+
+    params = with_second_run("lud", {"n": 32, "archs": ["turing"]}, "turing")
+    wdir = generate("lu", tmp_path / "lud", params=params, arch="turing", seed=0, progress=False, jobs=1)
+    assert stale_reason(wdir, "lu", params, "turing", 0) is None
+    assert stale_reason(wdir, "lud", params, "turing", 0) == "workload differs: 'lu' -> 'lud'"
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "workload=lud", f"paths.workloads_dir={tmp_path}", "workload.synth.n=32",
+            "workload.synth.archs=[turing]", "workload.seed=0"])
+    assert ensure_workload(cfg) == wdir
+    assert json.loads((wdir / "workload.json").read_text())["workload"] == "lud"
+    assert stale_reason(wdir, "lud", params, "turing", 0) is None

@@ -113,13 +113,20 @@ scoring samplers against the old ground truth. Recorded in workload.json; absent
 
 def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> str | None:
     """Why a directory ``gclsampler.synth`` wrote does not match this request (None = it does,
-    or it was not written by the synthesizer: traced or hand-made data is never replaced)."""
+    or it was not written by the synthesizer: traced or hand-made data is never replaced).
+
+    The workload's own name is compared first. Why: the knobs alone do not tell workloads apart
+    (lu and lud both take only ``n``), so ``workloads/lud`` holding lu's traces (two directories
+    swapped, a ``gclsampler synth lu --out workloads/lud``) was used as lud, and its plans and
+    scores were lu's under lud's name."""
     meta_path = Path(wdir) / "workload.json"
     if not meta_path.exists():
         return None
     meta = _synth_meta(meta_path)
     if meta is None:
         return None
+    if "workload" in meta and str(meta["workload"]) != str(name):
+        return f"workload differs: {meta['workload']!r} -> {str(name)!r}"
     want = json.loads(json.dumps(resolve_params(name, params)))
     have = meta.get("synth")
     if isinstance(have, dict):
