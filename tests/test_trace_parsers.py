@@ -12,6 +12,7 @@ import dataclasses
 import os
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -297,3 +298,40 @@ def test_error_the_numpy_parser_does_not_confirm_still_names_line_and_field(tmp_
                      and not ln.startswith(("thread", "warp", "insts")))
     with pytest.raises(TraceFormatError, match=rf"kernel-1.traceg:{first}: mask: does not follow the trace grammar"):
         read_kernel(p)
+
+
+def _jit_globals_from_elsewhere(mod) -> list[str]:
+    """Globals that a compiled kernel of ``mod`` reads as constants but ``mod``'s file does not
+    define (imported from another module)."""
+    import ast
+    import inspect
+    import numbers
+
+    tree = ast.parse(Path(mod.__file__).read_text())
+    own = {n.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+           for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+           for n in ast.walk(t) if isinstance(n, ast.Name)}
+    bad = []
+    for name, obj in vars(mod).items():
+        py = getattr(obj, "py_func", None)
+        if py is None or inspect.getmodule(py) is not mod:
+            continue
+        for g in py.__code__.co_names:
+            v = py.__globals__.get(g)
+            if isinstance(v, (np.ndarray, numbers.Number)) and not isinstance(v, bool) and g not in own:
+                bad.append(f"{name}: {g}")
+    return bad
+
+
+def test_compiled_kernels_read_no_constant_defined_in_another_file():
+    """numba freezes a global's value into the code it caches on disk and invalidates that cache
+    only when the kernel's own file changes: ``_jit`` read ``_DIGIT`` and ``MAX_DEC_DIGITS`` from
+    ``_text``, so an edit of those in ``_text.py`` alone left the compiled parser on the old
+    values for every later run (the numpy parser on the new). Each compiled module must define
+    its constants itself (``_jit`` checks them against ``_text``'s at import)."""
+    from gclsampler.trace import _text
+
+    assert _jit_globals_from_elsewhere(jit) == []
+    assert jit.MAX_DEC_DIGITS == _text.MAX_DEC_DIGITS and np.array_equal(jit._DIGIT, _text._DIGIT)
+    photon_jit = pytest.importorskip("gclsampler._photon_jit")
+    assert _jit_globals_from_elsewhere(photon_jit) == []

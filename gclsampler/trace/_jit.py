@@ -16,10 +16,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from gclsampler.trace._text import _DIGIT  # byte -> digit value (255: not a hex digit), a compile-time constant
-from gclsampler.trace._text import MAX_DEC_DIGITS, tokenize
+from gclsampler.trace import _text
+from gclsampler.trace._text import tokenize
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+
+# Compile-time constants of the kernels below, defined in this file and checked against
+# ``_text``'s. Why not imported from ``_text``: numba freezes a global's value into the machine
+# code it caches on disk, and it invalidates that cache only when this file's own size or mtime
+# changes, so an edit of ``_text.MAX_DEC_DIGITS`` or ``_text._DIGIT`` (a ``git pull`` that does
+# not touch this file) left every later run parsing with the old values from the cache, while
+# the numpy parser used the new ones.
+MAX_DEC_DIGITS = 19
+_DIGIT = np.full(256, 255, dtype=np.uint8)  # byte -> digit value (255: not a hex digit)
+_DIGIT[np.frombuffer(b"0123456789", dtype=np.uint8)] = np.arange(10)
+_DIGIT[np.frombuffer(b"abcdef", dtype=np.uint8)] = np.arange(10, 16)
+_DIGIT[np.frombuffer(b"ABCDEF", dtype=np.uint8)] = np.arange(10, 16)
+if MAX_DEC_DIGITS != _text.MAX_DEC_DIGITS or not np.array_equal(_DIGIT, _text._DIGIT):
+    raise RuntimeError("gclsampler.trace._jit: MAX_DEC_DIGITS or _DIGIT differs from gclsampler.trace._text's; "
+                       "change both files together")
 
 
 @_jit

@@ -80,7 +80,8 @@ MAX_DEC_DIGITS = 19
 """Longest decimal token read: every 19-digit number fits in uint64, so none wraps silently
 (20 digits let ``18446744073709551617`` read as 1)."""
 
-# digit value of each byte for bases up to 16; 255 = not a digit
+# digit value of each byte for bases up to 16; 255 = not a digit (this and MAX_DEC_DIGITS are
+# repeated in _jit.py, which checks they agree: numba's disk cache sees only that file's edits)
 _DIGIT = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789"):
     _DIGIT[_c] = _i
