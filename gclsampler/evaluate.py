@@ -440,6 +440,31 @@ def check_train_overrides(cfg: "EvaluateConfig") -> None:
         check_config(composed)  # the values too: train.lr=-1 failed at the first training, after synthesis
 
 
+def _refuse_other_data(embeddings: Path, root) -> None:
+    """Refuse cached ``embeddings`` whose training run (its ``run.json``) trained on other data
+    than the workload directory ``root`` holds now. Embeddings without a run.json beside them, or
+    from a run that did not record its data (before ``data_digest``), are reused as before.
+
+    Why: ``embeddings=cached`` into an ``out_dir`` whose ``train/`` an earlier run filled, with
+    another ``seed`` (its workloads synthesized again in place), clustered the earlier seed's
+    embeddings without a word: same rows, same kernel names, other traces and ground truth.
+    Why a refusal and not a new training: that would replace the earlier run's models in
+    ``train/``, which the user may still want (and its resume checkpoint refuses other graphs).
+    """
+    from gclsampler.workload import data_digest
+
+    run_json = embeddings.parent / "run.json"
+    try:
+        recorded = json.loads(run_json.read_text()).get("data_digest") if run_json.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded and recorded != data_digest(root):
+        raise EvaluationError(
+            f"{embeddings}: trained on other data than {root} holds now ({run_json}: data_digest; the workload was "
+            "synthesized again since, e.g. with another seed): give a new out_dir (or copy only the runs of this "
+            "data into it) to reuse or train embeddings of this data (embeddings=cached)")
+
+
 def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
                      graph_cache_dir: Path | None = None) -> Callable[[Any], np.ndarray]:
     """Embeddings from the training pipeline (``gclsampler.pipeline.run``) for each workload.
@@ -462,6 +487,7 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
             own = Path(workload.root) / ("paper_embeddings.npy" if paper else "embeddings.npy")
             for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
+                    _refuse_other_data(cand, workload.root)
                     from gclsampler.embeddings import load_embeddings, not_paper_encoder
 
                     emb = load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")

@@ -351,10 +351,11 @@ def _run(cfg: DictConfig, out_dir: Optional[Path], hold: contextlib.ExitStack) -
     timings["post_s"] = round(time.perf_counter() - t, 3)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
 
-    from gclsampler.workload import declared_data_kind
+    from gclsampler.workload import data_digest, declared_data_kind
 
     summary = {
         "workload": str(cfg.workload.name), "workload_dir": str(wdir),
+        "data_digest": data_digest(wdir),  # which data the embeddings are of (evaluate.py embeddings=cached)
         "synthetic": bool(getattr(workload, "synthetic", cfg.workload.get("synthetic", True))),
         "data": declared_data_kind(wdir),  # synthetic / real / "" (unlabelled), as report.md labels it
         "invocations": int(len(inv_to_graph)), "unique_graphs": len(graphs),

@@ -145,6 +145,31 @@ def declared_meta(root: str | Path) -> dict:
     return read_meta(meta_path) if meta_path.is_file() else {}
 
 
+def data_digest(root: str | Path) -> str:
+    """A hash of the files that say which data a workload directory holds: workload.json (what
+    was synthesized or measured: workload, knobs, seed, arch) and profile.csv (its ground truth,
+    which every synthesis seed draws anew).
+
+    Why: ``run.json`` records it, so that ``evaluate.py embeddings=cached`` can tell a trained
+    run of this very data from one of the data a directory held before it was synthesized again
+    (another ``seed`` into the same ``out_dir``), whose embeddings have as many rows and the
+    same kernel names. The traces are not read: their content follows from these two files in
+    a synthesized workload, and hashing them would cost what building the graphs does.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("workload.json", "profile.csv"):
+        f = Path(root) / name
+        h.update(name.encode() + b"\0")
+        if f.is_file():
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
 def read_meta(path: Path) -> dict:
     """``workload.json`` as a dict; anything else is a located ``GclError``, not a traceback."""
     from gclsampler._safe_out import special_input_problem

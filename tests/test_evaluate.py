@@ -557,6 +557,39 @@ def test_gcl_paper_embeddings_are_never_the_projects_encoders(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_cached_embeddings_of_other_data_are_refused_not_clustered(tmp_path):
+    """embeddings=cached into an out_dir whose train/ an earlier run filled, with its workload
+    synthesized again since (another seed: same rows, same kernel names), clustered the earlier
+    data's embeddings without a word. The training run's run.json records its data (data_digest):
+    embeddings of this very data are reused, of other data refused naming the file, and of a run
+    that recorded none (or without a run.json) reused as before."""
+    import json
+    from types import SimpleNamespace
+
+    from gclsampler.evaluate import EvaluateConfig, EvaluationError, default_embed_fn
+    from gclsampler.workload import data_digest
+
+    root = tmp_path / "wl"
+    root.mkdir()
+    (root / "workload.json").write_text(json.dumps({"workload": "toy", "seed": 0}))
+    (root / "profile.csv").write_text("invocation,kernel_name\n0,k\n1,k\n2,k\n")
+    wl = SimpleNamespace(name="toy", root=root, n_invocations=3, arch="turing", data_kind="")
+    run = tmp_path / "out" / "train" / "toy"
+    run.mkdir(parents=True)
+    emb = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.save(run / "embeddings.npy", emb)
+    embed = default_embed_fn(EvaluateConfig(embeddings="cached"), tmp_path / "out")
+    assert np.array_equal(embed(wl), emb)  # no run.json: as before
+    (run / "run.json").write_text(json.dumps({"workload": "toy"}))
+    assert np.array_equal(embed(wl), emb)  # a run from before data_digest
+    (run / "run.json").write_text(json.dumps({"workload": "toy", "data_digest": data_digest(root)}))
+    assert np.array_equal(embed(wl), emb)  # this very data
+    (root / "workload.json").write_text(json.dumps({"workload": "toy", "seed": 1}))  # synthesized again
+    with pytest.raises(EvaluationError, match=r"embeddings.npy: trained on other data than .*wl holds now"):
+        embed(wl)
+    assert np.array_equal(np.load(run / "embeddings.npy"), emb)  # the earlier run's models are left as they were
+
+
 def test_any_member_error_is_exact_on_constant_clusters_and_matches_enumeration():
     from gclsampler.plan import ClusterInfo, Sample, SamplingPlan
     from gclsampler.score import any_member_error
