@@ -741,20 +741,30 @@ def _plot(across, per_run, path: Path, synthetic: bool | str | None, second_run_
     ``second_run_of``: the plan arch whose second run the errors are (``--second-run``); the y
     axis then says so. Why: the figure was the same under both, so one copied out of a
     ``--second-run`` comparison passed second-run errors off as the fitted run's."""
-    from gclsampler.report import _COLORS, _maybe_symlog, _plt, _savefig
+    from gclsampler.report import (_COLORS, _maybe_symlog, _plt, _savefig, infinite_edge,
+                                   mark_infinite_x)
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    # an infinite mean speedup (a plan of sampled time 0) is drawn at the axis edge: as nothing, it looked not run
+    speedups = np.concatenate([per_run["speedup_mean"].to_numpy(dtype=float), across["speedup_mean"].to_numpy(dtype=float)])
+    edge = infinite_edge(speedups)
     for _, a in across.iterrows():
         m = a["method"]
         d = per_run[per_run["method"] == m]
         color = _COLORS.get(m)
-        ax.scatter(d["speedup_mean"], d["error_cycles"], color=color, alpha=0.35, s=14, linewidths=0)
-        ax.errorbar(a["speedup_mean"], a["error_cycles"],
+        su = d["speedup_mean"].to_numpy(dtype=float)
+        inf = np.isposinf(su)
+        ax.scatter(np.where(inf, edge, su), d["error_cycles"], color=color, alpha=0.35, s=14, linewidths=0)
+        x = float(a["speedup_mean"])
+        at_edge = math.isinf(x) and x > 0
+        ax.errorbar(edge if at_edge else x, a["error_cycles"],
                     xerr=0 if not math.isfinite(a["speedup_mean_sd"]) else a["speedup_mean_sd"],
                     yerr=0 if not math.isfinite(a["error_cycles_sd"]) else a["error_cycles_sd"],
-                    fmt="o", color=color, ecolor=color, capsize=3, label=m, markeredgecolor="k", markeredgewidth=0.4)
+                    fmt=">" if at_edge else "o", color=color, ecolor=color, capsize=3, label=m,
+                    markeredgecolor="k", markeredgewidth=0.4, markersize=8 if at_edge else 6)
     ax.set_xscale("log")
+    mark_infinite_x(ax, edge, speedups)
     from matplotlib.ticker import FuncFormatter
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

@@ -130,6 +130,33 @@ def infinite_speedup_note(*speedups) -> list[str]:
     return [INFINITE_SPEEDUP_NOTE, ""] if has_infinite_speedup(*speedups) else []
 
 
+INFINITE_LABEL = "∞: speedup inf (sampled time 0), drawn past the highest finite speedup"
+"""The legend entry of an infinite speedup in a plot; drawn as nothing, it looked like a method not run."""
+
+INFINITE_MARKER = {"marker": ">", "s": 70, "edgecolors": "k", "linewidths": 0.6, "zorder": 3}
+"""How a point at an infinite speedup is drawn on a speedup axis: a triangle pointing off the axis."""
+
+
+def infinite_edge(speedups) -> float:
+    """Where an infinite speedup is drawn on a log speedup axis: 4x past the largest finite one
+    (10x when none is finite), so it stands apart from every measured value."""
+    v = np.asarray(speedups, dtype=np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(v.max()) * 4.0 if v.size else 10.0
+
+
+def mark_infinite_x(ax, edge: float, speedups) -> None:
+    """On a log speedup x axis holding points drawn at ``edge`` (``INFINITE_MARKER``): a dotted
+    line there, "∞" beside it and a legend entry, so the points do not read as speedup ``edge``."""
+    if not has_infinite_speedup(speedups):
+        return
+    ax.axvline(edge, color="0.5", ls=":", lw=1)
+    ax.text(edge, 0.98, " ∞", transform=ax.get_xaxis_transform(), ha="left", va="top", fontsize=11)
+    ax.scatter([], [], color="0.7", label=INFINITE_LABEL, **INFINITE_MARKER)
+    lo, _ = ax.get_xlim()
+    ax.set_xlim(lo, edge * 2.0)
+
+
 def _methods(df) -> list[str]:
     return sorted(df["method"].unique(), key=method_sort_key)
 
@@ -153,11 +180,18 @@ def plot_speedup_vs_error(summary, path: Path, arch: str, synthetic: bool = Fals
     plt = _plt()
     df = summary[summary["arch"] == arch]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    edge = infinite_edge(df["speedup_mean"])
     for m in _methods(df):
         d = df[df["method"] == m]
-        ax.scatter(d["speedup_mean"], d["error_cycles"], label=m, color=_COLORS.get(m), alpha=0.8,
+        su, err = d["speedup_mean"].to_numpy(dtype=np.float64), d["error_cycles"].to_numpy(dtype=np.float64)
+        inf = np.isposinf(su)
+        ax.scatter(su[~inf], err[~inf], label=m, color=_COLORS.get(m), alpha=0.8,
                    edgecolors="k", linewidths=0.4, s=36)
+        if inf.any():
+            ax.scatter(np.full(int(inf.sum()), edge), err[inf], color=_COLORS.get(m), alpha=0.8,
+                       **INFINITE_MARKER)
     ax.set_xscale("log")
+    mark_infinite_x(ax, edge, df["speedup_mean"])
     ax.set_xlabel("speedup (×, log scale; arithmetic mean over seeds)")
     ax.set_ylabel("cycle error (%)" + _maybe_symlog(ax, df["error_cycles"]))
     ax.set_title(f"speedup vs error per workload ({arch})")
@@ -185,16 +219,28 @@ def plot_per_workload_bars(summary, path_error: Path, path_speedup: Path | None,
             outs.append(None)
             continue
         fig, ax = plt.subplots(figsize=(max(6.4, 0.9 * len(workloads) + 2), 4.2))
+        edge = infinite_edge(df[col]) if log else math.nan
         for j, m in enumerate(methods):
             d = df[df["method"] == m].set_index("workload")
             vals = np.array([float(d.loc[w, col]) if w in d.index else np.nan for w in workloads])
+            at = x + (j - (len(methods) - 1) / 2) * width
             if log:
                 vals = np.where(vals > 0, vals, np.nan)
-            ax.bar(x + (j - (len(methods) - 1) / 2) * width, vals, width, label=m, color=_COLORS.get(m))
+                inf = np.isposinf(vals)
+                if inf.any():  # was drawn as nothing, like a method not run (and matplotlib warned)
+                    ax.bar(at[inf], np.full(int(inf.sum()), edge), width, color="none",
+                           edgecolor=_COLORS.get(m) or "k", hatch="//", linewidth=0.8)
+                    for xi in at[inf]:
+                        ax.text(xi, edge, "∞", ha="center", va="bottom", fontsize=10)
+                    vals = np.where(inf, np.nan, vals)
+            ax.bar(at, vals, width, label=m, color=_COLORS.get(m))
         ax.set_xticks(x, workloads, rotation=30, ha="right")
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("log")
+            if has_infinite_speedup(df[col]):
+                ax.set_ylim(top=edge * 3)
+                ax.bar([np.nan], [np.nan], color="none", edgecolor="k", hatch="//", label=INFINITE_LABEL)
         else:
             ax.set_ylabel(ylabel + _maybe_symlog(ax, df[col]))
         ax.set_title(f"{ylabel.split(' (')[0]} per workload ({arch})")

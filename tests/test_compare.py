@@ -833,3 +833,36 @@ def test_a_cross_arch_mean_that_skips_a_workload_without_cycles_says_so(tmp_path
     gcl = text.split("### gcl\n")[1].split("###")[0]
     avg = next(line for line in gcl.splitlines() if line.startswith("| **AVG**"))
     assert "2.00 (1 of 2 workloads)" in avg
+
+
+def test_an_infinite_mean_speedup_is_drawn_at_the_plot_edge(tmp_path, monkeypatch):
+    """compare's plot left a method whose mean speedup is inf (a plan of sampled time 0) out, its
+    dot and its mean, as if it had not run; they are drawn past the highest finite speedup,
+    marked "∞", with a legend entry saying what that is."""
+    import warnings
+
+    from gclsampler import report
+
+    figs = []
+
+    def fake(fig, path, synthetic=False, legend_of=None):
+        legend_of.legend()
+        figs.append(fig)
+        return path
+
+    monkeypatch.setattr(report, "_savefig", fake)
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 2.0, ("w2", "pka"): 3.0}
+    df = _rows(errs)
+    df.loc[(df["workload"] == "w1") & (df["method"] == "gcl") & (df["arch"] == "turing"), "speedup"] = np.inf
+    runs = [load_run(_write(tmp_path, "a", df)), load_run(_write(tmp_path, "b", _rows(errs, seed=1)))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_comparison(runs, tmp_path / "o")
+    ax = figs[0].axes[0]
+    edge = 40.0  # 4x the highest finite speedup (10)
+    gcl_mean = [ln for ln in ax.lines if ln.get_marker() == ">"]
+    assert [ln.get_xdata()[0] for ln in gcl_mean] == [edge]  # gcl's mean over runs (inf), at the edge
+    dots = np.concatenate([c.get_offsets()[:, 0] for c in ax.collections if len(c.get_offsets())])
+    assert edge in dots and np.isfinite(dots).all()  # run a's gcl dot too
+    assert any(t.get_text().strip() == "∞" for t in ax.texts)
+    assert report.INFINITE_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]

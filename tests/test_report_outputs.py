@@ -361,3 +361,41 @@ def test_cluster_table_cells_keep_the_table_whole():
         cell = row.split("0: `", 1)[1].split("`", 1)[0]
         shown = name.replace("|", "\\|")
         assert cell == (shown if len(shown) <= 48 else shown[:47] + "…")
+
+
+def test_an_infinite_speedup_is_drawn_at_the_edge_not_left_out(captured):
+    """A plan of sampled time 0 has speedup inf: the speedup bars and the speedup-vs-error scatter
+    drew nothing for it, as for a method not run, and matplotlib warned ("invalid value
+    encountered"). It is drawn past the highest finite speedup, marked "∞", with a legend entry."""
+    import warnings
+
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0, ("w1", "pka"): 2.0, ("w2", "pka"): 3.0}, speedup=10.0)
+    s = df[df["arch"] == "turing"].assign(speedup_mean=lambda d: d["speedup"])
+    s.loc[(s["workload"] == "w1") & (s["method"] == "gcl"), "speedup_mean"] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report.plot_speedup_vs_error(s, "sve.png", "turing")
+        report.plot_per_workload_bars(s, "err.png", "su.png", "turing")
+    edge = report.infinite_edge(s["speedup_mean"])
+    assert edge == 40.0
+    (scatter, _, _), _, (bars, _, _) = captured
+    ax = scatter.axes[0]
+    at_edge = [c for c in ax.collections if len(c.get_offsets()) and np.allclose(c.get_offsets()[:, 0], edge)]
+    assert [c.get_offsets()[:, 1].tolist() for c in at_edge] == [[1.0]]  # gcl's point on w1, at its error
+    assert ax.get_xlim()[1] > edge and any(t.get_text().strip() == "∞" for t in ax.texts)
+    assert report.INFINITE_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]
+    ax = bars.axes[0]
+    hatched = [p for p in ax.patches if p.get_hatch() == "//" and np.isfinite(p.get_height())]
+    assert len(hatched) == 1 and hatched[0].get_height() == pytest.approx(edge)
+    assert ax.get_ylim()[1] > edge and [t.get_text() for t in ax.texts] == ["∞"]
+    assert report.INFINITE_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]
+    # no infinite speedup: no mark, no legend entry
+    captured.clear()
+    plain = s.assign(speedup_mean=10.0)
+    report.plot_speedup_vs_error(plain, "sve.png", "turing")
+    report.plot_per_workload_bars(plain, "err.png", "su.png", "turing")
+    for fig, _, _ in captured:
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert report.INFINITE_LABEL not in labels and not fig.axes[0].texts
