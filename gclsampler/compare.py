@@ -59,6 +59,14 @@ class EvaluationRun:
     second_run: bool = False  # plan-arch errors are the second run's (``on_second_run``)
 
 
+def errors_on(run: EvaluationRun) -> str:
+    """The ``errors_on`` cell of compare's CSVs: ``second_run`` when the run's plan-arch errors
+    (``error_cycles``, and every count made from them) are its second run's (``on_second_run``),
+    else ``fitted_run``. Why: under ``--second-run`` compare.csv's ``error_cycles`` held second-run
+    errors under the fitted run's column name, and nothing in the file said so."""
+    return "second_run" if run.second_run else "fitted_run"
+
+
 def on_second_run(run: EvaluationRun) -> EvaluationRun:
     """The run with each plan-arch row's cycle error replaced by the same plan's error on the
     second run of that arch (``error_cycles_rerun``), so that every table, head-to-head count and
@@ -581,7 +589,7 @@ def per_run_table(runs: Sequence[EvaluationRun], workloads: list[str], methods: 
                 return float(v.mean()) if len(v) else math.nan
             rows.append({
                 "run": r.label, "seed": r.seed, "data": data, "method": m, "arch": plan_arch,
-                "error_cycles": mean_of("error_cycles"),
+                "errors_on": errors_on(r), "error_cycles": mean_of("error_cycles"),
                 "worst_error": float(worst["error_cycles"]) if worst is not None else math.nan,
                 "worst_workload": str(worst["workload"]) if worst is not None else "",
                 "error_cross_arch": float(cross["error_cycles"].mean()) if len(cross) else math.nan,
@@ -691,6 +699,7 @@ def per_workload_table(runs: Sequence[EvaluationRun], workloads: list[str], meth
     out = out.reset_index()
     rows = pd.concat([main_rows(r, workloads, methods) for r in runs], ignore_index=True)
     out.insert(2, "data", out["workload"].map({w: data_of(d) for w, d in rows.groupby("workload", sort=False)}))
+    out.insert(3, "errors_on", "+".join(dict.fromkeys(errors_on(r) for r in runs)))  # load_runs scores all alike
     out["workload"] = pd.Categorical(out["workload"], categories=workloads, ordered=True)
     out["method"] = pd.Categorical(out["method"], categories=methods, ordered=True)
     return out.sort_values(["workload", "method"]).astype({"workload": str, "method": str}).reset_index(drop=True)
@@ -707,6 +716,7 @@ def head_to_head(runs: Sequence[EvaluationRun], workloads: list[str], methods: l
     for r, s in zip(runs, _summaries_of(runs, workloads, methods, summaries)):
         c = head_to_head_counts(s, reference, r.results["plan_arch"].iloc[0], methods)
         c.insert(0, "reference", reference)
+        c.insert(0, "errors_on", errors_on(r))
         c.insert(0, "data", data_of(main_rows(r, workloads, methods)))
         c.insert(0, "seed", r.seed)
         c.insert(0, "run", r.label)

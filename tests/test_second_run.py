@@ -323,3 +323,22 @@ def test_a_wall_time_second_run_is_scored_on_its_times(tmp_path):
     df2 = pd.DataFrame(evaluate_workload(w2, fit_methods(w2, ["sieve"], {}), ["turing"]))
     text2 = write_report(df2, tmp_path / "out2", plots=False).read_text()
     assert "## Error on a second run of turing" in text2 and "on measured time (`time_ns`)\n\nEach plan" not in text2
+
+
+def test_compare_csvs_say_which_run_their_errors_are_scored_on(tmp_path):
+    """Under --second-run compare.csv's error_cycles held the second run's errors under the
+    fitted run's column name, and nothing in the file said so: a CSV read apart from compare.md
+    passed them off as the fitted run's. Every CSV now has an errors_on column."""
+    from test_compare import _cli
+
+    runs = _runs_with_second_run(tmp_path, lambda rows, seed: rows["error_cycles"] + 1.0 + seed)
+    for flag, out, on in ((["--second-run"], "again", "second_run"), ([], "fitted", "fitted_run")):
+        r = _cli(*runs, "--out", tmp_path / out, "--no-plots", *flag)
+        assert r.returncode == 0, r.stderr
+        per = pd.read_csv(tmp_path / out / "compare.csv")
+        assert per["errors_on"].tolist() == [on] * len(per) and len(per) == 4
+        assert list(per.columns[per.columns.get_loc("errors_on"):][:2]) == ["errors_on", "error_cycles"]
+        gcl = per.loc[per["method"] == "gcl", "error_cycles"].tolist()
+        assert gcl == pytest.approx([3.0, 4.0] if on == "second_run" else [2.0, 2.0])
+        for name in ("compare_workloads.csv", "compare_head_to_head.csv"):
+            assert set(pd.read_csv(tmp_path / out / name)["errors_on"]) == {on}, name
