@@ -788,20 +788,22 @@ def _plot(across, per_run, path: Path, synthetic: bool | str | None, second_run_
 
 
 def _head_to_head_section(runs, h2h, reference: str, others: list[str], plan_arch: str) -> list[str]:
-    from gclsampler.report import H2H_CHANCE_TEXT, _md_table, h2h_cell
+    from gclsampler.report import H2H_CHANCE_TEXT, H2H_OVER_TEXT, _md_table, h2h_cell
 
     lines = ["", f"## `{reference}` head to head", "",
              f"Workloads on which `{reference}` has lower / equal / higher {plan_arch} cycle error than each method, "
              f"per run (equal: within {TIE:g} points, e.g. both 0 % on a census or a workload of one kernel per "
-             "cluster). " + H2H_CHANCE_TEXT, ""]
+             "cluster). " + H2H_CHANCE_TEXT
+             + (" " + H2H_OVER_TEXT + " The all-runs row counts the workloads of every run."
+                if (h2h["n_workloads"] < h2h["of_workloads"]).any() else ""), ""]
     rows = []
     for r in runs:
         d = h2h[h2h["run"] == r.label].set_index("method")
         rows.append([r.label] + [h2h_cell(d.loc[m]) for m in others])
     # a NaN chance count in any run leaves the total NaN, so it is not shown
-    tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher", "n_workloads", "max_lower", "expected_lower",
-                                             "expected_tie", "expected_higher", "dominates", "dominated"]
-                                            ].sum(min_count=len(runs))
+    tot = h2h.groupby("method", sort=False)[["lower", "tie", "higher", "n_workloads", "of_workloads", "max_lower",
+                                             "expected_lower", "expected_tie", "expected_higher", "dominates",
+                                             "dominated"]].sum(min_count=len(runs))
     rows.append(["**all runs**"] + [h2h_cell(tot.loc[m]) for m in others])
     lines += _md_table(["run"] + [f"vs {m}" for m in others], rows).split("\n")
     return lines

@@ -484,9 +484,14 @@ def _rerun_table(summary, arch: str, on: str = "cycles") -> str | None:
 
 
 def h2h_cell(row) -> str:
-    """``lower / equal / higher``, then what chance expects when every spread is known, then the
-    most the reference could be lower on when the rival is exact somewhere."""
+    """``lower / equal / higher``, then "(over k of n workloads)" when both methods have an error on
+    fewer than all the table's workloads (a rival not run on some: the counts summed to k, and the
+    cell did not say so), then what chance expects when every spread is known, then the most the
+    reference could be lower on when the rival is exact somewhere."""
     text = f"{int(row['lower'])} / {int(row['tie'])} / {int(row['higher'])}"
+    n, of = row.get("n_workloads", float("nan")), row.get("of_workloads", float("nan"))
+    if np.isfinite(n) and np.isfinite(of) and n < of:  # the rival not run (or not scored) on some: said, as AVG does
+        text += f" (over {int(n)} of {int(of)} workloads)"
     exp = [row.get(k, float("nan")) for k in ("expected_lower", "expected_tie", "expected_higher")]
     if all(np.isfinite(exp)):
         text += f" (chance {exp[0]:.1f} / {exp[1]:.1f} / {exp[2]:.1f})"
@@ -510,13 +515,20 @@ H2H_CHANCE_TEXT = ("In brackets, what chance alone would give: if each plan's er
                    "The other workloads are trade-offs, such as a lower error bought by simulating more.")
 
 
+H2H_OVER_TEXT = ("\"Over k of n workloads\": the two methods both have an error on k of the table's n workloads "
+                 "only (the rival, or the reference, did not run or has no cycle error on the others), so the "
+                 "counts sum to k.")
+"""Said under a head-to-head table where a cell counts over fewer workloads than the table has."""
+
+
 def _head_to_head_table(summary, arch: str, reference: str = "gcl") -> str | None:
     """The reference method against every other, on ``arch``: observed and chance counts."""
     methods = _methods(summary)
     if reference not in methods or len(methods) < 2:
         return None
     c = head_to_head_counts(summary, reference, arch, methods)
-    return _md_table(["method", f"`{reference}` lower / equal / higher"],
+    over = H2H_OVER_TEXT + "\n\n" if (c["n_workloads"] < c["of_workloads"]).any() else ""
+    return over + _md_table(["method", f"`{reference}` lower / equal / higher"],
                      [[r["method"], h2h_cell(r)] for _, r in c.iterrows()])
 
 

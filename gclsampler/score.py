@@ -342,7 +342,8 @@ def chance_at_least(p_lower, k: int) -> float:
 def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[str] | None = None,
                         at_least: int | None = None):
     """Per rival of ``reference`` on ``arch`` (rows of ``summarize``): the workloads where the
-    reference's cycle error is lower, equal (within ``TIE``) or higher, and the counts that
+    reference's cycle error is lower, equal (within ``TIE``) or higher (``n_workloads``: on how many
+    both have an error, of the ``of_workloads`` with any row on ``arch``), and the counts that
     ``chance_lower`` expects from both plans' ``spread_sd`` (NaN unless every workload has both
     spreads). Ties are their own column because a census and a workload of one kernel per cluster
     give 0 % to every method that simulates them whole (not pka, whose 5 % rule may merge 3mm's
@@ -378,13 +379,14 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
     if "speedup_mean" in s.columns:
         su = (s.pivot_table(index="workload", columns="method", values="speedup_mean", aggfunc="first", dropna=False)
               .reindex(index=e.index, columns=e.columns))
+    n_all = int(s["workload"].nunique())  # the table's workloads: a rival not run on some counts over fewer
     rows = []
     for other in methods:
         if other == reference:
             continue
         diff = (e[reference] - e[other]).to_numpy(dtype=np.float64)
         row = {"method": other, "lower": int((diff < -TIE).sum()), "tie": int((np.abs(diff) <= TIE).sum()),
-               "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum()),
+               "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum()), "of_workloads": n_all,
                "max_lower": int((np.isfinite(diff) & (np.abs(e[other].to_numpy(dtype=np.float64)) > TIE)).sum())}
         if sd is not None:
             lo, eq, hi = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
@@ -402,7 +404,7 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
                 e[reference].to_numpy(dtype=np.float64), su[reference].to_numpy(dtype=np.float64),
                 e[other].to_numpy(dtype=np.float64), su[other].to_numpy(dtype=np.float64))
         rows.append(row)
-    columns = ["method", "lower", "tie", "higher", "n_workloads", "max_lower",
+    columns = ["method", "lower", "tie", "higher", "n_workloads", "of_workloads", "max_lower",
                "expected_lower", "expected_tie", "expected_higher", "dominates", "dominated"]
     return pd.DataFrame(rows, columns=columns + (["chance_at_least"] if at_least is not None else []))
 

@@ -169,3 +169,54 @@ def test_counts_without_speedup_have_no_pareto_column():
     assert np.isnan(c["dominates"]) and np.isnan(c["dominated"])
     c = head_to_head_counts(s.assign(speedup_mean=[4.0, 2.0]), "gcl", "turing").iloc[0]
     assert (c["dominates"], c["dominated"]) == (1.0, 0.0)
+
+
+def test_a_head_to_head_cell_over_fewer_workloads_says_over_how_many(tmp_path):
+    """A rival not run on some workloads was counted over the others only: "1 / 0 / 1" over 2 of
+    3 workloads read as a count over all 3 (the AVG rows say "(k of n workloads)"). The cell says
+    "(over k of n workloads)" for every k < n, and nothing when k = n."""
+    from gclsampler import report
+    from gclsampler.report import write_report
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w3", "gcl"): 9.0, ("w1", "pka"): 2.0, ("w2", "pka"): 1.0,
+                ("w1", "sieve"): 2.0, ("w2", "sieve"): 2.0, ("w3", "sieve"): 2.0})
+    text = write_report(df, tmp_path / "r", plots=False, unavailable=[("w3", "pka", "no launch trace")]).read_text()
+    section = text.split("## `gcl` head to head, turing", 1)[1].split("\n## ", 1)[0]
+    assert "| pka | 1 / 0 / 1 (over 2 of 3 workloads); Pareto 1 / 1 |" in section
+    assert "| sieve | 1 / 0 / 2; Pareto 1 / 2 |" in section  # all 3: no note
+    assert report.H2H_OVER_TEXT in section
+    from gclsampler.score import summarize
+
+    c = head_to_head_counts(summarize(df[(df["workload"] != "w3") | (df["method"] != "pka")]), "gcl",
+                            "turing").set_index("method")
+    assert (c.loc["pka", "n_workloads"], c.loc["pka", "of_workloads"]) == (2, 3)
+    full = write_report(df[df["method"] != "pka"], tmp_path / "r2", plots=False).read_text()
+    assert "workloads)" not in full.split("head to head", 1)[1].split("\n## ", 1)[0] and report.H2H_OVER_TEXT not in full
+
+
+def test_compare_head_to_head_cell_says_over_how_many_workloads(tmp_path):
+    """compare.md's head-to-head cells, per run and summed, say it as report.md's do: a workload
+    without cycle counts (a wall-time profile) has no error for any method, so every count is over
+    the others."""
+    from gclsampler.compare import load_run, write_comparison
+    from gclsampler import report
+    from test_compare import _rows, _write
+
+    errs = {("w1", "gcl"): 1.0, ("w2", "gcl"): 3.0, ("w3", "gcl"): 1.0,
+            ("w1", "pka"): 2.0, ("w2", "pka"): 1.0, ("w3", "pka"): 2.0}
+    runs = []
+    for seed in (0, 1):
+        df = _rows(errs, seed=seed)
+        df.loc[df["workload"] == "w3", "error_cycles"] = np.nan
+        runs.append(load_run(_write(tmp_path, f"s{seed}", df)))
+    text = write_comparison(runs, tmp_path / "o", plots=False).read_text()
+    section = text.split("head to head", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| s") or ln.startswith("| **all")]
+    assert [ln.split(" | ")[1].split(";")[0].rstrip(" |") for ln in rows] == [
+        "1 / 0 / 1 (over 2 of 3 workloads)", "1 / 0 / 1 (over 2 of 3 workloads)", "2 / 0 / 2 (over 4 of 6 workloads)"]
+    assert report.H2H_OVER_TEXT in section
+    import pandas as pd
+
+    h2h = pd.read_csv(tmp_path / "o" / "compare_head_to_head.csv")
+    assert h2h[["n_workloads", "of_workloads"]].values.tolist() == [[2, 3], [2, 3]]
