@@ -55,6 +55,7 @@ def run_targets(summary, per_run, arch: str) -> dict:
         "mean": float(gcl["error_cycles"]),
         "worst": (float(gcl["worst_error"]), str(gcl["worst_workload"])),
         "lower": {m: (int(h2h.loc[m, "lower"]), int(h2h.loc[m, "max_lower"])) for m in RIVALS},
+        "over": {m: (int(h2h.loc[m, "n_workloads"]), int(h2h.loc[m, "of_workloads"])) for m in RIVALS},
         "chance": {m: float(h2h.loc[m, "chance_at_least"]) for m in RIVALS},
         "speedup": (float(gcl["speedup_mean"]), float(pka["speedup_mean"])),
         "front": (int(on_front.sum()), int(len(on_front))),
@@ -96,6 +97,13 @@ def _pct(x: float) -> str:
     return f"{x:.2f}" if np.isfinite(x) else "n/a"
 
 
+def _lower_cell(lower: int, n: int, of: int) -> str:
+    """A head-to-head count, with "(over k of n)" when it was counted on k < n workloads (a
+    workload without cycle counts has no error to compare), as report.md's and compare.md's
+    head-to-head cells say it: a bare count read as one over every workload."""
+    return f"{lower} (over {n} of {of})" if n < of else str(lower)
+
+
 def _holds(values: list[float], limit: float) -> int | str:
     """On how many runs ``value <= limit``; a run without a value (NaN) is named apart, not
     counted as a miss: a target it was never measured on did not fail there."""
@@ -120,7 +128,8 @@ def target_rows(per_run: list[dict]) -> list[tuple[str, list[str], int | str]]:
     for m in RIVALS:
         most = max(t["lower"][m][1] for t in per_run)
         rows.append((f"lower than {m} on ≥ {LOWER_ON} (at most {most} possible)",
-                     [str(t["lower"][m][0]) for t in per_run], sum(t["lower"][m][0] >= LOWER_ON for t in per_run)))
+                     [_lower_cell(t["lower"][m][0], *t["over"][m]) for t in per_run],
+                     sum(t["lower"][m][0] >= LOWER_ON for t in per_run)))
         chance = [t["chance"][m] for t in per_run]
         rows.append((f"chance of ≥ {LOWER_ON} lower than {m}, from the spreads", [_percent(p) for p in chance],
                      f"mean {_percent(float(np.mean(chance)))}"))

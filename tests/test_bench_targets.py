@@ -177,3 +177,20 @@ def test_a_speedup_miss_that_one_decimal_hides_is_printed_with_more(tmp_path, ca
     lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
              if line.startswith("| ")}
     assert "| 9.996 / 10.000× | 10.0 / 10.0× | 1 of 2 |" in lines["speedup ≥ pka's (gcl / pka)"]
+
+
+def test_a_count_over_fewer_workloads_says_over_how_many(tmp_path, capsys):
+    """A workload without cycle counts has no error for any method, so "lower than pka" counted
+    over the other 9 of 10 and printed a bare 9, as if over all 10; report.md and compare.md say
+    "(over k of n workloads)" in the same cells."""
+    targets = _bench_module("targets")
+    runs = []
+    for s in (0, 1):
+        df = _rows(_run({}), seed=s)
+        if s == 0:
+            df.loc[df["workload"] == "w9", "error_cycles"] = np.nan
+        runs.append(_write(tmp_path, f"s{s}", df))
+    assert targets.main([str(p) for p in runs]) == 0
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| ")}
+    assert "| 9 (over 9 of 10) | 10 | 2 of 2 |" in lines["lower than pka on ≥ 8 (at most 10 possible)"]
