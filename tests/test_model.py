@@ -75,6 +75,49 @@ def test_fast_equals_pyg_reference_outputs_and_grads(mix, bases):
         torch.testing.assert_close(p.grad, ref_grads[name], rtol=1e-3, atol=1e-4, msg=name)
 
 
+def _degenerate_graphs() -> list:
+    """A batch's worth of the graphs a trace can give besides the usual: one whose control-flow
+    edges are gone (isolated instruction nodes), one with read/write edges only (relations 0 and 3
+    without an edge), and one without nodes (a header-only trace), between ordinary ones."""
+    rng = np.random.default_rng(7)
+    isolated = random_graph(rng, 2, 6)
+    keep = isolated.edge_type != 0
+    isolated.edge_index, isolated.edge_type = isolated.edge_index[:, keep], isolated.edge_type[keep]
+    two_relations = random_graph(rng, 1, 5)
+    keep = (two_relations.edge_type == 1) | (two_relations.edge_type == 2)
+    two_relations.edge_index, two_relations.edge_type = two_relations.edge_index[:, keep], two_relations.edge_type[keep]
+    empty = random_graph(rng, 1, 2)
+    for k in ("node_type", "token", "warp"):
+        empty[k] = empty[k][:0]
+    empty.pc, empty.stats = empty.pc[:0], empty.stats[:0]
+    empty.edge_index, empty.edge_type = empty.edge_index[:, :0], empty.edge_type[:0]
+    empty.n_warps, empty.num_nodes = torch.tensor([0]), 0
+    return [random_graph(rng, 1, 4), isolated, empty, two_relations, random_graph(rng, 2, 3)]
+
+
+@pytest.mark.parametrize("mix,bases", [("never", 2), ("always", 2), ("never", None)])
+def test_fast_equals_pyg_on_isolated_nodes_edgeless_relations_and_empty_graphs(mix, bases):
+    """The fast conv's typed means must give an isolated node (or a relation without edges) no
+    message, as PyG's mean over no neighbours does, and a graph without nodes the zero vector."""
+    graphs = _degenerate_graphs()
+    batch = Batch.from_data_list(graphs)
+    ref = make("pyg", "never", bases)
+    fast = make("fast", mix, bases, seed=1)
+    fast.load_state_dict(pyg_to_fast_state(ref.state_dict()))
+    z_ref, p_ref = ref(batch)
+    z_fast, p_fast = fast(batch)
+    torch.testing.assert_close(z_fast, z_ref, rtol=1e-4, atol=1e-5)
+    assert not z_fast[2, :-8].any()  # the empty graph: nothing pooled, only its size vector
+    (p_ref.square().sum() + z_ref.sum()).backward()
+    (p_fast.square().sum() + z_fast.sum()).backward()
+    ref_grads = pyg_to_fast_state({k: v.grad for k, v in ref.named_parameters()})
+    for name, p in fast.named_parameters():
+        torch.testing.assert_close(p.grad, ref_grads[name], rtol=1e-3, atol=1e-4, msg=name)
+    # each graph alone embeds as it does in the batch (no message crosses into the empty graph's neighbours)
+    for i, g in enumerate(graphs):
+        torch.testing.assert_close(fast.embed(Batch.from_data_list([g]))[0], fast.embed(batch)[i], rtol=1e-5, atol=1e-6)
+
+
 def test_bf16_autocast_runs_only_the_conv_gemm_in_bf16():
     """train.precision=bf16: the fast conv's output is float32 and close to the fp32 one."""
     batch = Batch.from_data_list(random_graphs(4, seed=2))
