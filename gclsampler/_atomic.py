@@ -66,8 +66,12 @@ def _named(exc: OSError, path: Path, tmp: str | None) -> OSError | None:
         where = os.fsdecode(where) if isinstance(where, (str, bytes)) else str(where)
         if tmp is not None and (where == tmp or where.startswith(tmp + os.sep)):
             name = str(path) + where[len(tmp):]
-        elif os.path.dirname(where) == str(path.parent) and os.path.basename(where).startswith(f".{path.name}."):
-            name = str(path)  # mkstemp's own name, before ``tmp`` was known
+        elif (os.path.abspath(os.path.dirname(where)) == os.path.abspath(path.parent)
+              and os.path.basename(where).startswith(f".{path.name}.")):
+            # mkstemp's own name, before ``tmp`` was known. Compared as absolute paths: mkstemp
+            # names its file absolutely, so `--out rom/plan.json` in a read-only directory printed
+            # the hidden /abs/rom/.plan.json.x1y2.tmp instead of the name the user gave
+            name = str(path)
         else:
             return None
     return OSError(exc.errno, exc.strerror, name)

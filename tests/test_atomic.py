@@ -76,6 +76,22 @@ def test_a_temp_file_that_cannot_be_created_names_the_output(tmp_path, monkeypat
     assert info.value.filename == str(out)
 
 
+def test_a_temp_file_that_cannot_be_created_names_a_relative_output(tmp_path, monkeypatch):
+    """mkstemp names the file it could not create absolutely, whatever ``dir`` it was given."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ro").mkdir()
+    out = "ro/plan.json"
+
+    def refused(prefix, suffix, dir):  # CPython: os.path.abspath(os.path.join(dir, name))
+        raise OSError(errno.EROFS, "Read-only file system", os.path.abspath(os.path.join(dir, prefix + "ab12cd" + suffix)))
+
+    monkeypatch.setattr("gclsampler._atomic.tempfile.mkstemp", refused)
+    with pytest.raises(OSError) as info:
+        write_text_atomic(out, "x")
+    assert info.value.filename == out
+    assert _guard.os_error_text(info.value) == f"{out}: Read-only file system"
+
+
 def test_an_input_error_inside_the_block_keeps_its_own_file_name(tmp_path):
     missing = tmp_path / "no-such-input.csv"
     with pytest.raises(FileNotFoundError) as info, atomic_path(tmp_path / "out.csv"):
