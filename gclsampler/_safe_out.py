@@ -55,7 +55,10 @@ DERIVED = frozenset({".graph-cache"})
 TRACES = "kernel-<id>.traceg*"
 """How ``wrote`` lists a directory's kernel traces: a workload of 10^5 launches would
 otherwise put 10^5 names into a marker read by every later output check."""
-_TRACE_NAME = re.compile(r"kernel-[0-9]+\.traceg(\.[a-z]+)?")
+_TRACE_NAME = re.compile(r"kernel-[0-9]+\.traceg(?:\.gz|\.xz|\.zst)?")
+"""The trace names ``TRACES`` stands for: those a command writes (plain or compressed as
+``trace.reader.COMPRESSED_SUFFIXES``). Why not any ending: a user's ``kernel-2.traceg.bak``
+(a trace kept before editing it for Accel-Sim) passed for an output and a rerun deleted it."""
 
 
 class OutputError(GclError):

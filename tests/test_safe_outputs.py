@@ -448,6 +448,25 @@ def test_a_marker_from_before_its_list_still_protects_what_the_user_added(tmp_pa
     assert claim_dir(tmp_path / "run", "train")  # write-into commands list nothing and keep working
 
 
+def test_a_users_copy_of_a_trace_is_not_taken_for_an_output(tmp_path):
+    """The marker lists traces as a pattern: a user's kernel-2.traceg.bak beside the export's
+    kernel-2.traceg matched it, and exporting again deleted it without a word."""
+    from gclsampler._safe_out import check_out_dir
+    from gclsampler.trace.reader import COMPRESSED_SUFFIXES
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".gclsampler-output").write_text(json.dumps({"command": "trace export-accelsim",
+                                                         "wrote": ["kernelslist.g", "kernel-<id>.traceg*"]}))
+    for name in ["kernelslist.g", "kernel-2.traceg", *(f"kernel-{i}.traceg{s}" for i, s in
+                                                       enumerate(COMPRESSED_SUFFIXES, 3))]:
+        (out / name).write_text("x")
+    assert check_out_dir(out, "trace export-accelsim") == out  # every name a command writes
+    (out / "kernel-2.traceg.bak").write_text("my copy")
+    with pytest.raises(OutputError, match=r"kernel-2.traceg.bak: not written by `gclsampler trace export-accelsim`"):
+        check_out_dir(out, "trace export-accelsim")
+
+
 def test_runs_from_before_the_marker_are_recognised(tmp_path):
     from gclsampler._safe_out import written_by
 
