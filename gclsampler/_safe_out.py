@@ -255,7 +255,27 @@ def check_out_file(out: str | os.PathLike, kind: str,
     if out.exists() and not _looks_like(out, kind):
         raise OutputError(f"{out}: exists and is not a {kind} file gclsampler wrote; not replaced "
                           "(remove it yourself or choose another --out)")
+    where = _nearest_dir(out.parent)
+    if where is not None and not os.access(where, os.W_OK | os.X_OK):
+        # found before the work, not after it: `sample gcl` fitted for minutes, then could not save
+        why = "a read-only filesystem" if _read_only_fs(where) else "no write permission"
+        raise OutputError(f"{out}: cannot be written: {where} is not writable ({why}); choose another --out")
     return out
+
+
+def _nearest_dir(path: Path) -> Path | None:
+    """``path`` or its nearest existing ancestor (what the write would make its parents in)."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return p
+    return None
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
 
 
 def foreign_entries(cache: Path, own: Callable[[Path], bool]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -303,3 +304,32 @@ def test_embeddings_whose_run_clustered_other_kernels_are_flagged(wl, tmp_path, 
         csv.writer(fh, lineterminator="\n").writerow([len(names), "x", 0])
     assert main(["sample", "gcl", str(wl), "--embeddings", str(emb), "--out", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_an_out_that_cannot_be_written_is_refused_before_the_method_fits(wl, tmp_path, capsys, monkeypatch,
+                                                                          read_only):
+    """An --out in a read-only place was found only when the plan was saved, after the method had
+    fitted (minutes for gcl on a large workload). It is refused with the checks of --out, before the
+    workload is loaded. (os.access is stubbed: tests may run as root, which permission bits do not stop.)"""
+    import os
+
+    import gclsampler._safe_out as safe_out
+    from gclsampler.workload import Workload
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(safe_out.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+    monkeypatch.setattr(safe_out, "_read_only_fs", lambda p: read_only)
+
+    def never(*a, **k):
+        raise AssertionError("the workload was loaded before --out was checked")
+
+    monkeypatch.setattr(Workload, "load", never)
+    out = ro / "sub" / "p.json"  # its parent does not exist yet: the nearest one that does is checked
+    assert main(["sample", "pka", str(wl), "--out", str(out)]) == 2
+    why = "a read-only filesystem" if read_only else "no write permission"
+    assert capsys.readouterr().err.strip() == (f"gclsampler: error: {out}: cannot be written: {ro} is not writable "
+                                               f"({why}); choose another --out")
+    assert sorted(ro.iterdir()) == []
