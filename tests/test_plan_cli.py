@@ -87,6 +87,22 @@ def test_show_with_profile_reports_speedup(tmp_path, capsys):
         assert re.search(rf"\b{s.invocation}\s+{s.cluster}\s+{s.weight:g}\b", out)
 
 
+def test_show_samples_prints_large_and_fractional_weights_in_full(tmp_path, capsys):
+    """--samples printed six significant digits: a cluster of 1234567 launches showed weight
+    1.23457e+06 beside its exact size, and a STEM weight 1234567/3 lost its fraction's digits."""
+    from gclsampler.plan import ClusterInfo, Sample
+
+    n = 1234567 + 1234567
+    plan = SamplingPlan("big", "stem_root", n, [Sample(0, "a", 0, 1234567.0), Sample(5, "b", 1, 1234567 / 3),
+                                                 Sample(9, "b", 1, 1234567 / 3), Sample(12, "b", 1, 1234567 / 3)],
+                        [ClusterInfo(0, 1234567), ClusterInfo(1, 1234567)], {}, True)
+    p = plan.save(tmp_path / "plan.json")
+    assert main(["plan", "show", str(p), "--samples"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+0\s+0\s+1234567\s+a$", out, flags=re.M), out
+    assert re.search(r"^\s+5\s+1\s+411522\.3333\s+b$", out, flags=re.M), out
+
+
 def test_show_profile_of_other_workload_is_rejected(tmp_path, capsys):
     plan, names = make_plan()
     p = plan.save(tmp_path / "plan.json")

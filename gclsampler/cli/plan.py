@@ -153,7 +153,8 @@ def _show(args: argparse.Namespace) -> int:
     if args.samples:
         print(f"  {'invocation':>10} {'cluster':>7} {'weight':>12}  kernel", file=out)
         for s in samples[:limit]:
-            print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.6g}  {s.kernel_name}", file=out)
+            # ten digits: six printed a weight of 1234567 as 1.23457e+06 beside its cluster's exact size
+            print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.10g}  {s.kernel_name}", file=out)
         if limit is not None and len(samples) > limit:
             print(f"  ... {len(samples) - limit} more samples", file=out)
     sys.stdout.write(out.getvalue())
