@@ -31,6 +31,7 @@ per workload, and prints their total: what the stage costs on real embedding geo
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -122,16 +123,29 @@ def launches_study(n: int, kernels: int) -> None:
           f"({peak / n:.0f} bytes per launch; the float32 embeddings themselves {x.nbytes / 2**20:.0f} MiB)")
 
 
+def fail(message: str):
+    """Bad input: one line on stderr and exit status 2."""
+    print(f"cluster_scale: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def tiled_fit(wl: Path, emb_file: Path, n: int) -> None:
     import resource
 
+    from gclsampler.errors import GclError
     from gclsampler.samplers import make_sampler
     from gclsampler.workload import Workload
 
-    base = Workload.load(wl)
-    emb = np.load(emb_file)
+    try:
+        base = Workload.load(wl)
+    except GclError as exc:
+        fail(str(exc))
+    try:
+        emb = np.load(emb_file)
+    except (OSError, ValueError) as exc:
+        fail(f"{emb_file}: {exc}")
     if emb.shape[0] != base.n_invocations:
-        raise SystemExit(f"{emb_file}: {emb.shape[0]} rows for {base.n_invocations} invocations in {wl}")
+        fail(f"{emb_file}: {emb.shape[0]} rows for {base.n_invocations} invocations in {wl}")
     idx = np.arange(n) % base.n_invocations
     prof = base.profile.iloc[idx].reset_index(drop=True)
     jitter = np.random.default_rng(0).normal(1.0, 0.03, n)
@@ -214,7 +228,7 @@ def main() -> None:
 def time_trained(run: Path) -> None:
     files = sorted(f for f in run.glob("train/*/embeddings.npy") if not f.parent.name.endswith("-paper"))
     if not files:
-        raise SystemExit(f"{run}: no train/<workload>/embeddings.npy (an evaluate.py out_dir?)")
+        fail(f"{run}: no train/<workload>/embeddings.npy (an evaluate.py out_dir?)")
     total = 0.0
     for f in files:
         x = np.load(f)

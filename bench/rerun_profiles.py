@@ -48,6 +48,9 @@ def main() -> int:
     if args.arch not in ARCHS:
         print(f"rerun_profiles: --arch: unknown arch {args.arch!r}; known: {', '.join(sorted(ARCHS))}", file=sys.stderr)
         return 2
+    if not args.data_dir.is_dir():
+        print(f"rerun_profiles: {args.data_dir}: no such directory", file=sys.stderr)
+        return 2
     rerun = rerun_arch(args.arch)
     names = [w for w in args.workloads.split(",") if w] or \
         sorted(p.name for p in args.data_dir.iterdir() if (p / "workload.json").is_file())

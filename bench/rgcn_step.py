@@ -99,7 +99,13 @@ def main(argv=None) -> int:
         from gclsampler.data import GraphDataset
         from gclsampler.graph import GraphConfig
 
-        ds = GraphDataset(args.workload, GraphConfig())
+        from gclsampler.errors import GclError
+
+        try:
+            ds = GraphDataset(args.workload, GraphConfig())
+        except GclError as exc:  # a missing or unreadable workload dir: one line, not a traceback
+            print(f"rgcn_step: {exc}", file=sys.stderr)
+            return 2
         firsts = {}
         for inv, g in enumerate(ds.inv_to_graph.tolist()):
             firsts.setdefault(g, inv)

@@ -46,7 +46,7 @@ def main() -> int:
           f"count = draws with |error| > epsilon (allowed {allowed})")
     print("| workload | invocations | kernel names | stem_root global | stem_root group | gcl_stem global |")
     print("|---|---|---|---|---|---|")
-    worst = 0
+    worst, checked = 0, 0
     for name in SUITE:
         path = args.suite_dir / name / "profile.csv"
         if not path.exists():
@@ -72,6 +72,11 @@ def main() -> int:
         inv = g.stem_.invocations
         cells.append(f"{k} (k={g.k_}, {inv.size} samples, {t.sum() / t[inv].sum():.1f}x)")
         print("| " + " | ".join(cells) + " |", flush=True)
+        checked += 1
+    if not checked:  # nothing was checked: not a PASS
+        print(f"stem_bound: no suite workload under {args.suite_dir} (no <w>/profile.csv; "
+              f"gclsampler synth NAME --out {args.suite_dir / 'NAME'})", file=sys.stderr)
+        return 2
     print(f"worst: {worst}/{args.draws} draws over epsilon: {'PASS' if worst <= allowed else 'FAIL'}")
     return 0 if worst <= allowed else 1
 

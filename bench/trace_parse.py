@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gclsampler.errors import GclError  # noqa: E402
 from gclsampler.trace import read_kernel  # noqa: E402
 from gclsampler.trace.reader import open_bytes  # noqa: E402
 from gclsampler.trace.testing import random_kernel_trace  # noqa: E402
@@ -112,11 +113,20 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh-lines", action="store_true",
                     help="randomise PCs per CTA so almost no line repeats (parser worst case)")
     args = ap.parse_args(argv)
+    try:
+        return _bench(args)
+    except GclError as exc:  # a --trace that is missing or not a trace: one line, not a traceback
+        print(f"trace_parse: {exc}", file=sys.stderr)
+        return 2
 
+
+def _bench(args) -> int:
     tmp = None
     if args.trace:
         p = Path(args.trace)
         files = sorted(x for x in p.iterdir() if x.name.startswith("kernel-")) if p.is_dir() else [p]
+        if not files:
+            raise GclError(f"{p}: no kernel-* trace file in this directory")
         synthetic = False
     else:
         tmp = tempfile.TemporaryDirectory(prefix="gcl-bench-")

@@ -1,0 +1,70 @@
+"""bench/ scripts given a path that is not there: one line naming it and exit status 2, never a
+traceback, and never a check that passes on nothing."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _bench(name):
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
+def _exit_status(call) -> int:
+    try:
+        rc = call()
+    except SystemExit as exc:
+        rc = exc.code
+    return rc
+
+
+def test_stem_bound_on_a_dir_without_workloads_is_no_pass(tmp_path, monkeypatch, capsys):
+    """A mistyped suite dir printed "worst: 0/200 draws over epsilon: PASS" and exit 0."""
+    monkeypatch.setattr(sys, "argv", ["stem_bound.py", str(tmp_path / "nope")])
+    assert _bench("stem_bound").main() == 2
+    out = capsys.readouterr()
+    assert "PASS" not in out.out
+    assert out.err.strip() == f"stem_bound: no suite workload under {tmp_path / 'nope'} (no <w>/profile.csv; " \
+                              f"gclsampler synth NAME --out {tmp_path / 'nope' / 'NAME'})"
+
+
+def test_rerun_profiles_names_a_missing_data_dir(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["rerun_profiles.py", str(tmp_path / "nope"), str(tmp_path / "out")])
+    assert _bench("rerun_profiles").main() == 2
+    assert capsys.readouterr().err.strip() == f"rerun_profiles: {tmp_path / 'nope'}: no such directory"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--run", "{d}/nope"], "{d}/nope: no train/<workload>/embeddings.npy"),
+    (["--launches", "100", "--workload", "{d}/nope", "--embeddings", "{d}/e.npy"], "{d}/nope/profile.csv: no such file"),
+])
+def test_cluster_scale_bad_paths_exit_2_with_one_line(tmp_path, monkeypatch, capsys, args, needle):
+    monkeypatch.setattr(sys, "argv", ["cluster_scale.py", *(a.format(d=tmp_path) for a in args)])
+    assert _exit_status(_bench("cluster_scale").main) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cluster_scale: ") and needle.format(d=tmp_path) in err and "\n" not in err
+
+
+def test_trace_parse_bad_trace_paths_exit_2_with_one_line(tmp_path, capsys):
+    bench = _bench("trace_parse")
+    assert bench.main(["--trace", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip() == f"trace_parse: {tmp_path / 'nope'}: no such file"
+    assert bench.main(["--trace", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"trace_parse: {tmp_path}: no kernel-* trace file in this directory"
+
+
+def test_rgcn_step_missing_workload_exits_2_with_one_line(tmp_path, capsys):
+    pytest.importorskip("torch_geometric")
+    assert _bench("rgcn_step").main(["--workload", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.strip() == f"rgcn_step: {tmp_path / 'nope'}: not a directory"
