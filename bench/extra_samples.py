@@ -134,6 +134,17 @@ def mean_and_worst(r: list[tuple], col: int = 1) -> str:
     return f"{np.mean([v[col] for v in r]):.2f} % ({worst[col]:.2f} % {worst[0]})"
 
 
+def float_list(ap: argparse.ArgumentParser, option: str, text: str, empty_ok: bool = False) -> list[float]:
+    """``text`` as comma-separated numbers, or argparse's error naming ``option`` (exit status 2)."""
+    try:
+        values = [float(x) for x in text.split(",") if x]
+    except ValueError:
+        values = None
+    if values is None or not (values or empty_ok):
+        ap.error(f"{option}: expected comma-separated numbers, got {text!r}")
+    return values
+
+
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
     """One line saying what was looked for, and exit status 2."""
     print(f"{prog}: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "
@@ -150,7 +161,7 @@ def main() -> int:
     ap.add_argument("--budgets", default="0,0.05,0.1,0.2,0.5")
     ap.add_argument("--draws", type=int, default=2000)
     args = ap.parse_args()
-    budgets = [float(b) for b in args.budgets.split(",")]
+    budgets = float_list(ap, "--budgets", args.budgets)
     rows: dict[str, list[tuple[str, float, float, int]]] = {}
     for name, emb, plan, clusters, prof in suite_runs(args.run_dir, args.data_dir, args.arch):
         cfg, labels = plan["config"], clusters.labels

@@ -64,7 +64,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000, help="launches per case")
     ap.add_argument("--shares", default="0.04,0.02,0.01,0.005", help="time_split_share values (0.04: gcl's default)")
     args = ap.parse_args()
-    shares = [float(s) for s in args.shares.split(",")]
+    try:
+        shares = [float(s) for s in args.shares.split(",")]
+    except ValueError:
+        ap.error(f"--shares: expected comma-separated numbers, got {args.shares!r}")
     print(f"SYNTHETIC times, {args.n} launches of one kernel per case; cells: representatives, any-member error")
     print("| times | rule | " + " | ".join(f"share {s}" for s in shares) + " |")
     print("|---|---|" + "---|" * len(shares))

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import nothing_found, suite_runs
+from extra_samples import float_list, nothing_found, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 
@@ -82,11 +82,11 @@ def main() -> int:
     from gclsampler.profile import read_profile, rerun_arch
     from gclsampler.score import any_member_error, score_plan
 
-    tols = [float(t) for t in args.tolerances.split(",")]
-    work_tols = [float(t) for t in args.work_tolerances.split(",") if t]
-    gaps = [float(g) for g in args.gaps.split(",") if g]
-    inst_tols = [float(t) for t in args.inst_tolerances.split(",") if t]
-    shares = [float(x) for x in args.shares.split(",") if x]
+    tols = float_list(ap, "--tolerances", args.tolerances)
+    work_tols = float_list(ap, "--work-tolerances", args.work_tolerances, empty_ok=True)
+    gaps = float_list(ap, "--gaps", args.gaps, empty_ok=True)
+    inst_tols = float_list(ap, "--inst-tolerances", args.inst_tolerances, empty_ok=True)
+    shares = float_list(ap, "--shares", args.shares, empty_ok=True)
     variants = ([("time", t) for t in tols] + [("share", x) for x in shares] + [("work", t) for t in work_tols]
                 + [("gap", g) for g in gaps] + [("inst", t) for t in inst_tols])
     rows: dict[tuple[str, float], list[tuple[str, float, float, float, float, int, float]]] = {v: [] for v in variants}

@@ -68,3 +68,18 @@ def test_rgcn_step_missing_workload_exits_2_with_one_line(tmp_path, capsys):
     pytest.importorskip("torch_geometric")
     assert _bench("rgcn_step").main(["--workload", str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err.strip() == f"rgcn_step: {tmp_path / 'nope'}: not a directory"
+
+
+@pytest.mark.parametrize("script, args", [
+    ("share_cut", ["--shares", "0.04,x"]),
+    ("extra_samples", ["RUN", "DATA", "--budgets", "0,x"]),
+    ("time_split", ["RUN", "DATA", "--tolerances", "0,x"]),
+    ("time_split", ["RUN", "DATA", "--shares", "x"]),
+])
+def test_a_list_of_numbers_that_is_not_one_is_an_argument_error(monkeypatch, capsys, script, args):
+    """A comma list with a word in it was float()'s ValueError traceback, before any work."""
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *args])
+    assert _exit_status(_bench(script).main) == 2
+    err = capsys.readouterr().err
+    assert f"{script}.py: error: {args[-2]}: expected comma-separated numbers, got {args[-1]!r}" in err
+    assert "Traceback" not in err
