@@ -391,6 +391,20 @@ def _comparison_table(summary, avg, arch: str, unavailable=()) -> str:
     return _md_table(header, rows)
 
 
+TIME_ONLY_CELL = " (time)"
+"""Marks a cross-arch cell scored on ``time_ns``: that arch's profile has no cycle counts."""
+
+
+def _cross_arch_error(row) -> str:
+    """A cross-arch cell's error: on cycles, else on ``time_ns`` marked as such. Why: an arch
+    whose profile came from Nsight Systems or torch.profiler (no cycles) showed n/a, with no
+    word of why and no score, though its times score the plan as the fitted run's do."""
+    cyc, t = row["error_cycles"], row.get("error_time", float("nan"))
+    if cyc != cyc and t == t:  # NaN cycles, a time error
+        return _fmt_err(t) + TIME_ONLY_CELL
+    return _fmt_err(cyc)
+
+
 def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
     """One method's error and speedup per workload on each arch. Every workload of ``summary``
     gets a row ("—" where the method has none, e.g. not run on a REAL workload's data), so the
@@ -406,7 +420,7 @@ def _cross_arch_table(summary, method: str, archs: list[str]) -> str:
         cells = [w]
         for a in archs:
             if a in d.index:
-                cells += [_fmt_err(d.loc[a, "error_cycles"]), _fmt_su(d.loc[a, "speedup_mean"])]
+                cells += [_cross_arch_error(d.loc[a]), _fmt_su(d.loc[a, "speedup_mean"])]
             else:
                 cells += ["—", "—"]
         rows.append(cells)
@@ -801,8 +815,13 @@ def _plan_arch_block(results, plan_arch: str, out: Path, stamp, want_plots: bool
         if single:
             lines += [f"REAL workloads {', '.join(single)} were measured on one GPU only: their cells for other archs "
                       "are — (no ground truth), not a score.", ""]
-        for m in _methods(summary):
-            lines += [f"### {m}", "", _cross_arch_table(summary, m, archs), ""]
+        tables = [(m, _cross_arch_table(summary, m, archs)) for m in _methods(summary)]
+        if any(TIME_ONLY_CELL in t for _, t in tables):
+            lines += [f"Cells marked{TIME_ONLY_CELL} are errors on `time_ns`: that arch's profile has no cycle counts "
+                      "(a wall-time profile: Nsight Systems, torch.profiler). They are left out of the AVG row, "
+                      "which is on cycles.", ""]
+        for m, table in tables:
+            lines += [f"### {m}", "", table, ""]
     elif single:
         lines += [f"## Cross-architecture (GCL-Sampler Table 3): not evaluated{at}", "",
                   f"REAL workloads {', '.join(single)} were measured on one GPU only ({plan_arch}); there is no other "

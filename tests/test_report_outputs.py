@@ -263,6 +263,26 @@ def test_cross_arch_average_is_the_arithmetic_mean_over_workloads(tmp_path):
     assert rows["**AVG**"][2] == f"{(2 + 4 + 18) / 3:.2f}"
 
 
+def test_a_cross_arch_profile_without_cycles_is_scored_on_time_and_said(tmp_path):
+    """An arch whose profile has no cycle counts (Nsight Systems, torch.profiler) showed n/a in
+    the cross-arch table, with no word of why and no score; its cells are the error on time_ns,
+    marked, and the AVG row (on cycles) leaves them out, saying over how many it is."""
+    from test_compare import _rows
+
+    df = _rows({("w1", "gcl"): 1.0, ("w2", "gcl"): 2.0}, ada=2.0)
+    df["cycles_true"] = 1e6
+    df["error_time"] = df["error_cycles"] + 0.5
+    ada_w2 = (df["arch"] == "ada") & (df["workload"] == "w2")
+    df.loc[ada_w2, "error_cycles"] = float("nan")  # ada's profile of w2: wall times only
+    text = report.write_report(df, tmp_path / "r", plots=False).read_text()
+    cross = text[text.index("## Cross-architecture"):]
+    assert "Cells marked (time) are errors on `time_ns`" in cross
+    rows = _section_rows(cross, "### gcl")
+    w2 = next(v for k, v in rows.items() if k.startswith("w2"))
+    assert w2[2] == "4.50 (time)" and w2[0] == "2.00"
+    assert rows["**AVG**"][2] == "2.00 (1 of 2 workloads)"
+
+
 def test_any_member_average_is_over_the_workloads_the_table_shows(tmp_path):
     """The any-member table shows only workloads with an any-member error (one-per-cluster plans);
     its AVG put the plan's cycle error over every workload beside the any-member error over those
