@@ -369,13 +369,13 @@ def _prepare_workload(name: str, data_dir: Path, suite: SuiteConfig, generate: b
 
     use_workload(wdir, unusable, make, lambda line: print(f"evaluate: {line}", file=sys.stderr, flush=True), hold)
     if not made:
-        if not generate:  # scored as it is: say so when its ground truth is an older model's
-            from gclsampler.synth.generate import GROUND_TRUTH_VERSION, ground_truth_version, old_ground_truth
-
-            version = ground_truth_version(wdir)
-            if version not in (None, GROUND_TRUTH_VERSION):
-                print(f"evaluate: warning: {wdir}: {old_ground_truth(version)}; scored as it is (generate=false)",
-                      file=sys.stderr)
+        if not generate:  # scored as it is: say so when it is not what this run asks for
+            # (another seed, knobs, arch, workload or ground-truth version): its rows would carry
+            # this run's seed, which compare.md takes for the synthesis seed, over other data
+            why = stale_reason(wdir, name, params or None, suite.trace_arch, seed)
+            if why is not None:
+                print(f"evaluate: warning: {wdir}: not the workload this run asks for ({why}); scored as it is "
+                      "(generate=false)", file=sys.stderr)
         return wdir
     out = made[0]
     for cand in (Path(out) if isinstance(out, (str, Path)) else None, wdir, wdir / name):

@@ -127,8 +127,23 @@ def test_evaluate_scoring_old_ground_truth_as_it_is_says_so(made, capsys):
     meta_path.write_text(json.dumps(meta))
     assert _prepare_workload("bfs", made.parent, suite, False, 1) == made
     err = capsys.readouterr().err
-    assert f"evaluate: warning: {made}: synthesized by ground-truth model version 1" in err
+    assert f"evaluate: warning: {made}: not the workload this run asks for (synthesized by ground-truth model " \
+           "version 1" in err
     assert "scored as it is (generate=false)" in err
+
+
+def test_evaluate_scoring_another_seeds_workload_as_it_is_says_so(made, capsys):
+    """generate=false scored a workload synthesized with another seed (or knobs, or arch) without a
+    word, and its rows carried this run's seed, which compare.md takes for the synthesis seed."""
+    from gclsampler.evaluate import SuiteConfig, _prepare_workload
+
+    suite = SuiteConfig(rerun=False, trace_arch="ampere", synth_params={"per_workload": {"bfs": SMALL}})
+    assert _prepare_workload("bfs", made.parent, suite, False, 2) == made  # made with seed 1
+    assert capsys.readouterr().err.strip() == (f"evaluate: warning: {made}: not the workload this run asks for "
+                                               "(seed differs); scored as it is (generate=false)")
+    assert _prepare_workload("bfs", made.parent, SuiteConfig(rerun=False, trace_arch="turing", synth_params={
+        "per_workload": {"bfs": SMALL}}), False, 1) == made
+    assert "(arch differs)" in capsys.readouterr().err
 
 
 def test_a_synthesized_dir_of_another_workload_with_the_same_knobs_is_made_again(tmp_path):
