@@ -145,6 +145,30 @@ def float_list(ap: argparse.ArgumentParser, option: str, text: str, empty_ok: bo
     return values
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type=`` for counts and sizes: 0 or less gave a traceback (a division by zero,
+    an empty ``min()``) or a meaningless ratio, so argparse refuses it naming the option (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse ``type=`` for spreads and widths: a negative (or nan) value is a numpy
+    ValueError traceback deep in the work, so argparse refuses it naming the option (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
     """One line saying what was looked for, and exit status 2."""
     print(f"{prog}: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "

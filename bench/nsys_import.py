@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extra_samples import positive_int  # noqa: E402
 from stem_scale import generate  # noqa: E402
 
 PREAMBLE = ("Generating SQLite file report1.sqlite from report1.nsys-rep\n"
@@ -98,8 +99,8 @@ def write_nsys_csv(path: Path, times: np.ndarray, names: np.ndarray, report: str
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--kernels", type=int, default=200)
+    ap.add_argument("--n", type=positive_int, default=1_000_000)
+    ap.add_argument("--kernels", type=positive_int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report", choices=["cuda_gpu_trace", "cuda_kern_exec_trace"], default="cuda_gpu_trace")
     ap.add_argument("--keep", type=Path, help="write the CSV and profile.csv here instead of a temp dir")

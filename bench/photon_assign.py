@@ -25,6 +25,8 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from extra_samples import non_negative_float, positive_int  # noqa: E402
+
 from gclsampler.photon import photon_assign  # noqa: E402
 
 
@@ -71,10 +73,10 @@ def bbvs(n: int, kernels: int, blocks: int, spread: float, seed: int) -> sp.csr_
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=5000, help="launches (default 5000)")
-    ap.add_argument("--kernels", type=int, default=4, help="kernels (default 4)")
-    ap.add_argument("--blocks", type=int, default=40, help="basic blocks per kernel (default 40)")
-    ap.add_argument("--spread", type=float, default=0.1, help="lognormal sigma of block counts (default 0.1)")
+    ap.add_argument("--n", type=positive_int, default=5000, help="launches (default 5000)")
+    ap.add_argument("--kernels", type=positive_int, default=4, help="kernels (default 4)")
+    ap.add_argument("--blocks", type=positive_int, default=40, help="basic blocks per kernel (default 40)")
+    ap.add_argument("--spread", type=non_negative_float, default=0.1, help="lognormal sigma of block counts (default 0.1)")
     ap.add_argument("--threshold", type=float, default=0.95, help="Photon's threshold (default 0.95)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()

@@ -22,6 +22,8 @@ from gclsampler.cluster import split_by_share
 from gclsampler.plan import plan_from_labels
 from gclsampler.score import any_member_error
 
+from extra_samples import float_list, positive_int
+
 
 def widest_gap_baseline(t: np.ndarray, share: float) -> np.ndarray:
     """The rule before 2026-11-28, on one cluster: cut at the widest log2 gap, recurse."""
@@ -61,13 +63,10 @@ def cell(labels: np.ndarray, t: np.ndarray) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1000, help="launches per case")
+    ap.add_argument("--n", type=positive_int, default=1000, help="launches per case")
     ap.add_argument("--shares", default="0.04,0.02,0.01,0.005", help="time_split_share values (0.04: gcl's default)")
     args = ap.parse_args()
-    try:
-        shares = [float(s) for s in args.shares.split(",")]
-    except ValueError:
-        ap.error(f"--shares: expected comma-separated numbers, got {args.shares!r}")
+    shares = float_list(ap, "--shares", args.shares)
     print(f"SYNTHETIC times, {args.n} launches of one kernel per case; cells: representatives, any-member error")
     print("| times | rule | " + " | ".join(f"share {s}" for s in shares) + " |")
     print("|---|---|" + "---|" * len(shares))

@@ -27,6 +27,8 @@ from gclsampler.synth.arch import ARCHS
 from gclsampler.synth.timing import TimingConfig, WorkSummary, simulate
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
 
+from extra_samples import positive_int
+
 OPS = ("LDG.E.128", "LDS.128", "FFMA", "HMMA.16816.F32", "IADD3", "STG.E", "BAR.SYNC", "EXIT")
 
 
@@ -67,7 +69,7 @@ def kernel(n_ctas_sampled=8, warps=8, iters=32, grid=4096, seed=0) -> WorkSummar
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=positive_int, default=10)
     args = ap.parse_args()
     w = kernel()
     print(f"SYNTHETIC kernel sample: {w.sample.n_insts} warp-insts, {w.sample.addrs.size} lane addresses")

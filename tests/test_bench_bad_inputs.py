@@ -83,3 +83,22 @@ def test_a_list_of_numbers_that_is_not_one_is_an_argument_error(monkeypatch, cap
     err = capsys.readouterr().err
     assert f"{script}.py: error: {args[-2]}: expected comma-separated numbers, got {args[-1]!r}" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("script, args, needle", [
+    ("photon_assign", ["--kernels", "0"], "argument --kernels: expected a positive integer, got '0'"),
+    ("photon_assign", ["--n", "0"], "argument --n: expected a positive integer, got '0'"),
+    ("photon_assign", ["--spread", "-1"], "argument --spread: expected a number >= 0, got '-1'"),
+    ("photon_assign", ["--spread", "nan"], "argument --spread: expected a number >= 0, got 'nan'"),
+    ("share_cut", ["--n", "0"], "argument --n: expected a positive integer, got '0'"),
+    ("timing_simulate", ["--repeats", "0"], "argument --repeats: expected a positive integer, got '0'"),
+    ("nsys_import", ["--n", "0"], "argument --n: expected a positive integer, got '0'"),
+    ("nsys_import", ["--kernels", "-3"], "argument --kernels: expected a positive integer, got '-3'"),
+])
+def test_a_count_below_one_or_a_negative_spread_is_an_argument_error(monkeypatch, capsys, script, args, needle):
+    """--n 0 printed 'ratio 0.0x' with exit 0, --repeats 0 divided by zero, --kernels 0 and
+    --spread -1 were numpy tracebacks: now argparse's usage and one line naming the option."""
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *args])
+    assert _exit_status(_bench(script).main) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ") and err.strip().splitlines()[-1] == f"{script}.py: error: {needle}"
