@@ -25,17 +25,14 @@ def run(tmp_path_factory):
     sieve fitted as evaluate.py fits them, gcl's rows made up (0.5 % fitted, 0.7 % second run)."""
     import pandas as pd
 
+    from _bench_runs import tiny_phi2
+
     from gclsampler.evaluate import EvaluateConfig, fit_methods
     from gclsampler.score import evaluate_workload, write_results_csv
-    from gclsampler.synth import generate
-    from gclsampler.workload import Workload
 
     root = tmp_path_factory.mktemp("baserep")
     data = root / "data"
-    generate("phi2", data / "phi2", params=dict(layers=1, prompt=8, decode=2, trace_cap=8, sample_cap=24,
-                                                sample_ctas=1, max_traced_ctas=1, archs=["turing", "turing_rerun"]),
-             arch="turing", seed=3, progress=False, jobs=1)
-    wl = Workload.load(data / "phi2")
+    wl = tiny_phi2(data)
     runs = fit_methods(wl, ["pka", "sieve"], EvaluateConfig().method_params, n_seeds=1, seed0=0)
     out = root / "run"
     for r in runs:
