@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import ROOT, SUITE, gcl_clusters, mean_and_worst, print_study_table
+from extra_samples import ROOT, SUITE, cross_arch_cell, gcl_clusters, mean_and_worst, print_study_table
 
 CROSS = ("turing", "ampere", "ada")
 # (label, which embeddings, representative, work split on, share cut on)
@@ -118,7 +118,7 @@ def main() -> int:
         ["rung", "error (worst)", f"on a second run of {args.arch} (worst)", "cross-arch", "any-member error",
          "arithmetic speedup", "simulated"], rows,
         lambda r: [mean_and_worst(r), mean_and_worst(r, 6) if all(np.isfinite(v[6]) for v in r) else "n/a",
-                   f"{np.nanmean([v[2] for v in r]):.2f} %", f"{np.mean([v[3] for v in r]):.2f} %",
+                   cross_arch_cell([v[2] for v in r]), f"{np.mean([v[3] for v in r]):.2f} %",
                    f"{np.mean([v[4] for v in r]):.1f}x", str(sum(v[5] for v in r))])
     return 0
 

@@ -134,6 +134,14 @@ def mean_and_worst(r: list[tuple], col: int = 1) -> str:
     return f"{np.mean([v[col] for v in r]):.2f} % ({worst[col]:.2f} % {worst[0]})"
 
 
+def cross_arch_cell(values: list[float]) -> str:
+    """The cross-arch column's cell: the mean over workloads that have another arch's profile
+    (nan marks one without), or ``n/a (no other arch)`` where none has; ``np.nanmean`` of only
+    nans printed ``nan %`` beside numpy's "Mean of empty slice" warning."""
+    scored = [v for v in values if not np.isnan(v)]
+    return f"{np.mean(scored):.2f} %" if scored else "n/a (no other arch)"
+
+
 def float_list(ap: argparse.ArgumentParser, option: str, text: str, empty_ok: bool = False) -> list[float]:
     """``text`` as comma-separated numbers, or argparse's error naming ``option`` (exit status 2)."""
     try:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import mean_and_worst, nothing_found, print_study_table, suite_runs
+from extra_samples import cross_arch_cell, mean_and_worst, nothing_found, print_study_table, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 RULES = ("medoid", "work_mean", "time_mean", "first", "random")
@@ -110,7 +110,7 @@ def main() -> int:
         ["representative", "error (worst)", f"on a second run of {args.arch} (worst)", "cross-arch",
          "arithmetic speedup", "representatives moved"], rows,
         lambda r: [mean_and_worst(r), mean_and_worst(r, 2) if all(np.isfinite(v[2]) for v in r) else "n/a",
-                   f"{np.nanmean([v[3] for v in r]):.2f} %", f"{np.mean([v[4] for v in r]):.1f}x",
+                   cross_arch_cell([v[3] for v in r]), f"{np.mean([v[4] for v in r]):.1f}x",
                    f"{sum(v[5] for v in r):.0f}"])
     return 0
 

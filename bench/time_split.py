@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import float_list, nothing_found, suite_runs
+from extra_samples import cross_arch_cell, float_list, nothing_found, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 
@@ -152,7 +152,7 @@ def main() -> int:
                  "gap": f"gcl + cut at time gaps over {tol:g} ({2 ** tol:.2f}x)",
                  "inst": f"gcl + inst_executed cut at {tol:g} ({2 ** tol:.2f}x)"}[kind]
         print(f"| {label} | {np.mean([v[1] for v in r]):.2f} % "
-              f"({worst[1]:.2f} % {worst[0]}) | {np.nanmean([v[2] for v in r]):.2f} % | "
+              f"({worst[1]:.2f} % {worst[0]}) | {cross_arch_cell([v[2] for v in r])} | "
               f"{np.mean([v[3] for v in r]):.2f} % | {np.mean([v[4] for v in r]):.1f}x | {sum(v[5] for v in r)} | {again} |")
     print("per workload, error / speedup (error on the rerun in brackets, where there is one):")
     for (kind, tol), r in rows.items():

@@ -54,3 +54,15 @@ def test_extra_samples_prints_its_table(gcl_run):
     for plan in (r"gcl \+ 0", r"gcl \+ 0\.1", "exact groups"):
         assert re.search(rf"^\| {plan} \| {NUM} % \| {NUM} % \(phi2\) \| {NUM}x \| \d+ \|$", out, re.MULTILINE), out
 
+
+@pytest.mark.parametrize("script, args, row", [
+    ("deviations", ["--draws", "20"], r"encoder \+ work_mean \+ work split \+ share cut \(gcl\)"),
+    ("representatives", ["--random-draws", "2"], "work_mean"),
+    ("time_split", ["--draws", "20"], "gcl"),
+])
+def test_a_data_dir_with_only_the_plans_arch_has_no_cross_arch_error(gcl_run, script, args, row):
+    """The cross-arch column printed 'nan %' after numpy's "Mean of empty slice" warning."""
+    run, data = gcl_run
+    out = _run(script, str(run), str(data), *args).stdout
+    assert re.search(rf"^\| {row} \| {NUM} % \(.*\) \| .*n/a \(no other arch\) \| {NUM}", out, re.MULTILINE), out
+    assert "nan" not in out
