@@ -22,6 +22,7 @@ import torch  # noqa: E402
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 from _trace_fixtures import random_trace  # noqa: E402
+from extra_samples import positive_int  # noqa: E402
 
 from gclsampler.graph import GraphConfig, build_graph  # noqa: E402
 from gclsampler.trace.types import KernelTrace  # noqa: E402
@@ -69,7 +70,7 @@ def main() -> None:
     ap.add_argument("--warps", type=int, default=256)
     ap.add_argument("--insts", type=int, default=2048, help="instructions per warp")
     ap.add_argument("--invocations", type=int, default=8, help="trace files for the cache test")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     args = ap.parse_args()
     base = _base(np.random.default_rng(0))
     big = tile_trace(base, args.warps, args.insts)

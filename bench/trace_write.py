@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from extra_samples import positive_int  # noqa: E402
 from trace_parse import _tile  # noqa: E402
 
 from gclsampler.trace import _text as T  # noqa: E402
@@ -46,7 +47,7 @@ def _measure(fn) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ctas", type=int, default=48, help="CTAs the one-CTA random trace is tiled over")
+    ap.add_argument("--ctas", type=positive_int, default=48, help="CTAs the one-CTA random trace is tiled over")
     ap.add_argument("--compress", default="", choices=["", ".gz", ".xz", ".zst"])
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)

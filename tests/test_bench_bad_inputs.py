@@ -94,6 +94,8 @@ def test_a_list_of_numbers_that_is_not_one_is_an_argument_error(monkeypatch, cap
     ("timing_simulate", ["--repeats", "0"], "argument --repeats: expected a positive integer, got '0'"),
     ("nsys_import", ["--n", "0"], "argument --n: expected a positive integer, got '0'"),
     ("nsys_import", ["--kernels", "-3"], "argument --kernels: expected a positive integer, got '-3'"),
+    ("graph_build", ["--repeat", "0"], "argument --repeat: expected a positive integer, got '0'"),
+    ("trace_write", ["--ctas", "0"], "argument --ctas: expected a positive integer, got '0'"),
 ])
 def test_a_count_below_one_or_a_negative_spread_is_an_argument_error(monkeypatch, capsys, script, args, needle):
     """--n 0 printed 'ratio 0.0x' with exit 0, --repeats 0 divided by zero, --kernels 0 and
