@@ -477,3 +477,14 @@ def test_a_workload_synthesized_before_the_trace_guarded_off_knob_reads_as_false
     default = {k: v for k, v in params.items() if k != "trace_guarded_off"}
     why = stale_reason(d, "lu", default, "turing", 1)
     assert why == "synth knobs differ: trace_guarded_off False -> True"
+
+
+def test_synth_arch_that_is_a_second_run_is_named_as_given(capsys, tmp_path):
+    """``--arch turing_rerun`` (rerun on by default) said "unknown arch 'turing_rerun_rerun'",
+    a name the user never typed; now one line names what was given and the two ways out."""
+    from gclsampler.cli import main
+
+    assert main(["synth", "bfs", "--out", str(tmp_path / "o"), "--arch", "turing_rerun"]) == 2
+    err = capsys.readouterr().err
+    assert "_rerun_rerun" not in err and "--arch turing_rerun is a second run itself" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -83,7 +83,12 @@ def _run(args) -> int:
     check_seed(args.seed, "synth: --seed", SynthUsageError)  # the range every other seed of gclsampler takes
     workload_defaults(args.workload)  # unknown workload -> clear error
     if args.rerun:
+        from gclsampler.profile import rerun_of
         from gclsampler.synth.generate import with_second_run
+
+        if rerun_of(args.arch):  # it asked for a second run of the second run, named in the error
+            raise SynthUsageError(f"synth: --arch {args.arch} is a second run itself; give --arch "
+                                  f"{rerun_of(args.arch)} (its second run is written by default) or add --no-rerun")
 
         params = with_second_run(args.workload, params, args.arch)
     from gclsampler._guard import stderr_line
