@@ -176,9 +176,10 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 5  # 4: register/memory versions and control edges stay inside a run; 5: a mask-0 line writes
+FORMAT_VERSION = 6  # 4: register/memory versions and control edges stay inside a run; 5: a mask-0 line writes
 # no register and is no work in the size vector, statistics from the first read that recorded values, windows
-# under a small cap, (warp, PC) constants
+# under a small cap, (warp, PC) constants; 6: a memory live-in first read by an access that recorded no
+# loaded value (LDGSTS, RED) in a trace with values gets its access pattern, not zeros
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
 
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
@@ -774,15 +775,18 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
         g_idx, g_own = _ragged_index(a_first[live_i], n_addr[live_i])
         hit = unit[g_idx] == mev_unit[mlive_ev][g_own]
         sel, owner = g_idx[hit], g_own[hit]  # grouped by owner already
+        # the access pattern (byte offsets inside the unit), what a plain trace has ...
+        vv = np.log1p((addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64))
         if vals_ok is not None:
+            # ... replaced by the loaded value where the access recorded one. An access with no
+            # destination (LDGSTS loads into shared memory, RED returns nothing) recorded none:
+            # dropping its lanes left the live-in at zeros, like a version written in the graph
             ins = live_i[owner]
             okv = vals_ok[ins] & (nd[ins] > 0) & (n_addr[ins] == lanes[ins])
-            sel, owner, ins = sel[okv], owner[okv], ins[okv]
-            col = sel - a_first[ins]  # lane column of the address = value column
+            ins = ins[okv]
+            col = sel[okv] - a_first[ins]  # lane column of the address = value column
             v_at = np.asarray(trace.value_ptr, dtype=np.int64)[idx[ins]] + col  # destination row 0
-            vv = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])  # loaded value
-        else:
-            vv = np.log1p((addrs[sel] - (unit[sel] << np.uint64(shift))).astype(np.float64))
+            vv[okv] = _interpret(np.asarray(trace.values)[v_at], _OP_DST_CLS[tok[ins]])  # loaded value
         mem_stats[n_mw:] = _ragged_stats(vv, owner, n_mlive)
 
     # ---- constant-bank words (kernel arguments: K, N, strides, trip counts). ULDC/LDC carry no

@@ -113,6 +113,26 @@ def test_memory_live_in_gets_loaded_value_stats_and_warps_are_separate():
     assert (g.warp[ei[0]] == g.warp[ei[1]]).all()
 
 
+def test_memory_live_in_read_by_an_access_without_a_loaded_value_keeps_its_access_pattern():
+    """LDGSTS (into shared memory) and RED (returns nothing) have no destination, so a trace with
+    values records no loaded value for them: the global lines they read first were live-ins with
+    all-zero statistics, like versions written in the graph, while the same trace without values
+    gave them their access pattern. Both now give the access pattern; a load keeps its values."""
+    w = [Inst("LDGSTS.E.128", (), ("R3", "R2"), mem_width=16, mask=0x3, addrs=(0x1010, 0x1030)),
+         Inst("RED.E.ADD", (), ("R4", "R5"), mem_width=4, mask=0x1, addrs=(0x2008,)),
+         Inst("LDG.E", ("R1",), ("R6",), mem_width=4, mask=0x3, addrs=(0x3000, 0x3004), values=[[7, 9], [0, 0]])]
+    cfg = GraphConfig(mem_granularity="line")
+    for with_values in (True, False):
+        g = build_graph(make_trace([w], with_values=with_values), cfg)
+        mem = ((g.node_type == NODE_VARIABLE) & (g.token >= VARIABLE_VOCAB.index("MEM.GLOBAL"))).nonzero().view(-1)
+        reads = {int(d): int(s) for s, d, t in zip(*g.edge_index.tolist(), g.edge_type.tolist())
+                 if t == R and s in set(mem.tolist())}  # instruction -> the live-in line it reads
+        np.testing.assert_allclose(g.stats[reads[0]].numpy(), _stats8(np.log1p([0x10, 0x30])), atol=1e-5)
+        np.testing.assert_allclose(g.stats[reads[1]].numpy(), _stats8(np.log1p([0x08])), atol=1e-5)
+        ldg = _stats8(_slog([7, 9])) if with_values else _stats8(np.log1p([0, 4]))
+        np.testing.assert_allclose(g.stats[reads[2]].numpy(), ldg, atol=1e-5)
+
+
 def test_sector_granularity_splits_a_line():
     w = [Inst("LDG.E", ("R1",), ("R2",), mem_width=4, mask=0x3, addrs=(0x0, 0x40))]
     assert int(((build_graph(make_trace([w]), GraphConfig(mem_granularity="sector")).token
