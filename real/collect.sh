@@ -34,7 +34,10 @@
 #
 # Exit status:
 #   0  the tool passed its smoke test, at least one workload step under it exited 0, all packed
-#   2  OUT cannot be made
+#      (and for --help)
+#   2  bad settings, before anything ran: an argument (the script takes none but --help; its
+#      settings are the environment variables above), BUDGET_S or RESERVE_S not a whole number
+#      of seconds, or OUT cannot be made
 #   3  no tool: it could not be built (no NVBit core/) and no carried build exists; nothing
 #      ran on the GPU (collect.log and env.txt in $OUT say what is missing)
 #   4  the tool was found but failed its smoke test (no profile rows): only runs without it ran
@@ -42,6 +45,14 @@
 #   6  packing failed (see pack.err) or meta.tar.xz was not written
 # (6 is reported before 4, 4 before 5.)
 set -u
+case $# in
+  0) ;;
+  *) if [ "$1" = --help ] || [ "$1" = -h ]; then  # this header, without its comment marks
+       awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0
+     fi
+     echo "collect.sh: takes no arguments, not '$*' (its settings are environment variables: OUT, BUDGET_S, ...; see --help)" >&2
+     exit 2 ;;
+esac
 OUT=${OUT:-$PWD/real-out}
 W=${GCL_WORK:-/tmp/gclreal}
 BUDGET=${BUDGET_S:-480}
@@ -55,6 +66,13 @@ NVBIT_CORE=${NVBIT_PATH:-$REPO/.nvbit/core}   # an NVBit release's core/ (nvbit.
 SO=${GCL_TRACER_SO:-$REPO/tracer/build/gcl_tracer.so}
 SO_CARRIED=$SO                                # the build that came with the working tree
 BIN=${GCL_REAL_BIN:-$REPO/real/src/build}
+# the step caps are shell arithmetic: "480s" or "abc" there made every step "no time left"
+for v in BUDGET_S:"$BUDGET" RESERVE_S:"$RESERVE"; do
+  case ${v#*:} in
+    ''|*[!0-9]*) echo "collect.sh: ${v%%:*}=${v#*:} is not a whole number of seconds" >&2; exit 2 ;;
+  esac
+done
+BUDGET=$((10#$BUDGET)); RESERVE=$((10#$RESERVE))  # 0480 is not octal
 T0=$(date +%s)
 # absolute: packing runs from inside $W
 if ! mkdir -p "$OUT" || ! OUT=$(cd "$OUT" && pwd -P); then

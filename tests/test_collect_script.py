@@ -133,7 +133,7 @@ echo 'NVIDIA H100 80GB HBM3, 580.159.04, 345 MHz, 1980 MHz, 2619 MHz'
 """
 
 
-def collect(stage, tag: str, path_first: Path | None = None, **env: str
+def collect(stage, tag: str, path_first: Path | None = None, args: tuple[str, ...] = (), **env: str
             ) -> tuple[list[dict], Path, Path, subprocess.CompletedProcess]:
     root, repo, bindir, shims = stage
     if path_first is not None:
@@ -145,9 +145,32 @@ def collect(stage, tag: str, path_first: Path | None = None, **env: str
                 NVBIT_PATH=str(root / "absent"), BUDGET_S="300", RESERVE_S="5", SKIP_DONE="1")
     full.update(env)
     full = {k: v for k, v in full.items() if v is not None}  # None: leave that variable out
-    r = subprocess.run(["bash", "real/collect.sh"], cwd=repo, env=full, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(["bash", "real/collect.sh", *args], cwd=repo, env=full, capture_output=True, text=True, timeout=300)
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return calls, out, work, r
+
+
+@pytest.mark.parametrize("tag,args,env,says", [
+    ("arg", ("--dry-run",), {}, "takes no arguments, not '--dry-run'"),
+    ("budget", (), {"BUDGET_S": "480s"}, "BUDGET_S=480s is not a whole number of seconds"),
+    ("budgetneg", (), {"BUDGET_S": "-5"}, "BUDGET_S=-5 is not a whole number of seconds"),
+    ("reserve", (), {"RESERVE_S": "abc"}, "RESERVE_S=abc is not a whole number of seconds"),
+])
+def test_bad_settings_stop_the_pass_before_anything_runs(stage, tag, args, env, says):
+    """An argument (the script reads none, so `--help` used to start a whole pass) or a budget
+    that is not a number (its shell arithmetic failed and every step was skipped as "no time
+    left", exit 5 after the device time was spent) is one line and exit 2, before any step."""
+    calls, out, work, r = collect(stage, "bad-" + tag, args=args, **env)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith(f"collect.sh: {says}")
+    assert calls == [] and not out.exists() and not work.exists()
+
+
+def test_help_prints_the_header_and_runs_nothing(stage):
+    calls, out, work, r = collect(stage, "help", args=("--help",))
+    assert r.returncode == 0, r.stderr
+    assert "BUDGET_S" in r.stdout and "Exit status:" in r.stdout and not r.stdout.startswith(("#", "!"))
+    assert calls == [] and not out.exists() and not work.exists()
 
 
 def packed_traces(out: Path) -> dict[str, str]:
