@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import lzma
 import re
 import shutil
 import statistics
@@ -76,8 +77,13 @@ def unpack(out: Path, stage: Path) -> list[str]:
                                f"{out / 'collect.log'} says how far it got")
         raise ReadoutError(f"{meta}: not found (is {out} the OUT of a collect.sh pass?)")
     notes: list[str] = []
-    with tarfile.open(meta) as tf:
-        tf.extractall(stage, **_SAFE)
+    try:
+        with tarfile.open(meta) as tf:
+            tf.extractall(stage, **_SAFE)
+    except (tarfile.TarError, EOFError, lzma.LZMAError) as e:  # cut short or not an archive
+        why = str(e).splitlines()[0].rstrip(":") if str(e) else type(e).__name__
+        raise ReadoutError(f"{meta}: cannot be unpacked ({why}): packing failed (see pack.err and collect.log "
+                           f"in {out}) or the file was cut in transfer") from None
     parts = sorted(out.glob("traces.tar.part*"))
     if not parts:
         notes.append("no traces.tar.part* in OUT: the pass packed no traces")
@@ -407,13 +413,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", type=Path, default=REAL,
                     help="where each workload's workload.json says how many launches it has (default: %(default)s)")
     args = ap.parse_args(argv)
+    if args.stage.exists() and not args.stage.is_dir():
+        print(f"readout: {args.stage}: not a directory; give a new directory (nothing was written)", file=sys.stderr)
+        return 2
     if args.stage.exists() and any(args.stage.iterdir()):
         print(f"readout: {args.stage}: not empty; give a new directory (nothing was written)", file=sys.stderr)
         return 2
+    made = not args.stage.exists()
     try:
         args.stage.mkdir(parents=True, exist_ok=True)
         notes = unpack(args.out, args.stage)
     except ReadoutError as e:
+        # STAGE as it was (absent or empty), so that the same command can be run again
+        for child in args.stage.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        if made:
+            args.stage.rmdir()
         print(f"readout: {e}", file=sys.stderr)
         return 2
     text = readout(args.stage, notes, check=not args.no_check, real=args.real, group=args.group)

@@ -628,6 +628,33 @@ def test_launches_the_tool_dropped_records_of_are_not_complete(stage, buffer_pas
              ).verdict().startswith("no: records missing from 1 launches (kernel-1.trace: 3 records not written")
 
 
+@pytest.mark.parametrize("cut", ["half", "garbage"])
+def test_readout_names_a_meta_archive_it_cannot_unpack(buffer_pass, tmp_path, cut):
+    """A meta.tar.xz cut short (a pass killed while packing, a transfer cut) or not an archive was
+    a tarfile traceback (exit 1) that left STAGE half filled, so the same command then refused it
+    as not empty. Now: one line naming the file, exit 2, STAGE as it was."""
+    out, real = buffer_pass
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    meta = bad / "meta.tar.xz"
+    meta.write_bytes(meta.read_bytes()[: meta.stat().st_size // 2] if cut == "half" else b"not an archive\n")
+    r = run_readout(bad, tmp_path / "stage", real)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and f"readout: {meta}: cannot be unpacked" in r.stderr
+    assert not (tmp_path / "stage").exists()
+    (tmp_path / "empty").mkdir()
+    r = run_readout(bad, tmp_path / "empty", real)
+    assert r.returncode == 2 and list((tmp_path / "empty").iterdir()) == []
+
+
+def test_readout_refuses_a_stage_that_is_a_file(buffer_pass, tmp_path):
+    out, real = buffer_pass
+    (tmp_path / "stage").write_text("mine")
+    r = run_readout(out, tmp_path / "stage", real)
+    assert r.returncode == 2 and r.stderr.strip() == f"readout: {tmp_path / 'stage'}: not a directory; give a new directory (nothing was written)"
+    assert (tmp_path / "stage").read_text() == "mine"
+
+
 def test_readout_points_at_the_log_of_a_pass_that_did_not_pack(tmp_path):
     (tmp_path / "collect.log").write_text("[3s] vecadd.smoke rc=0\n")
     r = run_readout(tmp_path, tmp_path / "stage", tmp_path)
