@@ -94,3 +94,33 @@ def test_committed_traces_cover_every_launch_and_agree_with_the_profile(name):
     assert len(traces) == meta["n_invocations"]
     t = read_kernel(traces[-1])
     assert t.n_insts > 0 and t.values is not None, "SM-0 traces with register values"
+
+
+def _mb(name: str) -> float:
+    d = ROOT / "real" / name
+    return sum(p.stat().st_size for p in [d / "kernelslist.g", *d.glob("kernel-*.traceg.zst")]) / 1e6
+
+
+@pytest.mark.skipif(TRACED != ["bfs", "lud", "nw", "pythia410m_2l"], reason="the docs describe the four traced workloads")
+def test_the_docs_trace_sizes_and_header_only_counts_are_the_committed_files():
+    """README and tracer/README.md gave the traces' sizes as `du -sh` of whole directories (20 MB in
+    all; 3.0, 0.5, 4.0, 13 MB): the block-rounded size of profiles and raw exports too."""
+    import re
+
+    from gclsampler.trace.reader import open_bytes
+
+    readme = (ROOT / "README.md").read_text()
+    total = float(re.search(r"`kernel-\*\.traceg\.zst`, ([\d.]+) MB in all", readme).group(1))
+    assert abs(total - sum(_mb(n) for n in TRACED)) < 0.5
+    tracer = (ROOT / "tracer" / "README.md").read_text()
+    sizes = re.search(r"grouped `\.traceg\.zst` with `kernelslist\.g`: ([\d.]+), ([\d.]+), ([\d.]+) and ([\d.]+) MB", tracer)
+    for name, said in zip(("nw", "bfs", "lud", "pythia410m_2l"), sizes.groups()):
+        assert abs(float(said) - _mb(name)) < 0.05, name
+    # docs/real.md: how many traces are a header alone (no CTA ran on SM 0)
+    doc = (ROOT / "docs" / "real.md").read_text()
+    said = re.search(r"nw (\d+) of (\d+), lud (\d+) of (\d+), the LLM (\d+) of (\d+), bfs none", doc).groups()
+    for (name, n, of) in zip(("nw", "lud", "pythia410m_2l"), said[0::2], said[1::2]):
+        traces = sorted((ROOT / "real" / name).glob("kernel-*.traceg.zst"))
+        empty = sum(b"#BEGIN_TB" not in open_bytes(t) for t in traces)
+        assert (empty, len(traces)) == (int(n), int(of)), name
+    assert all(b"#BEGIN_TB" in open_bytes(t) for t in (ROOT / "real" / "bfs").glob("kernel-*.traceg.zst"))
