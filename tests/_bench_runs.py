@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def bench_module(name: str):
+    """Import ``bench/<name>.py`` as a module (bench/ is no package; its scripts import each other
+    by name, so bench/ is on the path while it loads)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
 
 def tiny_phi2(data: Path):

@@ -3,21 +3,11 @@ traceback, and never a check that passes on nothing."""
 
 from __future__ import annotations
 
-import importlib
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _bench(name):
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.pop(0)
+from _bench_runs import bench_module as _bench
 
 
 def _exit_status(call) -> int:

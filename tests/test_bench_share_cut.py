@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
-from pathlib import Path
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _bench(name):
-    sys.path.insert(0, str(BENCH))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.pop(0)
+from _bench_runs import bench_module as _bench
 
 
 def test_baseline_peels_a_smooth_spread_and_the_library_rule_does_not():
