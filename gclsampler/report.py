@@ -571,10 +571,9 @@ def _metric_table(avg, arch: str, n_workloads: int) -> str:
     header = ["method", "cycles"] + RATE_METRICS
     rows = []
     a = df.set_index("method")
-    n = n_workloads
     for m in _methods(df):
         r = a.loc[m]
-        rows.append([m + _over(a, m, n)] + [_fmt_err(r[f"error_{c}"]) for c in ["cycles", *RATE_METRICS]])
+        rows.append([m + _over(a, m, n_workloads)] + [_fmt_err(r[f"error_{c}"]) for c in ["cycles", *RATE_METRICS]])
     return _md_table(header, rows)
 
 
