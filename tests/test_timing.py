@@ -12,7 +12,7 @@ import pytest
 from gclsampler.synth.arch import ARCHS
 from gclsampler.synth.timing import (
     METRICS, CacheState, TimingConfig, TimingError, WorkSummary, classify_opcodes, occupancy,
-    simulate, OPCODE_CLASSES,
+    simulate, OPCODE_CLASSES, _l1_bytes,
 )
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
 
@@ -135,6 +135,19 @@ def test_occupancy_turing_and_ada_limits():
     assert occupancy(ARCHS["turing"], 128, 32, 20 * 1024).ctas_per_sm == 3  # 64 KB smem, no reserve
     assert occupancy(ARCHS["ada"], 64, 16, 0).ctas_per_sm == 24  # CC 8.9: 24 CTAs
     assert occupancy(ARCHS["ampere"], 256, 255, 0).ctas_per_sm == 1
+
+
+def test_the_driver_reserve_is_taken_by_ctas_without_shared_memory():
+    # cuda_occupancy.h: reservedSharedMemPerBlock joins every CTA's allocation on CC >= 8, so the
+    # resident CTAs of a kernel with no __shared__ still need a carveout, and L1 shrinks by it.
+    amp = occupancy(ARCHS["ampere"], 64, 16, 0)  # 16 CTAs x 1 KB
+    assert amp.smem_per_sm_used == 16 * 1024
+    assert _l1_bytes(ARCHS["ampere"], amp.smem_per_sm_used) == (128 - 16) * 1024
+    ada = occupancy(ARCHS["ada"], 64, 16, 0)  # 24 CTAs x 1 KB -> the 32 KB carveout
+    assert ada.smem_per_sm_used == 24 * 1024
+    assert _l1_bytes(ARCHS["ada"], ada.smem_per_sm_used) == (128 - 32) * 1024
+    tu = occupancy(ARCHS["turing"], 64, 16, 0)  # CC 7.5 reserves nothing
+    assert tu.smem_per_sm_used == 0 and tu.limiter != "shared"
 
 
 def test_occupancy_rejects_impossible_launches():

@@ -102,13 +102,17 @@ def with_second_run(name: str, params: dict | None, arch: str) -> dict:
     return out
 
 
-GROUND_TRUTH_VERSION = 2
+GROUND_TRUTH_VERSION = 3
 """Bumped whenever what the synthesizer's hardware stand-in does changes (the interpreter's issue
 rules or the timing model), so a workload synthesized before is synthesized again instead of
 scoring samplers against the old ground truth. Recorded in workload.json; absent means 1.
 
 2: a warp issues an instruction whose guard is false on all its lanes (an issue slot, counted
-   in inst_executed), as the GPU does; 1 skipped it (lu's inst_executed was 9 % low)."""
+   in inst_executed), as the GPU does; 1 skipped it (lu's inst_executed was 9 % low).
+3: on CC 8.x every CTA takes the driver's 1 KB shared-memory reserve, as cuda_occupancy.h counts
+   it; 2 counted it only for kernels with shared memory, so on Ampere and Ada a kernel without
+   any got the whole 128 KB as L1 instead of 112 KB (16 resident CTAs) or 96 KB (24 on Ada).
+   Turing, where plans are fitted, reserves nothing and is unchanged."""
 
 
 def stale_reason(wdir, name: str, params: dict | None, arch: str, seed: int) -> str | None:

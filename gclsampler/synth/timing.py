@@ -234,7 +234,10 @@ def occupancy(arch: ArchConfig, threads_per_cta: int, nregs: int, shmem: int) ->
         regs_per_warp = _round_up(nregs * 32, arch.reg_alloc_unit)
         per_sub = (arch.regs_per_sm // arch.sub_partitions) // regs_per_warp
         limits["registers"] = (per_sub * arch.sub_partitions) // wpc
-    smem_cta = _round_up(shmem + arch.smem_reserved_per_cta, arch.smem_alloc_unit) if shmem > 0 else 0
+    # The driver's reserve is taken by every CTA, shared memory or not: cuda_occupancy.h adds
+    # reservedSharedMemPerBlock to each CTA's static size on CC >= 8 unconditionally. Counting it
+    # only for kernels with shared memory gave CC 8.x kernels without any the whole L1.
+    smem_cta = _round_up(shmem + arch.smem_reserved_per_cta, arch.smem_alloc_unit)
     if smem_cta > 0:
         limits["shared"] = arch.max_smem_per_sm // smem_cta
     limiter = min(limits, key=lambda k: limits[k])
