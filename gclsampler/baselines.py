@@ -319,11 +319,13 @@ def silverman_bandwidth(x: np.ndarray) -> float:
     n = x.size
     if n < 2:
         return 0.0
+    s = time_scale(np.abs(x))  # counts near 1e-160 square to 0 in sd (h 0), near 1e160 to inf
+    x = x / s
     sd = float(x.std(ddof=1))
     q75, q25 = np.percentile(x, [75, 25])
     iqr = float(q75 - q25) / 1.34
     spread = min(sd, iqr) if iqr > 0 else sd
-    return 0.9 * spread * n ** (-0.2)
+    return 0.9 * spread * n ** (-0.2) * s
 
 
 _KDE_STEP = 0.25
@@ -332,6 +334,9 @@ _KDE_REACH = 8.0
 """Bandwidths beyond which a point's kernel is dropped (e^-32 of its peak); gaps wider than
 this between sorted distinct values are cut directly."""
 _KDE_CHUNK = 4096
+_KDE_H_RANGE = (2.0**-960, 2.0**960)
+"""Bandwidths ``kde_split`` evaluates as they are; beyond, its h/4 grid step rounds (to 0 at
+h = 5e-324) or min - 3h overflows, so ``_rescaled_split`` finds the split at h near 1."""
 
 
 def _density_minima(dens: np.ndarray, same: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -414,8 +419,10 @@ def kde_split(x: np.ndarray, bandwidth: float | None = None, grid: int = 512) ->
     if x.size < 2 or np.ptp(x) == 0:
         return np.zeros(x.size, dtype=np.int64)
     h = silverman_bandwidth(x) if bandwidth is None else float(bandwidth)
-    if not h > 0:
+    if not 0 < h < math.inf:  # an infinite h smooths every mode away
         return np.zeros(x.size, dtype=np.int64)
+    if not _KDE_H_RANGE[0] <= h <= _KDE_H_RANGE[1]:
+        return _rescaled_split(x, h, grid)
     values, counts = np.unique(x, return_counts=True)
     counts = counts.astype(np.float64)
     lo_edge, hi_edge = values[0] - 3 * h, values[-1] + 3 * h
@@ -429,6 +436,30 @@ def kde_split(x: np.ndarray, bandwidth: float | None = None, grid: int = 512) ->
     return np.unique(sub, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def _rescaled_split(x: np.ndarray, h: float, grid: int) -> np.ndarray:
+    """``kde_split`` at an h beyond ``_KDE_H_RANGE``: x and h divided by one power of two near h.
+
+    Why: the division is exact and moves every density minimum with the data, so the split is
+    the same, where at the h itself h/4 was 0 (h = 5e-324, a subnormal Silverman h of counts
+    0, 5e-324, 1e-323: numpy's bare "repeats may not contain negative values") or min - 3h was
+    -inf (h near 1e308). Scaling a tiny h up, a count more than 8h from both neighbours could
+    overflow; it is a sub-stratum of its own (a gap of 8h holds a density minimum, as in
+    ``_fine_cuts``), so only counts with a neighbour that near are scaled, and those lie below
+    2^-900 (two distinct float64 within 8h < 2^-957 of each other do).
+    """
+    s = float(np.ldexp(1.0, np.frexp(h)[1] - 1))  # 2^(e-1) <= h < 2^e, finite at either end
+    if h > 1:
+        return kde_split(x / s, h / s, grid)
+    values, inverse = np.unique(x, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    gap = np.diff(values) > _KDE_REACH * h
+    near = ~(np.r_[True, gap] & np.r_[gap, True])[inverse]
+    sub = np.zeros(x.size, dtype=np.int64)
+    sub[near] = kde_split(x[near] / s, h / s, grid)
+    run = np.r_[0, np.cumsum(gap)][inverse]  # run and sub both ascend in x: a sub-stratum per pair
+    return np.unique(run * (int(sub.max()) + 1) + sub, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
 def sieve_tiers(inst: np.ndarray, names: np.ndarray, cov_threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """(group id per invocation, tier per group) with tiers 1/2/3 by instruction-count CoV.
 
@@ -438,9 +469,14 @@ def sieve_tiers(inst: np.ndarray, names: np.ndarray, cov_threshold: float) -> tu
     group = _relabel(np.asarray(names).astype(str))
     n_groups = int(group.max()) + 1 if group.size else 0
     cnt = np.bincount(group, minlength=n_groups).astype(np.float64)
-    s1 = np.bincount(group, weights=inst, minlength=n_groups)
+    # CoV is a ratio: each name's counts in a power of two of its own largest (exact), so counts
+    # near 1e-160 do not square to 0 (tier 1) nor counts near 1e160 sum to inf (tier 3)
+    top = np.zeros(n_groups)
+    np.maximum.at(top, group, np.abs(inst))
+    work = inst / time_scales(top)[group]
+    s1 = np.bincount(group, weights=work, minlength=n_groups)
     mean = s1 / cnt
-    var = np.bincount(group, weights=(inst - mean[group]) ** 2, minlength=n_groups) / cnt
+    var = np.bincount(group, weights=(work - mean[group]) ** 2, minlength=n_groups) / cnt
     with np.errstate(divide="ignore", invalid="ignore"):
         cov = np.where(mean != 0, np.sqrt(var) / np.abs(mean), 0.0)
     tier = np.where(cov == 0, 1, np.where(cov <= cov_threshold, 2, 3)).astype(np.int64)
@@ -488,7 +524,8 @@ class SieveSampler(Sampler):
             if bw == "silverman":
                 return silverman_bandwidth(x)
             if bw == "scott":
-                return 1.06 * float(np.std(x, ddof=1)) * x.size ** (-0.2) if x.size > 1 else 0.0
+                s = time_scale(np.abs(x))  # as in silverman_bandwidth: no sd of 0 or inf
+                return 1.06 * float(np.std(x / s, ddof=1)) * x.size ** (-0.2) * s if x.size > 1 else 0.0
         return float(bw)
 
     def missing_inputs(self, workload) -> str | None:

@@ -333,6 +333,47 @@ def test_kde_split_cost_grows_with_the_input_not_its_range():
     assert np.array_equal(kde_split(y, 1.0), np.arange(y.size))
 
 
+def test_kde_split_at_a_bandwidth_near_either_end_of_float64():
+    """h = 5e-324 made the grid step h/4 zero (numpy's bare "repeats may not contain negative
+    values"); h near 1e308 made min - 3h -inf and cast NaN grid indices to int64. The split is
+    that of the same data at an ordinary h: every count its own mode, or one stratum."""
+    import warnings
+
+    x = np.array([3.0, 1e5, 1e5 + 1, 7e6, 7e6, 2e7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for tiny in (5e-324, 1e-323, 1e-320, 2.0**-1000):
+            assert kde_split(x, tiny).tolist() == [0, 1, 2, 3, 3, 4]
+        for huge in (2.0**1000, 1e308, 1.7e308):
+            assert kde_split(x, huge).tolist() == [0] * 6
+        # a subnormal Silverman h from the profile's own counts (an IQR of 5e-324): the three
+        # counts within a few h are one mode, as 0, 1, 2 at h = 1 are, and 1.0 is another
+        d = 5e-324
+        y = np.array([0, d, d, d, 2 * d, 2 * d, 2 * d, 1.0])
+        assert silverman_bandwidth(y) == d
+        assert kde_split(y).tolist() == [0] * 7 + [1]
+        assert kde_split(np.array([0, 1, 1, 1, 2, 2, 2, 100.0]), 1.0).tolist() == [0] * 7 + [1]
+
+
+@pytest.mark.parametrize("exp", [-1000, 1000])
+@pytest.mark.parametrize("bandwidth", ["silverman", "scott", 3.0])
+def test_sieve_strata_do_not_depend_on_the_unit_of_the_counts(exp, bandwidth):
+    """Counts times 2^-1000 squared to 0 (every name tier 1, Silverman's h 0) and times 2^1000
+    summed to inf (every name tier 3, h inf); a power of two changes no ratio of counts."""
+    import warnings
+
+    df = make_profile(200, 1)
+    ref = SieveSampler(bandwidth=bandwidth)
+    ref.fit(wl(df))
+    df["inst_executed"] = np.ldexp(df["inst_executed"].to_numpy(), exp)
+    got = SieveSampler(bandwidth=bandwidth if isinstance(bandwidth, str) else float(np.ldexp(bandwidth, exp)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got.fit(wl(df))
+    assert got.tiers_.tolist() == ref.tiers_.tolist() and 3 in ref.tiers_
+    assert np.array_equal(got.labels_, ref.labels_)
+
+
 def test_silverman_bandwidth_matches_rule():
     x = np.array([1.0, 2, 3, 4, 10])
     sd = x.std(ddof=1)

@@ -205,6 +205,25 @@ def test_a_real_workload_is_labelled_real_with_its_gpu(tmp_path, capsys):
     assert "pka plan for nw (REAL, NVIDIA H200)" in capsys.readouterr().out
 
 
+def test_sieve_takes_subnormal_counts_and_bandwidths(wl_copy, tmp_path, capsys):
+    """Counts 0, 5e-324, 1e-323 (a subnormal Silverman h) and --set bandwidth=5e-324 gave a
+    traceback (numpy's "repeats may not contain negative values"); both are legal input."""
+    from gclsampler.profile import read_profile, write_profile
+
+    out = tmp_path / "p.json"
+    assert main(["sample", "sieve", str(wl_copy), "--out", str(out), "--set", "bandwidth=5e-324"]) == 0
+    df = read_profile(wl_copy / "profile.csv")
+    name = df["kernel_name"].value_counts().index[0]
+    rows = np.flatnonzero(df["kernel_name"].to_numpy() == name)
+    df.loc[rows, "inst_executed"] = 1.0
+    df.loc[rows[:5], "inst_executed"] = [0.0, 5e-324, 5e-324, 1e-323, 1e-323]
+    write_profile(df, wl_copy / "profile.csv")
+    assert main(["sample", "sieve", str(wl_copy), "--out", str(out)]) == 0
+    weights = sorted(s["weight"] for s in _plan(out)["samples"] if s["kernel_name"] == name)
+    assert weights == [rows.size - 5, 5]  # 0 .. 1e-323 one mode (as 0, 1, 2 at h = 1), 1.0 another
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_options_may_come_before_the_workload(tiny_workload, tmp_path, capsys):
     """`sample random --out p.json WL` was refused ("unrecognized arguments: WL"): two optional
     positionals let argparse bind WORKLOAD to nothing. Any order gives the same plan."""
