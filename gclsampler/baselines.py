@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -76,11 +76,17 @@ def _dim3_product(column) -> np.ndarray:
     return parts.astype(np.int64).to_numpy().prod(axis=1)
 
 
-def _check_positive(value: float, key: str, method: str) -> None:
+def _named(method: str, key: Callable[[str], str] | None) -> Callable[[str], str]:
+    """How ``check_params`` names a parameter: as the caller's user typed it (``key``, e.g.
+    ``"--set {}".format`` from ``gclsampler sample``), else ``method: name``."""
+    return key or (lambda name: f"{method}: {name}")
+
+
+def _check_positive(value: float, shown: str) -> None:
     """A finite number > 0 by ``_kinds.is_real``: numpy's floats too (the early check,
     ``validate.check_sampler_params``, takes np.float32(0.05), so fit must), not ``True``."""
     if not (is_real(value) and math.isfinite(value) and value > 0):
-        raise BaselineError(f"{method}: {key}: must be a positive number, found {value!r}")
+        raise BaselineError(f"{shown}: must be a positive number, found {value!r}")
 
 
 @contextlib.contextmanager
@@ -95,23 +101,23 @@ def _sklearn_params(method: str):
         raise BaselineError(f"{method}: {str(exc).splitlines()[0]}") from None
 
 
-def _check_count(value, key: str, method: str) -> None:
+def _check_count(value, shown: str) -> None:
     """An integer >= 1, by the rule STEM's counts follow (``_kinds.is_count``)."""
     if not is_count(value):
-        raise BaselineError(f"{method}: {key}: must be an integer >= 1, found {value!r}")
+        raise BaselineError(f"{shown}: must be an integer >= 1, found {value!r}")
 
 
-def _check_rng_seed(value, method: str) -> None:
+def _check_rng_seed(value, shown: str) -> None:
     """A seed ``numpy.random.default_rng`` takes (an integer >= 0), else one line naming the key:
     -1 was numpy's bare "expected non-negative integer". Not ``check_seed``'s [0, 2**32): the
     suite's stochastic seeds count up from ``seed``, which may itself be 2**32 - 1."""
     if not (is_int(value) and value >= 0):
-        raise BaselineError(f"{method}: random_state: must be an integer >= 0, found {value!r}")
+        raise BaselineError(f"{shown}: must be an integer >= 0, found {value!r}")
 
 
-def _check_choice(value, choices: tuple[str, ...], key: str, method: str) -> None:
+def _check_choice(value, choices: tuple[str, ...], shown: str) -> None:
     if not (isinstance(value, str) and value in choices):
-        raise BaselineError(f"{method}: {key}: expected one of {', '.join(choices)}, found {value!r}")
+        raise BaselineError(f"{shown}: expected one of {', '.join(choices)}, found {value!r}")
 
 
 def _first_per_label(labels: np.ndarray, n_labels: int) -> np.ndarray:
@@ -221,16 +227,18 @@ class PkaSampler(Sampler):
         return (profile_gaps(workload.profile, PKA_METRICS, "the 12 PKA metrics of Nsight Compute")
                 or profile_gaps(workload.profile, ["cycles"], "PKA projects the total cycles"))
 
-    def check_params(self) -> None:
-        """The checks that need no data, so a CLI or config can run them before reading any."""
-        _check_choice(self.representative, self.REPRESENTATIVES, "representative", "pka")
-        _check_positive(self.target_error, "target_error", "pka")
-        for key in ("k_min", "k_max", "n_init"):
-            _check_count(getattr(self, key), key, "pka")
+    def check_params(self, key: Callable[[str], str] | None = None) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any
+        (``key``: how to name a parameter, ``_named``)."""
+        named = _named("pka", key)
+        _check_choice(self.representative, self.REPRESENTATIVES, named("representative"))
+        _check_positive(self.target_error, named("target_error"))
+        for name in ("k_min", "k_max", "n_init"):
+            _check_count(getattr(self, name), named(name))
         if not (1 <= int(self.k_min) <= int(self.k_max)):
-            raise BaselineError(f"pka: k_min/k_max: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
+            raise BaselineError(f"{named('k_min/k_max')}: need 1 <= k_min <= k_max, found {self.k_min}, {self.k_max}")
         if not (is_real(self.pca_variance) and 0 < self.pca_variance <= 1):  # "0.9" raised TypeError
-            raise BaselineError(f"pka: pca_variance: must be in (0, 1], found {self.pca_variance!r}")
+            raise BaselineError(f"{named('pca_variance')}: must be in (0, 1], found {self.pca_variance!r}")
 
     def fit(self, workload) -> SamplingPlan:
         from sklearn.cluster import KMeans
@@ -531,18 +539,20 @@ class SieveSampler(Sampler):
     def missing_inputs(self, workload) -> str | None:
         return profile_gaps(workload.profile, [self.inst_column], "Sieve's instruction counts, from Nsight Compute")
 
-    def check_params(self) -> None:
-        """The checks that need no data, so a CLI or config can run them before reading any."""
-        _check_choice(self.representative, self.REPRESENTATIVES, "representative", "sieve")
-        _check_positive(self.cov_threshold, "cov_threshold", "sieve")
+    def check_params(self, key: Callable[[str], str] | None = None) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any
+        (``key``: how to name a parameter, ``_named``)."""
+        named = _named("sieve", key)
+        _check_choice(self.representative, self.REPRESENTATIVES, named("representative"))
+        _check_positive(self.cov_threshold, named("cov_threshold"))
         # checked before any work: a misspelt rule used to pass until a stratum reached tier 3
         bw = self.bandwidth
         if not (bw in self.BANDWIDTH_RULES if isinstance(bw, str) else
                 is_real(bw) and math.isfinite(bw) and bw > 0):
-            raise BaselineError(f"sieve: bandwidth: expected {' or '.join(map(repr, self.BANDWIDTH_RULES))} or a "
+            raise BaselineError(f"{named('bandwidth')}: expected {' or '.join(map(repr, self.BANDWIDTH_RULES))} or a "
                                 f"positive number, found {bw!r}")
         if not isinstance(self.kde, (bool, np.bool_)):  # kde="false" is truthy: it split tier 3 all the same
-            raise BaselineError(f"sieve: kde: must be true or false, found {self.kde!r}")
+            raise BaselineError(f"{named('kde')}: must be true or false, found {self.kde!r}")
 
     def fit(self, workload) -> SamplingPlan:
         self.check_params()
@@ -599,11 +609,13 @@ class RandomSampler(Sampler):
         self.fraction = fraction
         self.random_state = random_state
 
-    def check_params(self) -> None:
-        """The checks that need no data, so a CLI or config can run them before reading any."""
+    def check_params(self, key: Callable[[str], str] | None = None) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any
+        (``key``: how to name a parameter, ``_named``)."""
+        named = _named("random", key)
         if not (is_real(self.fraction) and 0 < self.fraction <= 1):  # numpy's numbers too, not True
-            raise BaselineError(f"random: fraction: must be in (0, 1], found {self.fraction!r}")
-        _check_rng_seed(self.random_state, "random")
+            raise BaselineError(f"{named('fraction')}: must be in (0, 1], found {self.fraction!r}")
+        _check_rng_seed(self.random_state, named("random_state"))
 
     def fit(self, workload) -> SamplingPlan:
         self.check_params()
@@ -729,14 +741,16 @@ class AllegroSampler(Sampler):
         self.time_column = time_column
         self.random_state = random_state
 
-    def check_params(self) -> None:
-        """The checks that need no data, so a CLI or config can run them before reading any."""
+    def check_params(self, key: Callable[[str], str] | None = None) -> None:
+        """The checks that need no data, so a CLI or config can run them before reading any
+        (``key``: how to name a parameter, ``_named``)."""
         from gclsampler.stem import check_bound
 
-        check_bound(self.epsilon, self.z, "allegro: ", BaselineError)  # STEM's ranges: the same bound
-        _check_rng_seed(self.random_state, "allegro")
-        for key in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
-            _check_count(getattr(self, key), key, "allegro")
+        named = _named("allegro", key)
+        check_bound(self.epsilon, self.z, named(""), BaselineError)  # STEM's ranges: the same bound
+        _check_rng_seed(self.random_state, named("random_state"))
+        for name in ("floor", "m_th"):  # sample counts: 30.7 was truncated to 30, True taken as 1
+            _check_count(getattr(self, name), named(name))
 
     def fit(self, workload) -> SamplingPlan:
         self.check_params()

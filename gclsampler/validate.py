@@ -22,7 +22,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from gclsampler._kinds import is_real, is_whole
 from gclsampler.errors import GclError, located
@@ -539,7 +539,7 @@ def require_valid_workload(root: str | os.PathLike, *, profile: bool = True, tra
 _STEM_KEYS = ("epsilon", "z", "min_samples", "min_group", "scope")
 
 
-def check_sampler_params(sampler, where: str = "sampler.params") -> None:
+def check_sampler_params(sampler, where: str = "sampler.params", key: Callable[[str], str] | None = None) -> None:
     """Check a sampler's parameters without fitting it (raise a ``GclError`` naming the key).
 
     Samplers validate in ``fit`` (scikit-learn style), which in the pipeline runs after
@@ -549,57 +549,62 @@ def check_sampler_params(sampler, where: str = "sampler.params") -> None:
     with the stem and cluster stages' own validators; positive-number parameters of the
     baselines are checked by name, and a ``representative`` against the sampler class's
     ``REPRESENTATIVES`` where it declares them (pka, sieve).
+
+    ``key`` names a parameter as the user typed it (``"--set {}".format``: ``--set threshold``,
+    ``--set cluster.k_min``), in these checks and the method's own; without it, ``where: name``
+    and ``where.cluster.name`` (the config keys of train.py and evaluate.py).
     """
     import math
 
+    named = key or (lambda name: f"{where}: {name}")
     params = {k: v for k, v in vars(sampler).items() if not k.startswith("_") and not k.endswith("_")}
-    _check_types_against_defaults(sampler, params, where)
+    _check_types_against_defaults(sampler, params, named)
     if all(k in params for k in _STEM_KEYS):
         from gclsampler.stem import StemError, check_params
 
         try:
-            check_params(*(params[k] for k in _STEM_KEYS), key=str)
+            check_params(*(params[k] for k in _STEM_KEYS), key=named)
         except StemError as exc:
-            raise GclError(f"{where}: {exc}") from None
+            raise GclError(str(exc)) from None
     elif "epsilon" in params or "z" in params:  # allegro: the same ranges as STEM's
         from gclsampler.stem import check_bound
 
         # an absent one gets an in-range stand-in, so only a parameter the sampler has can fail
-        check_bound(params.get("epsilon", 0.5), params.get("z", 1.96), f"{where}: ", GclError)
-    for key in ("random_state", "cluster_random_state"):  # before any data is read (train.py, evaluate.py)
-        if params.get(key) is not None:
+        check_bound(params.get("epsilon", 0.5), params.get("z", 1.96), named(""), GclError)
+    for name in ("random_state", "cluster_random_state"):  # before any data is read (train.py, evaluate.py)
+        if params.get(name) is not None:
             from gclsampler.plan import check_seed
 
-            check_seed(params[key], f"{where}: {key}")
+            check_seed(params[name], named(name))
     if "strata" in params:
         from gclsampler.samplers import STRATA
 
         if params["strata"] not in STRATA:
-            raise GclError(f"{where}: strata: must be one of {', '.join(STRATA)}, found {params['strata']!r}")
+            raise GclError(f"{named('strata')}: must be one of {', '.join(STRATA)}, found {params['strata']!r}")
     choices = getattr(type(sampler), "REPRESENTATIVES", None)  # pka, sieve: their representative rules
     if choices is not None and "representative" in params:
         v = params["representative"]
         if not (isinstance(v, str) and v in choices):
-            raise GclError(f"{where}: representative: must be one of {', '.join(choices)}, found {v!r}")
+            raise GclError(f"{named('representative')}: must be one of {', '.join(choices)}, found {v!r}")
     if "cluster" in params and params["cluster"] is not None:
         from gclsampler.cluster import ClusterConfig
 
-        ClusterConfig.from_any(params["cluster"], f"{where}.cluster")
+        ClusterConfig.from_any(params["cluster"], key("cluster") if key else f"{where}.cluster")
     positive = ("target_error", "cov_threshold", "fraction", "threshold")
-    for key in positive:
-        if key in params:
-            v = params[key]
+    for name in positive:
+        if name in params:
+            v = params[name]
             if not (is_real(v) and math.isfinite(v) and v > 0):
-                raise GclError(f"{where}: {key}: must be a number > 0, found {v!r}")
-    for key in ("fraction", "threshold"):
-        if key in params and params[key] > 1:
-            raise GclError(f"{where}: {key}: must be at most 1, found {params[key]!r}")
+                raise GclError(f"{named(name)}: must be a number > 0, found {v!r}")
+    for name in ("fraction", "threshold"):
+        if name in params and params[name] > 1:
+            raise GclError(f"{named(name)}: must be at most 1, found {params[name]!r}")
     own = getattr(sampler, "check_params", None)
     if callable(own):  # the method's own data-free checks (pka's k range, allegro's counts, ...)
-        own()
+        own() if key is None else own(key=key)
 
 
-def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
+def _check_types_against_defaults(sampler, params: dict, named: Callable[[str], str]) -> None:
     """A value must have its default's kind: a number for a numeric default (whole for an
     int), true/false for a bool. ``--set k_max=abc`` reached ``int('abc')`` inside fit."""
     import inspect
@@ -614,9 +619,9 @@ def _check_types_against_defaults(sampler, params: dict, where: str) -> None:
         d, v = p.default, params[name]
         if isinstance(d, bool):
             if not isinstance(v, bool):
-                raise GclError(f"{where}: {name}: must be true or false, found {v!r}")
+                raise GclError(f"{named(name)}: must be true or false, found {v!r}")
         elif isinstance(d, (int, float)):
             if not is_real(v):
-                raise GclError(f"{where}: {name}: must be a number, found {v!r}")
+                raise GclError(f"{named(name)}: must be a number, found {v!r}")
             if isinstance(d, int) and not is_whole(v):
-                raise GclError(f"{where}: {name}: must be a whole number, found {v!r}")
+                raise GclError(f"{named(name)}: must be a whole number, found {v!r}")

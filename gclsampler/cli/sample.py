@@ -117,10 +117,24 @@ def _list_methods() -> int:
 
 
 def _check_params(sampler, method: str) -> None:
-    """Run the method's own parameter check (if it has one) before any data is read."""
+    """Run the method's own parameter check (if it has one) before any data is read; an error
+    names the option as typed (``--set threshold``), not the method or a config key."""
     from gclsampler.validate import check_sampler_params
 
-    check_sampler_params(sampler, f"--set ({method})")
+    check_sampler_params(sampler, f"--set ({method})", key="--set {}".format)
+
+
+def _check_columns(params: dict, profile, path: Path) -> None:
+    """A ``--set *_column`` (time_column, inst_column) that profile.csv lacks, named as typed.
+
+    Why: the method finds it missing only inside fit, where its message names the method or a
+    config key (``stem.time_column``, ``sampler.params.time_column``), not ``--set``.
+    """
+    from gclsampler.errors import GclError
+
+    for key, value in params.items():
+        if key.endswith("_column") and not (isinstance(value, str) and value in profile.columns):
+            raise GclError(f"--set {key}: profile.csv has no column {value!r} ({path})")
 
 
 def _require_paper_encoder(path: Path, n_columns: int, method: str) -> None:
@@ -207,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
 
     profile = require_valid_workload(args.workload)  # profile vs traces, before any fitting
     wl = Workload.load(args.workload, profile=profile)
+    _check_columns(params, wl.profile, args.workload / "profile.csv")
     if args.embeddings is not None:
         from gclsampler.embeddings import load_embeddings
 
