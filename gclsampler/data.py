@@ -3,7 +3,7 @@
 Cache layout (default ``<workload_dir>/.graph-cache``; the root, its version and the memo of
 trace content hashes are ``gclsampler.workload_cache``'s, shared with photon's BBV tables)::
 
-    v<CACHE_VERSION>/index/<key>.json   key = H(trace file bytes, GraphConfig, format versions)
+    v<CACHE_VERSION>/index/<key>.json   key = H(trace file bytes, GraphConfig, format and parser versions)
                                          -> {"graph": <graph hash>, ...}
     v<CACHE_VERSION>/graphs/<hash>.hrg   one file per distinct graph, named by the hash of its bytes
 
@@ -40,6 +40,7 @@ from gclsampler._atomic import write_bytes_atomic
 from gclsampler._interrupt import process_pool
 from gclsampler.errors import GclError, located
 from gclsampler.graph import FORMAT_VERSION, GraphBuildError, GraphConfig, build_graph
+from gclsampler.trace import reader as _trace_reader
 from gclsampler.workload_cache import CACHE_VERSION, check_cache_dir, default_cache_dir, trace_memo_dir
 from gclsampler.workload_cache import digest as _digest
 from gclsampler.workload_cache import trace_digest as _trace_digest
@@ -107,8 +108,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _config_fingerprint(cfg: GraphConfig) -> str:
-    return json.dumps({"graph": cfg.to_dict(), "format": FORMAT_VERSION, "cache": CACHE_VERSION},
-                      sort_keys=True)
+    """What a graph is built by besides its trace's bytes. The parser's version is in it because
+    a graph is built from the parsed trace: a parser change reused the old parser's graphs
+    unless someone remembered to bump ``FORMAT_VERSION`` as well."""
+    return json.dumps({"graph": cfg.to_dict(), "format": FORMAT_VERSION, "cache": CACHE_VERSION,
+                       "parser": _trace_reader.PARSER_VERSION}, sort_keys=True)
 
 
 @dataclass

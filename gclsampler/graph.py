@@ -180,7 +180,8 @@ FORMAT_VERSION = 6  # 4: register/memory versions and control edges stay inside 
 # no register and is no work in the size vector, statistics from the first read that recorded values, windows
 # under a small cap, (warp, PC) constants; 6: a memory live-in first read by an access that recorded no
 # loaded value (LDGSTS, RED) in a trace with values gets its access pattern, not zeros
-"""Bump whenever vocabularies, features or edge rules change: it is part of the cache key."""
+"""Bump whenever vocabularies, features or edge rules change: it is part of the cache key (as the
+parser's own ``trace.reader.PARSER_VERSION`` is, for a change in how traces are read)."""
 
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
 INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM = 0, 1, 2

@@ -41,8 +41,8 @@ and with opt-in capped traces (``trace_cap``, ``max_traced_ctas``) only their st
 
 The BBV table of a workload is kept in its derived-data cache (``gclsampler.workload_cache``,
 ``<workload>/.graph-cache/v1/photon/``), keyed by the content of every trace in launch order,
-``match_launch`` and ``BBV_VERSION``: reading and parsing every trace was two thirds of a suite
-rescore, and the table depends on nothing else.
+``match_launch``, ``BBV_VERSION`` and the trace parser's ``PARSER_VERSION``: reading and parsing
+every trace was two thirds of a suite rescore, and the table depends on nothing else.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ def _compute_bbvs(root: Path, n: int, match_launch: bool) -> sp.csr_matrix:
 def _bbv_cache_path(root: Path, files: list[str], match_launch: bool, cache_dir) -> Path | None:
     """Where this workload's BBV table is cached, or None where the cache cannot be used (a
     directory of someone else's files, an unreadable trace: the read below then says why)."""
+    from gclsampler.trace import reader
     from gclsampler.workload_cache import (CACHE_VERSION, check_cache_dir, default_cache_dir, digest, trace_digest,
                                            trace_memo_dir)
 
@@ -192,7 +193,8 @@ def _bbv_cache_path(root: Path, files: list[str], match_launch: bool, cache_dir)
         traces = [trace_digest(root / f, memo) for f in files]
     except (GclError, OSError):
         return None
-    key = digest(json.dumps({"bbv": BBV_VERSION, "match_launch": bool(match_launch), "traces": traces}).encode())
+    key = digest(json.dumps({"bbv": BBV_VERSION, "parser": reader.PARSER_VERSION, "match_launch": bool(match_launch),
+                             "traces": traces}).encode())
     return cache / f"v{CACHE_VERSION}" / "photon" / f"{key}.npz"
 
 

@@ -72,6 +72,21 @@ def test_reload_is_a_cache_hit_with_equal_tensors(wl):
         assert _equal(c[i], build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), other))
 
 
+def test_a_new_trace_parser_version_is_a_cache_miss(wl, monkeypatch):
+    """Graphs are keyed by the parser's version too (``trace.reader.PARSER_VERSION``): a parser
+    that reads the same bytes otherwise builds every graph again, the texts' entries included,
+    rather than reusing what the parser before it built (unless FORMAT_VERSION was bumped)."""
+    import gclsampler.trace.reader as reader
+
+    GraphDataset(wl, CFG, workers=1, progress=False)
+    assert GraphDataset(wl, CFG, workers=1, progress=False).stats["built"] == 0
+    monkeypatch.setattr(reader, "PARSER_VERSION", reader.PARSER_VERSION + 1)
+    b = GraphDataset(wl, CFG, workers=1, progress=False)
+    assert b.stats["built"] == 5 and b.stats["parsed"] == 3
+    assert all(_equal(b[i], build_graph(read_kernel(wl / f"kernel-{i + 1}.traceg"), CFG)) for i in range(5))
+    assert GraphDataset(wl, CFG, workers=1, progress=False).stats["built"] == 0
+
+
 def test_truncated_graph_file_is_rebuilt_not_trusted(wl):
     a = GraphDataset(wl, CFG, workers=1, progress=False)
     ref = [a[i] for i in range(5)]

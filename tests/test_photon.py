@@ -308,6 +308,24 @@ def test_bbv_table_is_cached_by_trace_content(wl_dir, monkeypatch):
                                                                          cache=False)).nnz == 0
 
 
+def test_a_new_trace_parser_version_computes_the_bbv_table_again(wl_dir, monkeypatch):
+    """The table is built from parsed traces, so it is keyed by the parser's version
+    (``trace.reader.PARSER_VERSION``) as well as the traces' bytes and ``BBV_VERSION``."""
+    import gclsampler.trace.reader as reader
+    import gclsampler.trace.workload as tw
+    from gclsampler.photon import workload_bbvs
+
+    first = workload_bbvs(wl_dir)
+    real_iter, parsed = tw.iter_distinct_kernels, []
+    monkeypatch.setattr(tw, "iter_distinct_kernels", lambda *a, **k: parsed.append(1) or real_iter(*a, **k))
+    workload_bbvs(wl_dir)
+    assert parsed == []
+    monkeypatch.setattr(reader, "PARSER_VERSION", reader.PARSER_VERSION + 1)
+    again = workload_bbvs(wl_dir)
+    assert parsed == [1] and (again != first).nnz == 0
+    assert len(list((wl_dir / ".graph-cache" / "v1" / "photon").glob("*.npz"))) == 2
+
+
 def test_a_bad_or_unusable_bbv_cache_is_passed_by(wl_dir, tmp_path):
     """A truncated table is computed again (and rewritten); a cache directory holding someone
     else's files is neither written to nor an error: the cache only saves time."""

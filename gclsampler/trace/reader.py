@@ -33,6 +33,14 @@ from gclsampler.errors import GclError, located
 from gclsampler.trace import _text as T
 from gclsampler.trace.types import NO_REG, KernelHeader, KernelTrace
 
+PARSER_VERSION = 1
+"""What ``read_kernel`` makes of a file's bytes: bump it with any change to this module or to
+``_text`` that can give another ``KernelTrace`` for the same bytes (a column read otherwise, a
+record kept or dropped, a register or opcode spelt otherwise, raw records grouped otherwise).
+It is part of the keys of what is derived from parsed traces and cached by the traces' bytes
+(the graph cache, photon's BBV tables), so those are built again by the new parser instead
+of being reused; a change that only refuses more input or words an error otherwise needs none."""
+
 VALUE_MARKER = b"|"
 """Token that separates the Accel-Sim fields from gclsampler's per-lane register values."""
 
