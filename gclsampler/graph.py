@@ -176,15 +176,38 @@ _REG_VARIABLE[_CONST_REGS + 1] = False
 
 _GRANULARITY_SHIFT = {"address": 0, "sector": 5, "line": 7}
 
-FORMAT_VERSION = 6  # 4: register/memory versions and control edges stay inside a run; 5: a mask-0 line writes
+FORMAT_VERSION = 7  # 4: register/memory versions and control edges stay inside a run; 5: a mask-0 line writes
 # no register and is no work in the size vector, statistics from the first read that recorded values, windows
 # under a small cap, (warp, PC) constants; 6: a memory live-in first read by an access that recorded no
-# loaded value (LDGSTS, RED) in a trace with values gets its access pattern, not zeros
+# loaded value (LDGSTS, RED) in a trace with values gets its access pattern, not zeros; 7: a wide load's
+# upper registers (LDG.E.128 R8 fills R8-R11) are its version, not live-ins (``dst_width``)
 """Bump whenever vocabularies, features or edge rules change: it is part of the cache key (as the
 parser's own ``trace.reader.PARSER_VERSION`` is, for a change in how traces are read)."""
 
 # Columns of ``stats`` on instruction nodes (variable nodes use all 8 for value statistics).
 INST_STAT_COUNT, INST_STAT_WARP_LEN, INST_STAT_IMM = 0, 1, 2
+
+
+_WIDE_LOADS = frozenset({"LD", "LDG", "LDL", "LDS"})
+
+
+def dst_width(opcode: str) -> int:
+    """Registers a load's destination fills, of which the trace names only the first.
+
+    Why: SASS names a register pair or quad by its first register (``LDG.E.128 R8`` fills R8-R11),
+    and so does every tracer, so a later ``FFMA`` reading R9 looked like a read of a register
+    nothing wrote: a live-in, cut off from the load it came from (13-28 % of the LLM graphs'
+    register live-ins; docs/graph.md, "Format 7"). Only loads are widened: ``IMAD.WIDE``,
+    ``ULDC.64`` and ``HMMA`` fill pairs and quads on a GPU too, but the synthesizer's kernel
+    programs keep their results in the named register and use the next one for something else,
+    so widening them would link reads to writes that never happened there.
+    """
+    parts = opcode.split(".")
+    if parts[0] == "LDSM":  # LDSM.16.M88.4: the last field counts 8x8 matrices, one register each
+        return int(parts[-1]) if parts[-1] in ("1", "2", "4") else 1
+    if parts[0] in _WIDE_LOADS:
+        return 4 if "128" in parts[1:] else 2 if "64" in parts[1:] else 1
+    return 1
 
 
 def _opcode_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -364,6 +387,33 @@ def _versions(order: np.ndarray, new_group: np.ndarray, is_write: np.ndarray
     prev[order[ok]] = order[before[ok]]
     gid[order] = np.cumsum(new_group) - 1
     return prev, gid, order[new_group]
+
+
+def _widen_writes(e_inst: np.ndarray, e_col: np.ndarray, e_reg: np.ndarray, width: np.ndarray, n_scol: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Register events with a write of r+1 .. r+w-1 after each write of r by a w-wide destination.
+
+    The aliases follow their write in event order (instruction, sources before destinations,
+    column, then register), which ``_versions`` needs; none goes past its class's last variable
+    register (a quad at R253 fills R253 and R254, never RZ). Returns the events and which are
+    aliases."""
+    wide = (e_col >= n_scol) & (width[e_inst] > 1)
+    if not wide.any():
+        return e_inst, e_col, e_reg, np.zeros(len(e_inst), dtype=bool)
+    prim = np.flatnonzero(wide)
+    k = width[e_inst[prim]] - 1
+    src = np.repeat(prim, k)
+    off = np.arange(len(src), dtype=np.int64) - np.repeat(np.cumsum(k) - k, k) + 1
+    reg = e_reg[src] + off
+    end = _CONST_REGS[np.searchsorted(_CONST_REGS, e_reg[src])]  # each class's constant register ends it
+    keep = reg < end
+    src, off, reg = src[keep], off[keep], reg[keep]
+    inst = np.concatenate([e_inst, e_inst[src]])
+    col = np.concatenate([e_col, e_col[src]])
+    sub = np.concatenate([np.zeros(len(e_inst), dtype=np.int64), off])
+    perm = np.lexsort((sub, col, inst))
+    alias = np.concatenate([np.zeros(len(e_inst), dtype=bool), np.ones(len(src), dtype=bool)])
+    return inst[perm], col[perm], np.concatenate([e_reg, reg])[perm], alias[perm]
 
 
 def _popcount32(m: np.ndarray) -> np.ndarray:
@@ -663,9 +713,11 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     is_var[:, n_scol:] &= (np.asarray(trace.mask)[idx] != 0)[:, None]
     e_inst, e_col = np.nonzero(is_var)
     e_reg = ops[e_inst, e_col].astype(np.int64)
-    ev_w = e_col >= n_scol
+    width_of_table = np.array([dst_width(s) for s in trace.opcode_table] or [1], dtype=np.int64)
+    e_inst, e_col, e_reg, alias = _widen_writes(e_inst, e_col, e_reg, width_of_table[op_raw[idx]], n_scol)
+    ev_w = e_col >= n_scol  # an alias (a wide load's upper register) is a write of its own register
     r_idx = np.flatnonzero(~ev_w)
-    w_idx = np.flatnonzero(ev_w)
+    w_idx = np.flatnonzero(ev_w & ~alias)  # but no node of its own: it is the load's version
     r_inst, r_col = e_inst[r_idx], e_col[r_idx]
     w_inst, w_reg = e_inst[w_idx], e_reg[w_idx]
     # address operands: all sources of a load, the first source of a store/atomic
@@ -678,7 +730,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     new_group = np.ones(len(order), dtype=bool)
     new_group[1:] = k_sorted[1:] != k_sorted[:-1]
     prev, gid, first = _versions(order, new_group, ev_w)
-    wnum = np.cumsum(ev_w) - 1  # write event -> write-version number
+    wnum = np.cumsum(ev_w & ~alias) - 1  # write event -> write-version number (an alias: its load's)
     node_base = n + n_pseudo
     live_groups = np.flatnonzero(~ev_w[first])  # variables read before any write: live-in
     live_num = np.full(len(first), -1, dtype=np.int64)

@@ -335,6 +335,17 @@ def test_windows_read_at_a_run_start_is_a_live_in_and_no_control_edge_spans_a_ga
         assert want in [writer.get(int(s), -1) for s in src.tolist()]
 
 
+def _loaded_regs(opcode: str) -> int:
+    """Registers a load fills from its named one on: LDG.E.64 a pair, LDS.128 a quad, LDSM.16.M88.4
+    four (one per 8x8 matrix); everything else the register the trace names."""
+    f = opcode.split(".")
+    if f[0] == "LDSM":
+        return {"2": 2, "4": 4}.get(f[-1], 1)
+    if f[0] in ("LD", "LDG", "LDL", "LDS"):
+        return 4 if "128" in f else 2 if "64" in f else 1
+    return 1
+
+
 def _reference_kept(t, idx, iw, cfg, runs: bool):
     """Naive loop over the kept instructions: (reader node, writer node or -1) for register
     reads and for memory-unit reads. With ``runs`` the versions reset wherever two kept
@@ -351,7 +362,10 @@ def _reference_kept(t, idx, iw, cfg, runs: bool):
                 reg_out.append((i, last.get(int(r), -1)))
         for r in t.dst[k]:
             if r != NO_REG and int(r) not in const and int(t.mask[k]) != 0:  # mask 0 writes nothing
-                last[int(r)] = i
+                for q in range(int(r), int(r) + _loaded_regs(t.opcode_table[t.opcode[k]])):
+                    if q in const:
+                        break  # a quad at R253 fills R253, R254 and stops at RZ
+                    last[q] = i
         a = t.addrs[t.addr_ptr[k]:t.addr_ptr[k + 1]]
         if t.mem_width[k] == 0 and len(a) == 0:
             continue
@@ -576,3 +590,56 @@ def test_edge_type_ids_and_summary_names_follow_the_module_docstring():
     assert s["edges_by_type"] == {"control": 6, "read": 8, "write": 6, "address": 4}
     assert s["nodes_by_type"] == {"instruction": 7, "pseudo": 2, "variable": 8}
     assert (s["nodes"], s["edges"], s["warps"]) == (17, 24, 1)
+
+
+# --------------------------------------------------------------------------------------
+# Wide loads: the trace names a pair or quad by its first register (format 7)
+
+def _reg_live_ins(g) -> int:
+    reg_var = (g.node_type == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    written = torch.zeros(g.num_nodes, dtype=torch.bool)
+    written[g.edge_index[1, g.edge_type == W]] = True
+    return int((reg_var & ~written).sum())
+
+
+def test_a_read_of_a_wide_loads_upper_register_links_to_the_load():
+    """``LDG.E.128 R8`` fills R8-R11: the FFMA reading R9 and R11 reads the load's version, not
+    two live-ins with no writer (what every graph before format 7 made of it)."""
+    w = [Inst("LDG.E.128", ("R8",), ("R2",), mem_width=16, addrs=[0x100], mask=0x1, pc=0x10),
+         Inst("FFMA", ("R4",), ("R9", "R11", "R8"), mask=0x1, pc=0x20)]
+    g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    reads = dict(_graph_reads(g)[0])
+    ffma_writers = [wr for rd, wr in _graph_reads(g)[0] if rd == 1]
+    assert ffma_writers == [0, 0, 0]  # R8, R9, R11 all come from instruction 0's one write version
+    assert reads[0] == -1  # the load's address register R2 is the only live-in
+    assert _reg_live_ins(g) == 1
+    reg_var = (g.node_type == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    reg_writes = int(((g.edge_type == W) & (g.edge_index[0] == 0) & reg_var[g.edge_index[1]]).sum())
+    assert reg_writes == 1  # the quad is one version node: no node per upper register
+
+
+@pytest.mark.parametrize("opcode,named,reads,live", [
+    ("LDG.E.64", "R4", ("R5",), 0),          # a pair
+    ("LDS.128", "R4", ("R7",), 0),           # a quad of shared memory
+    ("LDS.128", "R4", ("R8",), 1),           # one past the quad: written by nothing
+    ("LDSM.16.M88.4", "R12", ("R15",), 0),   # four 8x8 matrices, one register each
+    ("LDSM.16.M88.2", "R12", ("R14",), 1),   # two: R12, R13
+    ("LDG.E.128", "R253", ("R254",), 0),     # a quad at R253 stops at RZ
+    ("IMAD.WIDE", "R4", ("R5",), 1),         # not widened: the synthesizer keeps one register
+    ("LDG.E", "R4", ("R5",), 1),             # 32 bits
+])
+def test_which_destinations_are_wide(opcode, named, reads, live):
+    srcs = ("R2",) if opcode.startswith(("LD",)) else ("R2", "R3")
+    mem = dict(mem_width=4, addrs=[0x100]) if opcode.startswith("LD") else {}
+    w = [Inst(opcode, (named,), srcs, mask=0x1, pc=0x10, **mem),
+         Inst("MOV", ("R20",), reads, mask=0x1, pc=0x20)]
+    g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    assert _reg_live_ins(g) == len(srcs) + live
+
+
+def test_a_guarded_off_wide_load_fills_nothing():
+    """A mask-0 ``@P0 LDG.E.128 R8`` writes no register, so R9's read stays a live-in."""
+    w = [Inst("LDG.E.128", ("R8",), ("R2",), mem_width=16, addrs=[], mask=0x0, pc=0x10),
+         Inst("MOV", ("R20",), ("R9",), mask=0x1, pc=0x20)]
+    g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
+    assert _reg_live_ins(g) == 2
