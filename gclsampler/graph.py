@@ -716,8 +716,9 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     width_of_table = np.array([dst_width(s) for s in trace.opcode_table] or [1], dtype=np.int64)
     e_inst, e_col, e_reg, alias = _widen_writes(e_inst, e_col, e_reg, width_of_table[op_raw[idx]], n_scol)
     ev_w = e_col >= n_scol  # an alias (a wide load's upper register) is a write of its own register
+    ev_node = ev_w & ~alias  # but no node of its own: it is the load's version
     r_idx = np.flatnonzero(~ev_w)
-    w_idx = np.flatnonzero(ev_w & ~alias)  # but no node of its own: it is the load's version
+    w_idx = np.flatnonzero(ev_node)
     r_inst, r_col = e_inst[r_idx], e_col[r_idx]
     w_inst, w_reg = e_inst[w_idx], e_reg[w_idx]
     # address operands: all sources of a load, the first source of a store/atomic
@@ -730,7 +731,7 @@ def build_graph(trace: KernelTrace, cfg: GraphConfig | None = None) -> Data:
     new_group = np.ones(len(order), dtype=bool)
     new_group[1:] = k_sorted[1:] != k_sorted[:-1]
     prev, gid, first = _versions(order, new_group, ev_w)
-    wnum = np.cumsum(ev_w & ~alias) - 1  # write event -> write-version number (an alias: its load's)
+    wnum = np.cumsum(ev_node) - 1  # write event -> write-version number (an alias: its load's)
     node_base = n + n_pseudo
     live_groups = np.flatnonzero(~ev_w[first])  # variables read before any write: live-in
     live_num = np.full(len(first), -1, dtype=np.int64)

@@ -595,8 +595,12 @@ def test_edge_type_ids_and_summary_names_follow_the_module_docstring():
 # --------------------------------------------------------------------------------------
 # Wide loads: the trace names a pair or quad by its first register (format 7)
 
+def _reg_vars(g) -> torch.Tensor:
+    return (g.node_type == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+
+
 def _reg_live_ins(g) -> int:
-    reg_var = (g.node_type == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    reg_var = _reg_vars(g)
     written = torch.zeros(g.num_nodes, dtype=torch.bool)
     written[g.edge_index[1, g.edge_type == W]] = True
     return int((reg_var & ~written).sum())
@@ -613,7 +617,7 @@ def test_a_read_of_a_wide_loads_upper_register_links_to_the_load():
     assert ffma_writers == [0, 0, 0]  # R8, R9, R11 all come from instruction 0's one write version
     assert reads[0] == -1  # the load's address register R2 is the only live-in
     assert _reg_live_ins(g) == 1
-    reg_var = (g.node_type == NODE_VARIABLE) & (g.token <= VARIABLE_VOCAB.index("REG.UP"))
+    reg_var = _reg_vars(g)
     reg_writes = int(((g.edge_type == W) & (g.edge_index[0] == 0) & reg_var[g.edge_index[1]]).sum())
     assert reg_writes == 1  # the quad is one version node: no node per upper register
 
@@ -629,8 +633,9 @@ def test_a_read_of_a_wide_loads_upper_register_links_to_the_load():
     ("LDG.E", "R4", ("R5",), 1),             # 32 bits
 ])
 def test_which_destinations_are_wide(opcode, named, reads, live):
-    srcs = ("R2",) if opcode.startswith(("LD",)) else ("R2", "R3")
-    mem = dict(mem_width=4, addrs=[0x100]) if opcode.startswith("LD") else {}
+    load = opcode.startswith("LD")
+    srcs = ("R2",) if load else ("R2", "R3")
+    mem = dict(mem_width=4, addrs=[0x100]) if load else {}
     w = [Inst(opcode, (named,), srcs, mask=0x1, pc=0x10, **mem),
          Inst("MOV", ("R20",), reads, mask=0x1, pc=0x20)]
     g = build_graph(make_trace([w]), GraphConfig(max_warps=0, max_insts_per_warp=0))
