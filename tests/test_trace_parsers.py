@@ -335,3 +335,44 @@ def test_compiled_kernels_read_no_constant_defined_in_another_file():
     assert jit.MAX_DEC_DIGITS == _text.MAX_DEC_DIGITS and np.array_equal(jit._DIGIT, _text._DIGIT)
     photon_jit = pytest.importorskip("gclsampler._photon_jit")
     assert _jit_globals_from_elsewhere(photon_jit) == []
+
+
+def _header(grid=(1, 1, 1), block=(32, 1, 1)) -> str:
+    return ("-kernel name = k\n-kernel id = 1\n"
+            f"-grid dim = ({grid[0]},{grid[1]},{grid[2]})\n-block dim = ({block[0]},{block[1]},{block[2]})\n"
+            "-accelsim tracer version = 5\n\n"
+            "#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width "
+            "[adrrescompress?] [mem_addresses] immediate\n\n")
+
+
+def test_long_lines_of_equal_length_stay_distinct_on_the_dedup_path(tmp_path, monkeypatch):
+    """Two lines of the same length over 2^18 bytes (padding inside the line) are different lines:
+    the numpy line hash once counted their 8-byte words in int16 and hashed them by length alone, so
+    the second took the first one's parse on the repeated-line path (more than 1024 lines)."""
+    pad = " " * 300_000
+    lines = [f"0000 ffffffff 1 R1 MOV{pad}0 0 0", f"0000 ffffffff 1 R2 MOV{pad}0 0 0"]
+    lines += ["0010 ffffffff 0 NOP 0 0 0"] * 1100
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(_header() + f"#BEGIN_TB\n\nthread block = 0,0,0\n\nwarp = 0\ninsts = {len(lines)}\n"
+                 + "\n".join(lines) + "\n\n#END_TB\n")
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert a.dst[:2, 0].tolist() == [1, 2]
+
+
+def test_opcodes_that_differ_after_16k_bytes_are_two_opcodes(tmp_path, monkeypatch):
+    """The numpy span hash (opcode interning) once read only a span's first 2^14 + 1 bytes."""
+    stem = "A" * 17_000
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(_header() + "#BEGIN_TB\n\nthread block = 0,0,0\n\nwarp = 0\ninsts = 2\n"
+                 f"0000 ffffffff 0 OP{stem}X 0 0 0\n0010 ffffffff 0 OP{stem}Y 0 0 0\n\n#END_TB\n")
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert a.opcode.tolist() == [0, 1] and len(a.opcode_table) == 2
+
+
+def test_spans_equal_compares_every_byte():
+    buf = np.frombuffer(b"x" * 20_000 + b"1" + b"x" * 20_000 + b"2" + b" " * 8, dtype=np.uint8)
+    s = np.array([0], dtype=np.int64)
+    assert not T.spans_equal(buf, s, s + 20_001, s + 20_001, s + 40_002)[0]
+    assert T.spans_equal(buf, s, s + 20_000, s + 20_001, s + 40_001)[0]

@@ -134,18 +134,23 @@ def tokenize(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return edges[0::2], edges[1::2]
 
 
-def _by_length(start: np.ndarray, length: np.ndarray, max_len: int):
+def _by_length(start: np.ndarray, length: np.ndarray, max_len: int | None = None):
     """Sort spans by length, longest first, so that digit position j touches only a prefix.
 
     Returns (order, sorted starts, counts) where counts[j] = number of spans longer than j.
     Work of a digit loop is then proportional to the characters, not n * max length.
+    ``max_len`` caps the positions visited (a number longer than its widest legal form
+    only needs to be seen as too long); hashing and comparing spans pass none, so that
+    every byte of a long line or opcode counts, as in the compiled versions.
     """
-    ln = np.minimum(length, max_len + 1).astype(np.int16)
+    ln = np.asarray(length, dtype=np.int64)
+    if max_len is not None:
+        ln = np.minimum(ln, max_len + 1)
     order = np.argsort(-ln, kind="stable")
     sl = ln[order]
     maxl = int(sl[0]) if sl.size else 0
     # counts[j] = #spans with length > j; lengths are sorted descending
-    counts = np.searchsorted(-sl, -np.arange(maxl, dtype=np.int16), side="left")
+    counts = np.searchsorted(-sl, -np.arange(maxl, dtype=np.int64), side="left")
     return order, start[order], counts
 
 
@@ -276,7 +281,7 @@ def span_hash(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray
 def span_hash_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     n = start.shape[0]
     length = end - start
-    order, s, counts = _by_length(start, length, 1 << 14)
+    order, s, counts = _by_length(start, length)
     h = np.full(n, 1469598103934665603, dtype=np.uint64) ^ length[order].astype(np.uint64)
     prime = np.uint64(1099511628211)
     for j in range(len(counts)):
@@ -291,7 +296,7 @@ def spans_equal(buf: np.ndarray, s1, e1, s2, e2) -> np.ndarray:
     """Elementwise byte equality of two span sets."""
     l1 = e1 - s1
     eq = l1 == (e2 - s2)
-    order, a, counts = _by_length(s1, l1, 1 << 14)
+    order, a, counts = _by_length(s1, l1)
     b = s2[order]
     eqs = eq[order]
     for j in range(len(counts)):
@@ -384,14 +389,14 @@ def line_hashes_numpy(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
     n = start.shape[0]
     length = end - start
     words = np.ndarray(shape=(buf.size - 7,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
-    nw = ((length + 7) // 8).astype(np.int16)
+    nw = ((length + 7) // 8).astype(np.int64)
     order = np.argsort(-nw, kind="stable")
     s = start[order]
     ln = length[order]
     snw = nw[order]
     maxw = int(snw[0]) if n else 0
     # counts[j] = lines with more than j words (descending sort => prefix)
-    counts = np.searchsorted(-snw, -np.arange(maxw + 1, dtype=np.int16), side="left")
+    counts = np.searchsorted(-snw, -np.arange(maxw + 1, dtype=np.int64), side="left")
     h = np.full(n, 0x9E3779B97F4A7C15, dtype=np.uint64) ^ ln.astype(np.uint64)
     p1 = np.uint64(0xFF51AFD7ED558CCD)
     s29 = np.uint64(29)
