@@ -369,6 +369,9 @@ def _take_strings(uniq: np.ndarray, codes: np.ndarray):
 # ---------------------------------------------------------------------------------------
 # profile.csv
 # ---------------------------------------------------------------------------------------
+_COMPRESSED_SUFFIXES = frozenset({".gz", ".bz2", ".xz", ".zst", ".zip", ".tar", ".tgz"})
+
+
 def read_profile(path: str | Path) -> pd.DataFrame:
     """Read and validate ``profile.csv``; row i is invocation i.
 
@@ -378,6 +381,11 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     ``write_profile`` gives it back unchanged.
     """
     path = Path(path)
+    if path.suffix.lower() in _COMPRESSED_SUFFIXES:
+        # pandas would decompress it by its name, past every check below that reads the file
+        # itself (field counts, repeated columns, extra columns kept as text)
+        raise ProfileFormatError(located(path, None, None, "a compressed profile.csv is not read: decompress it "
+                                         "first (profiler exports may be compressed, profile.csv may not)"))
     fast = _read_profile_arrow(path)
     if fast is not None:
         return fast
@@ -400,7 +408,7 @@ def read_profile(path: str | Path) -> pd.DataFrame:
     text_cols.update({raw: str for raw in raw_header or [] if raw.strip() not in numeric})
     try:
         # Only empty cells are missing: a kernel called "NA" stays a name.
-        df = pd.read_csv(path, dtype=text_cols, keep_default_na=False, na_values=[""])
+        df = pd.read_csv(path, dtype=text_cols, keep_default_na=False, na_values=[""], compression=None)
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
     except pd.errors.EmptyDataError:

@@ -138,6 +138,20 @@ def test_empty_and_missing_file(tmp_path):
         read_profile(tmp_path / "nope.csv")
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".zst"])
+def test_a_compressed_profile_is_refused_not_read_past_its_checks(tmp_path, suffix):
+    """pandas decompressed it by name while the checks that read the file itself saw no header,
+    so a short row became a missing cycle count and a repeated column a renamed one."""
+    from gclsampler.profile import import_profile
+    from gclsampler.trace.writer import write_bytes_atomic
+
+    p = tmp_path / f"profile.csv{suffix}"
+    write_bytes_atomic(p, (HEADER + '0,k,"(1,1,1)","(32,1,1)",100,200\n1,k,"(1,1,1)","(32,1,1)",100\n').encode())
+    for read in (read_profile, import_profile):
+        with pytest.raises(ProfileFormatError, match=r"compressed profile.csv is not read"):
+            read(p)
+
+
 def test_ragged_row_is_located(tmp_path):
     p = _write_text(tmp_path, HEADER + "0,k,\"(1,1,1)\",\"(1,1,1)\",1,1,7,8\n")
     with pytest.raises(ProfileFormatError, match=r"profile.csv:2: malformed CSV"):
