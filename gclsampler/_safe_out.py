@@ -323,6 +323,9 @@ def _looks_like(path: Path, kind: str) -> bool:
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)
+            blank = not head.decode("utf-8", "replace").lstrip("\ufeff").strip()
+            while blank and (more := fh.read(1 << 20)):  # blank so far: is all of it?
+                blank = not more.strip()
     except OSError:
         return False
     text = head.decode("utf-8", "replace").lstrip("\ufeff")
@@ -335,8 +338,8 @@ def _looks_like(path: Path, kind: str) -> bool:
             return False
         return isinstance(d, dict) and str(d.get("format", "")).startswith("gclsampler-plan/")
     if kind == "profile":
-        if not text.strip():
-            return True
+        if blank:
+            return True  # nothing but whitespace: nothing to lose
         first = [c.strip().strip('"') for c in text.splitlines()[0].split(",")]
         return first[:2] == ["invocation", "kernel_name"]
     raise ValueError(f"unknown output kind {kind!r}")

@@ -770,3 +770,19 @@ def test_an_older_evaluate_run_is_known_by_its_report_not_by_file_names(tmp_path
     assert written_by(d) is None
     (d / "report.md").write_text("# gclsampler evaluation: suite `quick`\n")
     assert written_by(d) == "evaluate"
+
+
+@pytest.mark.parametrize("kind", ["profile", "plan"])
+def test_a_file_blank_only_in_its_first_pages_is_the_users(tmp_path, kind):
+    """A whitespace-only head was taken for an empty file, so `profile import --out notes.txt`
+    replaced notes whose first 4 KiB were blank lines."""
+    from gclsampler._safe_out import check_out_file
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("\n" * 5000 + "my notes\n")
+    with pytest.raises(OutputError, match="not replaced"):
+        check_out_file(notes, kind)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n" * 5000 + "  \n")
+    if kind == "profile":
+        assert check_out_file(blank, kind) == blank  # nothing but whitespace: nothing to lose
