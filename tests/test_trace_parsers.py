@@ -376,3 +376,17 @@ def test_spans_equal_compares_every_byte():
     s = np.array([0], dtype=np.int64)
     assert not T.spans_equal(buf, s, s + 20_001, s + 20_001, s + 40_002)[0]
     assert T.spans_equal(buf, s, s + 20_000, s + 20_001, s + 40_001)[0]
+
+
+def test_raw_records_group_by_cta_at_the_largest_grids(tmp_path, monkeypatch):
+    """The (CTA, warp) sort key overflowed int64 past 2^63 (grid at its limits, 32 warps per CTA):
+    a CTA read back as (2147483644, 65531, -3) and sorted before CTA (1, 0, 0)."""
+    p = tmp_path / "kernel-1.trace"
+    p.write_text(_header(grid=(2**31 - 1, 65535, 65535), block=(1024, 1, 1))
+                 + "2147483646 65534 65534 5 0000 ffffffff 0 EXIT 0 0 0\n"
+                 + "1 0 0 0 0000 ffffffff 0 EXIT 0 0 0\n"
+                 + "2147483646 65534 65534 2 0010 ffffffff 0 EXIT 0 0 0\n")
+    a, b = _both(p, monkeypatch)
+    _assert_same(a, b)
+    assert a.warp_cta.tolist() == [[1, 0, 0], [2147483646, 65534, 65534], [2147483646, 65534, 65534]]
+    assert a.warp_id.tolist() == [0, 2, 5] and a.pc.tolist() == [0, 0x10, 0]

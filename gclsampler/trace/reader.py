@@ -1112,7 +1112,10 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
             if bad.any():
                 body.fail(inst_lines[np.flatnonzero(bad)[0]], f, f"{int(pre[np.flatnonzero(bad)[0], j])} "
                           f"outside grid {header.grid} / {wpc} warps per CTA")
-        cta_lin = (pre[:, 2] * gy + pre[:, 1]) * gx + pre[:, 0]
+        cta_lin = (pre[:, 2] * gy + pre[:, 1]) * gx + pre[:, 0]  # < 2^63 within the header's limits
+        ctas = None
+        if gx * gy * gz * wpc >= 1 << 62:  # (CTA, warp) keys would overflow int64: number the CTAs seen
+            ctas, cta_lin = np.unique(cta_lin, return_inverse=True)
         key = cta_lin * wpc + pre[:, 3]
         order = np.argsort(key, kind="stable")
         key_s = key[order]
@@ -1137,7 +1140,7 @@ def read_kernel(path: str | os.PathLike, *, dedup_ldgsts: bool = True, facts: di
         wkey = key_s[starts]
         warp_ptr = np.append(starts, key_s.size).astype(np.int64)
         warp_id = (wkey % wpc).astype(np.int32)
-        lin = wkey // wpc
+        lin = wkey // wpc if ctas is None else ctas[wkey // wpc]
         warp_cta = np.stack([lin % gx, (lin // gx) % gy, lin // (gx * gy)], axis=1).astype(np.int32)
         # opcode ids must follow first appearance in the grouped order
         cols["opcode"], names = _renumber(cols["opcode"], names)
