@@ -128,6 +128,22 @@ def test_an_empty_cell_in_the_time_column_is_named_by_line(tmp_path, capsys, met
     assert not out.exists()
 
 
+def test_stem_reports_the_speedup_in_time_whichever_column_sized_the_plan(tmp_path, capsys):
+    """`stem --time-column inst_executed` printed total / sampled instructions as the
+    "profile time" speedup; `sample stem_root --set time_column=...` and `plan show --profile`
+    give time for the same plan."""
+    prof = _profile()
+    prof["inst_executed"] = np.arange(1, len(prof) + 1) * 1000.0  # not proportional to time
+    wl = _workload_dir(tmp_path, prof)
+    out = tmp_path / "plan.json"
+    assert main(["stem", str(wl / "profile.csv"), "--out", str(out), "--time-column", "inst_executed"]) == 0
+    said = re.search(r"expected speedup ([0-9.]+)x", capsys.readouterr().out)
+    plan = SamplingPlan.load(out)
+    t = prof["time_ns"].to_numpy()
+    assert said and float(said.group(1)) == pytest.approx(plan.speedup(t), abs=0.05)
+    assert abs(plan.speedup(prof["inst_executed"].to_numpy()) - plan.speedup(t)) > 0.1  # the columns disagree
+
+
 @pytest.mark.parametrize("opts, needle", [
     (["--epsilon", "0"], "--epsilon: must be a number in (0, 1), found 0.0"),
     (["--min-samples", "0"], "--min-samples: must be an integer >= 1, found 0"),

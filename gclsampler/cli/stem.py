@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
     plan = sampler.fit(Workload(name=name, profile=profile, synthetic=synthetic))
     plan.save(args.out)
     res = sampler.result_
-    t = numeric_column(profile, args.time_column, args.profile)
+    t = profile["time_ns"].to_numpy(dtype=float)  # speedup is time, whichever column sized the plan
     print(f"{args.out}: stem_root plan{' (plain STEM, --no-root)' if args.no_root else ''} for {name}"
           + (" (SYNTHETIC)" if synthetic else ""))
     print(f"  invocations {len(profile)}, kernel names {plan.config['n_groups']}, ROOT leaves {res.n_leaves}")
