@@ -144,6 +144,19 @@ def test_show_profile_time_column_error_names_the_physical_line(tmp_path, capsys
     assert "profile.csv: t2: not numeric (e.g. line 6: 'n/a')" in err, err
 
 
+def test_show_profile_of_a_plan_whose_samples_took_no_time(tmp_path, capsys):
+    """`sample` and `stem` print "n/a" for such a plan on a valid profile; `plan show --profile`
+    refused the profile instead (exit 2) and printed nothing of the summary."""
+    from gclsampler.plan import ClusterInfo, Sample
+
+    p = SamplingPlan("toy", "test", 2, [Sample(0, "kA", 0, 2.0)], [ClusterInfo(0, 2)]).save(tmp_path / "plan.json")
+    (tmp_path / "profile.csv").write_text('invocation,kernel_name,grid,block,time_ns,cycles\n'
+                                          '0,kA,"(1,1,1)","(32,1,1)",0,1\n1,kA,"(1,1,1)","(32,1,1)",100,200\n')
+    assert main(["plan", "show", str(p), "--profile", str(tmp_path / "profile.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "expected speedup: n/a" in out and "error 100.00%" in out, out
+
+
 def test_finite_column_names_the_physical_line(tmp_path):
     from gclsampler.plan import finite_column
     from gclsampler.profile import read_profile
