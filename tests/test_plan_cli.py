@@ -448,16 +448,18 @@ def test_export_accelsim_refuses_trace_ids_other_than_1_to_n(tmp_path, capsys, i
 
 def test_listings_print_control_characters_escaped(tmp_path, capsys):
     """A kernel name holding ESC sequences or a carriage return (a plan or profile from
-    elsewhere) was printed raw by plan show: it could clear the terminal or hide rows."""
+    elsewhere) was printed raw by plan show: it could clear the terminal or hide rows. A line
+    break or tab in the name broke the one-line-per-row table the same way."""
     from gclsampler.cli import main as cli_main
 
     plan, _ = make_plan()
     doc = plan.to_dict()
     for s in doc["samples"]:
-        s["kernel_name"] = "k\x1b[2J\rhidden\x9b"
+        s["kernel_name"] = "k\x1b[2J\rhidden\x9b\nnext\tcol"
     p = tmp_path / "plan.json"
     p.write_text(json.dumps(doc))
     assert cli_main(["plan", "show", str(p), "--samples"]) == 0
     out = capsys.readouterr().out
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
-    assert out.count("k\\x1b[2J\\x0dhidden\\x9b") == len(doc["samples"]) + len(plan.clusters)
+    assert out.count("k\\x1b[2J\\x0dhidden\\x9b\\x0anext\\x09col") == len(doc["samples"]) + len(plan.clusters)
+    assert "\t" not in out and not any(line.startswith("next") for line in out.splitlines())

@@ -83,6 +83,18 @@ def _mark_parsers(parser: argparse.ArgumentParser) -> None:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+_CELL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(name: str) -> str:
+    """A name read from an input file, as one cell of a printed table: its tabs and line breaks
+    too as ``\\xNN``. The stdout wrapper below cannot tell them from the program's own, so a
+    kernel name holding a newline continued on a line of its own, under the next column."""
+    return _CELL_CONTROL.sub(_as_hex, name)
+
+
+def _as_hex(m: re.Match) -> str:
+    return f"\\x{ord(m.group()):02x}"
 
 
 class _ControlEscaped:
@@ -96,7 +108,7 @@ class _ControlEscaped:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+        self._stream.write(_CONTROL.sub(_as_hex, text))
         return len(text)
 
     def __getattr__(self, name: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from gclsampler.cli import shown
 from gclsampler.cli._args import path_arg
 from gclsampler.errors import GclError, located
 
@@ -81,7 +82,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _line(inv: int, name: str, s: dict) -> str:
     nt, et = s["nodes_by_type"], s["edges_by_type"]
-    return (f"{inv:>6}  {name[:40]:<40}  warps {s['warps']:>3}  nodes {s['nodes']:>8} "
+    return (f"{inv:>6}  {shown(name)[:40]:<40}  warps {s['warps']:>3}  nodes {s['nodes']:>8} "
             f"(inst {nt['instruction']}, pseudo {nt['pseudo']}, var {nt['variable']})  "
             f"edges {s['edges']:>8} (ctrl {et['control']}, read {et['read']}, write {et['write']}, "
             f"addr {et['address']})  {s['bytes'] / 1e6:.2f} MB")

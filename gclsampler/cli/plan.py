@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gclsampler.cli import shown
 from gclsampler.cli._args import path_arg
 from gclsampler._csv_records import csv_records
 from gclsampler._kinds import is_int  # `config` is free-form: show prints a key only when it has the type the methods write
@@ -144,7 +145,7 @@ def _show(args: argparse.Namespace) -> int:
     clusters = sorted(plan.clusters, key=lambda c: c.id)
     for c in clusters[:limit]:
         members = by_cluster.get(c.id, [])
-        reps = ", ".join(f"{s.invocation}:{s.kernel_name}" for s in members[:2])
+        reps = ", ".join(f"{s.invocation}:{shown(s.kernel_name)}" for s in members[:2])
         if len(members) > 2:
             reps += f", ... (+{len(members) - 2})"
         print(f"  {c.id:>7} {c.size:>8} {len(members):>7} {_fmt_bound(c.error_bound):>8}  {reps}", file=out)
@@ -154,7 +155,7 @@ def _show(args: argparse.Namespace) -> int:
         print(f"  {'invocation':>10} {'cluster':>7} {'weight':>12}  kernel", file=out)
         for s in samples[:limit]:
             # ten digits: six printed a weight of 1234567 as 1.23457e+06 beside its cluster's exact size
-            print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.10g}  {s.kernel_name}", file=out)
+            print(f"  {s.invocation:>10} {s.cluster:>7} {s.weight:>12.10g}  {shown(s.kernel_name)}", file=out)
         if limit is not None and len(samples) > limit:
             print(f"  ... {len(samples) - limit} more samples", file=out)
     sys.stdout.write(out.getvalue())

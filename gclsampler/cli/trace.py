@@ -7,6 +7,7 @@ import json
 import re
 import sys
 
+from gclsampler.cli import shown
 from gclsampler.cli._args import path_arg
 from gclsampler.trace.ampere import AS_AMPERE_HELP
 
@@ -103,7 +104,7 @@ def _info(args) -> int:
     if args.per_invocation:
         w("invocation  instructions  warps  CTAs  kernel\n")
         for r in info["per_invocation"]:
-            w(f"{r['invocation']:>10}  {r['instructions']:>12}  {r['warps']:>5}  {r['ctas']:>4}  {r['kernel_name']}\n")
+            w(f"{r['invocation']:>10}  {r['instructions']:>12}  {r['warps']:>5}  {r['ctas']:>4}  {shown(r['kernel_name'])}\n")
     return 0
 
 
