@@ -1781,9 +1781,15 @@ def _json_number(v: Any) -> float:
     return x
 
 
+def _json_int(digits: str) -> int | float:
+    """A JSON integer; one past Python's int-conversion limit (4300 digits) is read as a float,
+    so a field the importer never uses cannot stop it, and one it uses is refused by name."""
+    return int(digits) if len(digits) < 4000 else float(digits)
+
+
 def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) -> pd.DataFrame:
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise ProfileFormatError(located(path, exc.lineno, None, f"not JSON: {exc.msg}")) from None
     except RecursionError:  # nesting deeper than the interpreter's stack: no chrome trace is

@@ -122,6 +122,18 @@ def test_torch_one_missing_or_non_numeric_correlation_is_an_error(tmp_path):
         import_profile(p)
 
 
+def test_torch_integer_past_pythons_digit_limit(tmp_path):
+    """json.loads raised a plain ValueError (int conversion past 4300 digits): a traceback, exit 1.
+    In a field the importer does not read it is ignored; in one it reads it is named."""
+    huge = "9" * 5000
+    ev = json.dumps(_ev("kA", 10, 5))
+    p = _write(tmp_path, "t.json", '{"traceEvents": [' + ev[:-2] + ', "x": ' + huge + "}}]}")
+    assert list(import_profile(p)["kernel_name"]) == ["kA"]
+    p = _write(tmp_path, "t.json", '{"traceEvents": [' + ev.replace('"correlation": 5', '"correlation": ' + huge) + "]}")
+    with pytest.raises(ProfileFormatError, match=r"t.json: traceEvents\[0\].args.correlation: not a whole number"):
+        import_profile(p)
+
+
 def test_torch_numeric_string_correlation_orders_like_a_number(tmp_path):
     p = _torch(tmp_path, _ev("kA", 10, 5), _ev("kB", 12, 7), _ev("kC", 13, "6"))
     assert list(import_profile(p)["kernel_name"]) == ["kA", "kC", "kB"]
