@@ -849,23 +849,29 @@ def _read_text(path: Path) -> str:
         if path.suffix == ".gz":
             import gzip
 
-            with gzip.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
-                return fh.read()
-        if path.suffix == ".xz":
-            with lzma.open(path, "rt", encoding="utf-8-sig", errors="strict") as fh:
-                return fh.read()
-        if path.suffix == ".zst":
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        elif path.suffix == ".xz":
+            with lzma.open(path, "rb") as fh:
+                data = fh.read()
+        elif path.suffix == ".zst":
             from gclsampler.trace.reader import read_zst  # the traces' reader: every frame, a cut one refused
 
             with open(path, "rb") as fh:
                 data = read_zst(fh, None)
             if data is None:  # a cut-off frame would read as a shorter export
                 raise ProfileFormatError(located(path, None, None, "cannot read: the zstd data is truncated"))
+        else:
+            data = path.read_bytes()
+        try:
             return data.decode("utf-8-sig")
-        return path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:  # decoded whole, so the offset is the file's (after a BOM): name its line
+            at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+            raise ProfileFormatError(located(path, data[:at].count(b"\n") + 1, None,
+                                             f"not UTF-8 text: {exc.reason} (byte 0x{data[at]:02x})")) from None
     except FileNotFoundError:
         raise ProfileFormatError(located(path, None, None, "no such file")) from None
-    except (UnicodeDecodeError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         raise ProfileFormatError(located(path, None, None, f"cannot read as text: {exc}")) from None
     except Exception as exc:
         from gclsampler.trace.reader import is_zstd_error

@@ -605,3 +605,16 @@ def test_ncu_error_lines_are_counted_in_a_warning(tmp_path, capsys):
 def test_nsys_duration_in_greek_mu_seconds(tmp_path):
     p = _write(tmp_path, "g.csv", NSYS_HEAD.replace("Duration (ns)", "Duration (\u03bcs)") + "1000,1.5,10,1,1,1,32,1,1,16,kA\n")
     assert import_profile(p)["time_ns"].tolist() == [1500.0]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_a_non_utf8_byte_in_an_export_is_named_by_line(tmp_path, bom, suffix):
+    """The error gave the decoder's byte position ('in position 84'), not the file's line."""
+    import gzip
+
+    data = bom + b'"ID","Kernel Name"\n"0","k1"\n"1","k\xff"\n'
+    p = tmp_path / f"ncu.csv{suffix}"
+    p.write_bytes(gzip.compress(data) if suffix else data)
+    with pytest.raises(ProfileFormatError, match=r"ncu.csv(\.gz)?:3: not UTF-8 text: .*\(byte 0xff\)"):
+        import_profile(p)
