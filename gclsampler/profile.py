@@ -469,9 +469,13 @@ def _profile_records(path: Path):
     text = path.read_bytes().decode("utf-8-sig", errors="replace")
     rows = _csv_rows(path, text)
     next(rows, None)  # the header
+    physical: list[str] | None = None
     for line, row in rows:
-        if len(row) <= 1 and not "".join(row).strip():  # blank or whitespace-only
-            continue
+        if len(row) <= 1 and not "".join(row).strip():  # blank or whitespace-only, or a lone ""
+            if physical is None:  # lines end at LF, CR or CRLF, as for _csv_rows
+                physical = re.split(r"\r\n|\r|\n", text)
+            if '"' not in physical[line - 1]:  # pandas reads a quoted empty field as a row of missing cells
+                continue
         yield line, row
 
 

@@ -152,6 +152,17 @@ def test_a_compressed_profile_is_refused_not_read_past_its_checks(tmp_path, suff
             read(p)
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_a_line_holding_only_an_empty_quoted_field_is_a_short_row(tmp_path, eol):
+    """pandas reads '""' as a row of missing cells, but the field-count check took it for a blank
+    line: the error named the next line, as a missing invocation."""
+    row = ',k,"(1,1,1)","(32,1,1)",100,200'
+    p = tmp_path / "profile.csv"
+    p.write_bytes(eol.join([HEADER.strip(), "0" + row, "   ", '""', "1" + row, ""]).encode())
+    with pytest.raises(ProfileFormatError, match=r"profile.csv:4: malformed CSV: expected 6 fields like the header, found 1"):
+        read_profile(p)
+
+
 def test_ragged_row_is_located(tmp_path):
     p = _write_text(tmp_path, HEADER + "0,k,\"(1,1,1)\",\"(1,1,1)\",1,1,7,8\n")
     with pytest.raises(ProfileFormatError, match=r"profile.csv:2: malformed CSV"):
