@@ -1010,18 +1010,28 @@ def _tail_of(path: Path) -> str:
         return fh.read().decode("utf-8", "replace")
 
 
+def _quotes_in(path: Path) -> int:
+    """Quote characters in a plain file, read a few MiB at a time."""
+    n = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 23):
+            n += chunk.count(b'"')
+    return n
+
+
 def _refuse_cut_last_field(path: Path, text: str, counted: bool = True) -> None:
     """Refuse an export whose last line opens a quote it never closes: a file cut off inside
     its last field (a copy stopped early, a full disk). Why: the csv readers take what is there,
     so ncu's SM count "108" cut to "10" imported as a ten times higher IPC, without a word.
     A closed quoted field holds an even number of quote characters (inner ones are doubled),
-    so an odd count on the last line is an open one; records spanning lines are not looked at.
-    ``text``: the whole export, or only its tail (``counted=False``: no line number then); only
-    the last 64 KiB are looked at, and lines are counted only for the error."""
+    so an odd count in the whole file is an open one at its end. The last line's count alone
+    refused a whole export whose last record began a line earlier (a quoted line break in a
+    kernel name) and missed one cut inside such a record.
+    ``text``: the whole export, or only its tail (``counted=False``: no line number then, and the
+    file's quotes are counted from the file); lines are counted only for the error."""
     tail = text[-(1 << 16):]
     body = tail.rstrip("\r\n")
-    last = body.rsplit("\n", 1)[-1]
-    if last.count('"') % 2:
+    if (text.count('"') if counted else _quotes_in(path)) % 2:
         line = text.count("\n", 0, len(text) - len(tail) + len(body)) + 1 if counted else None
         raise ProfileFormatError(located(path, line, None, "the file ends inside a quoted field (an export cut "
                                                            "off before its end?); export it again"))

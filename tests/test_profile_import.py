@@ -307,6 +307,23 @@ def test_an_export_cut_inside_its_last_quoted_field_is_refused(tmp_path, fixture
     assert len(import_profile(_write(tmp_path, "whole.csv", text + ending), "auto")) == 4
 
 
+def test_an_export_whose_last_kernel_name_holds_a_line_break_is_whole(tmp_path):
+    """The cut check counted the quotes of the last physical line only: a last record that began
+    a line earlier (a quoted line break in its name) was refused as cut off."""
+    ncu = ('"ID","Process ID","Kernel Name","Block Size","Grid Size","gpu__time_duration.sum"\n'
+           '"","","","","","usecond"\n"0","1","k","(32, 1, 1)","(4, 1, 1)","1"\n'
+           '"1","1","weird\nname","(32, 1, 1)","(4, 1, 1)","2"\n')
+    got = import_profile(_write(tmp_path, "ncu.csv", ncu), "auto")
+    assert got["kernel_name"].tolist() == ["k", "weird\nname"]
+    text = FIXTURES["nsys_exec"].read_text().rstrip("\r\n")  # read by the mapped fast path
+    head, last = text.rsplit("\n", 1)
+    front, name = last.rsplit(",", 1)
+    got = import_profile(_write(tmp_path, "nsys.csv", f'{head}\n{front},"{name[:6]}\n{name[6:]}"\n'), "auto")
+    assert got["kernel_name"].iloc[-1] == f"{name[:6]}\n{name[6:]}"
+    with pytest.raises(ProfileFormatError, match="ends inside a quoted field"):  # cut inside that name
+        import_profile(_write(tmp_path, "cut.csv", f'{head}\n{front},"{name[:6]}\n{name[6:]}'), "auto")
+
+
 def test_nsys_time_unit_from_header(tmp_path):
     text = FIXTURES["nsys"].read_text().replace('"Duration (ns)"', '"Duration (us)"')
     df = import_profile(_write(tmp_path, "t.csv", text), "nsys")
