@@ -1546,8 +1546,8 @@ def _import_nsys_arrow(path: Path, text: str | None = None, *, notes: list[str] 
         if not np.isfinite(o).all():
             return None  # a missing launch order: the row reader names the row
         perm = np.argsort(o, kind="stable")
-        if order_col == "CorrId" and (o[perm][1:] == o[perm][:-1]).any():
-            return None  # two launches with one correlation id: the row reader names them
+        if order_col == "CorrId" and ((o[perm][1:] == o[perm][:-1]).any() or _inexact_id(o) is not None):
+            return None  # two launches with one correlation id, or an id past 2^53: the row reader names them
     df: dict[str, Any] = {
         "invocation": np.arange(n),
         "kernel_name": _take_strings(uniq, codes[perm]),
@@ -1736,6 +1736,9 @@ def _import_nsys_text(path: Path, text: str, *, notes: list[str] | None = None) 
     o = np.asarray(order)
     perm = np.argsort(o, kind="stable") if order_col in base else np.arange(len(o))
     if order_col == "CorrId" and order_col in base:
+        big = _inexact_id(o)
+        if big is not None:
+            raise ProfileFormatError(located(path, lines[big], header[base[order_col]], _INEXACT_ID))
         rep = _repeated_id(o, perm)
         if rep is not None:
             raise ProfileFormatError(located(path, lines[rep[1]], header[base[order_col]],
@@ -1774,6 +1777,16 @@ def _repeated_id(ids: np.ndarray, perm: np.ndarray) -> tuple[int, int] | None:
         return None
     i = int(np.argmin(perm[d + 1]))
     return int(perm[d[i]]), int(perm[d[i] + 1])
+
+
+_INEXACT_ID = ("past 2^53, where ids are read as float64 and two of them can look alike; launch order "
+               "comes from these ids, so they must be below it (CUPTI's are 32-bit)")
+
+
+def _inexact_id(ids: np.ndarray) -> int | None:
+    """The first record whose id a float64 may not hold exactly (|id| >= 2^53), else None."""
+    big = np.flatnonzero(np.abs(np.asarray(ids, dtype=np.float64)) >= 2.0 ** 53)
+    return int(big[0]) if big.size else None
 
 
 def _id_text(v: float) -> str:
@@ -1913,6 +1926,9 @@ def _import_torch_text(path: Path, text: str, notes: list[str] | None = None) ->
         perm = np.argsort(ts, kind="stable")
     else:
         perm = np.argsort(order, kind="stable")
+        big = _inexact_id(order)
+        if big is not None:
+            raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[big]}].args.correlation", _INEXACT_ID))
         rep = _repeated_id(order, perm)
         if rep is not None:
             raise ProfileFormatError(located(path, None, f"traceEvents[{event_of[rep[1]]}].args.correlation",

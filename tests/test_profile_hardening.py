@@ -151,6 +151,19 @@ def test_torch_repeated_correlation_is_an_error(tmp_path):
         import_profile(p)
 
 
+@pytest.mark.parametrize("ids", [(2**53 + 1, 2**53), (2**53 + 3, 2**53 + 2)])
+def test_correlation_ids_past_2_53_are_refused_for_what_they_are(tmp_path, ids):
+    """Read as float64, two distinct ids past 2^53 became one and were refused as "repeated",
+    naming a value neither line holds; ids that stayed apart were taken (as they still would be
+    read by a float). Both nsys readers and the torch reader now name the first such id."""
+    p = _nsys(tmp_path, f"1000,100,{ids[0]},1,1,1,32,1,1,16,kA", f"1100,200,{ids[1]},2,1,1,32,1,1,16,kB")
+    with pytest.raises(ProfileFormatError, match=r"g.csv:2: CorrId: past 2\^53"):
+        import_profile(p)
+    p = _torch(tmp_path, _ev("kA", 10, ids[0]), _ev("kB", 12, ids[1]))
+    with pytest.raises(ProfileFormatError, match=r"traceEvents\[0\].args.correlation: past 2\^53"):
+        import_profile(p)
+
+
 def test_torch_non_complete_kernel_events_are_counted(tmp_path):
     b = dict(_ev("kB", 12, 7), ph="B")
     p = _torch(tmp_path, _ev("kA", 10, 5), b, _ev("kC", 11, 6))
