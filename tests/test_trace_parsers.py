@@ -112,12 +112,10 @@ def test_parsers_agree_on_broken_traces(tmp_path, monkeypatch, seed, values, lin
     p = tmp_path / "kernel-1.traceg"
     p.write_bytes(text)
     a, b = _both(p, monkeypatch)
-    if text[body0:].lstrip()[:1] != b"#" and isinstance(a, str):
-        # the edit removed the first '#BEGIN_TB', so every line is now a bad raw-layout line: the
-        # compiled parser names the first bad line, numpy the first bad line of the first bad column
-        assert isinstance(b, str) and "does not follow the trace grammar" not in a
-    else:
-        _assert_same(a, b)
+    # also when the edit removed the first '#BEGIN_TB', so that every line is a bad raw-layout
+    # line: both name the first bad line (the compiled parser once named the first of its first
+    # failing pass, numpy the first of its first failing column)
+    _assert_same(a, b)
 
 
 def test_dedup_path_agrees_and_errors_name_the_right_line(tmp_path, monkeypatch):
@@ -390,3 +388,28 @@ def test_raw_records_group_by_cta_at_the_largest_grids(tmp_path, monkeypatch):
     _assert_same(a, b)
     assert a.warp_cta.tolist() == [[1, 0, 0], [2147483646, 65534, 65534], [2147483646, 65534, 65534]]
     assert a.warp_id.tolist() == [0, 2, 5] and a.pc.tolist() == [0, 0x10, 0]
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_of_two_bad_lines_both_parsers_name_the_first(tmp_path, monkeypatch, raw):
+    """Line 1 is bad in a later column (mem_width) than line 2 (PC): numpy checked column by
+    column and named line 2, the compiled parser line 1."""
+    pre = ("0 0 0 0 " if raw else "")
+    lines = [pre + "0000 ffffffff 0 MOV 0 x 0", pre + "zz10 ffffffff 0 EXIT 0 0 0"]
+    lines += [pre + f"{16 * i + 32:04x} ffffffff 0 NOP 0 0 0" for i in range(40)]
+    body = "\n".join(lines) if raw else ("#BEGIN_TB\n\nthread block = 0,0,0\n\nwarp = 0\n"
+                                         f"insts = {len(lines)}\n" + "\n".join(lines) + "\n\n#END_TB")
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(_header() + body + "\n")
+    first = _header().count("\n") + (1 if raw else 7)
+    a, b = _both(p, monkeypatch)
+    assert isinstance(a, str) and a == b and f":{first}: mem_width:" in a, (a, b)
+
+
+def test_a_cta_section_without_its_begin_line_is_named(tmp_path, monkeypatch):
+    """Taken for a raw trace, the grouped trace's 'thread block = 0,0,0' was refused as a bad
+    number ('thread block/warp: token 'thread' is not decimal')."""
+    p = tmp_path / "kernel-1.traceg"
+    p.write_text(_header() + "\nthread block = 0,0,0\n\nwarp = 0\ninsts = 1\n0000 ffffffff 0 EXIT 0 0 0\n\n#END_TB\n")
+    a, b = _both(p, monkeypatch)
+    assert a == b and f":{_header().count(chr(10)) + 2}: #BEGIN_TB: " in a, a

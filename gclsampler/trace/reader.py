@@ -329,6 +329,10 @@ def parse_header(data: bytes, path: str) -> tuple[KernelHeader, TraceLayout, int
     m = re.compile(rb"\S").search(data, pos)
     first = data[m.start():m.start() + 1] if m else b""
     raw = bool(first) and first != b"#"
+    if raw and re.match(rb"(thread block|warp|insts)\s*=", data[m.start():m.start() + 16]):
+        # a grouped trace's CTA or warp line, read as a raw record, was worded as a bad number
+        raise TraceFormatError(path, lineno + data.count(b"\n", pos, m.start()) + 1, "#BEGIN_TB",
+                               "a grouped trace's CTA section starts without its '#BEGIN_TB' line")
     layout = TraceLayout(line_num=header.enable_lineinfo, imm=has_imm, values=has_values, raw=raw,
                          format_line=fmt is not None, ldgsts_once=ldgsts_once)
     return header, layout, pos, lineno
@@ -771,22 +775,55 @@ def _parse_all(ctx: _Lines, inst_lines: np.ndarray, layout: TraceLayout, prefix:
     return _parse_rows(ctx, inst_lines, layout, prefix)
 
 
+def _first_bad(failing: int, probe) -> int:
+    """Index of the first line that a parse of the lines up to it refuses.
+
+    ``failing``: a count of leading lines known to be refused; ``probe(m)``: the index of a
+    refused line among the first ``m`` (< m), or -1 when they parse. Why: each parser finds
+    *a* bad line (the compiled one the first of its first failing pass, numpy the first of
+    its first failing column), so with two bad lines they named different ones; both now
+    name the first in file order. Bisection, cut short by each probe's own finding, costs a
+    few parses, and only when a trace is bad; one when the line found is the only bad one.
+    """
+    lo, hi = 0, failing  # the first lo lines parse; the first hi do not
+    if hi > 1:
+        bad = probe(hi - 1)  # the lines before the one found: usually they parse
+        lo, hi = (hi - 1, hi) if bad < 0 else (0, bad + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        bad = probe(mid)
+        if bad >= 0:
+            hi = bad + 1
+        else:
+            lo = mid
+    return hi - 1
+
+
 def _parse_rows(ctx: _Lines, lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
     """Columns of instruction lines ``lines``: compiled parser if numba is there, else numpy.
 
-    The compiled parser only locates the first bad line; the numpy parser then
-    reads that one line and raises the worded error, so both paths report bad
-    input identically.
+    The compiled parser only locates a bad line; the first bad line is found
+    (``_first_bad``) and the numpy parser reads that one line and raises the worded
+    error, as the numpy path does, so both paths report bad input identically.
     """
     jit = T.compiled()
     if jit is None:
         return _parse_chunks(ctx.body, lines, layout, prefix)
+
+    def probe(m: int) -> tuple[int, int]:
+        e, f, _ = jit.parse_lines(ctx.buf, ctx.ls[lines[:m]], ctx.le[lines[:m]], prefix,
+                                  layout.line_num, layout.imm, layout.values)
+        return int(e), int(f)
+
     err_i, err_f, out = jit.parse_lines(ctx.buf, ctx.ls[lines], ctx.le[lines], prefix,
                                         layout.line_num, layout.imm, layout.values)
     if err_i >= 0:
-        bad = lines[err_i:err_i + 1]
+        k = _first_bad(int(err_i) + 1, lambda m: probe(m)[0])
+        bad = lines[k:k + 1]
         _parse_lines(ctx.body, bad, layout, _OpcodeTable(), prefix)  # raises the worded error
-        ctx.fail(int(bad[0]), jit.FIELD_NAMES.get(int(err_f), "line"), "does not follow the trace grammar")
+        e, f = probe(k + 1)
+        ctx.fail(int(bad[0]), jit.FIELD_NAMES.get(f if e == k else int(err_f), "line"),
+                 "does not follow the trace grammar")
     opcodes = _OpcodeTable()
     out["opcode"] = opcodes.intern(ctx, out.pop("opcode_start"), out.pop("opcode_end"), lines)
     return out, opcodes.names
@@ -795,10 +832,28 @@ def _parse_rows(ctx: _Lines, lines: np.ndarray, layout: TraceLayout, prefix: int
 def _parse_chunks(body: _Body, inst_lines: np.ndarray, layout: TraceLayout, prefix: int) -> tuple[dict, list[str]]:
     """Parse in chunks of lines so that temporaries stay a fraction of the file size."""
     opcodes = _OpcodeTable()
-    parts = [
-        _parse_lines(body, inst_lines[i:i + _CHUNK_LINES], layout, opcodes, prefix)
-        for i in range(0, max(inst_lines.shape[0], 1), _CHUNK_LINES)
-    ]
+    parts = []
+    for i in range(0, max(inst_lines.shape[0], 1), _CHUNK_LINES):
+        chunk = inst_lines[i:i + _CHUNK_LINES]
+        try:
+            parts.append(_parse_lines(body, chunk, layout, opcodes, prefix))
+        except TraceFormatError as exc:
+            def position(e: TraceFormatError, m: int) -> int:
+                """Where among the first m lines of the chunk the error's line is (m - 1 if not there)."""
+                li = (e.line or 0) - body.line0 - 1
+                at = int(np.searchsorted(chunk[:m], li))  # the lines are in file order
+                return at if at < m and chunk[at] == li else m - 1
+
+            def probe(m: int) -> int:
+                try:
+                    _parse_lines(body, chunk[:m], layout, _OpcodeTable(), prefix)
+                except TraceFormatError as e:
+                    return position(e, m)
+                return -1
+
+            k = _first_bad(position(exc, chunk.shape[0]) + 1, probe)
+            _parse_lines(body, chunk[k:k + 1], layout, _OpcodeTable(), prefix)  # raises the worded error
+            raise  # refused only beside the lines before it: the chunk's own error
     return _concat(parts), opcodes.names
 
 
