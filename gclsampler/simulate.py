@@ -86,6 +86,10 @@ NO_DEADLOCK_FLAGS: tuple[str, ...] = ("-gpgpu_deadlock_detect", "0")
 DEADLOCK_REASON = ("Accel-Sim's deadlock detector false-alarms on long tensor-core GEMMs (abort at cycle "
                    "49,997 of a kernel that finishes in 63,382 cycles with the detector off)")
 CACHE_VERSION = 1
+CHECK_VERSION = 2
+"""The rules ``check_log`` applies (2: statistics that are not counts or rates fail the run). A
+cached result checked under older rules is checked again from its log before it is used, so a
+run the current rules call failed is simulated again instead of answering from the cache."""
 METRICS: list[str] = ["cycles", "instructions", "ipc", "l1_hit_rate", "l2_hit_rate", "achieved_occupancy"]
 SETUP_TIMEOUT_S = 300
 
@@ -247,6 +251,20 @@ def locate_simulator(root: str | os.PathLike | None = None, config: str = DEFAUL
 _STAT = re.compile(r"^\s*(kernel_name|kernel_launch_uid|gpu_sim_cycle|gpu_sim_insn|gpu_ipc|gpu_occupancy|"
                    r"L1D_total_cache_miss_rate|L2_total_cache_miss_rate|L1D_total_cache_accesses|"
                    r"L2_total_cache_accesses)\s*=\s*(.*?)\s*$")
+_COUNT = re.compile(r"\d{1,19}")
+_RATE = re.compile(r"\d{1,6}(?:\.\d+)?")
+_NAN = re.compile(r"[-+]?nan", re.IGNORECASE)
+_VALUES: dict[str, tuple[str, re.Pattern, float | None]] = {
+    "kernel_launch_uid": ("uid", _COUNT, None),
+    "gpu_sim_cycle": ("cycles", _COUNT, None),
+    "gpu_sim_insn": ("instructions", _COUNT, None),
+    "gpu_occupancy": ("achieved_occupancy", _RATE, 100.0),
+    "L1D_total_cache_miss_rate": ("l1_hit_rate", _RATE, 1.0),
+    "L2_total_cache_miss_rate": ("l2_hit_rate", _RATE, 1.0),
+}
+"""What each statistic read may hold, as Accel-Sim prints it: counts in decimal digits, rates and
+occupancy (%) as decimals within their range. Anything else (nan cycles, a negative count, inf,
+1e400, Python's 6_3382) fails the run rather than reaching an estimate."""
 _DEADLOCK = re.compile(r"ERROR \*\* deadlock detected.*?@ gpu_sim_cycle (\d+)")
 _CAPPED = re.compile(r"break due to reaching the maximum cycles \(or instructions\)")
 _UNSUPPORTED = re.compile(r"unsupported binary version[^\n]*")
@@ -265,6 +283,7 @@ def parse_log(text: str) -> list[dict[str, Any]]:
     """
     blocks: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
+    seen: set[str] = set()
     for line in text.splitlines():
         m = _STAT.match(line)
         if not m:
@@ -273,24 +292,30 @@ def parse_log(text: str) -> list[dict[str, Any]]:
         if key == "kernel_name":
             cur = {"kernel_name": val}
             blocks.append(cur)
+            seen = set()
             continue
-        if cur is None:
+        if cur is None or key not in _VALUES:
             continue
-        try:
-            if key == "kernel_launch_uid":
-                cur["uid"] = int(val.split()[0])
-            elif key == "gpu_sim_cycle":
-                cur["cycles"] = float(val)
-            elif key == "gpu_sim_insn":
-                cur["instructions"] = float(val)
-            elif key == "gpu_occupancy":
-                cur["achieved_occupancy"] = float(val.rstrip("% ")) / 100.0
-            elif key == "L1D_total_cache_miss_rate":  # printed with 4 decimals: keep those
-                cur["l1_hit_rate"] = round(1.0 - float(val), 4)
-            elif key == "L2_total_cache_miss_rate":
-                cur["l2_hit_rate"] = round(1.0 - float(val), 4)
-        except (ValueError, IndexError):
-            continue  # a garbled value: check_log reports the missing metric
+        if key in seen:  # which one is the kernel's? neither is taken
+            cur.setdefault("garbled", f"{key} printed twice in one kernel's statistics")
+            continue
+        seen.add(key)
+        field, pattern, top = _VALUES[key]
+        v = val.rstrip("% ") if field == "achieved_occupancy" else (val.split() or [""])[0] if field == "uid" else val
+        if _NAN.fullmatch(v) and field not in ("cycles", "instructions", "uid"):
+            cur[field] = math.nan  # Accel-Sim's -nan where it has nothing to divide (the trace-driven occupancy)
+            continue
+        if not pattern.fullmatch(v) or (top is not None and float(v) > top):
+            cur.setdefault("garbled", f"{key} = {val[:40]!r}")
+            continue
+        if field == "uid":
+            cur["uid"] = int(v)
+        elif field == "achieved_occupancy":
+            cur[field] = float(v) / 100.0
+        elif field.endswith("_hit_rate"):  # printed with 4 decimals: keep those
+            cur[field] = round(1.0 - float(v), 4)
+        else:
+            cur[field] = float(v)
     for b in blocks:
         if b.get("cycles"):
             b["ipc"] = b.get("instructions", float("nan")) / b["cycles"]
@@ -336,7 +361,12 @@ def check_log(text: str, returncode: int | None, timed_out: bool, timeout_s: flo
         said = _last_words(log.with_suffix(".stderr")) or _last_words(log)
         raise SimulationFailed(f"{where}: Accel-Sim {how}" + (f" ({said})" if said else "")
                                + f"; log {log} (stderr {log.with_suffix('.stderr')})")
-    blocks = [b for b in parse_log(text) if "cycles" in b]
+    parsed = parse_log(text)
+    garbled = next((b["garbled"] for b in parsed if "garbled" in b), None)
+    if garbled is not None:
+        raise SimulationFailed(f"{where}: Accel-Sim printed {garbled}, not a value it prints for a finished "
+                               f"kernel, so the run is not used; log {log}")
+    blocks = [b for b in parsed if "cycles" in b]
     if not blocks:
         unsup = _UNSUPPORTED.search(text)
         hint = ("; sm_89/sm_90 traces run on an Ampere model with --as-ampere"
@@ -467,7 +497,8 @@ def run_job(job: Job) -> dict[str, Any]:
     except SimulationFailed as exc:
         return {"invocation": job.invocation, "key": job.key, "error": str(exc)}
     result = {"format": "gclsampler-simresult/1", "simulated": True, "invocation": job.invocation,
-              "key": job.key, "stats": stats, "sim_wall_s": round(wall, 3), "argv": list(job.argv)}
+              "key": job.key, "stats": stats, "sim_wall_s": round(wall, 3), "argv": list(job.argv),
+              "checked": CHECK_VERSION}
     write_text_atomic(job_dir / "result.json", json.dumps(result, indent=1) + "\n")
     if not job.keep_trace:
         shutil.rmtree(job_dir / "trace", ignore_errors=True)
@@ -490,7 +521,20 @@ def read_result(job_dir: Path) -> dict[str, Any] | None:
     st = r.get("stats")
     ok = (isinstance(st, dict) and all(is_real(st.get(k)) for k in ("cycles", "instructions"))
           and math.isfinite(st["cycles"]) and st["cycles"] > 0)
-    return r if ok else None
+    if not ok:
+        return None
+    log = job_dir / "accelsim.log"
+    if r.get("checked") != CHECK_VERSION and log.is_file():
+        # accepted under older rules (a run stopped at the cycle cap, a cut log, nan cycles): check it
+        # again from its log, once; without its log (removed to save space) it stays as it was
+        try:
+            r["stats"] = check_log(log.read_text(errors="replace"), 0, False, None, r.get("invocation", -1), log)
+        except SimulationFailed:
+            return None
+        r["checked"] = CHECK_VERSION
+        with contextlib.suppress(OSError):  # a read-only cache checks again next time
+            write_text_atomic(job_dir / "result.json", json.dumps(r, indent=1) + "\n")
+    return r
 
 
 # ---------------------------------------------------------------------------------------
@@ -990,10 +1034,15 @@ def estimate(plan, run: SimulationRun) -> dict[str, Any]:
         est["ipc_of_totals"] = tot["instructions"] / cyc if math.isfinite(cyc) else math.nan
     est["no_estimate"] = no_estimate_reasons(est)
     est["clusters"] = cluster_contributions(plan, vals["cycles"])
+    from gclsampler.plan import is_finite_number
+
     eb = plan.config.get("error_bound")
-    if eb is not None and tot.get("cycles") is not None:
+    # `config` is free-form: only a finite bound >= 0, as the methods write it, gives an interval;
+    # '5%', [0.1] or -1 in a hand-edited plan gave a traceback after every simulation had run
+    if is_finite_number(eb) and eb >= 0 and tot.get("cycles") is not None:
         eb = float(eb)
         z = plan.config.get("z")
+        z = z if is_finite_number(z) else None
         # the bound is relative to the true total T (STEM eq. 1: |est - T| <= eb T), so the totals it
         # admits are est / (1 + eb) .. est / (1 - eb); est (1 -/+ eb) took it relative to the estimate,
         # which drops totals the bound allows (at eb = 0.25: 1.25 est instead of 1.33 est; the

@@ -255,6 +255,23 @@ def test_a_broken_workload_json_is_refused_before_simulating(tmp_path, stub, cap
     assert not (tmp_path / "out").exists() and stub.calls() == []
 
 
+@pytest.mark.parametrize("config, interval", [
+    ({"error_bound": "5%"}, None), ({"error_bound": [0.1]}, None), ({"error_bound": -1}, None),
+    ({"error_bound": 0.04, "z": "x"}, (0.04, None)), ({"error_bound": 0.04, "z": 1.96}, (0.04, 1.96)),
+])
+def test_a_free_form_error_bound_in_the_plan_gives_no_traceback(tmp_path, stub, capsys, config, interval):
+    """The plan loads (config is free-form), so a hand-edited bound of '5%', [0.1] or -1, or a z of
+    'x', stopped `simulate` with a traceback after every simulation had run."""
+    _, plan_path = _workload(tmp_path)
+    doc = json.loads(plan_path.read_text())
+    doc["config"] = config
+    plan_path.write_text(json.dumps(doc))
+    assert _simulate(tmp_path) == 0
+    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
+    got = est.get("interval")
+    assert (None if got is None else (got["error_bound"], got["confidence_z"])) == interval
+
+
 def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     wl, plan_path = _workload(tmp_path)
     assert _simulate(tmp_path) == 0
@@ -304,22 +321,30 @@ def test_estimate_arithmetic_and_outputs(tmp_path, stub, capsys):
     assert "SIMULATED values: Accel-Sim SM86_RTX3070" in capsys.readouterr().out
 
 
-def test_ipc_of_totals_is_no_number_when_the_cycles_total_overflows(tmp_path, stub, capsys):
-    """A cycles total beyond float64 is null ("overflow"); instructions / inf gave an
-    ipc_of_totals of 0.0, a finite IPC of 0 beside it (plan reconstruct already said null)."""
+@pytest.mark.parametrize("cycles, insn, said", [
+    ("1.5e+308", "2000", "gpu_sim_cycle = '1.5e+308'"),  # its overflowing total reached estimate.json as null
+    ("nan", "2000", "gpu_sim_cycle = 'nan'"),
+    ("6_3382", "2000", "gpu_sim_cycle = '6_3382'"),  # Python's float() reads 63382
+    ("1000", "-2000", "gpu_sim_insn = '-2000'"),  # a negative IPC
+    ("1000\ngpu_sim_cycle = 5", "2000", "gpu_sim_cycle printed twice"),  # the last one was taken
+])
+def test_a_run_whose_counts_are_not_counts_fails_and_is_not_cached(tmp_path, stub, capsys, cycles, insn, said):
+    """Such a log was accepted with exit 0 and cached: nan cycles as missing, a repeated
+    gpu_sim_cycle as its last value, a negative instruction count as a negative IPC."""
     _workload(tmp_path)
-    stub.set({"*": {"cycles": 1000, "insn": 2000}, "4": {"cycles": 1.5e308, "insn": 2000}})  # weight 2
-    with np.errstate(over="ignore"):
-        assert _simulate(tmp_path, "--json") == 0
-    est = json.loads((tmp_path / "out" / "estimate.json").read_text())
-    assert est["totals"]["cycles"] is None and est["totals"]["instructions"] == pytest.approx(6 * 2000)
-    assert est["ipc_of_totals"] is None
-    assert est["no_estimate"]["cycles"] == "overflow" and est["no_estimate"]["ipc_of_totals"] == "overflow"
-    capsys.readouterr()
-    with np.errstate(over="ignore"):
-        assert _simulate(tmp_path) == 0  # the text summary: null shares printed as '-', not a TypeError
-    out = capsys.readouterr().out
-    assert "clusters by share of the cycles" in out and "-\n" in out
+    stub.set({"*": {"cycles": 1000, "insn": 2000}, "4": {"cycles": cycles, "insn": insn}})
+    assert _simulate(tmp_path) == 1
+    err = capsys.readouterr().err
+    assert f"invocation 3: Accel-Sim printed {said}" in err, err  # kernel id 4
+    stub.set({"*": {"cycles": 1000, "insn": 2000}})
+    assert _simulate(tmp_path) == 0  # not cached: simulated again
+    assert "1 simulated now" in capsys.readouterr().out
+
+
+def test_rates_past_their_range_fail_the_run():
+    text = _log("gemm_ok.log.gz").replace("L2_total_cache_miss_rate = 0.9969", "L2_total_cache_miss_rate = 7.5")
+    with pytest.raises(S.SimulationFailed, match=r"L2_total_cache_miss_rate = '7.5'"):
+        S.check_log(text, 0, False, None, 3, Path("x.log"))
 
 
 def test_outputs_are_deterministic_and_cached(tmp_path, stub, capsys):
@@ -363,6 +388,35 @@ def test_a_cached_result_without_usable_stats_is_run_again(tmp_path, stub, capsy
     assert len(stub.calls()) == n + 1  # that one again, the rest from the cache
     assert "1 simulated now" in capsys.readouterr().out
     assert (tmp_path / "out" / "simulated.csv").read_bytes() == first
+
+
+@pytest.mark.parametrize("log_edit, rerun", [
+    (lambda t: t.replace("kernel_name = ", "GPGPU-Sim: ** break due to reaching the maximum cycles (or "
+                         "instructions) **\nkernel_name = ", 1), True),  # stopped at the cycle cap
+    (lambda t: t.replace("GPGPU-Sim: *** exit detected ***", ""), True),  # cut before its closing line
+    (lambda t: t, False),  # a good run: answered from the cache, marked checked
+    (None, False),  # no log left to check against: kept as it was
+])
+def test_results_cached_under_older_rules_are_checked_again(tmp_path, stub, capsys, log_edit, rerun):
+    """A cache written before a check existed answered with runs the current rules call failed
+    (capped at the cycle cap, a cut log), where a fresh cache said 'simulations failed'."""
+    _workload(tmp_path)
+    assert _simulate(tmp_path) == 0
+    n = len(stub.calls())
+    done = sorted((tmp_path / "out" / "runs").glob("*/result.json"))[0]
+    doc = json.loads(done.read_text())
+    del doc["checked"]  # as the older versions wrote it
+    done.write_text(json.dumps(doc))
+    log = done.parent / "accelsim.log"
+    if log_edit is None:
+        log.unlink()
+    else:
+        log.write_text(log_edit(log.read_text()))
+    capsys.readouterr()
+    assert _simulate(tmp_path) == 0
+    assert len(stub.calls()) == n + rerun
+    assert ("1 simulated now" if rerun else "0 simulated now") in capsys.readouterr().out
+    assert json.loads(done.read_text()).get("checked") == (S.CHECK_VERSION if log_edit is not None else None)
 
 
 def test_full_gpu_and_deadlock_detect_flags(tmp_path, stub):
