@@ -66,7 +66,9 @@ class OutputError(GclError):
 
 
 def _resolve(p: str | os.PathLike) -> Path:
-    return Path(os.path.abspath(Path(p).expanduser())).resolve()
+    # no expanduser: outputs are written where the path says, so a literal "~" (in `--out=~/x`,
+    # which the shell leaves as it is) must be compared, and locked, as that same directory
+    return Path(os.path.abspath(Path(p))).resolve()
 
 
 def _is_within(inner: Path, outer: Path) -> bool:
@@ -378,9 +380,11 @@ def remove_dead_temp_dirs(out: Path) -> list[Path]:
     directories of this host and PID namespace (``_this_host``) whose process is gone are
     removed: on a shared file system another host's build may be running, and in another
     container another PID's."""
-    pattern = re.compile(rf"\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
+    out = Path(os.path.abspath(out))
+    stem = _temp_stem(out.name)
+    pattern = re.compile(rf"\.{re.escape(stem)}\.(?:tmp|old)-(\d+)@([0-9a-f]{{12}})-[a-z0-9_]{{8}}")
     host, removed = _this_host(), []
-    for p in out.parent.glob(f".{glob_escape(out.name)}.*-*"):
+    for p in out.parent.glob(f".{glob_escape(stem)}.*-*"):
         m = pattern.fullmatch(p.name)
         if m and m.group(2) == host and not _alive(int(m.group(1))) and p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
@@ -388,16 +392,31 @@ def remove_dead_temp_dirs(out: Path) -> list[Path]:
     return removed
 
 
+def _temp_stem(name: str) -> str:
+    """``name`` cut to 200 bytes (at a character): the temp directory's name adds up to 35, and
+    a name of 222 or more bytes, valid itself, made one past the file system's 255 ("File name
+    too long", blamed on the user's name)."""
+    return name.encode()[:200].decode("utf-8", "ignore")
+
+
 def _sibling_dir(out: Path, kind: str) -> Path:
     """A new empty directory ``.<name>.<kind>-<pid>@<host>-XXXXXXXX`` beside ``out``: the one
     naming that ``remove_dead_temp_dirs`` judges by (``kind``: tmp, old)."""
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.{kind}-{os.getpid()}@{_this_host()}-", dir=out.parent))
+    out = Path(os.path.abspath(out))  # `--out .`: beside the directory, not inside it as ".."
+    return Path(tempfile.mkdtemp(prefix=f".{_temp_stem(out.name)}.{kind}-{os.getpid()}@{_this_host()}-",
+                                 dir=out.parent))
 
 
 def make_temp_dir(out: str | os.PathLike, command: str,
                   inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
     """Check ``out`` (``check_out_dir``), then create the temp directory to build it in (and
     remove what killed earlier builds of it left, ``remove_dead_temp_dirs``)."""
+    here, where = Path.cwd().resolve(), _resolve(out)
+    if _is_within(here, where):
+        # found before the work, not after it: the swap would leave the shell in a deleted directory
+        raise OutputError(f"{out}: is {'the' if here == where else 'above the'} current directory; a "
+                          f"directory you are in cannot be replaced: run from outside it, or choose another "
+                          f"{_option(command)}")
     out = through_link(check_out_dir(out, command, inputs))
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temp_dirs(out)
@@ -509,7 +528,7 @@ def _locked_at(out: Path) -> Path:
     dir linking to it, or its path) took other lock files, and replaced the workload under one
     reading it through the link. A dangling link stays as it is: nothing is made where it
     points (``check_out_dir`` refuses it)."""
-    out = Path(os.path.abspath(out.expanduser()))  # `--out .`: its name, not "", names the lock files
+    out = Path(os.path.abspath(out))  # `--out .`: its name, not "", names the lock files
     return Path(os.path.realpath(out)) if out.is_symlink() and out.exists() else out
 
 

@@ -786,3 +786,42 @@ def test_a_file_blank_only_in_its_first_pages_is_the_users(tmp_path, kind):
     blank.write_text("\n" * 5000 + "  \n")
     if kind == "profile":
         assert check_out_file(blank, kind) == blank  # nothing but whitespace: nothing to lose
+
+
+def test_the_current_directory_is_refused_before_any_work(tmp_path, monkeypatch):
+    """`synth --out .` built its temp directory inside the output (as '..tmp-...'), ran the whole
+    synthesis, then refused its own temp directory as the user's file."""
+    from gclsampler._safe_out import make_temp_dir
+
+    here = tmp_path / "emp"
+    (here / "sub").mkdir(parents=True)
+    monkeypatch.chdir(here / "sub")
+    for out in (".", "..", str(here)):
+        with pytest.raises(OutputError, match="current directory; a directory you are in cannot be replaced"):
+            make_temp_dir(out, "synth")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["emp"] and [p.name for p in here.iterdir()] == ["sub"]
+
+
+def test_an_output_name_near_the_file_system_limit_is_written(tmp_path):
+    """The temp directory beside it, '.<name>.tmp-<pid>@<host>-XXXXXXXX', passed 255 bytes for a
+    name of 222 or more: "File name too long", blamed on the user's valid name."""
+    from gclsampler._safe_out import commit_dir, make_temp_dir, remove_dead_temp_dirs
+
+    out = tmp_path / ("p" * 120 + "é" * 60)  # 240 bytes
+    for _ in range(2):  # made, then replaced
+        tmp = make_temp_dir(out, "compare")
+        (tmp / "compare.md").write_text("x")
+        assert commit_dir(tmp, out, "compare") == out
+    assert (out / "compare.md").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    assert remove_dead_temp_dirs(out) == []
+
+
+def test_a_literal_tilde_is_locked_where_it_is_written(tmp_path, monkeypatch):
+    """`--out=~/tl` (the shell leaves that "~" as it is) was written to ./~/tl, but its lock files
+    were made in $HOME, so a reader of ./~/tl took other locks."""
+    from gclsampler._safe_out import _synth_lock, _use_lock
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert _synth_lock(Path("~/tl")) == tmp_path / "~" / ".tl.lock"
+    assert _use_lock(Path("~/tl")) == tmp_path / "~" / ".tl.use.lock"
