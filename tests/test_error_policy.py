@@ -925,6 +925,19 @@ def test_synth_option_errors_are_one_line(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("argv", [["bfs", "--help"], ["phi2", "--out", "X", "layers=1", "-h"]])
+def test_synth_help_after_the_workload_is_help(tmp_path, capsys, argv):
+    """The workload's tail is parsed without a help option: `synth bfs --help` was
+    "unrecognized arguments: --help", exit 2."""
+    from gclsampler.cli import main
+
+    argv = [str(tmp_path / "x") if a == "X" else a for a in argv]
+    assert main(["synth", *argv]) == 0
+    got = capsys.readouterr()
+    assert got.out.startswith("usage: gclsampler synth WORKLOAD --out DIR") and "--no-rerun" in got.out
+    assert got.err == "" and not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("status", [0, 2, 130])
 def test_the_console_entry_flushes_and_exits_with_mains_status(status):
     """An error exit skips the interpreter's teardown (pyarrow's can abort there, exit 134

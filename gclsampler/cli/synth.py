@@ -44,6 +44,10 @@ class SynthUsageError(GclError):
 def _run(args) -> int:
     from gclsampler.synth import generate, workload_defaults, workload_names
 
+    if {"-h", "--help"} & set(args.rest) and getattr(args, "_cli_parser", None) is not None:
+        # REMAINDER took it after WORKLOAD (`synth bfs --help`): "unrecognized arguments: --help", exit 2
+        args._cli_parser.print_help()
+        return 0
     if args.list and not args.rest:
         return _list(args.workload)
     if not args.workload:  # it printed the list and exited 0: `synth --out d && train.py ...` went on with no data
