@@ -254,6 +254,18 @@ def test_unknown_knob_fails_before_work(tmp_path):
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("knob, value", [("layers", 2.7), ("layers", True), ("values", 5), ("values", 2.0),
+                                         ("layers", [2])])
+def test_a_knob_value_of_the_wrong_type_is_refused_not_converted(tmp_path, knob, value):
+    """int(2.7) is 2 and bool(5) True: `workload.synth.layers=2.7` (train.py, the Python API)
+    synthesized and recorded another workload than the one asked for."""
+    from gclsampler.synth.generate import resolve_params
+
+    with pytest.raises(SynthConfigError, match=f"synth.{knob}: expected "):
+        resolve_params("phi2", {knob: value})
+    assert resolve_params("phi2", {"layers": 2.0, "values": 0})["layers"] == 2  # whole floats, 0/1 as YAML gives
+
+
 def test_cli_overrides_after_options(tmp_path):
     """`gclsampler synth phi2 --out DIR key=value`: overrides after options reach the knob check."""
     import argparse

@@ -236,24 +236,31 @@ def check_replaceable(wdir, how: str = "") -> None:
 
 
 def _coerce(name, key, default, val):
+    """``val`` as the knob's type, or ``SynthConfigError``. Why so strict: ``int(64.9)`` is 64 and
+    ``bool(5)`` True, so ``workload.synth.nodes=64.9`` synthesized, and recorded, another workload
+    than the one asked for (the CLI's strings were already refused)."""
     if isinstance(default, bool):
         if isinstance(val, str):
             if val.lower() in ("true", "1", "yes"):
                 return True
             if val.lower() in ("false", "0", "no"):
                 return False
-        elif isinstance(val, (bool, int)):
+        elif isinstance(val, bool) or (isinstance(val, int) and val in (0, 1)):
             return bool(val)
     elif isinstance(default, int):
-        try:
+        if isinstance(val, float) and val.is_integer():
             return int(val)
-        except (TypeError, ValueError):
-            pass
+        if isinstance(val, (int, str)) and not isinstance(val, bool):
+            try:
+                return int(val)
+            except ValueError:
+                pass
     elif isinstance(default, float):
-        try:
-            return float(val)
-        except (TypeError, ValueError):
-            pass
+        if not isinstance(val, bool):
+            try:
+                return float(val)
+            except (TypeError, ValueError):
+                pass
     elif isinstance(default, list):
         if isinstance(val, str):
             val = [v for v in val.strip("[]").replace(" ", "").split(",") if v]
