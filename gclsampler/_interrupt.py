@@ -226,12 +226,20 @@ def process_pool(workers: int, start_method: str, initializer=None, initargs: tu
         _start_resource_tracker_deaf_to_sighup()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method),
                                initializer=_start_worker, initargs=(initializer, tuple(initargs)))
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         yield pool
-    except BaseException:
+    except BaseException as exc:
         for p in mp.active_children():
             if p.pid not in before:
                 p.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
+        if isinstance(exc, BrokenProcessPool):  # a traceback said the program was broken; the machine was
+            from gclsampler.errors import GclError
+
+            raise GclError("a worker process ended abruptly (killed: by the out-of-memory killer, `kill -9`, "
+                           "a scheduler's limit?), so the command stopped; rerun with fewer worker processes "
+                           "(synth --jobs 1, graph --workers 1, train.py workers=1) or more memory") from None
         raise
     pool.shutdown(wait=True)

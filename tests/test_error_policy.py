@@ -521,6 +521,27 @@ def test_pool_workers_leave_sighup_to_the_main_process(start, sighup_default):
         assert [pool.submit(_sighup_disposition).result() for _ in range(2)] == ["ignored"] * 2
 
 
+def _die() -> None:
+    os.kill(os.getpid(), 9)
+
+
+def test_a_pool_worker_killed_by_the_oom_killer_is_one_line(capsys):
+    """A SIGKILLed worker (the out-of-memory killer, `kill -9`) broke the pool: synth printed a
+    20-line BrokenProcessPool traceback and exited 1, as for a bug."""
+    from gclsampler._guard import call_guarded
+    from gclsampler._interrupt import process_pool
+
+    def work():
+        with process_pool(1, "fork") as pool:
+            pool.submit(_die).result()
+
+    with pytest.raises(SystemExit) as info:
+        call_guarded(work, "gclsampler")
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "gclsampler: error: a worker process ended abruptly (killed: by the out-of-memory killer" in err
+
+
 def _sleep(seconds: float) -> None:
     import time
 
