@@ -632,6 +632,20 @@ def test_cache_dir_is_checked_as_out_is(tmp_path, stub, capsys, where, needle):
     assert not (wl / "cache").exists()
 
 
+@pytest.mark.parametrize("out, cache", [("sim", "sim"), ("cc/o", "cc")])
+def test_cache_dir_that_is_or_holds_out_is_refused_at_once(tmp_path, stub, capsys, monkeypatch, out, cache):
+    """The first run wrote its outputs into the cache and succeeded; the identical rerun then
+    refused the cache as holding '.gclsampler-output' (or 'o'), not a run."""
+    _workload(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["simulate", "plan.json", "wl", "--out", out, "--cache-dir", cache]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--cache-dir: {cache}: is --out or holds it" in err[0], err
+    assert not (tmp_path / out).exists() and stub.calls() == []
+    assert main(["simulate", "plan.json", "wl", "--out", out, "--cache-dir", "elsewhere"]) == 0
+    assert main(["simulate", "plan.json", "wl", "--out", out, "--cache-dir", "elsewhere"]) == 0
+
+
 def test_timeout_kills_the_run(tmp_path, stub, capsys):
     _workload(tmp_path)
     """A simulator that never answers (the stub sleeps an hour) is killed at --timeout: the

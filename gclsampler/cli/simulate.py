@@ -148,7 +148,7 @@ def _simulate_held(args: argparse.Namespace) -> int:
     # there); that is safe only in a directory simulate made, and never inside its inputs
     check_out_dir(args.out, "simulate", inputs=[wdir, plan_path])
     if args.cache_dir is not None:
-        _check_cache_dir(args.cache_dir, [wdir, plan_path])
+        _check_cache_dir(args.cache_dir, [wdir, plan_path], args.out)
     extra = _sim_args(args.sim_arg)
     flags = S.default_flags(one_sm=not args.full_gpu, deadlock_detect=args.deadlock_detect, extra=extra)
 
@@ -263,18 +263,23 @@ def _simulate_held(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_cache_dir(cache: Path, inputs: list) -> None:
+def _check_cache_dir(cache: Path, inputs: list, out: Path) -> None:
     """``--cache-dir`` holds only run directories (named by their key), so a user's directory,
-    a file or a path inside the inputs is refused before anything is written, as ``--out`` is."""
+    a file or a path inside the inputs is refused before anything is written, as ``--out`` is,
+    and so is ``--out`` itself or a directory holding it: the first run wrote its outputs there,
+    and the identical rerun refused them as not a run's."""
     import re
 
     from gclsampler import simulate as S
-    from gclsampler._safe_out import OutputError, check_not_input, foreign_entries
+    from gclsampler._safe_out import OutputError, _is_within, _resolve, check_not_input, foreign_entries
 
     try:
         check_not_input(cache, inputs, directory=True)
     except OutputError as exc:
         raise OutputError(f"--cache-dir: {exc}") from None
+    if _is_within(_resolve(out), _resolve(cache)):
+        raise OutputError(f"--cache-dir: {cache}: is --out or holds it; the cache holds only run directories: "
+                          f"give another directory, or leave --cache-dir out to cache in {Path(out) / 'runs'}")
     if cache.exists() and not cache.is_dir():
         raise OutputError(f"--cache-dir: {cache}: is a file, not a run cache directory")
     # run directories are named by their 32-hex key; submitit/ holds the SLURM launcher's job files;
