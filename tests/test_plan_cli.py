@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
+import subprocess
 import sys
 
 import numpy as np
@@ -185,6 +187,32 @@ def test_reconstruct_csv(tmp_path, capsys):
     # a rate is a weighted mean, not a weighted sum of per-invocation rates
     assert got["means"]["l2_hit_rate"] == pytest.approx(weighted(plan, dict(enumerate(l2))) / plan.n_invocations)
     assert 0 <= got["means"]["l2_hit_rate"] <= 1
+
+
+@pytest.mark.parametrize("kind", ["csv", "log"])
+def test_reconstruct_reads_results_from_a_pipe(tmp_path, capsys, kind):
+    """The results were read once to tell a CSV from a log and again to parse them, so a pipe
+    (`<(...)`, /dev/stdin) was empty the second time: "0 simulated kernels ... cut short?"."""
+    import threading
+
+    plan, names = make_plan(8, 3)
+    p = plan.save(tmp_path / "plan.json")
+    cyc = {s.invocation: 1000.0 + 10 * s.invocation for s in plan.samples}
+    if kind == "csv":
+        text = "invocation,kernel_name,cycles\n" + "".join(f'{i},"{names[i]}",{c}\n' for i, c in cyc.items())
+    else:
+        text = accelsim_log([(names[i], c, 2 * c) for i, c in sorted(cyc.items())], noise=False)
+    fifo = tmp_path / "results"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(text,), daemon=True)
+    writer.start()
+    # in a process of its own: a second open of the pipe waits for a writer forever
+    r = subprocess.run([sys.executable, "-m", "gclsampler", "plan", "reconstruct", str(p), str(fifo), "--json"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    writer.join(5)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["totals"]["cycles"] == pytest.approx(weighted(plan, cyc)) and got["results"] == str(fifo)
 
 
 def test_reconstruct_rate_flag_and_empty_cells(tmp_path, capsys):

@@ -13,6 +13,7 @@ over them. The three commands follow a sampled-simulation run:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -21,8 +22,10 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -505,10 +508,11 @@ def _reconstruct(args: argparse.Namespace) -> int:
     plan = SamplingPlan.load(args.plan)
     if plan.n_invocations == 0:  # load accepts it; the weighted means divide by it
         raise PlanError(f"{args.plan}: n_invocations: 0; a plan of no invocations has nothing to estimate")
-    est = reconstruct(plan, args.results, args.format, not args.no_name_check, tuple(args.rate))
+    with _read_again(args.results) as results:
+        est = reconstruct(plan, results, args.format, not args.no_name_check, tuple(args.rate))
+        fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(results) else "accelsim")
+        sim_by = _simulated_by(results) if fmt == "csv" else f"Accel-Sim log {args.results}"
     n = plan.n_invocations
-    fmt = args.format if args.format != "auto" else ("csv" if _looks_like_csv(args.results) else "accelsim")
-    sim_by = _simulated_by(args.results) if fmt == "csv" else f"Accel-Sim log {args.results}"
     if args.json:
         doc = {"plan": str(args.plan), "results": str(args.results), "workload": plan.workload,
                "method": plan.method, "synthetic": plan.synthetic, "simulated_by": sim_by,
@@ -529,6 +533,29 @@ def _reconstruct(args: argparse.Namespace) -> int:
     if "ipc_of_totals" in est:
         print(f"  {'ipc_of_totals':<28} {_num(est['ipc_of_totals']):>18}  instructions / cycles")
     return 0
+
+
+@contextlib.contextmanager
+def _read_again(path: Path) -> Iterator[Path]:
+    """``path``, or a private copy of it when it is a pipe (``<(...)``, ``/dev/stdin``, a FIFO):
+    the results are read several times (to tell a CSV from a log, then to parse it), and a
+    pipe's second read found it empty ("0 simulated kernels ... cut short?"). Errors name
+    ``path``, not the copy."""
+    if path.is_file() or not path.exists():
+        yield path
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultsFormatError(located(path, None, None, f"cannot read: {exc.strerror}")) from None
+    with tempfile.TemporaryDirectory(prefix="gclsampler-results-") as d:
+        copy = Path(d) / (path.name or "results")
+        copy.write_bytes(data)
+        try:
+            yield copy
+        except GclError as exc:
+            exc.args = (str(exc).replace(str(copy), str(path)),)
+            raise
 
 
 def _simulated_by(path: Path) -> str | None:
