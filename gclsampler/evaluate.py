@@ -438,6 +438,33 @@ def check_train_overrides(cfg: "EvaluateConfig") -> None:
         composed = _compose_train_config(["post_embedding=false", *cfg.suite.train_overrides], cfg.train_config_dir)
         check_config_keys(composed)
         check_config(composed)  # the values too: train.lr=-1 failed at the first training, after synthesis
+        readers = _size_vector_readers(cfg)
+        model = composed.get("model")
+        if readers and model is not None:
+            # train.py refuses these by key; composed with post_embedding=false the plan stage's
+            # check did not run, and gcl cut its work split on a learned column without a word
+            if not model.get("kernel_features", True):
+                raise EvaluationError(f"model.kernel_features=false: {'; '.join(readers)} read the size vector's "
+                                      f"work column, which these embeddings would lack; drop the override, or set "
+                                      "method_params.<method>.cluster={split_tolerance: 0, representative: medoid}")
+            scale = model.get("kfeat_scale", 1.0)
+            if scale != 1:
+                raise EvaluationError(f"model.kfeat_scale={scale}: {'; '.join(readers)} read the size vector's work "
+                                      "column as log2 instructions, which a scaled one is not; drop the override")
+
+
+def _size_vector_readers(cfg: "EvaluateConfig") -> list[str]:
+    """The suite's methods on the project's embeddings whose settings read the size vector's work
+    column (``GclSampler.size_vector_uses``), each with those settings."""
+    out = []
+    for m in cfg.suite.methods:
+        if m not in EMBEDDING_METHODS:
+            continue
+        sampler = make_sampler(m, dict(cfg.method_params.get(m) or {}), int(cfg.seed))
+        uses = sampler.size_vector_uses()
+        if getattr(sampler, "embedding_attr", "embeddings") == "embeddings" and uses:
+            out.append(f"{m} ({' and '.join(uses)})")
+    return out
 
 
 def _refuse_other_data(embeddings: Path, root) -> None:
@@ -488,13 +515,18 @@ def default_embed_fn(cfg: "EvaluateConfig", out_dir: Path,
             for cand in (own, run_dir / "embeddings.npy"):
                 if cand.exists():
                     _refuse_other_data(cand, workload.root)
-                    from gclsampler.embeddings import load_embeddings, not_paper_encoder
+                    from gclsampler.embeddings import load_embeddings, not_paper_encoder, without_size_vector
 
                     emb = load_embeddings(cand, workload.n_invocations, Path(workload.root) / "profile.csv")
                     why = not_paper_encoder(cand, emb.shape[1]) if paper else None
                     if why:  # gcl_paper would cluster the project's embeddings under the paper's name
                         raise EvaluationError(f"{cand}: {why}; gcl_paper clusters the paper's encoder's "
                                               "embeddings (embeddings=cached)")
+                    readers = [] if paper else _size_vector_readers(cfg)
+                    why = without_size_vector(cand, emb.shape[1]) if readers else None
+                    if why:  # gcl's work split would cut on a learned column
+                        raise EvaluationError(f"{cand}: {why}; {'; '.join(readers)} read the size vector's work "
+                                              "column (embeddings=cached)")
                     return emb
         elif cfg.embeddings != "train":
             raise EvaluationError(f"embeddings: expected 'train' or 'cached', found {cfg.embeddings!r}")

@@ -557,6 +557,31 @@ def test_gcl_paper_embeddings_are_never_the_projects_encoders(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # imports torch via gclsampler.config (seconds on a loaded machine)
+def test_embeddings_without_the_size_vector_are_not_clustered_by_a_gcl_that_reads_it(tmp_path):
+    """Cached 256-column embeddings (a model=paper or kernel_features=false run) were clustered by
+    gcl, whose work split and work_mean representative then read a learned column as work."""
+    from types import SimpleNamespace
+
+    from gclsampler.evaluate import (EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys,
+                                     default_embed_fn)
+
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "wl" / "profile.csv").write_text("")
+    wl = SimpleNamespace(name="toy", root=tmp_path / "wl", n_invocations=3, arch="turing", data_kind="")
+    np.save(tmp_path / "wl" / "embeddings.npy", np.ones((3, 256), np.float32))
+    with pytest.raises(EvaluationError, match=r"embeddings.npy: 256 columns, the width of the paper's encoder .*; "
+                                              r"gcl \(cluster.split_tolerance"):
+        default_embed_fn(EvaluateConfig(embeddings="cached"), tmp_path / "out")(wl)
+    medoid = {"cluster": {"split_tolerance": 0.0, "representative": "medoid"}}
+    cfg = EvaluateConfig(embeddings="cached", suite=SuiteConfig(methods=["gcl", "gcl_stem"]),
+                         method_params={"gcl": medoid, "gcl_stem": {"epsilon": 0.25, **medoid}})
+    assert default_embed_fn(cfg, tmp_path / "out")(wl).shape == (3, 256)  # nothing reads it: clustered
+    cfg.suite.train_overrides = ["model.kernel_features=false"]
+    cfg.embeddings = "train"
+    check_suite_keys(cfg)
+
+
 def test_cached_embeddings_of_other_data_are_refused_not_clustered(tmp_path):
     """embeddings=cached into an out_dir whose train/ an earlier run filled, with its workload
     synthesized again since (another seed: same rows, same kernel names), clustered the earlier
@@ -679,6 +704,10 @@ def test_a_synth_knob_one_workload_lacks_fails_by_key_before_any_output(tmp_path
     ("model=nosuch", "suite.train_overrides: config: "),
     ("train.lr=-1", "suite.train_overrides: train.lr: must be a finite number > 0"),  # a value, not a key
     ("workers=0", "suite.train_overrides: workers: must be at least 1"),
+    # train.py refuses these by key; evaluate.py trained, then cut gcl's work split on a learned column
+    ("model.kernel_features=false", "suite.train_overrides: model.kernel_features=false: gcl (cluster.split_tolerance "
+                                    "and cluster.representative=work_mean) read the size vector's work column"),
+    ("model.kfeat_scale=0.5", "suite.train_overrides: model.kfeat_scale=0.5: gcl (cluster.split_tolerance"),
 ])
 def test_a_bad_train_override_names_suite_train_overrides_before_any_output(override, needle, tmp_path):
     from gclsampler.evaluate import EvaluateConfig, EvaluationError, SuiteConfig, check_suite_keys, run_suite
