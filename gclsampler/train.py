@@ -299,7 +299,14 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
             pick = torch.randperm(len(val_ids), generator=torch.Generator().manual_seed(cfg.seed + 2))
             val_ids = sorted(val_ids[i] for i in pick[:keep].tolist())
     result = TrainResult(model=model, train_ids=train_ids, val_ids=val_ids, precision=cfg.precision)
+    last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
+    run_settings = {**_resume_settings(model_cfg, aug_cfg, cfg),
+                    **json.loads(json.dumps(data_settings or {}, default=str)), "data.graphs": _graphs_digest(graphs)}
     if len(train_ids) < 2 or cfg.epochs == 0:
+        if cfg.resume and last_path is not None and last_path.exists():
+            # a trained run asked again with train.epochs=0 is a changed setting like any other: it
+            # replaced the trained model.pt by untrained weights and deleted last.pt, unasked
+            _check_resume_settings(last_path, _load_resume_state(last_path, device).get("settings"), run_settings)
         # one unique kernel graph (or no training asked): nothing to contrast against
         result.seconds = time.perf_counter() - t0
         if out_dir is not None:
@@ -318,9 +325,6 @@ def _fit(graphs: Sequence[Data], model_cfg: ModelConfig, aug_cfg: AugmentConfig,
     start_epoch, best, bad_epochs = 0, float("inf"), 0
     best_in_memory: Optional[dict] = None  # the kept model's weights when there is no out_dir
     log: list[dict] = []
-    last_path = Path(out_dir) / "last.pt" if out_dir is not None else None
-    run_settings = {**_resume_settings(model_cfg, aug_cfg, cfg),
-                    **json.loads(json.dumps(data_settings or {}, default=str)), "data.graphs": _graphs_digest(graphs)}
     if cfg.resume and last_path is not None and last_path.exists():
         state = _load_resume_state(last_path, device)
         _check_resume_settings(last_path, state.get("settings"), run_settings)

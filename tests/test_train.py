@@ -522,10 +522,19 @@ def test_deterministic_kernels_are_switched_on_for_cuda_only_and_restored(monkey
 def test_an_untrained_rerun_leaves_no_checkpoint_a_later_resume_would_take(tmp_path):
     """train.epochs=0 into a finished run's directory replaced model.pt with untrained weights but
     kept last.pt: the next run with the first settings resumed past its last epoch, trained
-    nothing, and embedded with the untrained model.pt while its log counted the trained epochs."""
+    nothing, and embedded with the untrained model.pt while its log counted the trained epochs.
+    Resuming, epochs=0 is a changed setting like any other (it wiped the trained model.pt and
+    last.pt unasked); with train.resume=false it starts over untrained."""
+    from gclsampler.train import TrainConfigError
+
     graphs = tiny(8, seed=2)
     first = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
-    fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), tmp_path)
+    kept = {f: (tmp_path / f).read_bytes() for f in ("model.pt", "last.pt", "train_log.csv")}
+    with pytest.raises(TrainConfigError, match=r"last\.pt: cannot resume with changed settings: train\.epochs \(2 -> 0\)"):
+        fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0), tmp_path)
+    assert {f: (tmp_path / f).read_bytes() for f in kept} == kept
+    fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=0, resume=False), tmp_path)
+    assert not (tmp_path / "last.pt").exists()
     again = fit(graphs, ModelConfig(**MCFG), AugmentConfig(), tcfg(epochs=2), tmp_path)
     assert [r["train_loss"] for r in again.log] == [r["train_loss"] for r in first.log]
     for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
