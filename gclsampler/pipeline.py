@@ -240,8 +240,9 @@ def load_graphs(cfg: DictConfig, wdir: Path):
     return ds, graphs, np.asarray(ds.inv_to_graph, dtype=np.int64)
 
 
-RUN_OUTPUTS = ("config.yaml", "model.pt", "last.pt", "train_log.csv", "embeddings.npy", "run.json",
-               "plan.json", "clusters.csv", "silhouette.csv", "report.md", "results.csv")
+PLAN_OUTPUTS = ("plan.json", "clusters.csv", "silhouette.csv", "report.md", "results.csv")
+"""What the post-embedding stage writes at the top of a run directory."""
+RUN_OUTPUTS = ("config.yaml", "model.pt", "last.pt", "train_log.csv", "embeddings.npy", "run.json", *PLAN_OUTPUTS)
 """What a run writes at the top of its directory. Its plots (``plots/``) are left: a new
 report.md names only the plots it drew, and the post-embedding stage removes the
 sampler-specific ones."""
@@ -347,7 +348,13 @@ def _run(cfg: DictConfig, out_dir: Optional[Path], hold: contextlib.ExitStack) -
         if not project_deviations(model_cfg):  # the paper's encoder: what gcl_paper clusters
             workload.paper_embeddings = emb
     t = time.perf_counter()
-    post = run_post_embedding(cfg, workload, emb, out_dir) if post_enabled else {}
+    if post_enabled:
+        post = run_post_embedding(cfg, workload, emb, out_dir)
+    else:  # a resumed run keeps its directory: an earlier run's plan and report would sit beside a
+        # config.yaml and run.json that say no plan was made
+        post = {}
+        for name in PLAN_OUTPUTS:
+            (out_dir / name).unlink(missing_ok=True)
     timings["post_s"] = round(time.perf_counter() - t, 3)
     timings["total_s"] = round(time.perf_counter() - t_start, 3)
 

@@ -103,6 +103,25 @@ def test_a_rerun_with_another_sampler_leaves_none_of_the_first_samplers_outputs(
     assert "_gcl.png" not in (out / "report.md").read_text()
 
 
+def test_a_resumed_rerun_without_the_plan_stage_leaves_no_earlier_plan(tiny_run, tmp_path):
+    """post_embedding=false into a finished run's directory (resumed: settings unchanged) kept
+    the earlier plan.json, clusters.csv and report beside a config.yaml and run.json that say no
+    plan was made."""
+    import shutil
+
+    from gclsampler.pipeline import PLAN_OUTPUTS, run
+
+    cfg, root, _ = tiny_run
+    out = tmp_path / "run"
+    shutil.copytree(root / "run", out)
+    assert all((out / name).exists() for name in ("plan.json", "clusters.csv", "report.md", "results.csv"))
+    embeddings = (out / "embeddings.npy").read_bytes()
+    summary = run(compose_cfg(TINY + [f"paths.workloads_dir={root / 'workloads'}", "post_embedding=false"]),
+                  out_dir=out)
+    assert summary["post_embedding"] == {} and not [n for n in PLAN_OUTPUTS if (out / n).exists()]
+    assert (out / "embeddings.npy").read_bytes() == embeddings and (out / "model.pt").exists()
+
+
 def test_a_refused_resume_keeps_the_runs_config_yaml(tiny_run, tmp_path):
     """config.yaml was written before the checkpoint refused the changed settings, so it no
     longer described last.pt and model.pt."""
