@@ -461,7 +461,7 @@ def _size_vector_readers(cfg: "EvaluateConfig") -> list[str]:
         if m not in EMBEDDING_METHODS:
             continue
         sampler = make_sampler(m, dict(cfg.method_params.get(m) or {}), int(cfg.seed))
-        uses = sampler.size_vector_uses()
+        uses = sampler.size_vector_uses() if hasattr(sampler, "size_vector_uses") else []  # a registered stand-in
         if getattr(sampler, "embedding_attr", "embeddings") == "embeddings" and uses:
             out.append(f"{m} ({' and '.join(uses)})")
     return out
