@@ -405,7 +405,8 @@ def _check_synth_request(cfg: DictConfig) -> Optional[dict]:
 
 def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConfig]:
     """Every value of a train.py config a stage would refuse, checked without reading or writing
-    anything: ``run`` calls it first, and ``train.py -m`` calls it on each sweep value before
+    anything (but whether ``workload.dir`` is a directory, and, for ``train.device=cuda``, whether
+    torch sees one): ``run`` calls it first, and ``train.py -m`` calls it on each sweep value before
     the first job (``gclsampler._sweep``), so a bad value in a sweep does not wait for its job."""
     if isinstance(cfg.get("workers"), bool) or int(cfg.get("workers", 1)) < 1:  # as `graph build --workers`
         raise PipelineError(f"workers: must be at least 1 (processes building graphs; 1 = in this process), "
@@ -423,6 +424,16 @@ def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConf
     if bool(cfg.get("post_embedding", True)):
         _check_plan_stage(cfg)  # sampler/cluster parameters fail now, not after training
     _check_synth_request(cfg)
+    # the two checks a run made only once it started: in a sweep (`train.device=cpu,cuda`,
+    # `workload.dir=A,B`) the jobs before the bad value trained in full first
+    if str(train_cfg.device) == "cuda":
+        from gclsampler.train import resolve_device  # torch: only when CUDA is asked for
+
+        resolve_device("cuda")
+    if (cfg.get("workload") or {}).get("dir"):
+        wdir = workload_dir(cfg)
+        if not wdir.is_dir():
+            raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
     return model_cfg, aug_cfg, train_cfg
 
 

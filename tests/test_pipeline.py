@@ -1029,6 +1029,32 @@ def test_check_sweep_values_expands_only_basic_multiruns():
         check_sweep_values(["-m", *base, "train.lr=-1", "workload=3mm,backprop"], conf, "config", check)
 
 
+def test_a_sweep_of_devices_or_workload_dirs_is_checked_before_its_first_job(tmp_path):
+    """train.device=cuda (no CUDA here) and a workload.dir that is not there were found only by
+    the job that had them, after the jobs before it had trained in full."""
+    import torch
+
+    from gclsampler._guard import check_config_keys
+    from gclsampler._sweep import SweepValueError, check_sweep_values
+    from gclsampler.pipeline import check_config
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+
+    def check(cfg):
+        check_config_keys(cfg)
+        check_config(cfg)
+
+    base = ["-m", "debug=default", "workload=3mm"]
+    if not torch.cuda.is_available():
+        with pytest.raises(SweepValueError, match=r"^sweep value train\.device=cuda: train\.device: cuda requested"):
+            check_sweep_values([*base, "train.device=cpu,cuda"], conf, "config", check)
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(SweepValueError, match=r"^sweep value workload\.dir=.*nonexist: workload\.dir: .*nonexist: "
+                                              r"no such directory"):
+        check_sweep_values([*base, "workload.name=mine", f"workload.dir={tmp_path / 'mine'},{tmp_path / 'nonexist'}"],
+                           conf, "config", check)
+
+
 def test_a_sweep_value_is_not_refused_for_the_default_of_another_swept_key():
     """`train.py -m augment.min_strategies=2,3 augment.max_strategies=3,4`: every one of its four
     jobs is valid, but min 3 was checked beside the default max 2, which no job has, and the
