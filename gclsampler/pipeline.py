@@ -434,6 +434,14 @@ def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConf
         wdir = workload_dir(cfg)
         if not wdir.is_dir():
             raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
+    elif paths.get("workloads_dir"):
+        # a file there gave two lock warnings and an error naming neither the file nor the key
+        from gclsampler._safe_out import _blocking_file
+
+        where = workload_dir(cfg)
+        blocker = _blocking_file(where)
+        if blocker is not None:
+            raise PipelineError(f"paths.workloads_dir: {where.parent}: {blocker} is a file, not a directory")
     return model_cfg, aug_cfg, train_cfg
 
 

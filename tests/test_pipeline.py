@@ -1055,6 +1055,21 @@ def test_a_sweep_of_devices_or_workload_dirs_is_checked_before_its_first_job(tmp
                            conf, "config", check)
 
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_a_workloads_dir_that_is_a_file_is_one_line_naming_the_key(tmp_path, under):
+    """Two warnings that lock files could not be made, then an error naming neither the key nor
+    (for paths.workloads_dir=FILE) the file as the workloads directory."""
+    from gclsampler.errors import GclError
+    from gclsampler.pipeline import check_config
+
+    (tmp_path / "userfile").write_text("mine\n")
+    wd = tmp_path / "userfile" / under if under else tmp_path / "userfile"
+    with pytest.raises(GclError, match=rf"^paths\.workloads_dir: .*: {re.escape(str(tmp_path / 'userfile'))} is a "
+                                       r"file, not a directory$"):
+        check_config(compose_cfg(TINY + [f"paths.workloads_dir={wd}"]))
+    assert (tmp_path / "userfile").read_text() == "mine\n"
+
+
 def test_a_sweep_value_is_not_refused_for_the_default_of_another_swept_key():
     """`train.py -m augment.min_strategies=2,3 augment.max_strategies=3,4`: every one of its four
     jobs is valid, but min 3 was checked beside the default max 2, which no job has, and the
