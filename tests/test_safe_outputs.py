@@ -530,7 +530,8 @@ def test_a_failed_sweep_job_keeps_its_earlier_hydra_record(tiny_workload, tmp_pa
         claim_dir(sweep / job, "train")
         (sweep / job / ".hydra").mkdir()
         (sweep / job / ".hydra" / "overrides.yaml").write_text(f"- earlier_job={job}\n")
-    missing = tmp_path / "no-such-workload"
+    missing = tmp_path / "no-traces"  # a directory: only the job that reads it finds no traces (a missing
+    missing.mkdir()                  # directory is refused before the first job)
     r = subprocess.run([sys.executable, str(root / "train.py"), "-m", "debug=default", "workload.name=x",
                         f"workload.dir={wl},{missing}", f"hydra.sweep.dir={sweep}",
                         "hydra.sweep.subdir=${hydra.job.num}"], cwd=tmp_path, capture_output=True, text=True,
