@@ -17,6 +17,7 @@ memory that differ between profile and trace) and do not stop a run.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -436,11 +437,13 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
         return special
     meta = root / "workload.json"
     declared_n = None
+    declared_arch = None
     if meta.exists():
         from gclsampler.workload import read_meta
 
         try:  # the loaders' own reader: JSON, an object, and the types of synthetic and n_invocations
-            declared_n = read_meta(meta).get("n_invocations")
+            declared = read_meta(meta)
+            declared_n, declared_arch = declared.get("n_invocations"), declared.get("arch")
         except GclError as exc:
             rep.add("error", str(exc))
         except OSError as exc:
@@ -488,6 +491,7 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             rep.add("error", located(meta, None, "n_invocations", f"{declared_n}, but {prof_path.name} has "
                                                                    f"{len(prof)} rows (one per invocation)"))
         others = sorted((root / "profiles").glob("*.csv")) if (root / "profiles").is_dir() else []
+        _unscored_reruns(root, others, declared_arch, rep)
         for other in others:
             try:
                 p2 = read_profile(other)
@@ -503,6 +507,24 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
             elif prof is not None:  # a profile-only workload: the arch profiles must align with profile.csv
                 _profile_vs_profile(other, p2, prof_path, prof, rep)
     return rep.finish()
+
+
+def _unscored_reruns(root: Path, others: list[Path], arch, rep: "_Report") -> None:
+    """Warn of a ``profiles/<arch>_rerun.csv`` that no plan is scored on. Plans are fitted on
+    profile.csv, whose arch is workload.json's ``arch`` ("native" without one), and only that
+    arch's second run is scored: an imported ``h200_rerun.csv`` beside a workload.json without
+    ``"arch": "h200"`` was ignored without a word (no second-run table, empty error_cycles_rerun)."""
+    from gclsampler.profile import rerun_arch, rerun_of
+
+    fitted = rerun_arch(str(arch) if isinstance(arch, str) and arch else "native")
+    for p in others:
+        base = rerun_of(p.stem)
+        if base is not None and p.stem != fitted and not (root / "profiles" / f"{base}.csv").exists():
+            why = ('workload.json has no "arch"' if not arch else f'workload.json says "arch": {json.dumps(arch)}')
+            rep.add("warning", located(p, None, None, f"no plan is scored on it: plans are fitted on profile.csv, "
+                                                      f"and {why}, so its second run is profiles/{fitted}.csv "
+                                                      f"(set \"arch\": {json.dumps(base)} in workload.json if profile.csv "
+                                                      "was measured there)"), "warning:rerun")
 
 
 def errors_and_warnings(problems: Iterable[Problem]) -> tuple[list[Problem], list[Problem]]:

@@ -472,6 +472,26 @@ def test_profile_only_workload_checks_arch_profiles_against_profile_csv(wl_copy,
     assert "profiles/turing.csv: invocation:" in line and "rows, but profile.csv has" in line
 
 
+def test_a_second_run_no_plan_is_scored_on_is_warned_of(wl_copy, capsys):
+    """profiles/h200_rerun.csv beside a workload.json without "arch": plans are fitted on the
+    "native" profile, so only profiles/native_rerun.csv is scored, and the imported second run was
+    ignored without a word (no second-run table, error_cycles_rerun empty)."""
+    import json
+
+    meta = wl_copy / "workload.json"
+    doc = json.loads(meta.read_text())
+    arch = doc.get("arch")
+    (wl_copy / "profiles" / "h200_rerun.csv").write_bytes((wl_copy / "profile.csv").read_bytes())
+    assert main(["validate", str(wl_copy)]) == 0
+    warned = [ln for ln in capsys.readouterr().err.splitlines() if "h200_rerun.csv" in ln]
+    assert len(warned) == 1 and "no plan is scored on it" in warned[0], warned
+    assert (f'workload.json says "arch": "{arch}"' if arch else 'workload.json has no "arch"') in warned[0]
+    doc["arch"] = "h200"  # profile.csv measured there: its second run is scored
+    meta.write_text(json.dumps(doc))
+    assert main(["validate", str(wl_copy)]) in (0, 2)
+    assert "h200_rerun.csv: no plan" not in capsys.readouterr().err
+
+
 def test_evaluate_checks_every_workload_before_any_fitting(tmp_path, monkeypatch):
     import gclsampler.evaluate as ev
     from test_baselines import make_profile
