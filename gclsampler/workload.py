@@ -75,6 +75,16 @@ class Workload:
                     return str(g)
         return ""
 
+    @property
+    def label(self) -> str:
+        """What a printed summary says the data is: ``"SYNTHETIC"``, ``"REAL, <gpu>"`` or ``""``."""
+        if self.synthetic:
+            return "SYNTHETIC"
+        if self.data_kind != "real":
+            return ""
+        where = self.gpu or self.arch
+        return f"REAL, {where}" if where else "REAL"
+
     def ground_truth(self, arch: str | None = None) -> "pd.DataFrame":
         """Profile of ``arch`` (default: the workload's own) for evaluation."""
         if arch is None or arch == self.arch:

@@ -162,7 +162,9 @@ def test_stem_names_its_own_options(tmp_path, capsys, opts, needle):
 @pytest.mark.parametrize("meta, needle, label", [
     ({"workload": "mine", "synthetic": "no"}, "workload.json: synthetic: expected true or false, found 'no'", None),
     ("{not json", "workload.json:1: not JSON", None),
-    ({"workload": "mine", "synthetic": False}, None, "stem_root plan for mine\n"),
+    ({"workload": "mine"}, None, "stem_root plan for mine\n"),  # neither known synthetic nor measured
+    ({"workload": "mine", "synthetic": False}, None, "stem_root plan for mine (REAL)\n"),  # it printed no label
+    ({"workload": "mine", "synthetic": False, "gpu": "NVIDIA H200"}, None, "stem_root plan for mine (REAL, NVIDIA H200)\n"),
     ({"workload": "mine", "synthetic": True}, None, "stem_root plan for mine (SYNTHETIC)\n"),
 ])
 def test_stem_reads_the_label_through_the_checked_reader(tmp_path, capsys, meta, needle, label):
@@ -176,7 +178,7 @@ def test_stem_reads_the_label_through_the_checked_reader(tmp_path, capsys, meta,
         assert rc == 2 and needle in err and not (tmp_path / "p.json").exists(), err
     else:
         assert rc == 0 and label in out
-        assert json.loads((tmp_path / "p.json").read_text())["synthetic"] is meta["synthetic"]
+        assert json.loads((tmp_path / "p.json").read_text())["synthetic"] is bool(meta.get("synthetic"))
 
 
 def test_stem_on_a_workloads_profiles_csv_reads_the_workload_json_above(tmp_path, capsys):

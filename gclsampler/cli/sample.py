@@ -236,7 +236,7 @@ def _run(args: argparse.Namespace) -> int:
     plan = sampler.fit(wl)
     plan.save(args.out)
     t = wl.profile["time_ns"].to_numpy(dtype=np.float64) if "time_ns" in wl.profile else None
-    tag = " (SYNTHETIC)" if wl.synthetic else f" (REAL, {wl.gpu or wl.arch})" if wl.data_kind == "real" else ""
+    tag = f" ({wl.label})" if wl.label else ""
     print(f"{args.out}: {args.method} plan for {wl.name}{tag}")
     print(f"  invocations {wl.n_invocations}, clusters {len(plan.clusters)}, "
           f"simulated invocations {len(plan.samples)}")

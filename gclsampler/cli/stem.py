@@ -36,8 +36,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _workload_meta(profile: Path) -> tuple[str, bool]:
-    """The workload's name and SYNTHETIC label from its workload.json: beside the profile, or
+def _workload_meta(profile: Path) -> tuple[str, dict]:
+    """The workload's name and its workload.json (the data's label): beside the profile, or
     above it for a workload's ``profiles/<arch>.csv`` (that plan was named "profiles" and not
     labelled SYNTHETIC). Without one, a warning: the plan cannot say what its data is."""
     from gclsampler.workload import declared_meta
@@ -49,7 +49,7 @@ def _workload_meta(profile: Path) -> tuple[str, bool]:
     if not meta:
         print(f"gclsampler: warning: {profile}: no workload.json beside it (or above profiles/): the plan is not "
               "labelled SYNTHETIC, which says nothing about whether the times were measured", file=sys.stderr)
-    return str(meta.get("workload") or root.name), bool(meta.get("synthetic"))
+    return str(meta.get("workload") or root.name), meta
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -82,16 +82,18 @@ def _run(args: argparse.Namespace) -> int:
         raise StemError(located(args.profile, 1, args.time_column, "no such column (--time-column)"))
     numeric_column(profile, args.time_column, args.profile)  # a text column (kernel_name, grid): one line
     check_profile_usable(profile, args.profile, args.time_column)
-    name, synthetic = _workload_meta(args.profile)
+    name, meta = _workload_meta(args.profile)
+    wl = Workload(name=name, profile=profile, synthetic=bool(meta.get("synthetic")), meta=meta,
+                  arch=meta.get("arch") if isinstance(meta.get("arch"), str) else None)
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,
                               root=not args.no_root, random_state=args.seed, min_group=args.min_group,
                               scope=args.scope, time_column=args.time_column)
-    plan = sampler.fit(Workload(name=name, profile=profile, synthetic=synthetic))
+    plan = sampler.fit(wl)
     plan.save(args.out)
     res = sampler.result_
     t = profile["time_ns"].to_numpy(dtype=float)  # speedup is time, whichever column sized the plan
     print(f"{args.out}: stem_root plan{' (plain STEM, --no-root)' if args.no_root else ''} for {name}"
-          + (" (SYNTHETIC)" if synthetic else ""))
+          + (f" ({wl.label})" if wl.label else ""))
     print(f"  invocations {len(profile)}, kernel names {plan.config['n_groups']}, ROOT leaves {res.n_leaves}")
     print(f"  samples {len(plan.samples)} invocations (drawn without replacement inside each leaf)")
     print(f"  {scope_description(res.scope)}")
