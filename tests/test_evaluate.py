@@ -182,6 +182,19 @@ def test_missing_arch_truth_raises(tmp_path):
         evaluate_workload(w, runs, ["turing", "ada"])
 
 
+def test_a_report_names_only_the_ground_truth_it_scored_on(tmp_path):
+    """Your own workload measured on an H200, in a suite whose plans are fitted on turing: its rows
+    are all h200, yet the report said "scored on turing, h200 ground truth"."""
+    from gclsampler.report import write_report
+
+    t = make_profile(40, 3)
+    w = _write_workload(tmp_path / "toy", {"turing": t})
+    df = pd.DataFrame(evaluate_workload(w, fit_methods(w, ["sieve"], {}), ["turing"]))
+    df = df.assign(arch="h200", plan_arch="h200")
+    text = write_report(df, tmp_path / "out", plots=False, plan_arch="turing").read_text()
+    assert "fitted on the **h200** profile and scored on h200 ground truth" in text, text[:600]
+
+
 def test_gcl_without_embeddings_is_an_error(tmp_path):
     w = _write_workload(tmp_path / "toy", {"turing": make_profile(30, 0)})
     with pytest.raises(EvaluationError):
