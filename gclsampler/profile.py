@@ -968,7 +968,9 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
     raise ProfileFormatError(
         located(path, 1, None, "unrecognised export: expected an Nsight Compute --csv --page raw file, "
                 "an nsys stats cuda_gpu_trace/cuda_kern_exec_trace CSV, a torch.profiler chrome trace "
-                "(JSON), or a profile.csv")
+                "(JSON), or a profile.csv, with its header among the first 200 lines that are not blank or "
+                "==PROF== chatter (a program's own output before it: ncu --log-file keeps it out; "
+                "or --format ncu|nsys)")
     )
 
 

@@ -442,6 +442,19 @@ def test_a_bad_clock_names_the_option_not_the_input(tmp_path, capsys, clock):
     assert str(FIXTURES["nsys"]) not in err
 
 
+def test_an_ncu_export_behind_a_programs_own_output_says_how_to_read_it(tmp_path):
+    """`ncu ... ./app > ncu.csv` (as tracer/README.md's recipe wrote it) puts the program's
+    stdout before the header: past 200 lines the export was "unrecognised", with no word of
+    where the header must be or of --log-file / --format."""
+    text = FIXTURES["ncu"].read_text()
+    noisy = _write(tmp_path, "ncu.csv", "".join(f"step {i}: loss 0.{i}\n" for i in range(250)) + text)
+    with pytest.raises(ProfileFormatError, match=r"header among the first 200 lines .* ncu --log-file keeps it out; "
+                                                  r"or --format ncu\|nsys"):
+        import_profile(noisy)
+    clean = import_profile(FIXTURES["ncu"])
+    assert import_profile(noisy, "ncu").equals(clean)
+
+
 def test_unrecognised_and_unknown_format(tmp_path):
     p = _write(tmp_path, "x.txt", "hello\n")
     with pytest.raises(ProfileFormatError, match="unrecognised export"):
