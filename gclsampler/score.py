@@ -56,7 +56,7 @@ import numpy as np
 
 from gclsampler._atomic import write_text_atomic
 from gclsampler.errors import GclError
-from gclsampler.plan import SamplingPlan
+from gclsampler.plan import SamplingPlan, weighted_sum
 
 __all__ = [
     "EvaluationError",
@@ -134,20 +134,20 @@ def score_plan(plan: SamplingPlan, truth, where: str = "ground truth") -> dict[s
                               f"({int(no_cycles.sum())} of {n}, first invocation {int(np.flatnonzero(no_cycles)[0])})")
     else:
         row["cycles_true"] = float(cycles.sum())
-        row["cycles_est"] = float(np.dot(w, cycles[inv]))
+        row["cycles_est"] = weighted_sum(w, cycles[inv])
         row["error_cycles"] = _rel_error_pct(row["cycles_true"], row["cycles_est"])
     for m in RATE_METRICS:
         if m in truth.columns:
             v = truth[m].to_numpy(dtype=np.float64)
             true_mean = float(np.mean(v))
-            est_mean = float(np.dot(w, v[inv]) / n)
+            est_mean = weighted_sum(w, v[inv]) / n
             row[f"error_{m}"] = _rel_error_pct(true_mean, est_mean)
         else:
             row[f"error_{m}"] = float("nan")
     t = truth["time_ns"].to_numpy(dtype=np.float64)
     row["time_full_ns"] = float(t.sum())
     row["time_sampled_ns"] = float(t[inv].sum())
-    row["error_time"] = _rel_error_pct(row["time_full_ns"], float(np.dot(w, t[inv])))
+    row["error_time"] = _rel_error_pct(row["time_full_ns"], weighted_sum(w, t[inv]))
     row["speedup"] = row["time_full_ns"] / row["time_sampled_ns"] if row["time_sampled_ns"] > 0 else float("inf")
     return row
 
@@ -540,7 +540,7 @@ def weighted_estimate(plan: SamplingPlan, values: dict[str, np.ndarray],
             s = np.array([v.get(int(i), np.nan) for i in inv], dtype=np.float64)
         else:
             s = np.asarray(v, dtype=np.float64)[inv]
-        est = None if np.isnan(s).any() else float(np.dot(w, s))
+        est = None if np.isnan(s).any() else weighted_sum(w, s)
         if is_rate_metric(m) or m in extra:
             out["means"][m] = None if est is None else est / n
         else:

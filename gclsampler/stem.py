@@ -84,7 +84,7 @@ import numpy as np
 
 from gclsampler._kinds import is_count, is_int, is_real
 from gclsampler.errors import GclError
-from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column
+from gclsampler.plan import ClusterInfo, Sample, Sampler, SamplingPlan, finite_column, weighted_sum
 
 __all__ = [
     "SCOPES",
@@ -178,12 +178,12 @@ class StemResult:
     @property
     def expected_sampled_time(self) -> float:
         """tau = sum_i m_i mu_i, the expected simulated time of the plan (eq. 7-8)."""
-        return float(np.dot(self.sample_sizes, self.leaf_mean))
+        return weighted_sum(self.sample_sizes, self.leaf_mean)
 
     def estimate(self, per_invocation: np.ndarray) -> float:
         """Weighted-sum estimate of a per-invocation metric."""
         v = np.asarray(per_invocation, dtype=np.float64)
-        return float(np.dot(self.weights, v[self.invocations]))
+        return weighted_sum(self.weights, v[self.invocations])
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,7 +244,7 @@ def stem_kkt(sizes, mu, sigma, epsilon: float = 0.05, z: float = 1.96) -> np.nda
     # (s / c) sqrt(b / a) with c = (epsilon T / z)^2, c never formed: only the factor (z / epsilon)^2
     # is far from 1, and (epsilon T / z)^2 underflowed to 0 for epsilon below ~1e-160, which gave
     # every cluster 0 draws where the optimum is ~1e300 (or beyond float64: inf)
-    t = float(np.dot(n, a))
+    t = weighted_sum(n, a)
     q = z / epsilon
     s = float(np.sqrt(a[live] * b[live]).sum())
     with np.errstate(over="ignore"):
@@ -549,7 +549,7 @@ def _plan_cost(lv: _Leaves, unit_scale: np.ndarray, epsilon, z, min_samples) -> 
     """
     mu, sd = _in_units(lv, unit_scale)
     m, lam = _allocate(lv.n, mu, sd, lv.unit, epsilon, z, min_samples)
-    return float(np.dot(m, mu * (unit_scale / unit_scale.max())[lv.unit])), lam
+    return weighted_sum(m, mu * (unit_scale / unit_scale.max())[lv.unit]), lam
 
 
 def _apply_splits(lv: _Leaves, idx: np.ndarray) -> tuple[_Leaves, _Leaves]:
@@ -818,7 +818,7 @@ def stem_root(times, groups=None, *, epsilon: float = 0.05, z: float = 1.96, min
     nf = lv.n.astype(np.float64)
     var = _corrected_b(lv.n, lv.sd) * (1.0 / m - 1.0 / nf)
     f = np.minimum(lv.scale, unit_scale.max()) / unit_scale.max()
-    total = float(np.dot(nf, lv.mu * f))
+    total = weighted_sum(nf, lv.mu * f)
     error_bound = float(z * math.sqrt(max((var * f * f).sum(), 0.0)) / total) if total > 0 else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         leaf_err = np.where((lv.mu > 0) & (var > 0), z * np.sqrt(np.maximum(var, 0.0)) / (nf * np.where(lv.mu > 0, lv.mu, 1.0)), 0.0)

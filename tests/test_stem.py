@@ -969,3 +969,30 @@ def test_allocate_refuses_what_has_no_allocation(kwargs, needle):
         stem_allocate(args.pop("sizes"), args.pop("mu"), args.pop("sigma"), args.pop("units", None), **args)
     m, _ = stem_allocate([5, 10_000], [1.0, 100.0], [1.0, 30.0])  # the same leaves, in range
     assert m[1] > 100
+
+
+@pytest.mark.parametrize("method", ["stem_root", "gcl_stem"])
+def test_plans_of_many_leaves_do_not_depend_on_the_blas_thread_count(method):
+    """np.dot hands vectors past about 10,000 elements to BLAS threads, which round the sum in
+    another order: stem_root's error bound and gcl_stem's strata costs (so plan.json's bytes)
+    changed with OMP_NUM_THREADS once a plan had that many leaves."""
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    from gclsampler.samplers import make_sampler
+    from gclsampler.workload import Workload
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: BLAS has no second thread to split a sum across")
+    g = 15000
+    t = np.random.default_rng(0).gamma(2.0, 1000.0, 3 * g)
+    prof = pd.DataFrame({"invocation": np.arange(3 * g), "kernel_name": [f"k{i % g}" for i in range(3 * g)],
+                         "time_ns": t, "cycles": t})
+    wl = Workload("w", prof, embeddings=np.ones((3 * g, 8), np.float32))
+    params = {"epsilon": 0.05}  # gcl_stem: strata auto, whose costs (strata_expected_time) it records
+    docs = []
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            docs.append(make_sampler(method, **params).fit(wl).to_dict())
+    assert docs[0] == docs[1]
