@@ -149,7 +149,7 @@ def _cached_clustering(emb: np.ndarray, cfg: ClusterConfig, seed: int) -> Cluste
     """
     emb = np.ascontiguousarray(emb)
     digest = hashlib.sha256(emb.reshape(-1).view(np.uint8)).hexdigest()  # no bytes copy of the array
-    key = (digest, str(emb.dtype), emb.shape, repr(asdict(cfg)), int(seed))
+    key = (digest, str(emb.dtype), emb.shape, repr(asdict(cfg)), 0 if seed is None else int(seed))  # None: 0, as cluster
     hit = _MEMO.get(key)
     if hit is None:
         hit = cluster_embeddings(emb, cfg, seed)

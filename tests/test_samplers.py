@@ -452,3 +452,24 @@ def test_a_zero_time_names_only_the_span_cut_as_the_way_out():
     with pytest.raises(SamplerError, match=r"\(cluster\.time_split_tolerance=0 turns the cut off\)$"):
         GclSampler(cluster=cfg).fit(w)
     GclSampler(cluster=dict(cfg, time_split_tolerance=0.0)).fit(w)  # which is enough
+
+
+@pytest.mark.parametrize("method", ["gcl", "gcl_stem", "gcl_paper"])
+def test_gcl_samplers_take_random_state_none_as_the_clustering_does(method):
+    """The clustering counts None as 0 and stem_root takes it, but the GCL samplers' memo key
+    called int(None): a TypeError traceback instead of a plan."""
+    import numpy as np
+    import pandas as pd
+
+    from gclsampler.samplers import make_sampler
+    from gclsampler.workload import Workload
+
+    e = np.random.default_rng(0).normal(size=(20, 264)).astype(np.float32)
+    prof = pd.DataFrame({"invocation": range(20), "kernel_name": ["k"] * 20, "time_ns": np.arange(1, 21.0),
+                         "cycles": np.arange(1, 21.0)})
+    wl = Workload("w", prof, embeddings=e, paper_embeddings=e[:, :256])
+    none, zero = (make_sampler(method, random_state=s).fit(wl).to_dict() for s in (None, 0))
+    assert none["clusters"] == zero["clusters"]  # the clustering: None is 0
+    if method != "gcl_stem":  # whose STEM draw, as stem_root's, takes None as numpy does: unseeded
+        assert none["samples"] == zero["samples"]
+    assert sum(x["weight"] for x in none["samples"]) == pytest.approx(20)
