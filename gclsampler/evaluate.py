@@ -438,19 +438,21 @@ def check_train_overrides(cfg: "EvaluateConfig") -> None:
         composed = _compose_train_config(["post_embedding=false", *cfg.suite.train_overrides], cfg.train_config_dir)
         check_config_keys(composed)
         check_config(composed)  # the values too: train.lr=-1 failed at the first training, after synthesis
-        readers = _size_vector_readers(cfg)
-        model = composed.get("model")
-        if readers and model is not None:
-            # train.py refuses these by key; composed with post_embedding=false the plan stage's
-            # check did not run, and gcl cut its work split on a learned column without a word
-            if not model.get("kernel_features", True):
-                raise EvaluationError(f"model.kernel_features=false: {'; '.join(readers)} read the size vector's "
-                                      f"work column, which these embeddings would lack; drop the override, or set "
-                                      "method_params.<method>.cluster={split_tolerance: 0, representative: medoid}")
-            scale = model.get("kfeat_scale", 1.0)
-            if scale != 1:
-                raise EvaluationError(f"model.kfeat_scale={scale}: {'; '.join(readers)} read the size vector's work "
-                                      "column as log2 instructions, which a scaled one is not; drop the override")
+    model = composed.get("model")
+    readers = _size_vector_readers(cfg) if model is not None else []  # outside: a method_params error is not the overrides'
+    if readers:
+        # train.py refuses these by key; composed with post_embedding=false the plan stage's
+        # check did not run, and gcl cut its work split on a learned column without a word
+        if not model.get("kernel_features", True):
+            raise EvaluationError(f"suite.train_overrides: model.kernel_features=false: {'; '.join(readers)} read "
+                                  f"the size vector's work column, which these embeddings would lack; drop the "
+                                  "override, or set method_params.<method>.cluster={split_tolerance: 0, "
+                                  "representative: medoid}")
+        scale = model.get("kfeat_scale", 1.0)
+        if scale != 1:
+            raise EvaluationError(f"suite.train_overrides: model.kfeat_scale={scale}: {'; '.join(readers)} read the "
+                                  "size vector's work column as log2 instructions, which a scaled one is not; drop "
+                                  "the override")
 
 
 def _size_vector_readers(cfg: "EvaluateConfig") -> list[str]:
