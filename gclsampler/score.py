@@ -389,8 +389,12 @@ def head_to_head_counts(summary, reference: str, arch: str, methods: Iterable[st
                "higher": int((diff > TIE).sum()), "n_workloads": int(np.isfinite(diff).sum()), "of_workloads": n_all,
                "max_lower": int((np.isfinite(diff) & (np.abs(e[other].to_numpy(dtype=np.float64)) > TIE)).sum())}
         if sd is not None:
-            lo, eq, hi = chance_lower(sd[reference].to_numpy(dtype=np.float64), sd[other].to_numpy(dtype=np.float64))
-            one = (np.abs(diff) <= TIE) & np.isfinite(eq)  # equal estimates: one draw, not two
+            # over the workloads the counts are over: an LLM with no cycle error has spreads, and its
+            # chances were summed beside counts that leave it out ("2 / 0 / 1 (over 3 of 4)", chance 3.3 / 0 / 0.7)
+            counted = np.isfinite(diff)
+            lo, eq, hi = chance_lower(sd[reference].to_numpy(dtype=np.float64)[counted],
+                                      sd[other].to_numpy(dtype=np.float64)[counted])
+            one = (np.abs(diff[counted]) <= TIE) & np.isfinite(eq)  # equal estimates: one draw, not two
             p = (np.where(one, 0.0, lo), np.where(one, 1.0, eq), np.where(one, 0.0, hi))
         else:
             p = (np.full(len(diff), np.nan),) * 3

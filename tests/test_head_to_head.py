@@ -98,6 +98,19 @@ def test_counts_and_chance_counts():
     assert c2["lower"].tolist() == [1] and c2["expected_lower"].isna().all()
 
 
+def test_chance_counts_are_over_the_workloads_the_counts_are_over():
+    """A workload without cycle error for either method (the REAL LLM, scored on time) still has
+    spreads: its chances were summed beside counts that leave it out, "2 / 0 / 1 (over 3 of 4
+    workloads) (chance 3.3 / 0.0 / 0.7)"."""
+    s = _summary([("w1", "gcl", 1.0, 1.0, 1), ("w1", "pka", 3.0, 1.0, 1),
+                  ("w2", "gcl", 2.0, 1.0, 1), ("w2", "pka", 1.0, 1.0, 1),
+                  ("llm", "gcl", np.nan, 1.0, 1), ("llm", "pka", np.nan, 9.0, 1)])
+    pka = head_to_head_counts(s, "gcl", "turing").set_index("method").loc["pka"]
+    assert (pka["n_workloads"], pka["of_workloads"]) == (2, 3)
+    assert pka["expected_lower"] + pka["expected_tie"] + pka["expected_higher"] == pytest.approx(2)
+    assert pka["expected_lower"] == pytest.approx(1.0)  # equal spreads on the two counted workloads
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 20), st.floats(0, 20), st.floats(0, 5), st.floats(0, 5)),
                 min_size=1, max_size=8))
