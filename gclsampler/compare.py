@@ -57,6 +57,7 @@ class EvaluationRun:
     seed: int | None
     results: Any  # pandas.DataFrame
     second_run: bool = False  # plan-arch errors are the second run's (``on_second_run``)
+    unavailable: frozenset = frozenset()  # (workload, method) the run's unavailable.csv says could not run
 
 
 def errors_on(run: EvaluationRun) -> str:
@@ -88,7 +89,7 @@ def on_second_run(run: EvaluationRun) -> EvaluationRun:
             "a synthetic workload, a second profiler pass of the GPU for a real one)")
     df = df.copy()
     df.loc[own, "error_cycles"] = values[own]
-    return EvaluationRun(run.label, run.path, run.seed, df, second_run=True)
+    return EvaluationRun(run.label, run.path, run.seed, df, second_run=True, unavailable=run.unavailable)
 
 
 def _flag_column(df, name: str, where: Path):
@@ -224,7 +225,21 @@ def load_run(path: str | Path, label: str | None = None) -> EvaluationRun:
                               f"{df['arch'].iloc[r]!r} with plan_arch {df['plan_arch'].iloc[r]!r}; evaluate.py "
                               "writes cross_arch = (arch != plan_arch)")
     seed = int(fixed[0]) if fixed.size else None
-    return EvaluationRun(label or _default_label(p), csv, seed, df)
+    return EvaluationRun(label or _default_label(p), csv, seed, df, unavailable=_unavailable(csv.parent))
+
+
+def _unavailable(run_dir: Path) -> frozenset:
+    """The (workload, method) pairs evaluate.py's ``unavailable.csv`` names (a method the workload's
+    data cannot feed: pka and sieve on a profile without Nsight Compute's metrics), which have no
+    row by design; empty when the file is absent or unreadable (then a missing row is refused)."""
+    import csv as _csv
+
+    try:
+        with open(run_dir / "unavailable.csv", newline="", encoding="utf-8") as fh:
+            return frozenset((r["workload"], r["method"]) for r in _csv.DictReader(fh)
+                             if r.get("workload") and r.get("method"))
+    except (OSError, KeyError, UnicodeDecodeError, _csv.Error):
+        return frozenset()
 
 
 def _blank_line(csv: Path) -> int | None:
@@ -521,12 +536,19 @@ def common_to_all(runs: Sequence[EvaluationRun]) -> tuple[list[str], list[str], 
             f"{r.label}: {', '.join(sorted({k[0 if what == 'workload' else 1] for k in s}))}"
             for r, s in zip(runs, seen)) + ")")
     plan_arch = runs[0].results["plan_arch"].iloc[0]
-    missing = [(w, m, r.path) for w in keep_w for m in keep_m for r, s in zip(runs, seen) if (w, m) not in s]
+    missing = [(w, m, r.path) for w in keep_w for m in keep_m for r, s in zip(runs, seen)
+               if (w, m) not in s and (w, m) not in r.unavailable]
     if missing:
         w, m, p = missing[0]
         raise EvaluationError(f"{p}: method {m!r} has no {plan_arch} row (sweep rows aside) for workload {w!r}, "
                               "although both are in the run: every method's plan-arch rows of every workload "
                               "are compared")
+    for m in keep_m:  # rows absent by design: the method's means and counts are over fewer workloads
+        gone = [w for w in keep_w if any((w, m) not in s for s in seen)]
+        if gone:
+            notes.append(f"Not run: {m} on {', '.join(gone)} (the runs' unavailable.csv: the data cannot feed it); "
+                         f"its means and counts are over the other {len(keep_w) - len(gone)} of {len(keep_w)} "
+                         "workloads.")
     _one_kind_per_workload(runs, keep_w)
     return keep_w, keep_m, notes + _same_experiment(runs, keep_w, keep_m)
 
@@ -907,7 +929,8 @@ def write_comparison(runs: Sequence[EvaluationRun], out_dir: str | Path, *, refe
     for w in workloads:
         d = per_w[per_w["workload"] == w].set_index("method")
         rows.append([tags.get(w, w)] + [f"{_pct(d.loc[m, 'error_cycles'], d.loc[m, 'error_cycles_sd'])} "
-                           f"({_pct(d.loc[m, 'error_cycles_max'])}) / {_su(d.loc[m, 'speedup_mean'])}" for m in methods])
+                           f"({_pct(d.loc[m, 'error_cycles_max'])}) / {_su(d.loc[m, 'speedup_mean'])}"
+                           if m in d.index else "not run (unavailable.csv)" for m in methods])
     lines += _md_table(["workload"] + methods, rows).split("\n")
     if plots:
         (out / "plots").mkdir(exist_ok=True)
@@ -940,7 +963,8 @@ def load_runs(paths: Iterable[str | Path], reference: str | None = None,
         _check_reference(reference, methods)
     labels = [r.label for r in runs]
     if len(set(labels)) < len(labels):  # a/run and b/run: the paths as given, which differ (one run twice is refused)
-        runs = [EvaluationRun(str(g), r.path, r.seed, r.results, r.second_run) for g, r in zip(paths, runs)]
+        runs = [EvaluationRun(str(g), r.path, r.seed, r.results, r.second_run, r.unavailable)
+                for g, r in zip(paths, runs)]
     return runs
 
 

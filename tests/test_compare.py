@@ -748,6 +748,22 @@ def test_runs_with_nothing_in_common_say_what_each_has(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_method_the_data_cannot_feed_is_compared_over_the_other_workloads(tmp_path):
+    """evaluate.py writes no row for pka and sieve on a workload without Nsight Compute's metrics
+    (the REAL LLM) and names them in unavailable.csv; compare refused every suite=real run for
+    the missing row, where report.md counts the method over the other workloads."""
+    errors = {("w1", "gcl"): 1.0, ("w1", "pka"): 2.0, ("w2", "gcl"): 3.0}
+    runs = [_write(tmp_path, name, _rows(errors, seed=seed)) for name, seed in (("a", 0), ("b", 1))]
+    with pytest.raises(EvaluationError, match=r"method 'pka' has no turing row"):  # no word why: refused
+        compare_dirs(runs, tmp_path / "o", plots=False)
+    for r in runs:
+        (r / "unavailable.csv").write_text("workload,method,reason\nw2,pka,profile.csv has none of the 12 PKA metrics\n")
+    compare_dirs(runs, tmp_path / "o", plots=False)
+    text = (tmp_path / "o" / "compare.md").read_text()
+    assert "Not run: pka on w2 (the runs' unavailable.csv" in text and "over the other 1 of 2 workloads" in text
+    assert "not run (unavailable.csv)" in text and "1 / 0 / 0 (over 1 of 2 workloads)" in text
+
+
 def test_a_real_run_scored_on_a_simulator_too_has_no_synthesis_seed(tmp_path):
     """A REAL workload's run with cross-arch rows on a simulated profile (data "real+simulated")
     was listed with its methods' seed as its "synthesis seed", as if its data were synthesized."""
