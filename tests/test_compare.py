@@ -882,3 +882,16 @@ def test_an_infinite_mean_speedup_is_drawn_at_the_plot_edge(tmp_path, monkeypatc
     assert edge in dots and np.isfinite(dots).all()  # run a's gcl dot too
     assert any(t.get_text().strip() == "∞" for t in ax.texts)
     assert report.INFINITE_LABEL in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+@pytest.mark.parametrize("by_csv", [False, True])
+def test_out_inside_a_run_is_refused_however_the_run_is_named(tmp_path, by_csv):
+    """A run named by its results.csv was not a directory input, so --out r1/cmp was written
+    into the run; named as a directory it was refused ("inside the input")."""
+    a = _write(tmp_path, "r0", _rows({("w1", "gcl"): 1.0, ("w1", "pka"): 2.0}))
+    b = _write(tmp_path, "r1", _rows({("w1", "gcl"): 1.5, ("w1", "pka"): 2.5}, seed=1))
+    runs = [a / "results.csv", b / "results.csv"] if by_csv else [a, b]
+    r = _cli(*runs, "--out", b / "cmp", "--no-plots")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "inside" in lines[0], r.stderr
+    assert not (b / "cmp").exists()

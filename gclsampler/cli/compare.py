@@ -44,7 +44,10 @@ def _run(args: argparse.Namespace) -> int:
     earlier: list[Path] = []
     paths = expand_runs(args.runs, left_out, earlier)
     runs = load_runs(paths, args.reference, second_run=args.second_run)  # all read and checked before any output
-    with replace_dir(args.out, "compare", inputs=paths) as tmp:  # an error leaves no half-written --out
+    # a run named by its results.csv is its directory all the same: --out r1/cmp beside r1/results.csv
+    # was written into the run, where --out inside a run named as a directory is refused
+    dirs = [Path(p).parent if Path(p).is_file() else Path(p) for p in paths]
+    with replace_dir(args.out, "compare", inputs=dirs) as tmp:  # an error leaves no half-written --out
         write_comparison(runs, tmp, reference=args.reference, plots=not args.no_plots)
     print(f"{args.out / 'compare.md'}: {len(runs)} run{'s' if len(runs) != 1 else ''} compared")
     for job in left_out:  # after the work: an error above stays the one line it is
