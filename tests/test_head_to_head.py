@@ -197,6 +197,8 @@ def test_a_head_to_head_cell_over_fewer_workloads_says_over_how_many(tmp_path):
     text = write_report(df, tmp_path / "r", plots=False, unavailable=[("w3", "pka", "no launch trace")]).read_text()
     section = text.split("## `gcl` head to head, turing", 1)[1].split("\n## ", 1)[0]
     assert "| pka | 1 / 0 / 1 (over 2 of 3 workloads); Pareto 1 / 1 |" in section
+    hmean = next(ln for ln in text.splitlines() if ln.startswith("| **speedup h-mean**"))
+    assert hmean.count("(2 of 3 workloads)") == 1  # pka's, as its AVG cell says; it said nothing
     assert "| sieve | 1 / 0 / 2; Pareto 1 / 2 |" in section  # all 3: no note
     assert report.H2H_OVER_TEXT in section
     from gclsampler.score import summarize
