@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from extra_samples import positive_int  # bench/ is the script's own directory
 
 from gclsampler.cluster import ClusterConfig, cluster_embeddings, distinct_rows, silhouette_score
 from gclsampler.plan import plan_from_labels
@@ -164,17 +165,19 @@ def tiled_fit(wl: Path, emb_file: Path, n: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--n", type=positive_int, default=20000)
     ap.add_argument("--exact-n", type=int, default=6000)
     ap.add_argument("--sample", type=int, default=2000, help="sample_size for the sampled-vs-exact comparison")
     ap.add_argument("--k-max", type=int, default=50)
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the K-stability check")
-    ap.add_argument("--kernels", type=int, help="the many-kernels study with this many kernels instead")
-    ap.add_argument("--launches", type=int, help="the cost-in-launches study at this many launches instead")
+    ap.add_argument("--kernels", type=positive_int, help="the many-kernels study with this many kernels instead")
+    ap.add_argument("--launches", type=positive_int, help="the cost-in-launches study at this many launches instead")
     ap.add_argument("--workload", type=Path, help="with --launches and --embeddings: time gcl's fit on this workload repeated")
     ap.add_argument("--embeddings", type=Path, help="the workload's embeddings.npy, for --workload")
     ap.add_argument("--run", type=Path, help="time the cluster stage on this evaluate.py run's trained embeddings instead")
     args = ap.parse_args()
+    if args.k_max != 0 and args.k_max < 2:  # ClusterConfig's own refusal was a traceback
+        ap.error(f"--k-max: expected 0 (no cap) or an integer >= 2, got {args.k_max}")
     if args.run is not None:
         time_trained(args.run)
         return

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import ROOT, SUITE, cross_arch_cell, gcl_clusters, mean_and_worst, print_study_table
+from extra_samples import ROOT, SUITE, cross_arch_cell, gcl_clusters, mean_and_worst, positive_int, print_study_table
 
 CROSS = ("turing", "ampere", "ada")
 # (label, which embeddings, representative, work split on, share cut on)
@@ -61,8 +61,11 @@ def main() -> int:
                     help="an evaluate.py out_dir (train/<w>/ and train/<w>-paper/embeddings.npy, plans/<w>/gcl*.json)")
     ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
     ap.add_argument("--arch", default="turing", help="the arch the plans were made on")
-    ap.add_argument("--draws", type=int, default=2000, help="draws of the any-member error")
+    ap.add_argument("--draws", type=positive_int, default=2000, help="draws of the any-member error")
     args = ap.parse_args()
+    for d in (args.run_dir, args.data_dir):  # a skipped line per workload never said the directory was not there
+        if not d.is_dir():
+            ap.error(f"{d}: no such directory")
     sys.path.insert(0, str(ROOT))
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile, rerun_arch

@@ -96,6 +96,10 @@ def suite_runs(run_dir: Path, data_dir: Path, arch: str):
     sys.path.insert(0, str(ROOT))
     from gclsampler.profile import read_profile
 
+    for d in (run_dir, data_dir):  # eleven "skipped (no ...)" lines, then "nothing found", never said why
+        if not d.is_dir():
+            print(f"{d}: no such directory", file=sys.stderr)
+            sys.exit(2)
     for name in SUITE:
         emb_path, plan_path = run_dir / "train" / name / "embeddings.npy", run_dir / "plans" / name / "gcl.json"
         prof_path, fit_path = data_dir / name / "profiles" / f"{arch}.csv", data_dir / name / "profile.csv"
@@ -177,6 +181,28 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """An argparse ``type=`` for sizes in MB and the like: 0, a negative or nan gave a traceback."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def epsilon_arg(text: str) -> float:
+    """An argparse ``type=`` for an error bound: outside (0, 1) STEM raised its own error as a traceback."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
     """One line saying what was looked for, and exit status 2."""
     print(f"{prog}: no suite workload has train/<w>/embeddings.npy and plans/<w>/gcl.json under "
@@ -191,7 +217,7 @@ def main() -> int:
     ap.add_argument("--arch", default="turing")
     ap.add_argument("--cost", choices=["trace", "time"], default="trace")
     ap.add_argument("--budgets", default="0,0.05,0.1,0.2,0.5")
-    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--draws", type=positive_int, default=2000)
     args = ap.parse_args()
     budgets = float_list(ap, "--budgets", args.budgets)
     rows: dict[str, list[tuple[str, float, float, int]]] = {}

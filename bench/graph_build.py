@@ -67,9 +67,9 @@ def tile_trace(base: KernelTrace, n_warps: int, insts_per_warp: int, kernel_id: 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--warps", type=int, default=256)
-    ap.add_argument("--insts", type=int, default=2048, help="instructions per warp")
-    ap.add_argument("--invocations", type=int, default=8, help="trace files for the cache test")
+    ap.add_argument("--warps", type=positive_int, default=256)
+    ap.add_argument("--insts", type=positive_int, default=2048, help="instructions per warp")
+    ap.add_argument("--invocations", type=positive_int, default=8, help="trace files for the cache test")
     ap.add_argument("--repeat", type=positive_int, default=3)
     args = ap.parse_args()
     base = _base(np.random.default_rng(0))

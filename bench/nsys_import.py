@@ -105,6 +105,10 @@ def main() -> int:
     ap.add_argument("--report", choices=["cuda_gpu_trace", "cuda_kern_exec_trace"], default="cuda_gpu_trace")
     ap.add_argument("--keep", type=Path, help="write the CSV and profile.csv here instead of a temp dir")
     args = ap.parse_args()
+    if args.kernels > args.n:  # generate's "n < 0" traceback
+        ap.error(f"--kernels {args.kernels}: more kernels than --n {args.n} rows")
+    if args.keep is not None and args.keep.exists() and not args.keep.is_dir():  # mkdir's FileExistsError traceback
+        ap.error(f"--keep {args.keep}: exists and is not a directory")
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or Path(tmp)
         d.mkdir(parents=True, exist_ok=True)

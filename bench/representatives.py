@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import cross_arch_cell, mean_and_worst, nothing_found, print_study_table, suite_runs
+from extra_samples import cross_arch_cell, mean_and_worst, nothing_found, positive_int, print_study_table, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 RULES = ("medoid", "work_mean", "time_mean", "first", "random")
@@ -56,9 +56,11 @@ def main() -> int:
     ap.add_argument("data_dir", type=Path, help="its data_dir (<w>/profiles/<arch>.csv)")
     ap.add_argument("--arch", default="turing", help="the arch the plans were made on")
     ap.add_argument("--rules", default=",".join(RULES), help=f"representative rules to compare: {', '.join(RULES)}")
-    ap.add_argument("--random-draws", type=int, default=50, help="seeds the random rule is averaged over")
+    ap.add_argument("--random-draws", type=positive_int, default=50, help="seeds the random rule is averaged over")
     args = ap.parse_args()
     rules = [r for r in args.rules.split(",") if r]
+    if not rules:  # reached "no suite workload has ... embeddings.npy", which was not what was missing
+        ap.error(f"--rules: name at least one of {', '.join(RULES)}")
     unknown = sorted(set(rules) - set(RULES))
     if unknown:
         print(f"representatives: --rules: unknown rule {unknown[0]!r} (one of {', '.join(RULES)})", file=sys.stderr)

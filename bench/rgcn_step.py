@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from extra_samples import positive_int  # noqa: E402
 from torch_geometric.data import Batch  # noqa: E402
 
 from gclsampler.loss import symmetric_info_nce  # noqa: E402
@@ -83,10 +84,10 @@ def interleaved_best(steps: list, reps: int) -> list[float]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--graphs", type=int, default=64)
-    ap.add_argument("--warps", type=int, default=8)
-    ap.add_argument("--insts", type=int, default=40, help="instructions per warp")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--graphs", type=positive_int, default=64)
+    ap.add_argument("--warps", type=positive_int, default=8)
+    ap.add_argument("--insts", type=positive_int, default=40, help="instructions per warp")
+    ap.add_argument("--reps", type=positive_int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--num-bases", type=int, default=2)
     ap.add_argument("--workload", type=str, default=None, help="use real graphs of this workload dir")

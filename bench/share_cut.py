@@ -62,11 +62,13 @@ def cell(labels: np.ndarray, t: np.ndarray) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # its first sentence wraps
     ap.add_argument("--n", type=positive_int, default=1000, help="launches per case")
     ap.add_argument("--shares", default="0.04,0.02,0.01,0.005", help="time_split_share values (0.04: gcl's default)")
     args = ap.parse_args()
     shares = float_list(ap, "--shares", args.shares)
+    if any(not s >= 0 for s in shares):  # argmax of an empty sequence, deep in the cut
+        ap.error(f"--shares: expected numbers >= 0, got {args.shares!r}")
     print(f"SYNTHETIC times, {args.n} launches of one kernel per case; cells: representatives, any-member error")
     print("| times | rule | " + " | ".join(f"share {s}" for s in shares) + " |")
     print("|---|---|" + "---|" * len(shares))

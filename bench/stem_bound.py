@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from extra_samples import epsilon_arg, positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ["phi2", "pythia", "qwen1_5", "3mm", "lu", "bfs", "cfd", "lud", "nw", "backprop", "alexnet"]
 
@@ -32,8 +34,8 @@ def over(res, t: np.ndarray, eps: float, draws: int) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suite_dir", type=Path)
-    ap.add_argument("--epsilon", type=float, default=0.05)
-    ap.add_argument("--draws", type=int, default=200)
+    ap.add_argument("--epsilon", type=epsilon_arg, default=0.05)
+    ap.add_argument("--draws", type=positive_int, default=200)  # 0 draws printed "0/0 ... PASS"
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from gclsampler.profile import PKA_METRICS, read_profile

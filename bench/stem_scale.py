@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from extra_samples import epsilon_arg, positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -88,9 +90,9 @@ def phase(name: str, n: int, kernels: int, seed: int, epsilon: float, scope: str
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10_000_000)
-    ap.add_argument("--kernels", type=int, default=200)
-    ap.add_argument("--epsilon", type=float, default=0.05)
+    ap.add_argument("--n", type=positive_int, default=10_000_000)
+    ap.add_argument("--kernels", type=positive_int, default=200)
+    ap.add_argument("--epsilon", type=epsilon_arg, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scope", choices=["global", "group"], default="global")
     ap.add_argument("--phase", choices=["baseline", "stem"], help=argparse.SUPPRESS)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extra_samples import cross_arch_cell, float_list, nothing_found, suite_runs
+from extra_samples import cross_arch_cell, float_list, nothing_found, positive_int, suite_runs
 
 CROSS = ("turing", "ampere", "ada")
 
@@ -75,8 +75,10 @@ def main() -> int:
     ap.add_argument("--rerun", type=Path, default=None,
                     help="score the second run in DIR/<w>/<arch>_rerun.csv (bench/rerun_profiles.py) instead of "
                          "the data dir's <w>/profiles/<arch>_rerun.csv")
-    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--draws", type=positive_int, default=2000)
     args = ap.parse_args()
+    if args.rerun is not None and not args.rerun.is_dir():  # every workload's rerun column went n/a, exit 0
+        ap.error(f"--rerun {args.rerun}: no such directory")
     from gclsampler.cluster import cluster_embeddings, cut_by_time, representative_work, representatives
     from gclsampler.plan import plan_from_labels
     from gclsampler.profile import read_profile, rerun_arch

@@ -68,7 +68,7 @@ def kernel(n_ctas_sampled=8, warps=8, iters=32, grid=4096, seed=0) -> WorkSummar
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=positive_int, default=10)
     args = ap.parse_args()
     w = kernel()

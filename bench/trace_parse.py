@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from extra_samples import positive_float, positive_int
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gclsampler.errors import GclError  # noqa: E402
@@ -99,12 +101,12 @@ def timed(fn):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mb", type=float, default=200.0, help="total MB of trace text to generate (default 200)")
+    ap.add_argument("--mb", type=positive_float, default=200.0, help="total MB of trace text to generate (default 200)")
     ap.add_argument("--kernel-mb", type=float, default=50.0, help="MB per kernel file (default 50)")
     ap.add_argument("--compress", default="", choices=["", ".gz", ".xz", ".zst"])
     ap.add_argument("--values", action="store_true", help="include gclsampler register values")
     ap.add_argument("--trace", default=None, help="existing trace file or directory instead of generating")
-    ap.add_argument("--repeat", type=int, default=1, help="runs; the best is reported")
+    ap.add_argument("--repeat", type=positive_int, default=1, help="runs; the best is reported")
     ap.add_argument("--no-numpy", action="store_true",
                     help="skip the second parse with the numpy fallback parser (the in-run baseline)")
     ap.add_argument("--no-walk", action="store_true",

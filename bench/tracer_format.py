@@ -19,13 +19,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from extra_samples import positive_int
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=300000, help="random records formatted per rep")
-    ap.add_argument("--reps", type=int, default=3, help="timed repetitions (each prints its own ratio)")
+    ap.add_argument("--records", type=positive_int, default=300000, help="random records formatted per rep")
+    ap.add_argument("--reps", type=positive_int, default=3, help="timed repetitions (each prints its own ratio)")
     args = ap.parse_args()
     if shutil.which("g++") is None:
         print("tracer_format: g++ not found", file=sys.stderr)

@@ -86,6 +86,29 @@ def test_a_list_of_numbers_that_is_not_one_is_an_argument_error(monkeypatch, cap
     ("nsys_import", ["--kernels", "-3"], "argument --kernels: expected a positive integer, got '-3'"),
     ("graph_build", ["--repeat", "0"], "argument --repeat: expected a positive integer, got '0'"),
     ("trace_write", ["--ctas", "0"], "argument --ctas: expected a positive integer, got '0'"),
+    # found by a later audit: 0 draws printed "0/0 draws over epsilon: PASS", the others tracebacks or nan
+    ("stem_bound", ["DIR", "--draws", "0"], "argument --draws: expected a positive integer, got '0'"),
+    ("stem_bound", ["DIR", "--epsilon", "0"], "argument --epsilon: expected a number in (0, 1), got '0'"),
+    ("tracer_format", ["--records", "0"], "argument --records: expected a positive integer, got '0'"),
+    ("tracer_format", ["--reps", "0"], "argument --reps: expected a positive integer, got '0'"),
+    ("extra_samples", ["RUN", "DATA", "--draws", "0"], "argument --draws: expected a positive integer, got '0'"),
+    ("deviations", ["RUN", "DATA", "--draws", "0"], "argument --draws: expected a positive integer, got '0'"),
+    ("time_split", ["RUN", "DATA", "--draws", "0"], "argument --draws: expected a positive integer, got '0'"),
+    ("representatives", ["RUN", "DATA", "--random-draws", "0"],
+     "argument --random-draws: expected a positive integer, got '0'"),
+    ("trace_parse", ["--mb", "0"], "argument --mb: expected a finite number > 0, got '0'"),
+    ("trace_parse", ["--repeat", "0"], "argument --repeat: expected a positive integer, got '0'"),
+    ("graph_build", ["--warps", "0"], "argument --warps: expected a positive integer, got '0'"),
+    ("graph_build", ["--invocations", "0"], "argument --invocations: expected a positive integer, got '0'"),
+    ("cluster_scale", ["--n", "0"], "argument --n: expected a positive integer, got '0'"),
+    ("cluster_scale", ["--k-max", "1"], "--k-max: expected 0 (no cap) or an integer >= 2, got 1"),
+    ("stem_scale", ["--kernels", "0"], "argument --kernels: expected a positive integer, got '0'"),
+    ("stem_scale", ["--epsilon", "-1"], "argument --epsilon: expected a number in (0, 1), got '-1'"),
+    ("rgcn_step", ["--graphs", "0"], "argument --graphs: expected a positive integer, got '0'"),
+    ("rgcn_step", ["--reps", "0"], "argument --reps: expected a positive integer, got '0'"),
+    ("share_cut", ["--shares", "-1"], "--shares: expected numbers >= 0, got '-1'"),
+    ("nsys_import", ["--n", "10", "--kernels", "100"], "--kernels 100: more kernels than --n 10 rows"),
+    ("representatives", ["RUN", "DATA", "--rules", ""], "--rules: name at least one of"),
 ])
 def test_a_count_below_one_or_a_negative_spread_is_an_argument_error(monkeypatch, capsys, script, args, needle):
     """--n 0 printed 'ratio 0.0x' with exit 0, --repeats 0 divided by zero, --kernels 0 and
@@ -93,4 +116,21 @@ def test_a_count_below_one_or_a_negative_spread_is_an_argument_error(monkeypatch
     monkeypatch.setattr(sys, "argv", [f"{script}.py", *args])
     assert _exit_status(_bench(script).main) == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: ") and err.strip().splitlines()[-1] == f"{script}.py: error: {needle}"
+    assert err.startswith("usage: ") and err.strip().splitlines()[-1].startswith(f"{script}.py: error: {needle}")
+
+
+@pytest.mark.parametrize("script", ["deviations", "extra_samples", "representatives", "time_split"])
+def test_a_study_of_a_run_dir_that_is_not_there_says_so_in_one_line(tmp_path, monkeypatch, capsys, script):
+    """Eleven '<w>: skipped (no .../train/<w>/embeddings.npy)' lines, then 'nothing found': never
+    that the directory given was not there."""
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", str(tmp_path / "nope"), str(tmp_path)])
+    assert _exit_status(_bench(script).main) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip() and not ln.startswith("usage:")]
+    assert len(lines) == 1 and lines[0].endswith(f"{tmp_path / 'nope'}: no such directory"), lines
+
+
+def test_time_split_rerun_dir_that_is_not_there_is_refused(tmp_path, monkeypatch, capsys):
+    """Every rerun column went n/a with a warning per workload, and exit 0."""
+    monkeypatch.setattr(sys, "argv", ["time_split.py", str(tmp_path), str(tmp_path), "--rerun", str(tmp_path / "nope")])
+    assert _exit_status(_bench("time_split").main) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"--rerun {tmp_path / 'nope'}: no such directory")
