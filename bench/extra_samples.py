@@ -169,38 +169,31 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_float(text: str) -> float:
-    """An argparse ``type=`` for spreads and widths: a negative (or nan) value is a numpy
-    ValueError traceback deep in the work, so argparse refuses it naming the option (exit 2)."""
+def _checked_float(text: str, ok, expected: str) -> float:
+    """``float(text)`` when ``ok`` of it (nan never is), else argparse's refusal naming the option."""
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+        value = float("nan")
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse ``type=`` for spreads and widths: a negative (or nan) value is a numpy
+    ValueError traceback deep in the work, so argparse refuses it naming the option (exit 2)."""
+    return _checked_float(text, lambda v: v >= 0, "a number >= 0")
 
 
 def positive_float(text: str) -> float:
     """An argparse ``type=`` for sizes in MB and the like: 0, a negative or nan gave a traceback."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
+    return _checked_float(text, lambda v: 0 < v < float("inf"), "a finite number > 0")
 
 
 def epsilon_arg(text: str) -> float:
     """An argparse ``type=`` for an error bound: outside (0, 1) STEM raised its own error as a traceback."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
+    return _checked_float(text, lambda v: 0 < v < 1, "a number in (0, 1)")
 
 
 def nothing_found(prog: str, run_dir: Path, data_dir: Path, arch: str) -> int:
