@@ -149,6 +149,13 @@ def _name_in(wdir: Path) -> str:
         return wdir.name
 
 
+def _require_own_dir(wdir: Path) -> None:
+    """``workload.dir`` must be a directory: checked before a sweep's first job, and again when the
+    run reads it."""
+    if not wdir.is_dir():
+        raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
+
+
 def ensure_workload(cfg: DictConfig, hold: Optional[contextlib.ExitStack] = None) -> Path:
     """Return the workload directory, synthesizing it first when it does not exist.
 
@@ -162,8 +169,7 @@ def ensure_workload(cfg: DictConfig, hold: Optional[contextlib.ExitStack] = None
     """
     wdir = workload_dir(cfg)
     if cfg.workload.get("dir"):
-        if not wdir.is_dir():
-            raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
+        _require_own_dir(wdir)
         from gclsampler.trace.workload import no_traces
 
         why = no_traces(wdir)
@@ -431,9 +437,7 @@ def check_config(cfg: DictConfig) -> tuple[ModelConfig, AugmentConfig, TrainConf
 
         resolve_device("cuda")
     if (cfg.get("workload") or {}).get("dir"):
-        wdir = workload_dir(cfg)
-        if not wdir.is_dir():
-            raise PipelineError(f"workload.dir: {wdir}: " + ("not a directory" if wdir.exists() else "no such directory"))
+        _require_own_dir(workload_dir(cfg))
     elif paths.get("workloads_dir"):
         # a file there gave two lock warnings and an error naming neither the file nor the key
         from gclsampler._safe_out import _blocking_file
