@@ -546,12 +546,18 @@ class ProfileRowLines:
 def _first_non_utf8_line(path: Path) -> int | None:
     """Line of the first byte that is not UTF-8 (pandas reports a position in its own buffer)."""
     try:
-        data = path.read_bytes()
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data[:exc.start].count(b"\n") + 1
+        at = _first_non_utf8(data := path.read_bytes())
     except OSError:
         return None
+    return None if at is None else data[:at].count(b"\n") + 1
+
+
+def _first_non_utf8(data: bytes) -> int | None:
+    """Offset of the first byte of ``data`` that is not UTF-8 (a byte-order mark is UTF-8), or None."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
     return None
 
 
@@ -869,8 +875,8 @@ def _read_text(path: Path) -> str:
             data = path.read_bytes()
         try:
             return data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:  # decoded whole, so the offset is the file's (after a BOM): name its line
-            at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        except UnicodeDecodeError as exc:  # decoded whole, so the file's offset is known: name its line
+            at = _first_non_utf8(data)
             raise ProfileFormatError(located(path, data[:at].count(b"\n") + 1, None,
                                              f"not UTF-8 text: {exc.reason} (byte 0x{data[at]:02x})")) from None
     except FileNotFoundError:
