@@ -36,20 +36,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _workload_meta(profile: Path) -> tuple[str, dict]:
-    """The workload's name and its workload.json (the data's label): beside the profile, or
+def _workload_root(profile: Path) -> Path:
+    """The directory whose workload.json names and labels the data: beside the profile, or
     above it for a workload's ``profiles/<arch>.csv`` (that plan was named "profiles" and not
-    labelled SYNTHETIC). Without one, a warning: the plan cannot say what its data is."""
-    from gclsampler.workload import declared_meta
-
+    labelled SYNTHETIC)."""
     root = profile.resolve().parent
     if not (root / "workload.json").is_file() and root.name == "profiles" and (root.parent / "workload.json").is_file():
         root = root.parent
-    meta = declared_meta(root)
-    if not meta:
-        print(f"gclsampler: warning: {profile}: no workload.json beside it (or above profiles/): the plan is not "
-              "labelled SYNTHETIC, which says nothing about whether the times were measured", file=sys.stderr)
-    return str(meta.get("workload") or root.name), meta
+    return root
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -82,9 +76,11 @@ def _run(args: argparse.Namespace) -> int:
         raise StemError(located(args.profile, 1, args.time_column, "no such column (--time-column)"))
     numeric_column(profile, args.time_column, args.profile)  # a text column (kernel_name, grid): one line
     check_profile_usable(profile, args.profile, args.time_column)
-    name, meta = _workload_meta(args.profile)
-    wl = Workload(name=name, profile=profile, synthetic=bool(meta.get("synthetic")), meta=meta,
-                  arch=meta.get("arch") if isinstance(meta.get("arch"), str) else None)
+    wl = Workload.load(_workload_root(args.profile), profile=profile)  # name, label and arch as every loader reads them
+    if not wl.meta:  # the plan cannot say what its data is
+        print(f"gclsampler: warning: {args.profile}: no workload.json beside it (or above profiles/): the plan is not "
+              "labelled SYNTHETIC, which says nothing about whether the times were measured", file=sys.stderr)
+    name = wl.name
     sampler = StemRootSampler(epsilon=args.epsilon, z=args.z, min_samples=args.min_samples,
                               root=not args.no_root, random_state=args.seed, min_group=args.min_group,
                               scope=args.scope, time_column=args.time_column)
