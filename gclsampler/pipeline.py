@@ -585,8 +585,10 @@ def run_post_embedding(cfg: DictConfig, workload, embeddings: np.ndarray, out_di
     if results.exists():
         import pandas as pd
 
+        from gclsampler.profile import fitted_arch
+
         df = pd.read_csv(results)
-        own = df[df["arch"] == (workload.arch or "native")]
+        own = df[df["arch"] == fitted_arch(workload.arch)]
         if len(own):
             # null, not NaN (no JSON), where the profile has no cycle counts; the time error is always there
             err = float(own["error_cycles"].iloc[0])

@@ -65,6 +65,12 @@ synthesizer writes one when ``<arch>_rerun`` is in ``synth.archs`` (same machine
 the run-to-run jitter drawn again)."""
 
 
+def fitted_arch(arch: str | None) -> str:
+    """The arch name profile.csv goes by (plans are fitted on it): workload.json's ``arch``, or
+    ``native`` for a directory that names none (so its second run is ``profiles/native_rerun.csv``)."""
+    return arch if isinstance(arch, str) and arch else "native"
+
+
 def rerun_arch(arch: str) -> str:
     """The name of ``arch``'s second run (its profile is ``profiles/<that>.csv``)."""
     return f"{arch}{RERUN_SUFFIX}"

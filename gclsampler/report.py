@@ -19,7 +19,7 @@ import numpy as np
 
 from gclsampler._atomic import atomic_path, write_text_atomic
 from gclsampler.plan import SamplingPlan
-from gclsampler.profile import rerun_of
+from gclsampler.profile import fitted_arch, rerun_of
 from gclsampler.score import (RESULT_COLUMNS, RATE_METRICS, TIE, MethodRun, evaluate_workload, head_to_head_counts,
                                method_sort_key, summarize, suite_averages, write_results_csv)
 
@@ -971,7 +971,7 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
     if isinstance(plans, dict):
         plans = list(plans.values())
     if archs is None:
-        archs = [workload.arch or "native"]
+        archs = [fitted_arch(workload.arch)]
         if workload.root is not None and (Path(workload.root) / "profiles").is_dir():
             archs += sorted(p.stem for p in (Path(workload.root) / "profiles").glob("*.csv")
                             if p.stem != workload.arch and rerun_of(p.stem) is None)  # a second run is its own column
@@ -996,5 +996,5 @@ def write_workload_report(workload, plans, out_dir: str | Path, *, labels: dict[
     gcl = next((p for p in plans if p.method == "gcl"), plans[0] if len(plans) == 1 else None)
     sil_k = {workload.name: chosen_k(gcl, (labels or {}).get(gcl.method))} if sil and gcl is not None else None
     return write_report(results, out, title=f"{workload.name}: sampling plans",
-                        synthetic=bool(workload.synthetic), plan_arch=workload.arch or "native",
+                        synthetic=bool(workload.synthetic), plan_arch=fitted_arch(workload.arch),
                         histograms=hist, silhouette=sil, plots=plots, silhouette_k=sil_k, sections=sections)

@@ -170,7 +170,9 @@ class MethodRun:
 
 def evaluate_workload(workload, runs: list[MethodRun], archs: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per run x arch: the plan (fitted on ``workload.arch``) against each arch's truth."""
-    plan_arch = workload.arch or "native"
+    from gclsampler.profile import fitted_arch
+
+    plan_arch = fitted_arch(workload.arch)
     archs = list(archs) if archs else [plan_arch]
     from gclsampler.profile import simulated_by
 

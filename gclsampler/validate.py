@@ -511,12 +511,12 @@ def check_workload(root: str | os.PathLike, *, profile: bool = True, traces: boo
 
 def _unscored_reruns(root: Path, others: list[Path], arch, rep: "_Report") -> None:
     """Warn of a ``profiles/<arch>_rerun.csv`` that no plan is scored on. Plans are fitted on
-    profile.csv, whose arch is workload.json's ``arch`` ("native" without one), and only that
+    profile.csv, whose arch is workload.json's ``arch`` (``fitted_arch``), and only that
     arch's second run is scored: an imported ``h200_rerun.csv`` beside a workload.json without
     ``"arch": "h200"`` was ignored without a word (no second-run table, empty error_cycles_rerun)."""
-    from gclsampler.profile import rerun_arch, rerun_of
+    from gclsampler.profile import fitted_arch, rerun_arch, rerun_of
 
-    fitted = rerun_arch(str(arch) if isinstance(arch, str) and arch else "native")
+    fitted = rerun_arch(fitted_arch(arch))
     for p in others:
         base = rerun_of(p.stem)
         if base is not None and p.stem != fitted and not (root / "profiles" / f"{base}.csv").exists():
